@@ -1,0 +1,60 @@
+"""`Agent`: a name, instructions, a model and tools, grouped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+from activities.tool import Tool, retry_spec
+from workflows.state import AgentSpec
+
+DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=8, maximum_interval=timedelta(seconds=60))
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent definition; the worker serves every Agent in the modules it is given."""
+
+    name: str
+    instructions: str
+    model: str = "gpt-4o-mini"
+    tools: Sequence[Tool] = ()
+    max_turns: int = 10
+    """Model calls a run may make before it ends as `max_turns_exceeded`."""
+    model_timeout: timedelta = timedelta(seconds=120)
+    """Start-to-close timeout of one model call attempt."""
+    model_retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_MODEL_RETRY)
+    """Retries of transient model failures (429, 5xx, timeouts); must be bounded."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("an agent needs a name")
+        if self.max_turns < 1:
+            raise ValueError(f"agent {self.name}: max_turns must be at least 1")
+        names = [t.name for t in self.tools]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"agent {self.name}: two tools are called '{name}'")
+        retry_spec(self.model_retry_policy)
+        for t in self.tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"agent {self.name}: {t!r} is not a @tool")
+
+    def spec(self) -> AgentSpec:
+        """The plain-data description frozen into a run at its start."""
+        return AgentSpec(
+            name=self.name,
+            instructions=self.instructions,
+            model=self.model,
+            tools=[t.spec() for t in self.tools],
+            max_turns=self.max_turns,
+            model_timeout_seconds=self.model_timeout.total_seconds(),
+            model_retry=retry_spec(self.model_retry_policy),
+        )
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool called `name`, or None."""
+        return next((t for t in self.tools if t.name == name), None)

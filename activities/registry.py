@@ -1,0 +1,48 @@
+"""Which agents a worker serves: every `Agent` found in the modules it is told about."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from activities.agent import Agent
+
+
+class AgentRegistry:
+    """Agents by name."""
+
+    def __init__(self, agents: Iterable[Agent] = ()) -> None:
+        self._agents: dict[str, Agent] = {}
+        for agent in agents:
+            self.add(agent)
+
+    def add(self, agent: Agent) -> None:
+        """Register an agent; two agents may not share a name."""
+        existing = self._agents.get(agent.name)
+        if existing is not None and existing is not agent:
+            raise ValueError(f"two agents are called '{agent.name}'")
+        self._agents[agent.name] = agent
+
+    def get(self, name: str) -> Agent | None:
+        """The agent called `name`, or None."""
+        return self._agents.get(name)
+
+    def names(self) -> list[str]:
+        """Every registered agent name, sorted."""
+        return sorted(self._agents)
+
+    @classmethod
+    def from_modules(cls, module_names: Iterable[str]) -> AgentRegistry:
+        """Import each module and register every Agent defined at its top level."""
+        registry = cls()
+        for module_name in module_names:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as err:
+                raise ValueError(f"cannot import agent module '{module_name}': {err}") from err
+            found = [v for v in vars(module).values() if isinstance(v, Agent)]
+            if not found:
+                raise ValueError(f"module '{module_name}' defines no Agent")
+            for agent in found:
+                registry.add(agent)
+        return registry

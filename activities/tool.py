@@ -1,0 +1,138 @@
+"""The `@tool` decorator: a typed Python function becomes a tool.
+
+The JSON Schema of the arguments comes from the type hints (via pydantic),
+the description from the docstring. A parameter annotated `ToolContext`
+receives the call's context (idempotency key, run id, user context) and is
+not part of the schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, JsonValue, create_model
+from temporalio.common import RetryPolicy
+
+from workflows.state import RetrySpec, ToolSpec
+
+DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
+DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may know about the call it serves."""
+
+    idempotency_key: str
+    """Workflow id + tool call id: the same on every retry and after continue-as-new."""
+    run_id: str
+    call_id: str
+    agent: str
+    context: JsonValue = None
+    """The JSON context the run was started with."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: the function, its argument model and its policies."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    arguments: type[BaseModel]
+    """Validates the model's arguments; its JSON Schema is what the model sees."""
+    needs_approval: bool = False
+    timeout: timedelta = DEFAULT_TOOL_TIMEOUT
+    retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_TOOL_RETRY)
+    context_param: str | None = None
+    """Name of the parameter that receives the ToolContext, if any."""
+
+    def spec(self) -> ToolSpec:
+        """The plain-data description frozen into a run."""
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=self.arguments.model_json_schema(),
+            needs_approval=self.needs_approval,
+            timeout_seconds=self.timeout.total_seconds(),
+            retry=retry_spec(self.retry_policy),
+        )
+
+    async def invoke(self, arguments: BaseModel, ctx: ToolContext) -> Any:
+        """Call the function with validated arguments (sync functions run in a thread)."""
+        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    needs_approval: bool = False,
+    timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
+    retry_policy: RetryPolicy | None = None,
+) -> Any:
+    """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        arguments, context_param = _arguments_model(f)
+        policy = retry_policy or DEFAULT_TOOL_RETRY
+        retry_spec(policy)  # refuse an unbounded policy at definition time
+        return Tool(
+            name=name or f.__name__,
+            description=inspect.getdoc(f) or "",
+            fn=f,
+            arguments=arguments,
+            needs_approval=needs_approval,
+            timeout=timeout,
+            retry_policy=policy,
+            context_param=context_param,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    context_param = None
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {fn.__name__}: *args and **kwargs are not supported")
+        if param.name not in hints:
+            raise TypeError(f"tool {fn.__name__}: parameter '{param.name}' needs a type hint")
+        if hints[param.name] is ToolContext:
+            context_param = param.name
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    model = create_model(
+        f"{fn.__name__}_arguments",
+        __config__=ConfigDict(extra="forbid"),
+        **fields,
+    )
+    return model, context_param
+
+
+def retry_spec(policy: RetryPolicy) -> RetrySpec:
+    """Temporal's RetryPolicy as plain data; an unbounded policy is refused."""
+    if not policy.maximum_attempts:
+        raise ValueError("a retry policy needs a maximum_attempts bound")
+    interval = policy.initial_interval.total_seconds()
+    return RetrySpec(
+        initial_interval_seconds=interval,
+        backoff_coefficient=policy.backoff_coefficient,
+        maximum_interval_seconds=(
+            policy.maximum_interval.total_seconds() if policy.maximum_interval else interval * 100
+        ),
+        maximum_attempts=policy.maximum_attempts,
+    )

@@ -1,0 +1,53 @@
+"""Agents used by the tests, with tools that record what they did."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+from activities import Agent, ToolContext, tool
+
+CALLS: list[tuple[str, dict, str]] = []
+"""(tool, arguments, idempotency key) of every tool execution in this process."""
+
+FAST_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=100),
+    maximum_interval=timedelta(seconds=1),
+    maximum_attempts=3,
+)
+
+
+@tool
+def add(a: int, b: int, ctx: ToolContext) -> int:
+    """Add two integers."""
+    CALLS.append(("add", {"a": a, "b": b}, ctx.idempotency_key))
+    return a + b
+
+
+@tool(needs_approval=True)
+async def send_email(to: str, body: str, ctx: ToolContext) -> str:
+    """Send an email (needs a person's approval)."""
+    CALLS.append(("send_email", {"to": to, "body": body}, ctx.idempotency_key))
+    return f"sent to {to}"
+
+
+@tool(retry_policy=FAST_RETRY)
+def flaky(ctx: ToolContext) -> str:
+    """Always raises, to show that a tool's failure goes back to the model."""
+    CALLS.append(("flaky", {}, ctx.idempotency_key))
+    raise RuntimeError("disk on fire")
+
+
+assistant = Agent(
+    name="assistant",
+    instructions="You are a test assistant.",
+    model="test-model",
+    tools=[add, send_email, flaky],
+    max_turns=4,
+    model_retry_policy=RetryPolicy(
+        initial_interval=timedelta(milliseconds=200),
+        maximum_interval=timedelta(seconds=5),
+        maximum_attempts=4,
+    ),
+)

@@ -1,0 +1,73 @@
+"""Shared fixtures: one real Temporal dev server per session, and per test a real
+scripted OpenAI-compatible HTTP server and a real worker on a fresh task queue."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import pytest
+from examples.scripted_openai import ScriptedModelServer
+from openai import AsyncOpenAI
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.registry import AgentRegistry
+from tests import agents
+from worker import build_worker, temporal_binary
+from workflows import search_attributes
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """A real Temporal dev server (the pip-installed `temporal` binary), nothing downloaded."""
+    environment = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        search_attributes=search_attributes.ALL,
+        dev_server_existing_path=temporal_binary(),
+    )
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    """A real HTTP server speaking the Chat Completions API, scripted by the test."""
+    with ScriptedModelServer() as server:
+        yield server
+
+
+@dataclass(frozen=True)
+class RunningWorker:
+    """A worker running for one test."""
+
+    task_queue: str
+    client: Client
+    address: str
+    namespace: str
+
+
+@pytest.fixture
+async def worker(
+    env: WorkflowEnvironment, model_server: ScriptedModelServer
+) -> AsyncIterator[RunningWorker]:
+    """A real worker for the test agents on a fresh task queue, talking to `model_server`."""
+    agents.CALLS.clear()
+    task_queue = f"test-{uuid.uuid4().hex[:8]}"
+    openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
+    running = build_worker(
+        env.client,
+        registry=AgentRegistry([agents.assistant]),
+        model_client=openai_client,
+        task_queue=task_queue,
+    )
+    async with running:
+        yield RunningWorker(
+            task_queue=task_queue,
+            client=env.client,
+            address=env.client.service_client.config.target_host,
+            namespace=env.client.namespace,
+        )
+    await openai_client.close()

@@ -1,0 +1,293 @@
+"""AgentWorkflow: drives the pure loop; every model and tool call is an activity.
+
+Deterministic by construction: time comes from `workflow.now()`, decisions on
+what to do next come from `workflows.loop`, and every effect is an activity
+named in `workflows.contract` (this module never imports activity code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+# Plain-data modules with no side effects: pass them through the sandbox so
+# pydantic does not rebuild every model for each workflow run.
+with workflow.unsafe.imports_passed_through():
+    from workflows import contract, loop
+    from workflows import search_attributes as sa
+    from workflows.payloads import (
+        AgentInput,
+        AgentResult,
+        DecideInput,
+        DecisionSignal,
+        DescribeAgentInput,
+        ModelReply,
+        PendingApproval,
+        StatusView,
+        ToolOutcome,
+        ToolRequest,
+    )
+    from workflows.state import (
+        AgentSpec,
+        Decision,
+        ErrorInfo,
+        RetrySpec,
+        RunState,
+        RunStatus,
+        ToolCall,
+        Usage,
+    )
+
+DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
+DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
+
+
+@workflow.defn(name=contract.WORKFLOW_TYPE)
+class AgentWorkflow:
+    """One agent run: ask the model, run tools (after approval where needed), repeat."""
+
+    @workflow.init
+    def __init__(self, agent_input: AgentInput) -> None:
+        self._input = agent_input
+        self._state: RunState | None = None
+        self._decisions = 0
+        """Counts decisions applied, to wake the loop when one arrives."""
+        self._published: tuple[object, ...] | None = None
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput) -> AgentResult:
+        """Run the agent until it answers, fails, is cancelled or runs out of turns."""
+        if agent_input.session:
+            raise ApplicationError(
+                "sessions (input 'session': true) are not supported by this worker yet",
+                type=contract.ERROR_INVALID_INPUT,
+                non_retryable=True,
+            )
+        state = await self._initial_state(agent_input)
+        self._state = state
+        try:
+            await self._drive(state)
+        except asyncio.CancelledError:
+            loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
+            self._publish(state)
+            raise
+        return AgentResult(
+            status=state.status,
+            final_output=state.final_output,
+            turn=state.turn,
+            usage=state.usage,
+        )
+
+    async def _initial_state(self, agent_input: AgentInput) -> RunState:
+        if agent_input.resume_from is not None:
+            return loop.resume(
+                agent_input.resume_from, run_id=workflow.info().workflow_id, now=workflow.now()
+            )
+        try:
+            spec = await workflow.execute_activity(
+                contract.ACTIVITY_DESCRIBE_AGENT,
+                DescribeAgentInput(agent=agent_input.agent),
+                result_type=AgentSpec,
+                start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
+                retry_policy=DESCRIBE_AGENT_RETRY,
+                summary=f"describe agent {agent_input.agent}",
+            )
+        except ActivityError as err:
+            raise ApplicationError(
+                f"cannot start agent '{agent_input.agent}': {_root_message(err)}",
+                type=contract.ERROR_RUN_FAILED,
+                non_retryable=True,
+            ) from err
+        return loop.new_state(
+            spec, agent_input, run_id=workflow.info().workflow_id, now=workflow.now()
+        )
+
+    async def _drive(self, state: RunState) -> None:
+        while True:
+            step = loop.next_step(state)
+            state.status = loop.status_for(step)
+            self._publish(state)
+            if isinstance(step, loop.Finish):
+                loop.finish(state, step.status, now=workflow.now())
+                return
+            if isinstance(step, loop.CallModel):
+                reply = await self._call_model(state, step)
+                loop.record_model_reply(state, reply, now=workflow.now())
+            elif isinstance(step, loop.RunTools):
+                outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
+                loop.record_tool_outcomes(state, list(outcomes), now=workflow.now())
+            else:
+                seen = self._decisions
+                await workflow.wait_condition(lambda seen=seen: self._decisions > seen)
+
+    async def _call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
+        spec = state.agent
+        try:
+            return await workflow.execute_activity(
+                contract.ACTIVITY_CALL_MODEL,
+                step.request,
+                result_type=ModelReply,
+                start_to_close_timeout=timedelta(seconds=spec.model_timeout_seconds),
+                retry_policy=_retry_policy(
+                    spec.model_retry,
+                    non_retryable=[contract.ERROR_MODEL_REQUEST, contract.ERROR_MODEL_REPLY],
+                ),
+                summary=f"model {spec.model} · turn {step.request.turn}",
+            )
+        except ActivityError as err:
+            error = _error_info(err)
+            loop.fail(state, error, now=workflow.now())
+            self._publish(state)
+            raise ApplicationError(
+                f"model call failed: {error.message}",
+                error.details,
+                type=error.type,
+                non_retryable=True,
+            ) from err
+
+    async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
+        spec = state.agent.tool(call.tool)
+        assert spec is not None, "malformed calls are answered by the loop, never run"
+        try:
+            return await workflow.execute_activity(
+                contract.ACTIVITY_RUN_TOOL,
+                ToolRequest(
+                    agent=state.agent.name,
+                    tool=call.tool,
+                    call_id=call.call_id,
+                    arguments=call.arguments,
+                    idempotency_key=f"{state.run_id}:{call.call_id}",
+                    context=state.context,
+                ),
+                result_type=ToolOutcome,
+                start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+                retry_policy=_retry_policy(spec.retry),
+                summary=f"tool {call.tool}({_short(call.arguments)})",
+            )
+        except ActivityError as err:
+            return ToolOutcome(
+                call_id=call.call_id,
+                content=f"Error: tool '{call.tool}' failed: {_root_message(err)}",
+                is_error=True,
+            )
+
+    def _publish(self, state: RunState) -> None:
+        """Keep the search attributes current (only when they change)."""
+        pending = len(loop.pending_approvals(state))
+        values = (state.agent.name, state.status.value, pending, state.turn)
+        if values == self._published:
+            return
+        self._published = values
+        workflow.upsert_search_attributes(
+            [
+                sa.AGENT_NAME.value_set(state.agent.name),
+                sa.AGENT_STATUS.value_set(state.status.value),
+                sa.AGENT_PENDING_APPROVALS.value_set(pending),
+                sa.AGENT_TURN.value_set(state.turn),
+            ]
+        )
+
+    # --- decisions -----------------------------------------------------------
+
+    @workflow.signal(name=contract.SIGNAL_APPROVE)
+    def approve(self, payload: DecisionSignal) -> None:
+        """Approve a pending tool call (fire-and-forget)."""
+        self._decide_by_signal(payload, "approve")
+
+    @workflow.signal(name=contract.SIGNAL_REJECT)
+    def reject(self, payload: DecisionSignal) -> None:
+        """Reject a pending tool call; the model gets the reason as the call's result."""
+        self._decide_by_signal(payload, "reject")
+
+    def _decide_by_signal(self, payload: DecisionSignal, decision: str) -> None:
+        request = DecideInput(**payload.model_dump(), decision=decision)
+        try:
+            self._apply(request)
+        except loop.DecisionRefused as err:
+            # A signal cannot be answered; refusing must not fail the run.
+            workflow.logger.warning("%s signal refused: %s", decision, err)
+
+    @workflow.update(name=contract.UPDATE_DECIDE)
+    def decide(self, payload: DecideInput) -> Decision:
+        """Approve or reject a pending call and get the recorded decision back."""
+        try:
+            return self._apply(payload)
+        except loop.DecisionRefused as err:
+            raise ApplicationError(str(err), type="DecisionRefused", non_retryable=True) from err
+
+    @decide.validator
+    def _validate_decide(self, payload: DecideInput) -> None:
+        loop.check_decision(self._started_state(), payload.call_id)
+
+    def _apply(self, request: DecideInput) -> Decision:
+        state = self._started_state()
+        decision = loop.apply_decision(state, request, now=workflow.now())
+        self._decisions += 1
+        return decision
+
+    def _started_state(self) -> RunState:
+        if self._state is None:
+            raise loop.DecisionRefused("the run is still starting; no tool call is pending yet")
+        return self._state
+
+    # --- queries ---------------------------------------------------------------
+
+    @workflow.query(name=contract.QUERY_GET_STATE)
+    def get_state(self) -> RunState:
+        """The whole RunState (exactly what export writes)."""
+        if self._state is None:
+            raise ApplicationError("the run is still starting; its state is not available yet")
+        return self._state
+
+    @workflow.query(name=contract.QUERY_GET_STATUS)
+    def get_status(self) -> StatusView:
+        """Status, agent, turn, pending approvals and usage."""
+        if self._state is None:
+            return StatusView(
+                status=RunStatus.RUNNING,
+                agent=self._input.agent,
+                turn=0,
+                pending_approvals=0,
+                usage=Usage(),
+            )
+        return loop.status_view(self._state)
+
+    @workflow.query(name=contract.QUERY_GET_PENDING_APPROVALS)
+    def get_pending_approvals(self) -> list[PendingApproval]:
+        """The tool calls waiting for a decision."""
+        return [] if self._state is None else loop.pending_approvals(self._state)
+
+
+def _retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=spec.initial_interval_seconds),
+        backoff_coefficient=spec.backoff_coefficient,
+        maximum_interval=timedelta(seconds=spec.maximum_interval_seconds),
+        maximum_attempts=spec.maximum_attempts,
+        non_retryable_error_types=non_retryable,
+    )
+
+
+def _root_message(err: BaseException) -> str:
+    """The message of the innermost cause (the activity's own error)."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return getattr(err, "message", None) or str(err)
+
+
+def _error_info(err: ActivityError) -> ErrorInfo:
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+        return ErrorInfo(
+            type=cause.type or "ApplicationError", message=cause.message, details=details
+        )
+    return ErrorInfo(type=type(cause).__name__, message=_root_message(err))
+
+
+def _short(arguments: str, limit: int = 60) -> str:
+    return arguments if len(arguments) <= limit else arguments[: limit - 1] + "…"

@@ -1,0 +1,28 @@
+"""The pinned names of the contract (see DESIGN.md), defined once.
+
+Other services, operators and the acceptance checks depend on these strings:
+never rename one without a versioning plan.
+"""
+
+WORKFLOW_TYPE = "AgentWorkflow"
+DEFAULT_TASK_QUEUE = "agents"
+
+SIGNAL_APPROVE = "approve"
+SIGNAL_REJECT = "reject"
+SIGNAL_SEND_MESSAGE = "send_message"
+UPDATE_DECIDE = "decide"
+QUERY_GET_STATE = "get_state"
+QUERY_GET_STATUS = "get_status"
+QUERY_GET_PENDING_APPROVALS = "get_pending_approvals"
+
+ACTIVITY_DESCRIBE_AGENT = "describe_agent"
+ACTIVITY_CALL_MODEL = "call_model"
+ACTIVITY_RUN_TOOL = "run_tool"
+
+# ApplicationError types raised by our activities and the workflow.
+ERROR_UNKNOWN_AGENT = "UnknownAgent"
+ERROR_MODEL_REQUEST = "ModelRequestError"
+ERROR_MODEL_UNAVAILABLE = "ModelUnavailable"
+ERROR_MODEL_REPLY = "ModelReplyError"
+ERROR_RUN_FAILED = "AgentRunFailed"
+ERROR_INVALID_INPUT = "InvalidAgentInput"

@@ -1,0 +1,158 @@
+"""Payloads that cross a Temporal boundary: workflow input and result, signal,
+update and query payloads, and the activities' inputs and results.
+
+All plain JSON so that a service in any language, or the `temporal` CLI, can
+send them. Unknown fields are refused rather than ignored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from workflows.state import Item, RunState, RunStatus, Usage
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- workflow -----------------------------------------------------------------
+
+
+class AgentInput(_Payload):
+    """Input of `AgentWorkflow`."""
+
+    agent: str = Field(min_length=1)
+    """Name of an agent registered on the workers of the task queue."""
+    input: str
+    """The user's first message."""
+    context: JsonValue = None
+    """JSON handed to every tool call (never to the model)."""
+    max_turns: int | None = Field(None, ge=1)
+    """Overrides the agent's own limit of model calls."""
+    session: bool = False
+    """Keep the run open for further user messages (not supported yet)."""
+    resume_from: RunState | None = None
+    """Continue from this snapshot instead of starting afresh."""
+
+
+class AgentResult(_Payload):
+    """Result of `AgentWorkflow`: how the run ended."""
+
+    status: RunStatus
+    final_output: str | None
+    turn: int
+    usage: Usage
+
+
+# --- decisions ------------------------------------------------------------------
+
+
+class DecisionSignal(_Payload):
+    """Payload of the `approve` and `reject` signals."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    call_id: str = Field(min_length=1)
+    approver: str = Field(min_length=1)
+    reason: str | None = None
+    always: bool = False
+
+
+class DecideInput(DecisionSignal):
+    """Payload of the `decide` update."""
+
+    decision: Literal["approve", "reject"]
+
+
+# --- queries ----------------------------------------------------------------------
+
+
+class StatusView(_Payload):
+    """Result of the `get_status` query."""
+
+    status: RunStatus
+    agent: str
+    turn: int
+    pending_approvals: int
+    usage: Usage
+
+
+class PendingApproval(_Payload):
+    """One entry of the `get_pending_approvals` query."""
+
+    call_id: str
+    tool: str
+    arguments: str
+    requested_at: datetime
+
+
+# --- activities ---------------------------------------------------------------
+
+
+class DescribeAgentInput(_Payload):
+    """Input of `describe_agent`."""
+
+    agent: str
+
+
+class ModelRequest(_Payload):
+    """Input of `call_model`: everything the model needs for one turn."""
+
+    model: str
+    instructions: str
+    items: list[Item]
+    tools: list[ToolSchema]
+    turn: int
+
+
+class ToolSchema(_Payload):
+    """A tool as the model sees it."""
+
+    name: str
+    description: str
+    parameters: dict[str, JsonValue]
+
+
+class ModelToolCall(_Payload):
+    """A tool call as the model wrote it."""
+
+    call_id: str
+    tool: str
+    arguments: str
+
+
+class ModelReply(_Payload):
+    """Result of `call_model`."""
+
+    content: str | None = None
+    tool_calls: list[ModelToolCall] = []
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+
+
+class ToolRequest(_Payload):
+    """Input of `run_tool`."""
+
+    agent: str
+    tool: str
+    call_id: str
+    arguments: str
+    """JSON text of the arguments, validated by the activity against the tool's schema."""
+    idempotency_key: str
+    """Workflow id + tool call id: stable across retries and continue-as-new."""
+    context: JsonValue = None
+
+
+class ToolOutcome(_Payload):
+    """Result of `run_tool`: the tool's output, or why it has none."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+ModelRequest.model_rebuild()

@@ -1,0 +1,11 @@
+"""Typed search-attribute keys of the contract, kept current by AgentWorkflow."""
+
+from temporalio.common import SearchAttributeKey
+
+AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
+AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
+AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
+AGENT_TURN = SearchAttributeKey.for_int("AgentTurn")
+
+ALL = (AGENT_NAME, AGENT_STATUS, AGENT_PENDING_APPROVALS, AGENT_TURN)
+"""Every key the workflow writes; a server must have them all registered."""

@@ -1,0 +1,213 @@
+"""RunState: the whole state of one agent run, as plain, versioned data.
+
+It is what the workflow holds in memory, what `get_state` returns and what
+`export` writes. Every model refuses unknown fields, so a snapshot that does
+not match this schema fails to load instead of being silently defaulted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictStr
+
+SCHEMA_VERSION = "1.0"
+"""The RunState schema this code writes ("MAJOR.MINOR"; minor = additive)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunStatus(StrEnum):
+    """Where a run is; the value of the `AgentStatus` search attribute."""
+
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_INPUT = "awaiting_input"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    MAX_TURNS_EXCEEDED = "max_turns_exceeded"
+
+    @property
+    def is_final(self) -> bool:
+        """True once the run has ended and will change no more."""
+        return self in _FINAL
+
+
+_FINAL = {
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELLED,
+    RunStatus.MAX_TURNS_EXCEEDED,
+}
+
+
+class RetrySpec(_Model):
+    """A bounded retry policy in plain JSON (mapped onto Temporal's RetryPolicy)."""
+
+    initial_interval_seconds: float = Field(1.0, gt=0)
+    """Delay before the first retry."""
+    backoff_coefficient: float = Field(2.0, ge=1)
+    """Each further delay is the previous one times this."""
+    maximum_interval_seconds: float = Field(30.0, gt=0)
+    """Upper bound on the delay between attempts."""
+    maximum_attempts: int = Field(3, ge=1)
+    """Attempts in all, the first included; 1 means no retry."""
+
+
+class ToolSpec(_Model):
+    """A tool as frozen into a run at start: enough to call and police it."""
+
+    name: str = Field(min_length=1)
+    description: str
+    parameters: dict[str, JsonValue]
+    """JSON Schema of the tool's arguments (made by pydantic from its type hints)."""
+    needs_approval: bool = False
+    """A call waits for an approve/reject decision before it runs."""
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of the tool's activity."""
+    retry: RetrySpec = RetrySpec()
+    """How often a raising tool is tried before its error goes to the model."""
+
+
+class AgentSpec(_Model):
+    """The agent as it was when the run started (later code changes do not leak in)."""
+
+    name: str = Field(min_length=1)
+    instructions: str
+    model: str = Field(min_length=1)
+    tools: list[ToolSpec] = []
+    max_turns: int = Field(10, ge=1)
+    """Default limit of model calls for a run of this agent."""
+    model_timeout_seconds: float = Field(120.0, gt=0)
+    """Start-to-close timeout of one model call attempt."""
+    model_retry: RetrySpec = RetrySpec(maximum_attempts=8, maximum_interval_seconds=60.0)
+    """Retries of transient model failures (429, 5xx, timeouts, connection errors)."""
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool called `name`, or None if the agent has no such tool."""
+        return next((t for t in self.tools if t.name == name), None)
+
+
+class Usage(_Model):
+    """Token usage summed over every model call of the run."""
+
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def plus(self, other: Usage) -> Usage:
+        """The sum of two usages."""
+        return Usage(
+            model_calls=self.model_calls + other.model_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ToolCall(_Model):
+    """One tool call requested by the model."""
+
+    call_id: str = Field(min_length=1)
+    tool: str
+    arguments: str
+    """The arguments exactly as the model wrote them (JSON text, possibly malformed)."""
+    needs_approval: bool = False
+    """Whether the agent spec asked for a decision before this call may run."""
+
+
+class UserMessage(_Model):
+    """A message from the user."""
+
+    type: Literal["user_message"] = "user_message"
+    content: str
+
+
+class AssistantMessage(_Model):
+    """One model reply: text, tool calls, or both."""
+
+    type: Literal["assistant_message"] = "assistant_message"
+    turn: int = Field(ge=1)
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    at: datetime
+    """Workflow time at which the reply was recorded."""
+
+
+class ToolResult(_Model):
+    """What goes back to the model for one tool call."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    content: str
+    is_error: bool = False
+    """The tool failed, was refused or was called wrongly; content says why."""
+
+
+class Decision(_Model):
+    """An approve/reject decision on one tool call (strict: no coercion of any field)."""
+
+    type: Literal["decision"] = "decision"
+    call_id: StrictStr = Field(min_length=1)
+    decision: Literal["approve", "reject"]
+    approver: StrictStr = Field(min_length=1)
+    reason: StrictStr | None = None
+    always: StrictBool = False
+    """Apply the same decision to every later call of this tool in the run."""
+    by_rule: StrictBool = False
+    """Made automatically by an earlier `always` decision of `approver`."""
+    at: datetime
+
+
+Item = Annotated[
+    UserMessage | AssistantMessage | ToolResult | Decision,
+    Field(discriminator="type"),
+]
+
+
+class ErrorInfo(_Model):
+    """Why a run failed."""
+
+    type: str
+    message: str
+    details: dict[str, JsonValue] = {}
+    """Provider facts worth keeping, such as the HTTP status code."""
+
+
+class RunOrigin(_Model):
+    """Where a resumed or forked run came from."""
+
+    run_id: str
+    """The run whose snapshot this run started from."""
+    turn: int = Field(ge=0)
+    """The source run's turn at which the snapshot was taken (or the fork was cut)."""
+    mode: Literal["resume", "fork"]
+
+
+class RunState(_Model):
+    """The single source of truth for one run; JSON round-trip exact."""
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    run_id: str
+    """The workflow id."""
+    agent: AgentSpec
+    status: RunStatus = RunStatus.RUNNING
+    turn: int = Field(0, ge=0)
+    """Model calls made so far."""
+    max_turns: int = Field(ge=1)
+    context: JsonValue = None
+    """User-supplied JSON handed to every tool call."""
+    items: list[Item] = []
+    final_output: str | None = None
+    error: ErrorInfo | None = None
+    usage: Usage = Usage()
+    origin: RunOrigin | None = None
+    """Set when the run was resumed or forked from a snapshot of another run."""
+    created_at: datetime
+    updated_at: datetime
