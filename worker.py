@@ -20,7 +20,6 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
 
-from activities.model_api import ModelActivities
 from openai import AsyncOpenAI
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
@@ -28,6 +27,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.model_api import ModelActivities
 from activities.registry import AgentRegistry
 from activities.run_tool import ToolActivities
 from workflows import search_attributes

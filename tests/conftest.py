@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pytest
-from examples.scripted_openai import ScriptedModelServer
 from openai import AsyncOpenAI
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.registry import AgentRegistry
+from examples.scripted_openai import ScriptedModelServer
 from tests import agents
 from worker import build_worker, temporal_binary
 from workflows import search_attributes

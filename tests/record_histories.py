@@ -10,13 +10,13 @@ import asyncio
 import sys
 from pathlib import Path
 
-from examples.scripted_openai import Call, Fault, Reply, ScriptedModelServer
 from openai import AsyncOpenAI
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.registry import AgentRegistry
+from examples.scripted_openai import Call, Fault, Reply, ScriptedModelServer
 from tests import agents
 from worker import build_worker, temporal_binary
 from workflows import contract, search_attributes

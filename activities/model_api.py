@@ -1,0 +1,213 @@
+"""The `call_model` activity: one Chat Completions request through the `openai` client.
+
+Failures are sorted for Temporal's retry policy: transient ones (429, 5xx,
+timeouts, connection errors) are retryable and honour the provider's
+`retry-after`; the rest are non-retryable `ApplicationError`s with a `type`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import openai
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows.contract import (
+    ACTIVITY_CALL_MODEL,
+    ERROR_MODEL_REPLY,
+    ERROR_MODEL_REQUEST,
+    ERROR_MODEL_UNAVAILABLE,
+)
+from workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
+from workflows.state import AssistantMessage, Item, ToolResult, Usage, UserMessage
+
+MAX_RETRY_AFTER = timedelta(seconds=300)
+"""Longest provider-requested wait we honour; a longer `retry-after` is cut to this."""
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+class ModelActivities:
+    """Holds the `openai` client for the `call_model` activity.
+
+    The client must be built with `max_retries=0`: Temporal's retry policy owns
+    retries (with backoff, limits and visibility in history); retries inside the
+    client would multiply attempts and hide them from Temporal.
+    """
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        if getattr(client, "max_retries", None) != 0:
+            raise ValueError(
+                "the openai client must be created with max_retries=0 "
+                f"(got {getattr(client, 'max_retries', None)!r}): Temporal owns retries"
+            )
+        self._client = client
+
+    @activity.defn(name=ACTIVITY_CALL_MODEL)
+    async def call_model(self, request: ModelRequest) -> ModelReply:
+        """Ask the model for its next reply to the conversation in `request`."""
+        options: dict[str, Any] = {
+            "model": request.model,
+            "messages": to_messages(request.instructions, request.items),
+        }
+        if request.tools:
+            options["tools"] = to_tools(request.tools)
+        try:
+            completion = await self._client.chat.completions.create(**options)
+        except openai.APIStatusError as err:
+            raise _status_error(err) from err
+        except openai.APITimeoutError as err:
+            raise ApplicationError(
+                f"model unavailable: request timed out: {err.message}",
+                type=ERROR_MODEL_UNAVAILABLE,
+            ) from err
+        except openai.APIConnectionError as err:
+            detail = f": {err.__cause__}" if err.__cause__ else ""
+            raise ApplicationError(
+                f"model unavailable: {err.message.rstrip('.')}{detail}",
+                type=ERROR_MODEL_UNAVAILABLE,
+            ) from err
+        except openai.APIResponseValidationError as err:
+            raise _reply_error(f"the reply does not match the API: {err.message}") from err
+        except json.JSONDecodeError as err:
+            raise _reply_error(f"the reply is not JSON: {err}") from err
+        return to_reply(completion)
+
+
+def to_messages(instructions: str, items: list[Item]) -> list[dict[str, Any]]:
+    """The Chat Completions messages for the conversation (decisions are left out)."""
+    messages: list[dict[str, Any]] = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    for item in items:
+        if isinstance(item, UserMessage):
+            messages.append({"role": "user", "content": item.content})
+        elif isinstance(item, AssistantMessage):
+            message: dict[str, Any] = {"role": "assistant", "content": item.content}
+            if item.tool_calls:
+                message["tool_calls"] = [
+                    {
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {"name": call.tool, "arguments": call.arguments},
+                    }
+                    for call in item.tool_calls
+                ]
+            messages.append(message)
+        elif isinstance(item, ToolResult):
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.content})
+        # Decision items are our audit trail, not conversation: the model never sees them.
+    return messages
+
+
+def to_tools(tools: list[ToolSchema]) -> list[dict[str, Any]]:
+    """The Chat Completions `tools` parameter for the agent's tools."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+            },
+        }
+        for t in tools
+    ]
+
+
+def to_reply(completion: Any) -> ModelReply:
+    """Our ModelReply from a ChatCompletion; an unusable shape is a ModelReplyError."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise _reply_error("the reply has no choices")
+    try:
+        choice = choices[0]
+        message = choice.message
+        calls = []
+        for call in message.tool_calls or []:
+            if call.type != "function" or not isinstance(call.function.arguments, str):
+                raise TypeError(f"unsupported tool call {call!r}")
+            calls.append(
+                ModelToolCall(
+                    call_id=call.id, tool=call.function.name, arguments=call.function.arguments
+                )
+            )
+        usage = completion.usage
+        prompt = usage.prompt_tokens if usage else 0
+        output = usage.completion_tokens if usage else 0
+        return ModelReply(
+            content=message.content,
+            tool_calls=calls,
+            usage=Usage(
+                model_calls=1,
+                input_tokens=prompt,
+                output_tokens=output,
+                total_tokens=(usage.total_tokens if usage else 0) or prompt + output,
+            ),
+            finish_reason=choice.finish_reason,
+        )
+    except (AttributeError, TypeError, ValueError) as err:
+        raise _reply_error(f"the reply has an unusable shape: {err}") from err
+
+
+def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> timedelta | None:
+    """The wait the provider asks for (`retry-after-ms`, then `retry-after` in seconds
+    or as an HTTP date), capped at MAX_RETRY_AFTER; None if absent or unusable."""
+    seconds: float | None = None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+            break
+        except ValueError:
+            if name == "retry-after":
+                parsed = email.utils.parsedate_tz(value)
+                if parsed is not None:
+                    seconds = email.utils.mktime_tz(parsed) - (time.time() if now is None else now)
+    if seconds is None or math.isnan(seconds) or seconds <= 0:
+        return None
+    return min(timedelta(seconds=min(seconds, 1e9)), MAX_RETRY_AFTER)
+
+
+def _status_error(err: openai.APIStatusError) -> ApplicationError:
+    status = err.status_code
+    provider_message = _provider_message(err)
+    details = {"status_code": status, "provider_message": provider_message}
+    if status in _TRANSIENT_STATUS or status >= 500:
+        return ApplicationError(
+            f"model unavailable: HTTP {status}: {provider_message}",
+            details,
+            type=ERROR_MODEL_UNAVAILABLE,
+            next_retry_delay=retry_delay(err.response.headers),
+        )
+    return ApplicationError(
+        f"model request refused: HTTP {status}: {provider_message}",
+        details,
+        type=ERROR_MODEL_REQUEST,
+        non_retryable=True,
+    )
+
+
+def _provider_message(err: openai.APIStatusError) -> str:
+    """The provider's own error message, verbatim when it sent one."""
+    body = err.body
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return err.message
+
+
+def _reply_error(message: str) -> ApplicationError:
+    return ApplicationError(
+        f"unusable model reply: {message}", type=ERROR_MODEL_REPLY, non_retryable=True
+    )

@@ -1,0 +1,265 @@
+"""agentctl: start agent runs, watch them, approve or reject their tool calls.
+
+Every command prints a short human summary, or with `--json` the payload's
+JSON. Expected errors print one `agentctl: error: ...` line and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import getpass
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from pydantic import BaseModel, JsonValue, TypeAdapter
+from temporalio.runtime import Runtime, TelemetryConfig
+
+from client import render
+from client.agent_client import AgentClient
+from client.errors import AgentClientError
+from workflows import contract
+from workflows.payloads import AgentResult, DecideInput, PendingApproval
+
+PROG = "agentctl"
+APPROVER_ENV = "AGENTCTL_APPROVER"
+
+
+class StartedRun(BaseModel):
+    """What `agentctl start --json` prints: the new run's id (and its result with --wait)."""
+
+    run_id: str
+    result: AgentResult | None = None
+
+
+Command = Callable[[argparse.Namespace, AgentClient], Awaitable[str]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run agentctl; returns the exit code (0 ok, 1 error, 2 usage error)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # usage errors and --help keep argparse's own codes
+        return exit_.code if isinstance(exit_.code, int) else 2
+    try:
+        output = asyncio.run(_run(args))
+    except AgentClientError as err:
+        print(f"{PROG}: error: {err.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        # Free the command's Temporal runtime now (tracebacks hold it in cycles):
+        # the SDK's default runtime lives until interpreter shutdown, where its Rust
+        # threads can crash the exiting process (SIGSEGV/SIGABRT, sdk-python#300).
+        gc.collect()
+    if output:
+        print(output)
+    return 0
+
+
+async def _run(args: argparse.Namespace) -> str:
+    command: Command = args.command_fn
+    if getattr(args, "context", None) is not None:
+        args.context = parse_context(args.context)  # before connecting: fail fast, offline
+    agents = await AgentClient.connect(
+        profile=args.profile,
+        address=args.address,
+        namespace=args.namespace,
+        task_queue=args.task_queue,
+        runtime=Runtime(telemetry=TelemetryConfig()),  # our own: freed before exit (see main)
+    )
+    return await command(args, agents)
+
+
+# --- commands ---------------------------------------------------------------------
+
+
+async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
+    run_id = await agents.start(
+        args.agent, args.input, context=args.context, max_turns=args.max_turns, run_id=args.id
+    )
+    started = StartedRun(run_id=run_id)
+    if args.wait:
+        started.result = await agents.result(run_id)
+    if args.json:
+        return started.model_dump_json(indent=2)
+    if started.result is None:
+        return run_id
+    return f"{run_id}\n{render.result(started.result)}"
+
+
+async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
+    view = await agents.status(args.run_id)
+    return view.model_dump_json(indent=2) if args.json else render.status(args.run_id, view)
+
+
+async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
+    state = await agents.state(args.run_id)
+    return state.model_dump_json(indent=2) if args.json else render.state(state)
+
+
+async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:
+    pending = await agents.pending(args.run_id)
+    if args.json:
+        return TypeAdapter(list[PendingApproval]).dump_json(pending, indent=2).decode()
+    return render.pending(pending)
+
+
+async def _approve(args: argparse.Namespace, agents: AgentClient) -> str:
+    return await _decide(args, agents, "approve")
+
+
+async def _reject(args: argparse.Namespace, agents: AgentClient) -> str:
+    return await _decide(args, agents, "reject")
+
+
+async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) -> str:
+    options = {"approver": args.approver or default_approver(), "reason": args.reason}
+    options["always"] = args.always
+    if args.wait:
+        recorded = await agents.decide(args.run_id, args.call_id, decision, **options)
+        return recorded.model_dump_json(indent=2) if args.json else render.decision(recorded)
+    send = agents.approve if decision == "approve" else agents.reject
+    await send(args.run_id, args.call_id, **options)
+    if args.json:
+        sent = DecideInput(call_id=args.call_id, decision=decision, **options)
+        return sent.model_dump_json(indent=2)
+    return f"{decision} sent for call {args.call_id} of run {args.run_id}"
+
+
+async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
+    result = await agents.result(args.run_id)
+    return result.model_dump_json(indent=2) if args.json else render.result(result)
+
+
+async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
+    snapshot = await agents.export(args.run_id)
+    if args.output is None:
+        return snapshot
+    try:
+        Path(args.output).write_text(snapshot + "\n", encoding="utf-8")
+    except OSError as err:
+        raise AgentClientError(f"cannot write {args.output}: {err.strerror or err}") from err
+    print(f"exported run {args.run_id} to {args.output}", file=sys.stderr)
+    return ""
+
+
+# --- arguments ----------------------------------------------------------------------
+
+
+def parse_context(text: str) -> JsonValue:
+    """The `--context` option as JSON data; bad JSON is an `AgentClientError`."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AgentClientError(
+            f"--context is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
+        ) from err
+
+
+def default_approver() -> str:
+    """`$AGENTCTL_APPROVER`, else the OS user name; never empty."""
+    name = os.environ.get(APPROVER_ENV, "").strip()
+    if name:
+        return name
+    try:
+        return getpass.getuser() or "unknown"
+    except (OSError, KeyError):  # no user name in the environment or passwd database
+        return "unknown"
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The agentctl argument parser."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Start durable agent runs on Temporal and decide on their tools."
+    )
+    _connection_options(parser, suppress=False)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print the payload as JSON")
+    _connection_options(common, suppress=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, fn: Command, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(command_fn=fn)
+        return sub
+
+    start = command("start", _start, "start a run of AGENT on INPUT and print its id")
+    start.add_argument("agent", metavar="AGENT")
+    start.add_argument("input", metavar="INPUT")
+    start.add_argument("--context", metavar="JSON", help="JSON handed to every tool call")
+    start.add_argument("--max-turns", type=_positive_int, metavar="N")
+    start.add_argument("--id", metavar="RUN_ID", help="workflow id (default: AGENT-<random>)")
+    start.add_argument("--wait", action="store_true", help="wait for the run's result")
+    for name, fn, text in (
+        ("status", _status, "show a run's status"),
+        ("state", _state, "show a run's conversation and state"),
+        ("pending", _pending, "list the tool calls awaiting a decision"),
+        ("result", _result, "wait for a run to end and show its result"),
+    ):
+        command(name, fn, text).add_argument("run_id", metavar="RUN_ID")
+    for name, fn in (("approve", _approve), ("reject", _reject)):
+        _decision_arguments(command(name, fn, f"{name} a pending tool call"))
+    export = command("export", _export, "write a run's RunState snapshot as JSON")
+    export.add_argument("run_id", metavar="RUN_ID")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    return parser
+
+
+def _decision_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("call_id", metavar="CALL_ID")
+    sub.add_argument(
+        "--as",
+        dest="approver",
+        type=_non_empty,
+        metavar="APPROVER",
+        help=f"who decides (default: ${APPROVER_ENV} or your user name)",
+    )
+    sub.add_argument("--reason", metavar="R")
+    sub.add_argument("--always", action="store_true", help="same decision for later calls")
+    sub.add_argument(
+        "--wait", action="store_true", help="use the `decide` update and print the decision"
+    )
+
+
+def _connection_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Connection options, accepted before the command and (suppress=True) after it."""
+
+    def default(value: str | None) -> str | None:
+        return argparse.SUPPRESS if suppress else value
+
+    parser.add_argument("--address", default=default(None), help="host:port of Temporal")
+    parser.add_argument("--namespace", default=default(None), help="Temporal namespace")
+    parser.add_argument("--profile", default=default(None), help="Temporal config profile")
+    parser.add_argument(
+        "--task-queue",
+        default=default(contract.DEFAULT_TASK_QUEUE),
+        help=f"task queue of new runs (default: {contract.DEFAULT_TASK_QUEUE})",
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

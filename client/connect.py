@@ -1,0 +1,61 @@
+"""Connect to Temporal the standard way: environment configuration, then explicit overrides."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+from temporalio.runtime import Runtime
+
+from client.errors import AgentClientError, ConnectError
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+
+
+async def connect(
+    *,
+    profile: str | None = None,
+    address: str | None = None,
+    namespace: str | None = None,
+    runtime: Runtime | None = None,
+) -> Client:
+    """A client for the Temporal server, with the pydantic data converter.
+
+    Settings come from Temporal's environment configuration (TOML profiles,
+    `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, TLS); an explicit
+    `address` or `namespace` overrides them. Defaults: `localhost:7233`, `default`.
+    `runtime` defaults to the SDK's process-wide one. Raises `ConnectError` (an
+    `AgentClientError`) naming the address on failure.
+    """
+    config = _connect_config(profile, address=address, namespace=namespace)
+    if runtime is not None:
+        config["runtime"] = runtime
+    try:
+        return await Client.connect(**config)
+    except Exception as err:  # the SDK reports a refused connection as RuntimeError
+        raise ConnectError(config["target_host"], config["namespace"], _reason(err)) from err
+
+
+def _connect_config(
+    profile: str | None, *, address: str | None, namespace: str | None
+) -> dict[str, Any]:
+    try:
+        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
+    except Exception as err:  # bad TOML, unknown profile: the bridge raises RuntimeError
+        what = f"profile {profile!r}" if profile else "configuration"
+        raise AgentClientError(f"cannot load the Temporal {what}: {_reason(err)}") from err
+    config["target_host"] = address or config.get("target_host") or DEFAULT_ADDRESS
+    config["namespace"] = namespace or config.get("namespace") or DEFAULT_NAMESPACE
+    config["data_converter"] = pydantic_data_converter
+    return config
+
+
+def _reason(err: BaseException) -> str:
+    """The SDK's message on one line, without its prefix and transport noise."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    os_message = re.search(r'(?:message|error): "([^"]+)"', text)  # e.g. "Connection refused"
+    return os_message.group(1) if os_message else text.removeprefix("Failed client connect: ")

@@ -1,0 +1,118 @@
+"""Errors of the client side: one base class, each error builds its own one-line message."""
+
+from __future__ import annotations
+
+from temporalio.exceptions import (
+    ApplicationError,
+    CancelledError,
+    FailureError,
+    TerminatedError,
+)
+from temporalio.exceptions import (
+    TimeoutError as TemporalTimeoutError,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+
+class AgentClientError(Exception):
+    """Base class of every error raised by `client` (connect, AgentClient, agentctl)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        """One line that says what went wrong, fit for a terminal."""
+
+
+class ConnectError(AgentClientError):
+    """The Temporal server could not be reached (or the configuration could not be loaded)."""
+
+    def __init__(self, address: str, namespace: str, reason: str) -> None:
+        super().__init__(
+            f"cannot connect to Temporal at {address} (namespace {namespace!r}): {reason}"
+        )
+        self.address = address
+        self.namespace = namespace
+        self.reason = reason
+
+
+class RunNotFound(AgentClientError):
+    """No workflow with this id exists in the namespace."""
+
+    def __init__(self, run_id: str, namespace: str) -> None:
+        super().__init__(f"no run with id {run_id!r} in namespace {namespace!r}")
+        self.run_id = run_id
+        self.namespace = namespace
+
+
+class DecisionRefused(AgentClientError):
+    """The workflow refused a `decide` update (unknown call, already decided, run ended...)."""
+
+    def __init__(self, run_id: str, call_id: str, reason: str) -> None:
+        super().__init__(f"decision on call {call_id!r} of run {run_id!r} refused: {reason}")
+        self.run_id = run_id
+        self.call_id = call_id
+        self.reason = reason
+
+
+class RunFailed(AgentClientError):
+    """The run ended without a result (failed, cancelled, terminated or timed out)."""
+
+    def __init__(self, run_id: str, reason: str, *, error_type: str | None = None) -> None:
+        suffix = f" [{error_type}]" if error_type else ""
+        super().__init__(f"run {run_id!r} {reason}{suffix}")
+        self.run_id = run_id
+        self.reason = reason
+        self.error_type = error_type
+
+
+# --- from the SDK's errors -------------------------------------------------------
+
+
+def from_rpc_error(run_id: str, namespace: str, err: RPCError) -> AgentClientError:
+    """The client error for a failed call to the server about `run_id`."""
+    if run_ended(err):
+        return AgentClientError(f"run {run_id!r} has already ended")
+    if err.status == RPCStatusCode.NOT_FOUND:
+        return RunNotFound(run_id, namespace)
+    if err.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
+        return AgentClientError(
+            f"run {run_id!r} did not answer in time ({err.message}); "
+            "is a worker running on its task queue?"
+        )
+    return AgentClientError(f"run {run_id!r}: {err.status.name}: {err.message}")
+
+
+def run_ended(err: RPCError) -> bool:
+    """The server's answer to a signal or update sent to a closed workflow."""
+    return err.status == RPCStatusCode.NOT_FOUND and "already completed" in err.message
+
+
+def run_failed(run_id: str, cause: BaseException) -> RunFailed:
+    """The client error for a run that ended without a result (`cause` of the failure)."""
+    if isinstance(cause, CancelledError):
+        return RunFailed(run_id, "was cancelled")
+    if isinstance(cause, TerminatedError):
+        return RunFailed(run_id, f"was terminated: {failure_message(cause)}")
+    if isinstance(cause, TemporalTimeoutError):
+        return RunFailed(run_id, "timed out")
+    app = application_error(cause)
+    return RunFailed(
+        run_id, f"failed: {failure_message(cause)}", error_type=app.type if app else None
+    )
+
+
+def application_error(err: BaseException | None) -> ApplicationError | None:
+    """The outermost ApplicationError in the cause chain (the workflow's own message)."""
+    while err is not None:
+        if isinstance(err, ApplicationError):
+            return err
+        err = err.__cause__
+    return None
+
+
+def failure_message(err: BaseException) -> str:
+    """The most telling message of a failure chain, on one line."""
+    found = application_error(err)
+    target = found if found is not None else err
+    text = target.message if isinstance(target, FailureError) else str(target)
+    return " ".join(text.split()) or type(target).__name__

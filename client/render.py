@@ -1,0 +1,111 @@
+"""Short human renderings of the payloads, for agentctl's default output."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from workflows.payloads import AgentResult, PendingApproval, StatusView
+from workflows.state import (
+    AssistantMessage,
+    Decision,
+    Item,
+    RunState,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+SEP = " · "
+CELL = 48
+"""Widest table cell or quoted text before it is cut with an ellipsis."""
+
+
+def status(run_id: str, view: StatusView) -> str:
+    """`support-ab12 · awaiting_approval · turn 2 · 1 pending approval · 153 tokens`."""
+    pending = _plural(view.pending_approvals, "pending approval")
+    parts = [run_id, view.status.value, f"turn {view.turn}", pending, _tokens(view.usage)]
+    return SEP.join(parts)
+
+
+def pending(approvals: list[PendingApproval]) -> str:
+    """A small table: call id, tool, arguments, requested at."""
+    if not approvals:
+        return "no pending approvals"
+    rows = [("CALL ID", "TOOL", "ARGUMENTS", "REQUESTED AT")]
+    rows += [(a.call_id, a.tool, _cut(a.arguments), _time(a.requested_at)) for a in approvals]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def result(outcome: AgentResult) -> str:
+    """`completed · turn 2 · 153 tokens`, then the final output."""
+    head = SEP.join([outcome.status.value, f"turn {outcome.turn}", _tokens(outcome.usage)])
+    return head if outcome.final_output is None else f"{head}\n{outcome.final_output}"
+
+
+def decision(recorded: Decision) -> str:
+    """`approved call_1 by alice (looks fine) at 2025-01-01 12:00:00Z`."""
+    verb = "approved" if recorded.decision == "approve" else "rejected"
+    why = f" ({recorded.reason})" if recorded.reason else ""
+    always = f"{SEP}always, for this tool's later calls" if recorded.always else ""
+    return f"{verb} {recorded.call_id} by {recorded.approver}{why} at {_time(recorded.at)}{always}"
+
+
+def state(snapshot: RunState) -> str:
+    """A header line, then one line per conversation item, then the outcome."""
+    head = SEP.join(
+        [
+            snapshot.run_id,
+            f"agent {snapshot.agent.name}",
+            snapshot.status.value,
+            f"turn {snapshot.turn}/{snapshot.max_turns}",
+            _tokens(snapshot.usage),
+        ]
+    )
+    lines = [head, *(f"  {line}" for item in snapshot.items for line in _item(item))]
+    if snapshot.final_output is not None:
+        lines.append(f"final output: {snapshot.final_output}")
+    if snapshot.error is not None:
+        lines.append(f"error [{snapshot.error.type}]: {snapshot.error.message}")
+    return "\n".join(lines)
+
+
+def _item(item: Item) -> list[str]:
+    if isinstance(item, UserMessage):
+        return [f"user: {_cut(item.content)}"]
+    if isinstance(item, AssistantMessage):
+        lines = [f"assistant (turn {item.turn}): {_cut(item.content)}"] if item.content else []
+        lines += [
+            f"assistant (turn {item.turn}) calls {c.tool}({_cut(c.arguments)}) [{c.call_id}]"
+            + (" needs approval" if c.needs_approval else "")
+            for c in item.tool_calls
+        ]
+        return lines
+    if isinstance(item, ToolResult):
+        mark = "error" if item.is_error else "result"
+        return [f"tool {mark} [{item.call_id}]: {_cut(item.content)}"]
+    if isinstance(item, Decision):
+        return [decision(item) + (" (by rule)" if item.by_rule else "")]
+    return [f"{item.type}"]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _tokens(usage: Usage) -> str:
+    return _plural(usage.total_tokens, "token")
+
+
+def _cut(text: str, limit: int = CELL) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _time(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")

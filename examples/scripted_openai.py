@@ -1,0 +1,344 @@
+"""A real local HTTP server that speaks OpenAI's Chat Completions API, scripted.
+
+Tests, the offline demo and manual tries point the official `openai` client at
+it (`base_url=server.base_url`); the client talks real HTTP, nothing is mocked.
+Each request to `POST /v1/chat/completions` (non-streaming) is answered by the
+next scripted step, else by the responder, else with a loud HTTP 500.
+
+A step is one of:
+
+- `Reply`: a normal completion (text and/or tool calls, usage, optional delay);
+- `Fault`: an HTTP error with OpenAI's error JSON and optional headers
+  (`retry-after`, ...);
+- `Hang`: wait `seconds`, then close the connection without answering
+  (a client with a shorter timeout sees a timeout, otherwise a dropped
+  connection);
+- `Raw`: send `body` verbatim with `status` (an unusable or malformed reply).
+
+Run `python -m examples.scripted_openai --port 8000` for an echo model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "Call",
+    "Fault",
+    "Hang",
+    "Raw",
+    "Reply",
+    "Responder",
+    "ScriptedModelServer",
+    "Step",
+    "echo_responder",
+    "main",
+]
+
+COMPLETIONS_PATH = "/v1/chat/completions"
+EXHAUSTED = "scripted model: script exhausted"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call in a scripted reply."""
+
+    tool: str
+    arguments: dict[str, Any] | str
+    """A dict is sent as JSON; a str is sent verbatim (to simulate malformed JSON)."""
+    call_id: str | None = None
+    """None: the server makes one up (`call_<n>`, unique per server)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful completion."""
+
+    content: str | None = None
+    tool_calls: tuple[Call, ...] = ()
+    usage: tuple[int, int] = (10, 5)
+    """(prompt_tokens, completion_tokens); total is their sum."""
+    delay_seconds: float = 0.0
+    """Wait this long before answering (latency tests)."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An HTTP error answered with OpenAI's error JSON."""
+
+    status: int
+    message: str = "injected fault"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra response headers, e.g. {"retry-after": "1"}."""
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Wait `seconds`, then drop the connection without any response."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Send `body` as is (a dict as JSON, a str verbatim) with `status`."""
+
+    body: dict[str, Any] | str
+    status: int = 200
+
+
+Step = Reply | Fault | Hang | Raw
+Responder = Callable[[dict], Step]
+"""Given the parsed JSON request body, decide the answer."""
+
+
+class ScriptedModelServer:
+    """An OpenAI-compatible endpoint on a daemon thread, answering scripted steps.
+
+    Thread-safe: the test thread scripts and inspects while handler threads answer.
+    """
+
+    def __init__(
+        self, responder: Responder | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.responder = responder
+        """Answers when the script is empty (None: answer HTTP 500 `EXHAUSTED`)."""
+        self.requests: list[dict] = []
+        """Every chat-completions request body received (parsed), in order."""
+        self.errors: list[str] = []
+        """Problems on the server side (script exhausted, responder raised, ...)."""
+        self._host = host
+        self._port = port
+        self._steps: deque[Step] = deque()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._completion_ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        """Bind (port 0: any free port) and serve on a daemon thread."""
+        if self._httpd is not None:
+            raise RuntimeError("scripted model server already started")
+        self._stopping.clear()
+        httpd = _HTTPServer((self._host, self._port), _Handler)
+        httpd.model = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket; delayed or hanging answers end at once."""
+        if self._httpd is None:
+            return
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give `openai.OpenAI(base_url=...)`, e.g. http://127.0.0.1:5123/v1."""
+        if self._httpd is None:
+            raise RuntimeError("scripted model server not started")
+        return f"http://{self._host}:{self._httpd.server_address[1]}/v1"
+
+    # --- scripting -------------------------------------------------------------
+
+    def script(self, *steps: Step) -> None:
+        """Append steps to the FIFO; each request consumes one."""
+        with self._lock:
+            self._steps.extend(steps)
+
+    def remaining(self) -> int:
+        """Scripted steps not consumed yet."""
+        with self._lock:
+            return len(self._steps)
+
+    # --- used by the handler threads -------------------------------------------
+
+    def _record_and_pick(self, body: dict) -> Step:
+        with self._lock:
+            self.requests.append(body)
+            step = self._steps.popleft() if self._steps else None
+        if step is not None:
+            return step
+        if self.responder is None:
+            return self._failure(EXHAUSTED)
+        try:
+            return self.responder(body)
+        except Exception as err:
+            return self._failure(f"scripted model: responder raised {err!r}")
+
+    def _failure(self, message: str) -> Fault:
+        with self._lock:
+            self.errors.append(message)
+        return Fault(500, message)
+
+    def _next_call_id(self) -> str:
+        with self._lock:
+            return f"call_{next(self._ids)}"
+
+    def _sleep(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+    def _completion(self, body: dict, reply: Reply) -> dict:
+        calls = [
+            {
+                "id": c.call_id or self._next_call_id(),
+                "type": "function",
+                "function": {
+                    "name": c.tool,
+                    "arguments": c.arguments
+                    if isinstance(c.arguments, str)
+                    else json.dumps(c.arguments),
+                },
+            }
+            for c in reply.tool_calls
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if calls:
+            message["tool_calls"] = calls
+        prompt, completion = reply.usage
+        return {
+            "id": f"chatcmpl-scripted-{next(self._completion_ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model", "scripted")),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    model: ScriptedModelServer
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away (timeout, hang) is expected: stay quiet."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+    # HTTP/1.0: one request per connection, so no idle keep-alive threads linger.
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No per-request logging to stderr."""
+
+    def do_GET(self) -> None:
+        self._send_error(404, f"no route for GET {self.path}", "not_found")
+
+    def do_POST(self) -> None:
+        model = self.server.model
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.split("?")[0] != COMPLETIONS_PATH:
+            self._send_error(404, f"no route for POST {self.path}", "not_found")
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("the body is not a JSON object")
+        except ValueError as err:
+            self._send_error(400, f"malformed JSON body: {err}", "invalid_json")
+            return
+        if body.get("stream"):
+            message = "scripted model: streaming is not supported"
+            model._failure(message)
+            self._send_error(400, message, "unsupported")
+            return
+        step = model._record_and_pick(body)
+        if isinstance(step, Reply):
+            model._sleep(step.delay_seconds)
+            self._send_json(200, model._completion(body, step))
+        elif isinstance(step, Fault):
+            self._send_error(step.status, step.message, None, step.headers)
+        elif isinstance(step, Hang):
+            model._sleep(step.seconds)
+            self.close_connection = True
+        else:
+            self._send_json(step.status, step.body)
+
+    def _send_error(
+        self,
+        status: int,
+        message: str,
+        code: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
+        error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        self._send_json(status, error, headers)
+
+    def _send_json(
+        self, status: int, payload: dict | str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def echo_responder(body: dict) -> Reply:
+    """Answer with the last user message, prefixed by "echo: "."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    text = users[-1].get("content") if users else ""
+    return Reply(content=f"echo: {text}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the echo model until Ctrl-C."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    with ScriptedModelServer(echo_responder, host=args.host, port=args.port) as server:
+        print(f"scripted echo model on {server.base_url} (Ctrl-C to stop)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

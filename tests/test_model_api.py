@@ -1,0 +1,309 @@
+"""call_model against a real scripted HTTP server through the real openai client."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import openai
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.model_api import MAX_RETRY_AFTER, ModelActivities
+from examples.scripted_openai import EXHAUSTED, Call, Fault, Hang, Raw, Reply, ScriptedModelServer
+from workflows import contract
+from workflows.payloads import ModelRequest, ToolSchema
+from workflows.state import AssistantMessage, Decision, ToolCall, ToolResult, Usage, UserMessage
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+ADD = ToolSchema(
+    name="add",
+    description="Add two integers.",
+    parameters={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+)
+
+
+def request(*, instructions: str = "Be brief.", items=None, tools=None) -> ModelRequest:
+    return ModelRequest(
+        model="gpt-test",
+        instructions=instructions,
+        items=items if items is not None else [UserMessage(content="hi")],
+        tools=tools if tools is not None else [ADD],
+        turn=1,
+    )
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+async def client(model_server: ScriptedModelServer) -> AsyncIterator[openai.AsyncOpenAI]:
+    found = openai.AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
+    yield found
+    await found.close()
+
+
+async def call(client: openai.AsyncOpenAI, model_request: ModelRequest | None = None):
+    activities = ModelActivities(client)
+    return await ActivityEnvironment().run(activities.call_model, model_request or request())
+
+
+async def failure(client: openai.AsyncOpenAI, model_request: ModelRequest | None = None):
+    with pytest.raises(ApplicationError) as caught:
+        await call(client, model_request)
+    return caught.value
+
+
+# --- replies ----------------------------------------------------------------------
+
+
+async def test_text_reply_maps_content_usage_and_finish_reason(client, model_server):
+    model_server.script(Reply(content="Hello!", usage=(12, 3)))
+    reply = await call(client)
+    assert reply.content == "Hello!"
+    assert reply.tool_calls == []
+    assert reply.finish_reason == "stop"
+    assert reply.usage == Usage(model_calls=1, input_tokens=12, output_tokens=3, total_tokens=15)
+
+
+async def test_two_tool_calls_keep_ids_names_and_arguments_verbatim(client, model_server):
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 2, "b": 3}, "c1"), Call("add", "{oops", "c2")))
+    )
+    reply = await call(client)
+    assert reply.finish_reason == "tool_calls"
+    assert reply.content is None
+    assert [(c.call_id, c.tool, c.arguments) for c in reply.tool_calls] == [
+        ("c1", "add", json.dumps({"a": 2, "b": 3})),
+        ("c2", "add", "{oops"),
+    ]
+
+
+async def test_request_carries_instructions_conversation_and_tool_schemas(client, model_server):
+    model_server.script(Reply(content="done"))
+    items = [
+        UserMessage(content="add 2 and 3, then 1 and 1"),
+        AssistantMessage(
+            turn=1,
+            content="adding",
+            tool_calls=[
+                ToolCall(call_id="c1", tool="add", arguments='{"a": 2, "b": 3}'),
+                ToolCall(call_id="c2", tool="add", arguments="{oops", needs_approval=True),
+            ],
+            at=AT,
+        ),
+        Decision(call_id="c2", decision="reject", approver="ann", at=AT),
+        ToolResult(call_id="c1", content="5"),
+        ToolResult(call_id="c2", content="rejected by ann", is_error=True),
+    ]
+    await call(client, request(items=items))
+    [sent] = model_server.requests
+    assert sent["model"] == "gpt-test"
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "add 2 and 3, then 1 and 1"},
+        {
+            "role": "assistant",
+            "content": "adding",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                },
+                {"id": "c2", "type": "function", "function": {"name": "add", "arguments": "{oops"}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "5"},
+        {"role": "tool", "tool_call_id": "c2", "content": "rejected by ann"},
+    ]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add two integers.",
+                "parameters": ADD.parameters,
+            },
+        }
+    ]
+
+
+async def test_empty_instructions_and_no_tools_are_left_out_of_the_request(client, model_server):
+    model_server.script(Reply(content="ok"))
+    await call(client, request(instructions="", tools=[]))
+    [sent] = model_server.requests
+    assert sent["messages"] == [{"role": "user", "content": "hi"}]
+    assert "tools" not in sent
+
+
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        ({"id": "x", "object": "chat.completion", "created": 0, "choices": []}, "no choices"),
+        ({}, "no choices"),
+        ("<html>proxy error</html>", "not JSON"),
+    ],
+    ids=["no-choices", "empty-object", "not-json"],
+)
+async def test_unusable_reply_is_a_non_retryable_reply_error(client, model_server, body, problem):
+    model_server.script(Raw(body))
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_REPLY
+    assert error.non_retryable
+    assert problem in error.message
+
+
+# --- transient failures: retryable ------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [408, 409, 500, 503])
+async def test_transient_status_is_retryable_model_unavailable(client, model_server, status):
+    model_server.script(Fault(status, "overloaded"))
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert not error.non_retryable
+    assert error.next_retry_delay is None  # the retry policy's backoff applies
+    assert f"HTTP {status}" in error.message and "overloaded" in error.message
+
+
+async def test_exhausted_script_fails_loudly_as_a_server_error(client, model_server):
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert EXHAUSTED in error.message
+    assert model_server.errors == [EXHAUSTED]
+
+
+async def test_rate_limit_honours_retry_after_seconds(client, model_server):
+    model_server.script(Fault(429, "slow down", headers={"retry-after": "2"}))
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert not error.non_retryable
+    assert error.next_retry_delay == timedelta(seconds=2)
+
+
+async def test_retry_after_ms_takes_precedence_over_retry_after(client, model_server):
+    headers = {"retry-after-ms": "1500", "retry-after": "9"}
+    model_server.script(Fault(429, "slow down", headers=headers))
+    error = await failure(client)
+    assert error.next_retry_delay == timedelta(milliseconds=1500)
+
+
+async def test_retry_after_as_http_date_is_honoured(client, model_server):
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    model_server.script(Fault(503, "maintenance", headers={"retry-after": when}))
+    error = await failure(client)
+    assert error.next_retry_delay is not None
+    assert timedelta(seconds=25) <= error.next_retry_delay <= timedelta(seconds=31)
+
+
+async def test_retry_after_is_capped(client, model_server):
+    model_server.script(Fault(429, "come back tomorrow", headers={"retry-after": "86400"}))
+    error = await failure(client)
+    assert error.next_retry_delay == MAX_RETRY_AFTER
+
+
+async def test_connection_refused_is_retryable_model_unavailable():
+    refused = openai.AsyncOpenAI(
+        base_url=f"http://127.0.0.1:{closed_port()}/v1", api_key="test", max_retries=0
+    )
+    error = await failure(refused)
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert not error.non_retryable
+    assert error.next_retry_delay is None
+    await refused.close()
+
+
+async def test_dropped_connection_is_retryable_model_unavailable(client, model_server):
+    model_server.script(Hang(0))
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert not error.non_retryable
+    assert "Connection error" in error.message
+
+
+async def test_timeout_is_retryable_model_unavailable(model_server):
+    model_server.script(Hang(5))
+    impatient = openai.AsyncOpenAI(
+        base_url=model_server.base_url, api_key="test", max_retries=0, timeout=0.3
+    )
+    began = time.monotonic()
+    error = await failure(impatient)
+    assert time.monotonic() - began < 3
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert "timed out" in error.message
+    assert not error.non_retryable
+    await impatient.close()
+
+
+# --- bad requests: non-retryable -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "status, provider_message",
+    [
+        (400, "context_length_exceeded: too long"),
+        (401, "Incorrect API key provided: sk-***"),
+        (403, "You are not allowed to sample from this model"),
+        (404, "The model `gpt-nope` does not exist"),
+        (422, "Unprocessable: bad tool schema"),
+    ],
+)
+async def test_client_error_is_non_retryable_with_provider_message_and_status(
+    client, model_server, status, provider_message
+):
+    model_server.script(Fault(status, provider_message), Reply(content="never reached"))
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_REQUEST
+    assert error.non_retryable
+    assert f"HTTP {status}" in error.message
+    assert provider_message in error.message
+    assert error.details == ({"status_code": status, "provider_message": provider_message},)
+    assert model_server.remaining() == 1  # one request, not retried by the client
+
+
+def test_client_with_its_own_retries_is_refused():
+    with pytest.raises(ValueError, match="max_retries=0"):
+        ModelActivities(openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="test"))
+
+
+# --- the scripted server itself ------------------------------------------------------
+
+
+def test_scripted_server_answers_unknown_paths_404_and_bad_json_400(model_server):
+    def post(path: str, data: bytes) -> tuple[int, dict]:
+        url = model_server.base_url.removesuffix("/v1") + path
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=data)) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    status, body = post("/v1/embeddings", b"{}")
+    assert status == 404 and body["error"]["code"] == "not_found"
+    status, body = post("/v1/chat/completions", b"{not json")
+    assert status == 400 and "malformed JSON" in body["error"]["message"]
+    assert model_server.requests == []
+
+
+async def test_scripted_server_generates_unique_call_ids(client, model_server):
+    model_server.script(
+        Reply(tool_calls=(Call("add", {}), Call("add", {}))), Reply(tool_calls=(Call("add", {}),))
+    )
+    first, second = await call(client), await call(client)
+    ids = [c.call_id for c in first.tool_calls + second.tool_calls]
+    assert ids == ["call_1", "call_2", "call_3"]
