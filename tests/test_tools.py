@@ -1,0 +1,105 @@
+"""@tool, Agent and the registry: what a user writes to define an agent."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+import pytest
+from pydantic import Field
+from temporalio.common import RetryPolicy
+
+from activities import Agent, ToolContext, tool
+from activities.registry import AgentRegistry
+
+
+@tool(needs_approval=True, timeout=timedelta(seconds=5))
+def refund(
+    order_id: str,
+    amount: Annotated[float, Field(gt=0, description="EUR")],
+    ctx: ToolContext,
+    note: str = "",
+) -> str:
+    """Refund an order.
+
+    More text."""
+    return order_id
+
+
+def test_tool_schema_comes_from_type_hints_and_description_from_docstring():
+    spec = refund.spec()
+    assert spec.name == "refund"
+    assert spec.description == "Refund an order.\n\nMore text."
+    assert spec.parameters["required"] == ["order_id", "amount"]
+    assert spec.parameters["properties"]["amount"] == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "EUR",
+        "title": "Amount",
+    }
+    assert "ctx" not in spec.parameters["properties"]
+    assert spec.parameters["additionalProperties"] is False
+    assert (spec.needs_approval, spec.timeout_seconds, spec.retry.maximum_attempts) == (True, 5, 3)
+
+
+def test_tool_arguments_are_validated_by_the_generated_model():
+    with pytest.raises(ValueError, match="greater than 0"):
+        refund.arguments.model_validate({"order_id": "A", "amount": -1})
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        refund.arguments.model_validate({"order_id": "A", "amount": 1, "bogus": 1})
+
+
+def test_tool_without_type_hints_is_refused_at_definition():
+    with pytest.raises(TypeError, match="parameter 'x' needs a type hint"):
+
+        @tool
+        def bad(x):
+            """No hints."""
+
+
+def test_tool_with_var_kwargs_is_refused():
+    with pytest.raises(TypeError, match=r"\*args and \*\*kwargs are not supported"):
+
+        @tool
+        def bad(**kw: int):
+            """Kwargs."""
+
+
+def test_unbounded_retry_policy_is_refused():
+    with pytest.raises(ValueError, match="maximum_attempts bound"):
+
+        @tool(retry_policy=RetryPolicy(maximum_attempts=0))
+        def forever() -> str:
+            """Never stops."""
+            return ""
+
+
+def test_agent_refuses_two_tools_with_one_name():
+    with pytest.raises(ValueError, match="two tools are called 'refund'"):
+        Agent(name="a", instructions="", tools=[refund, refund])
+
+
+def test_agent_spec_freezes_model_limits_and_tools():
+    spec = Agent(name="a", instructions="i", model="m", tools=[refund], max_turns=3).spec()
+    assert (spec.name, spec.model, spec.max_turns, [t.name for t in spec.tools]) == (
+        "a",
+        "m",
+        3,
+        ["refund"],
+    )
+
+
+def test_registry_loads_every_agent_of_a_module():
+    assert AgentRegistry.from_modules(["tests.agents"]).names() == ["assistant"]
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        ("no.such.module", "cannot import agent module 'no.such.module'"),
+        ("json", "module 'json' defines no Agent"),
+    ],
+)
+def test_registry_refuses_modules_without_agents(module, message):
+    with pytest.raises(ValueError, match=message):
+        AgentRegistry.from_modules([module])

@@ -1,0 +1,83 @@
+"""worker.py and the demo, run as a user runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from worker import check_search_attributes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    return process.returncode, out.decode(), err.decode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def without_openai_key() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES"),
+        (["--agents", "nope.mod"], "cannot import agent module 'nope.mod'"),
+        (["--agents", "tests.agents"], "OPENAI_API_KEY is not set"),
+        (
+            ["--agents", "tests.agents", "--scripted-model", "json:nope"],
+            "cannot load --scripted-model",
+        ),
+    ],
+)
+async def test_worker_refuses_to_start_with_one_clear_line(args, message):
+    code, _, err = await run("worker.py", *args, env=without_openai_key())
+    assert code == 1
+    [line] = err.strip().splitlines()
+    assert line.startswith("worker: error: ")
+    assert message in line
+
+
+async def test_search_attribute_check_passes_on_a_server_that_has_them(env):
+    await check_search_attributes(env.client)
+
+
+async def test_demo_runs_offline_end_to_end(tmp_path):
+    code, out, err = await run(
+        "-m",
+        "examples.demo",
+        "--exit",
+        "--port",
+        str(free_port()),
+        "--ui-port",
+        str(free_port()),
+        "--dev-db",
+        str(tmp_path / "dev.db"),
+        env=without_openai_key(),
+    )
+    assert code == 0, out + err
+    assert "scripted, offline OpenAI-compatible endpoint" in out
+    assert "awaiting_approval · turn 2 · 1 pending approval" in out
+    assert "issue_refund" in out
+    assert "completed · turn 3" in out
+    assert "Refunded 40.00 EUR for order A12." in out
