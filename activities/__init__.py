@@ -2,5 +2,13 @@
 
 from activities.agent import Agent
 from activities.tool import Tool, ToolContext, tool
+from workflows.state import ApprovalCondition, ApprovalPolicy
 
-__all__ = ["Agent", "Tool", "ToolContext", "tool"]
+__all__ = [
+    "Agent",
+    "ApprovalCondition",
+    "ApprovalPolicy",
+    "Tool",
+    "ToolContext",
+    "tool",
+]

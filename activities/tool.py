@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from temporalio.common import RetryPolicy
 
-from workflows.state import RetrySpec, ToolSpec
+from workflows.state import ApprovalPolicy, RetrySpec, ToolSpec
 
 DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
@@ -46,7 +46,8 @@ class Tool:
     fn: Callable[..., Any]
     arguments: type[BaseModel]
     """Validates the model's arguments; its JSON Schema is what the model sees."""
-    needs_approval: bool = False
+    approval: ApprovalPolicy | None = None
+    """None: calls run without a decision."""
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT
     retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_TOOL_RETRY)
     context_param: str | None = None
@@ -58,7 +59,8 @@ class Tool:
             name=self.name,
             description=self.description,
             parameters=self.arguments.model_json_schema(),
-            needs_approval=self.needs_approval,
+            needs_approval=self.approval is not None,
+            approval=self.approval or ApprovalPolicy(),
             timeout_seconds=self.timeout.total_seconds(),
             retry=retry_spec(self.retry_policy),
         )
@@ -77,11 +79,15 @@ def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
-    needs_approval: bool = False,
+    needs_approval: bool | ApprovalPolicy = False,
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
 ) -> Any:
-    """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`."""
+    """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
+
+    `needs_approval` is True (every call waits for a decision) or an
+    ApprovalPolicy (conditions on the arguments, allowed approvers, a timeout).
+    """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         arguments, context_param = _arguments_model(f)
@@ -92,7 +98,7 @@ def tool(
             description=inspect.getdoc(f) or "",
             fn=f,
             arguments=arguments,
-            needs_approval=needs_approval,
+            approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
             timeout=timeout,
             retry_policy=policy,
             context_param=context_param,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from workflows import loop
+from workflows import decisions, loop
 from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
 from workflows.state import (
     AgentSpec,
@@ -19,6 +19,7 @@ from workflows.state import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserMessage,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -73,6 +74,14 @@ def test_plain_answer_completes_with_final_output_and_usage():
     assert state.turn == 1
 
 
+def test_user_message_after_a_final_answer_asks_the_model_again():
+    state = fresh()
+    loop.record_model_reply(state, reply(content="first answer"), now=T0)
+    state.items.append(UserMessage(content="and another thing"))
+    step = loop.next_step(state)
+    assert isinstance(step, loop.CallModel) and step.request.turn == 2
+
+
 def test_calls_without_approval_run_at_once_and_then_the_model_is_asked_again():
     state = fresh()
     loop.record_model_reply(
@@ -99,7 +108,7 @@ def test_call_needing_approval_waits_while_others_run():
     loop.record_tool_outcomes(state, [ToolOutcome(call_id="c2", content="ok")], now=T0)
     assert loop.next_step(state) == loop.AwaitDecisions(("c1",))
     assert loop.status_for(loop.next_step(state)) is RunStatus.AWAITING_APPROVAL
-    [pending] = loop.pending_approvals(state)
+    [pending] = decisions.pending_approvals(state)
     assert (pending.call_id, pending.tool, pending.requested_at) == ("c1", "refund", T0)
 
 
@@ -107,17 +116,19 @@ def test_approved_call_runs_and_decision_is_recorded_with_approver_and_time():
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", '{"amount": 5}')), now=T0)
     later = T0 + timedelta(hours=3)
-    recorded = loop.apply_decision(state, decide("c1", "approve", reason="fine"), now=later)
+    recorded = decisions.apply(
+        state, decide("c1", "approve", reason="fine"), via="update", now=later
+    )
     assert (recorded.approver, recorded.reason, recorded.at) == ("ann", "fine", later)
     step = loop.next_step(state)
     assert isinstance(step, loop.RunTools) and step.calls[0].call_id == "c1"
-    assert loop.pending_approvals(state) == []
+    assert decisions.pending_approvals(state) == []
 
 
 def test_rejected_call_returns_reason_to_model_and_never_runs():
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}")), now=T0)
-    loop.apply_decision(state, decide("c1", "reject", reason="too much"), now=T0)
+    decisions.apply(state, decide("c1", "reject", reason="too much"), via="update", now=T0)
     result = results(state)["c1"]
     assert result.is_error
     assert "rejected by ann: too much" in result.content
@@ -127,19 +138,19 @@ def test_rejected_call_returns_reason_to_model_and_never_runs():
 def test_always_approve_decides_later_calls_of_the_same_tool_by_rule():
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}")), now=T0)
-    loop.apply_decision(state, decide("c1", "approve", always=True), now=T0)
+    decisions.apply(state, decide("c1", "approve", always=True), via="update", now=T0)
     loop.record_tool_outcomes(state, [ToolOutcome(call_id="c1", content="done")], now=T0)
     loop.record_model_reply(state, reply(("c2", "refund", "{}")), now=T0)
     step = loop.next_step(state)
     assert isinstance(step, loop.RunTools) and step.calls[0].call_id == "c2"
     rule_decision = [i for i in state.items if isinstance(i, Decision) and i.call_id == "c2"]
-    assert rule_decision[0].by_rule and rule_decision[0].approver == "ann"
+    assert rule_decision[0].via == "rule" and rule_decision[0].approver == "ann"
 
 
 def test_always_reject_also_settles_other_pending_calls_of_that_tool():
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}"), ("c2", "refund", "{}")), now=T0)
-    loop.apply_decision(state, decide("c1", "reject", always=True), now=T0)
+    decisions.apply(state, decide("c1", "reject", always=True), via="update", now=T0)
     assert set(results(state)) == {"c1", "c2"}
     assert "standing rule of ann" in results(state)["c2"].content
 
@@ -169,30 +180,30 @@ def test_run_ends_as_max_turns_exceeded_instead_of_calling_the_model_again():
 @pytest.mark.parametrize(
     ("call_id", "message"),
     [
-        ("zzz", "no tool call zzz is awaiting approval"),
+        ("zzz", "no tool call zzz in run run-1"),
         ("c2", "needs no approval"),
     ],
 )
 def test_decision_on_a_call_that_is_not_pending_is_refused(call_id, message):
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}"), ("c2", "lookup", "{}")), now=T0)
-    with pytest.raises(loop.DecisionRefused, match=message):
-        loop.apply_decision(state, decide(call_id, "approve"), now=T0)
+    with pytest.raises(decisions.DecisionRefused, match=message):
+        decisions.apply(state, decide(call_id, "approve"), via="update", now=T0)
 
 
 def test_second_decision_on_the_same_call_is_refused():
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}")), now=T0)
-    loop.apply_decision(state, decide("c1", "reject"), now=T0)
-    with pytest.raises(loop.DecisionRefused, match="already decided"):
-        loop.apply_decision(state, decide("c1", "approve"), now=T0)
+    decisions.apply(state, decide("c1", "reject"), via="update", now=T0)
+    with pytest.raises(decisions.DecisionRefused, match="already decided"):
+        decisions.apply(state, decide("c1", "approve"), via="update", now=T0)
 
 
 def test_decision_after_the_run_ended_is_refused():
     state = fresh()
     loop.fail(state, ErrorInfo(type="X", message="boom"), now=T0)
-    with pytest.raises(loop.DecisionRefused, match="has ended"):
-        loop.check_decision(state, "c1")
+    with pytest.raises(decisions.DecisionRefused, match="has ended"):
+        decisions.check(state, decide("c1", "approve"))
     assert loop.next_step(state) == loop.Finish(RunStatus.FAILED)
 
 
@@ -206,7 +217,7 @@ def test_status_view_counts_pending_approvals():
 def test_state_round_trips_through_json_exactly():
     state = fresh(context={"user": {"id": 7, "tags": ["a"]}})
     loop.record_model_reply(state, reply(("c1", "refund", '{"a":1}'), content="x"), now=T0)
-    loop.apply_decision(state, decide("c1", "reject", reason="no"), now=T0)
+    decisions.apply(state, decide("c1", "reject", reason="no"), via="update", now=T0)
     text = state.model_dump_json()
     again = RunState.model_validate_json(text)
     assert again == state
@@ -221,7 +232,7 @@ def test_state_round_trips_through_json_exactly():
 def test_tampered_decision_does_not_load(field, value):
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}")), now=T0)
-    loop.apply_decision(state, decide("c1", "approve"), now=T0)
+    decisions.apply(state, decide("c1", "approve"), via="update", now=T0)
     data = state.model_dump(mode="json")
     data["items"][-1][field] = value
     with pytest.raises(ValidationError) as caught:

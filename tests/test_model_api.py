@@ -106,7 +106,7 @@ async def test_request_carries_instructions_conversation_and_tool_schemas(client
             ],
             at=AT,
         ),
-        Decision(call_id="c2", decision="reject", approver="ann", at=AT),
+        Decision(call_id="c2", decision="reject", approver="ann", via="signal", at=AT),
         ToolResult(call_id="c1", content="5"),
         ToolResult(call_id="c2", content="rejected by ann", is_error=True),
     ]

@@ -17,7 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
 with workflow.unsafe.imports_passed_through():
-    from workflows import contract, loop
+    from workflows import contract, decisions, loop
     from workflows import search_attributes as sa
     from workflows.payloads import (
         AgentInput,
@@ -55,7 +55,9 @@ class AgentWorkflow:
         self._input = agent_input
         self._state: RunState | None = None
         self._decisions = 0
-        """Counts decisions applied, to wake the loop when one arrives."""
+        """Counts decision signals and updates handled, to wake the waiting loop."""
+        self._early_signals: list[DecideInput] = []
+        """Decision signals received before the run's state existed."""
         self._published: tuple[object, ...] | None = None
 
     @workflow.run
@@ -69,6 +71,9 @@ class AgentWorkflow:
             )
         state = await self._initial_state(agent_input)
         self._state = state
+        for request in self._early_signals:
+            decisions.receive_signal(state, request, model_call_pending=True, now=workflow.now())
+        self._early_signals.clear()
         try:
             await self._drive(state)
         except asyncio.CancelledError:
@@ -121,8 +126,25 @@ class AgentWorkflow:
                 outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
                 loop.record_tool_outcomes(state, list(outcomes), now=workflow.now())
             else:
-                seen = self._decisions
-                await workflow.wait_condition(lambda seen=seen: self._decisions > seen)
+                await self._await_decisions(state, step)
+
+    async def _await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> None:
+        """Wait for a decision, or until the earliest approval deadline passes."""
+        seen = self._decisions
+        deadlines = [d for _, d in decisions.deadlines(state)]
+        timeout = max(min(deadlines) - workflow.now(), timedelta(0)) if deadlines else None
+        try:
+            await workflow.wait_condition(
+                lambda: self._decisions > seen,
+                timeout=timeout,
+                timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
+            )
+        except TimeoutError:
+            error = decisions.expire(state, now=workflow.now())
+            if error is not None:
+                loop.fail(state, error, now=workflow.now())
+                self._publish(state)
+                raise ApplicationError(error.message, error.details, type=error.type) from None
 
     async def _call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
         spec = state.agent
@@ -177,7 +199,7 @@ class AgentWorkflow:
 
     def _publish(self, state: RunState) -> None:
         """Keep the search attributes current (only when they change)."""
-        pending = len(loop.pending_approvals(state))
+        pending = len(decisions.pending_calls(state))
         values = (state.agent.name, state.status.value, pending, state.turn)
         if values == self._published:
             return
@@ -204,34 +226,39 @@ class AgentWorkflow:
         self._decide_by_signal(payload, "reject")
 
     def _decide_by_signal(self, payload: DecisionSignal, decision: str) -> None:
+        # A signal gets no answer, so nothing here may raise: what cannot apply
+        # is held or recorded as refused in the state (see workflows.decisions).
         request = DecideInput(**payload.model_dump(), decision=decision)
-        try:
-            self._apply(request)
-        except loop.DecisionRefused as err:
-            # A signal cannot be answered; refusing must not fail the run.
-            workflow.logger.warning("%s signal refused: %s", decision, err)
+        self._decisions += 1
+        if self._state is None:
+            self._early_signals.append(request)
+            return
+        decisions.receive_signal(
+            self._state,
+            request,
+            model_call_pending=loop.awaiting_model(self._state),
+            now=workflow.now(),
+        )
 
     @workflow.update(name=contract.UPDATE_DECIDE)
     def decide(self, payload: DecideInput) -> Decision:
         """Approve or reject a pending call and get the recorded decision back."""
         try:
-            return self._apply(payload)
-        except loop.DecisionRefused as err:
+            decision = decisions.apply(
+                self._started_state(), payload, via="update", now=workflow.now()
+            )
+        except decisions.DecisionRefused as err:  # the validator ran: should not happen
             raise ApplicationError(str(err), type="DecisionRefused", non_retryable=True) from err
-
-    @decide.validator
-    def _validate_decide(self, payload: DecideInput) -> None:
-        loop.check_decision(self._started_state(), payload.call_id)
-
-    def _apply(self, request: DecideInput) -> Decision:
-        state = self._started_state()
-        decision = loop.apply_decision(state, request, now=workflow.now())
         self._decisions += 1
         return decision
 
+    @decide.validator
+    def _validate_decide(self, payload: DecideInput) -> None:
+        decisions.check(self._started_state(), payload)
+
     def _started_state(self) -> RunState:
         if self._state is None:
-            raise loop.DecisionRefused("the run is still starting; no tool call is pending yet")
+            raise decisions.DecisionRefused("the run is still starting; no call is pending yet")
         return self._state
 
     # --- queries ---------------------------------------------------------------
@@ -259,7 +286,7 @@ class AgentWorkflow:
     @workflow.query(name=contract.QUERY_GET_PENDING_APPROVALS)
     def get_pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a decision."""
-        return [] if self._state is None else loop.pending_approvals(self._state)
+        return [] if self._state is None else decisions.pending_approvals(self._state)
 
 
 def _retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:

@@ -1,8 +1,8 @@
 """The agent loop as pure functions of RunState.
 
 No Temporal, no I/O, no clock: the caller passes `now`. `next_step` looks at
-the state and says what must happen next; the `record_*` and `apply_*`
-functions fold the outcome of a step back into the state. The workflow only
+the state and says what must happen next; the `record_*` functions fold the
+outcome of a step back into the state (decisions: `workflows.decisions`). The workflow only
 performs the steps, so this module can be tested and replayed on its own.
 """
 
@@ -12,12 +12,13 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
+from workflows import decisions
+from workflows.approval_policy import requires_decision
 from workflows.payloads import (
     AgentInput,
-    DecideInput,
     ModelReply,
     ModelRequest,
-    PendingApproval,
+    ModelToolCall,
     StatusView,
     ToolOutcome,
     ToolSchema,
@@ -25,7 +26,6 @@ from workflows.payloads import (
 from workflows.state import (
     AgentSpec,
     AssistantMessage,
-    Decision,
     ErrorInfo,
     RunOrigin,
     RunState,
@@ -67,10 +67,6 @@ class Finish:
 
 
 Step = CallModel | RunTools | AwaitDecisions | Finish
-
-
-class DecisionRefused(ValueError):
-    """A decision that cannot apply to the run; the message says why."""
 
 
 # --- starting ----------------------------------------------------------------
@@ -116,18 +112,27 @@ def next_step(state: RunState) -> Step:
     if state.status.is_final:
         return Finish(state.status)
     reply = last_reply(state)
-    if reply is not None and not reply.tool_calls:
+    if reply is not None and not reply.tool_calls and not isinstance(state.items[-1], UserMessage):
         return Finish(RunStatus.COMPLETED)
     open_calls = _unresolved_calls(state, reply)
     if not open_calls:
         if state.turn >= state.max_turns:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
         return CallModel(model_request(state))
-    decided = _decisions(state)
-    runnable = tuple(c for c in open_calls if not c.needs_approval or c.call_id in decided)
+    decided = decisions.decided(state)
+    runnable = tuple(
+        c.model_copy(update={"arguments": decisions.arguments_for(c, decided.get(c.call_id))})
+        for c in open_calls
+        if not c.needs_approval or c.call_id in decided
+    )
     if runnable:
         return RunTools(runnable)
     return AwaitDecisions(tuple(c.call_id for c in open_calls))
+
+
+def awaiting_model(state: RunState) -> bool:
+    """True while the next step is a model call (its reply may propose new calls)."""
+    return isinstance(next_step(state), CallModel)
 
 
 def model_request(state: RunState) -> ModelRequest:
@@ -158,18 +163,11 @@ def status_for(step: Step) -> RunStatus:
 
 
 def record_model_reply(state: RunState, reply: ModelReply, *, now: datetime) -> None:
-    """Append the model's reply; settle calls that cannot run, pre-decide by rule."""
+    """Append the model's reply: answer calls that cannot run, decide calls covered
+    by an `always` rule, and apply decision signals that were waiting for them."""
     state.turn += 1
     state.usage = state.usage.plus(reply.usage)
-    calls = [
-        ToolCall(
-            call_id=c.call_id,
-            tool=c.tool,
-            arguments=c.arguments,
-            needs_approval=_needs_approval(state.agent, c.tool),
-        )
-        for c in reply.tool_calls
-    ]
+    calls = [_proposed_call(state.agent, c) for c in reply.tool_calls]
     state.items.append(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
     )
@@ -178,19 +176,10 @@ def record_model_reply(state: RunState, reply: ModelReply, *, now: datetime) -> 
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:
-            rule = _standing_rule(state, call.tool)
+            rule = decisions.standing_rule(state, call.tool)
             if rule is not None:
-                _append_decision(
-                    state,
-                    Decision(
-                        call_id=call.call_id,
-                        decision=rule.decision,
-                        approver=rule.approver,
-                        reason=rule.reason,
-                        by_rule=True,
-                        at=now,
-                    ),
-                )
+                decisions.record(state, decisions.rule_decision(rule, call.call_id, now=now))
+    decisions.release_held(state, now=now)
     if not calls:
         state.final_output = reply.content or ""
     state.updated_at = now
@@ -203,49 +192,6 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
             ToolResult(call_id=outcome.call_id, content=outcome.content, is_error=outcome.is_error)
         )
     state.updated_at = now
-
-
-def check_decision(state: RunState, call_id: str) -> ToolCall:
-    """The pending call a decision on `call_id` would apply to; raises DecisionRefused."""
-    if state.status.is_final:
-        raise DecisionRefused(f"run {state.run_id} has ended ({state.status.value})")
-    for call in _unresolved_calls(state, last_reply(state)):
-        if call.call_id != call_id:
-            continue
-        if not call.needs_approval:
-            raise DecisionRefused(f"tool call {call_id} ({call.tool}) needs no approval")
-        if call_id in _decisions(state):
-            raise DecisionRefused(f"tool call {call_id} is already decided")
-        return call
-    if any(isinstance(i, Decision) and i.call_id == call_id for i in state.items):
-        raise DecisionRefused(f"tool call {call_id} is already decided")
-    raise DecisionRefused(f"no tool call {call_id} is awaiting approval in run {state.run_id}")
-
-
-def apply_decision(state: RunState, decision: DecideInput, *, now: datetime) -> Decision:
-    """Record a decision (and, with `always`, apply it to the tool's other pending calls)."""
-    call = check_decision(state, decision.call_id)
-    recorded = Decision(
-        call_id=call.call_id,
-        decision=decision.decision,
-        approver=decision.approver,
-        reason=decision.reason,
-        always=decision.always,
-        at=now,
-    )
-    _append_decision(state, recorded)
-    if decision.always:
-        decided = _decisions(state)
-        for other in _unresolved_calls(state, last_reply(state)):
-            if other.tool == call.tool and other.needs_approval and other.call_id not in decided:
-                _append_decision(
-                    state,
-                    recorded.model_copy(
-                        update={"call_id": other.call_id, "always": False, "by_rule": True}
-                    ),
-                )
-    state.updated_at = now
-    return recorded
 
 
 def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
@@ -263,28 +209,13 @@ def fail(state: RunState, error: ErrorInfo, *, now: datetime) -> None:
 # --- reading -----------------------------------------------------------------------
 
 
-def pending_approvals(state: RunState) -> list[PendingApproval]:
-    """The calls waiting for a decision, oldest first."""
-    reply = last_reply(state)
-    if reply is None or state.status.is_final:
-        return []
-    decided = _decisions(state)
-    return [
-        PendingApproval(
-            call_id=c.call_id, tool=c.tool, arguments=c.arguments, requested_at=reply.at
-        )
-        for c in _unresolved_calls(state, reply)
-        if c.needs_approval and c.call_id not in decided
-    ]
-
-
 def status_view(state: RunState) -> StatusView:
     """The short status of a run."""
     return StatusView(
         status=state.status,
         agent=state.agent.name,
         turn=state.turn,
-        pending_approvals=len(pending_approvals(state)),
+        pending_approvals=len(decisions.pending_calls(state)),
         usage=state.usage,
     )
 
@@ -314,9 +245,19 @@ def malformed_call_problem(spec: AgentSpec, call: ToolCall) -> str | None:
 # --- helpers -------------------------------------------------------------------------
 
 
-def _needs_approval(spec: AgentSpec, tool: str) -> bool:
-    found = spec.tool(tool)
-    return found is not None and found.needs_approval
+def _proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
+    """The model's call, with whether the tool's approval policy asks for a decision."""
+    tool = spec.tool(call.tool)
+    needs = False
+    if tool is not None and tool.needs_approval:
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = None
+        needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
+    return ToolCall(
+        call_id=call.call_id, tool=call.tool, arguments=call.arguments, needs_approval=needs
+    )
 
 
 def _unresolved_calls(state: RunState, reply: AssistantMessage | None) -> list[ToolCall]:
@@ -324,38 +265,3 @@ def _unresolved_calls(state: RunState, reply: AssistantMessage | None) -> list[T
         return []
     answered = {i.call_id for i in state.items if isinstance(i, ToolResult)}
     return [c for c in reply.tool_calls if c.call_id not in answered]
-
-
-def _decisions(state: RunState) -> dict[str, Decision]:
-    return {i.call_id: i for i in state.items if isinstance(i, Decision)}
-
-
-def _standing_rule(state: RunState, tool: str) -> Decision | None:
-    """The latest explicit `always` decision on a call of `tool`, if any."""
-    tools_by_call = {
-        c.call_id: c.tool
-        for i in state.items
-        if isinstance(i, AssistantMessage)
-        for c in i.tool_calls
-    }
-    rules = [
-        i
-        for i in state.items
-        if isinstance(i, Decision) and i.always and tools_by_call.get(i.call_id) == tool
-    ]
-    return rules[-1] if rules else None
-
-
-def _append_decision(state: RunState, decision: Decision) -> None:
-    """Record a decision; a rejection also answers the call for the model."""
-    state.items.append(decision)
-    if decision.decision == "reject":
-        who = "a standing rule of " + decision.approver if decision.by_rule else decision.approver
-        because = f": {decision.reason}" if decision.reason else "."
-        state.items.append(
-            ToolResult(
-                call_id=decision.call_id,
-                content=f"Tool call rejected by {who}{because} Do not retry it unchanged.",
-                is_error=True,
-            )
-        )

@@ -60,6 +60,8 @@ class DecisionSignal(_Payload):
     approver: str = Field(min_length=1)
     reason: str | None = None
     always: bool = False
+    arguments: dict[str, JsonValue] | None = None
+    """Approve with these arguments instead of the model's (validated against the tool)."""
 
 
 class DecideInput(DecisionSignal):

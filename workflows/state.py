@@ -7,7 +7,7 @@ not match this schema fails to load instead of being silently defaulted.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -59,6 +59,28 @@ class RetrySpec(_Model):
     """Attempts in all, the first included; 1 means no retry."""
 
 
+class ApprovalCondition(_Model):
+    """`arguments[field] <op> value`, evaluated on the model's arguments."""
+
+    field: str = Field(min_length=1)
+    op: Literal["==", "!=", ">", ">=", "<", "<=", "in", "not_in"]
+    value: JsonValue
+
+
+class ApprovalPolicy(_Model):
+    """When a call needs a decision, who may decide, and how long it may wait."""
+
+    when: list[ApprovalCondition] = []
+    """Approval is needed if any condition holds; empty: always. A condition that
+    cannot be evaluated (missing field, incomparable types) counts as holding."""
+    approvers: list[str] | None = None
+    """Only these approvers may decide; None: anyone."""
+    timeout: timedelta | None = Field(None, gt=timedelta(0))
+    """How long a call may wait for a decision (a durable timer); None: forever."""
+    on_timeout: Literal["reject", "fail"] = "reject"
+    """At the deadline: reject the call (the model is told why) or fail the run."""
+
+
 class ToolSpec(_Model):
     """A tool as frozen into a run at start: enough to call and police it."""
 
@@ -67,7 +89,9 @@ class ToolSpec(_Model):
     parameters: dict[str, JsonValue]
     """JSON Schema of the tool's arguments (made by pydantic from its type hints)."""
     needs_approval: bool = False
-    """A call waits for an approve/reject decision before it runs."""
+    """Calls may need an approve/reject decision before they run (see `approval`)."""
+    approval: ApprovalPolicy = ApprovalPolicy()
+    """The approval policy, used when `needs_approval` is true."""
     timeout_seconds: float = Field(60.0, gt=0)
     """Start-to-close timeout of one attempt of the tool's activity."""
     retry: RetrySpec = RetrySpec()
@@ -119,7 +143,7 @@ class ToolCall(_Model):
     arguments: str
     """The arguments exactly as the model wrote them (JSON text, possibly malformed)."""
     needs_approval: bool = False
-    """Whether the agent spec asked for a decision before this call may run."""
+    """Whether the tool's approval policy asked for a decision before this call runs."""
 
 
 class UserMessage(_Model):
@@ -160,9 +184,27 @@ class Decision(_Model):
     reason: StrictStr | None = None
     always: StrictBool = False
     """Apply the same decision to every later call of this tool in the run."""
-    by_rule: StrictBool = False
-    """Made automatically by an earlier `always` decision of `approver`."""
+    via: Literal["signal", "update", "rule", "timeout"]
+    """How it was made: a signal, the `decide` update, an earlier `always`
+    decision of `approver`, or the approval deadline passing."""
+    arguments: dict[str, JsonValue] | None = None
+    """Arguments edited by the approver; they replace the model's for this call."""
     at: datetime
+
+
+class DecisionAttempt(_Model):
+    """A decision signal not recorded as a Decision: held or refused."""
+
+    call_id: StrictStr
+    decision: Literal["approve", "reject"]
+    approver: StrictStr
+    reason: StrictStr | None = None
+    always: StrictBool = False
+    arguments: dict[str, JsonValue] | None = None
+    at: datetime
+    """Workflow time at which the signal was handled."""
+    refused_because: str | None = None
+    """Why it cannot apply; None while it is held for a call not yet seen."""
 
 
 Item = Annotated[
@@ -209,5 +251,10 @@ class RunState(_Model):
     usage: Usage = Usage()
     origin: RunOrigin | None = None
     """Set when the run was resumed or forked from a snapshot of another run."""
+    held_decisions: list[DecisionAttempt] = []
+    """Signals naming a call the model had not yet proposed when they arrived
+    (a model call was under way); applied when the reply names the call."""
+    refused_decisions: list[DecisionAttempt] = []
+    """Signals that could not apply, with the reason: the audit of refusals."""
     created_at: datetime
     updated_at: datetime

@@ -1,0 +1,220 @@
+"""Approval decisions and policies, without Temporal."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from workflows import decisions, loop
+from workflows.approval_policy import arguments_problem, requires_decision
+from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
+from workflows.state import (
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
+    Decision,
+    RunState,
+    RunStatus,
+    ToolResult,
+    ToolSpec,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ALWAYS = ApprovalPolicy()
+REFUND_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["order", "amount"],
+    "properties": {
+        "order": {"type": "string", "minLength": 1},
+        "amount": {"type": "number", "exclusiveMinimum": 0},
+        "mode": {"anyOf": [{"enum": ["card", "cash"]}, {"type": "null"}]},
+    },
+}
+
+
+def spec(policy: ApprovalPolicy = ALWAYS) -> AgentSpec:
+    return AgentSpec(
+        name="bot",
+        instructions="",
+        model="m",
+        tools=[
+            ToolSpec(
+                name="refund",
+                description="",
+                parameters=REFUND_SCHEMA,
+                needs_approval=True,
+                approval=policy,
+            ),
+            ToolSpec(name="lookup", description="", parameters={"type": "object"}),
+        ],
+    )
+
+
+def run_with(*calls: tuple[str, str, str], policy: ApprovalPolicy = ALWAYS) -> RunState:
+    state = loop.new_state(spec(policy), AgentInput(agent="bot", input="hi"), run_id="r", now=T0)
+    propose(state, *calls)
+    return state
+
+
+def propose(state: RunState, *calls: tuple[str, str, str], now: datetime = T0) -> None:
+    reply = ModelReply(
+        tool_calls=[ModelToolCall(call_id=c, tool=t, arguments=a) for c, t, a in calls]
+    )
+    loop.record_model_reply(state, reply, now=now)
+
+
+def ask(call_id: str, decision: str = "approve", approver: str = "ann", **kw) -> DecideInput:
+    return DecideInput(call_id=call_id, decision=decision, approver=approver, **kw)
+
+
+def signal(state: RunState, request: DecideInput, *, pending_model: bool = False):
+    return decisions.receive_signal(state, request, model_call_pending=pending_model, now=T0)
+
+
+REFUND = '{"order": "A1", "amount": 150}'
+SMALL_REFUND = '{"order": "A1", "amount": 20}'
+ABOVE_100 = ApprovalPolicy(when=[ApprovalCondition(field="amount", op=">", value=100)])
+
+
+def test_conditional_policy_asks_only_when_the_rule_holds():
+    state = run_with(("big", "refund", REFUND), ("small", "refund", SMALL_REFUND), policy=ABOVE_100)
+    assert [c.call_id for c in decisions.pending_calls(state)] == ["big"]
+    step = loop.next_step(state)
+    assert isinstance(step, loop.RunTools) and [c.call_id for c in step.calls] == ["small"]
+
+
+@pytest.mark.parametrize("arguments", [{}, {"amount": "lots"}])
+def test_policy_fails_closed_when_a_condition_cannot_be_evaluated(arguments):
+    assert requires_decision(ABOVE_100, arguments)
+
+
+def test_approver_outside_the_allowed_list_is_refused_and_audited():
+    state = run_with(("c1", "refund", REFUND), policy=ApprovalPolicy(approvers=["boss"]))
+    with pytest.raises(decisions.DecisionRefused, match="ann may not decide refund calls"):
+        decisions.check(state, ask("c1"))
+    assert signal(state, ask("c1")) is None
+    [refused] = state.refused_decisions
+    assert (refused.approver, refused.refused_because) == (
+        "ann",
+        "ann may not decide refund calls (allowed: boss)",
+    )
+    assert signal(state, ask("c1", approver="boss")).approver == "boss"
+
+
+def test_approval_with_edited_arguments_runs_with_them_and_keeps_the_original():
+    state = run_with(("c1", "refund", REFUND))
+    decisions.apply(state, ask("c1", arguments={"order": "A1", "amount": 60}), via="update", now=T0)
+    [call] = loop.next_step(state).calls
+    assert call.arguments == '{"order": "A1", "amount": 60}'
+    assert loop.last_reply(state).tool_calls[0].arguments == REFUND  # the model's, kept
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"order": "A1"}, "missing required argument(s): amount"),
+        ({"order": "A1", "amount": 5, "tip": 1}, "unknown argument(s): tip"),
+        ({"order": "A1", "amount": "5"}, "amount: expected number, got str"),
+        ({"order": "A1", "amount": 0}, "amount: must be greater than 0"),
+        ({"order": "", "amount": 1}, "order: must have at least 1 characters"),
+        ({"order": "A1", "amount": 1, "mode": "gold"}, "mode: must be one of ['card', 'cash']"),
+    ],
+)
+def test_edited_arguments_that_do_not_fit_the_tool_are_refused(arguments, problem):
+    state = run_with(("c1", "refund", REFUND))
+    with pytest.raises(decisions.DecisionRefused, match="edited arguments are not valid"):
+        decisions.check(state, ask("c1", arguments=arguments))
+    assert arguments_problem(spec().tool("refund"), arguments) == problem
+
+
+def test_rejection_cannot_carry_edited_arguments():
+    state = run_with(("c1", "refund", REFUND))
+    with pytest.raises(decisions.DecisionRefused, match="only an approval"):
+        decisions.check(state, ask("c1", "reject", arguments={"order": "A1", "amount": 1}))
+
+
+def test_signal_for_a_call_not_yet_proposed_is_held_then_applied():
+    state = loop.new_state(spec(), AgentInput(agent="bot", input="hi"), run_id="r", now=T0)
+    assert signal(state, ask("c1", reason="pre-approved"), pending_model=True) is None
+    assert [h.call_id for h in state.held_decisions] == ["c1"]
+    propose(state, ("c1", "refund", REFUND))
+    assert state.held_decisions == []
+    assert decisions.decided(state)["c1"].reason == "pre-approved"
+
+
+def test_held_signal_whose_call_never_comes_is_refused_after_the_reply():
+    state = loop.new_state(spec(), AgentInput(agent="bot", input="hi"), run_id="r", now=T0)
+    signal(state, ask("c9"), pending_model=True)
+    propose(state, ("c1", "refund", REFUND))
+    assert state.held_decisions == []
+    assert state.refused_decisions[0].refused_because == "no tool call c9 in run r"
+
+
+def test_repeated_identical_signal_is_recorded_once_and_not_refused():
+    state = run_with(("c1", "refund", REFUND))
+    signal(state, ask("c1"))
+    signal(state, ask("c1"))
+    assert len([i for i in state.items if isinstance(i, Decision)]) == 1
+    assert state.refused_decisions == []
+
+
+def test_second_approver_racing_is_refused_with_who_won():
+    state = run_with(("c1", "refund", REFUND))
+    signal(state, ask("c1", approver="ann"))
+    signal(state, ask("c1", "reject", approver="bob"))
+    assert decisions.decided(state)["c1"].approver == "ann"
+    assert state.refused_decisions[0].refused_because == (
+        "tool call c1 is already decided (approve by ann)"
+    )
+
+
+def test_decision_for_a_call_of_an_earlier_turn_is_refused():
+    state = run_with(("c1", "lookup", "{}"))
+    loop.record_tool_outcomes(state, [ToolOutcome(call_id="c1", content="ok")], now=T0)
+    propose(state, ("c2", "refund", REFUND))
+    signal(state, ask("c1"))
+    assert "c1 (turn 1) is already resolved" in state.refused_decisions[0].refused_because
+
+
+def test_approval_timeout_rejects_the_call_with_a_reason_for_the_model():
+    policy = ApprovalPolicy(timeout=timedelta(hours=1))
+    state = run_with(("c1", "refund", REFUND), policy=policy)
+    [(call, deadline)] = decisions.deadlines(state)
+    assert deadline == T0 + timedelta(hours=1)
+    assert decisions.expire(state, now=T0 + timedelta(minutes=59)) is None
+    assert decisions.pending_calls(state) == [call]
+    assert decisions.expire(state, now=deadline) is None
+    decision = decisions.decided(state)["c1"]
+    assert (decision.decision, decision.via, decision.reason) == (
+        "reject",
+        "timeout",
+        "no decision within 1 h",
+    )
+    result = next(i for i in state.items if isinstance(i, ToolResult))
+    assert "rejected by the approval deadline: no decision within 1 h" in result.content
+
+
+def test_approval_timeout_can_fail_the_run_instead():
+    policy = ApprovalPolicy(timeout=timedelta(minutes=5), on_timeout="fail")
+    state = run_with(("c1", "refund", REFUND), policy=policy)
+    error = decisions.expire(state, now=T0 + timedelta(minutes=5))
+    assert (error.type, error.message) == (
+        "ApprovalTimeout",
+        "no decision on refund call c1 within 5 min",
+    )
+
+
+def test_decision_after_the_timeout_fired_is_refused():
+    state = run_with(("c1", "refund", REFUND), policy=ApprovalPolicy(timeout=timedelta(seconds=30)))
+    decisions.expire(state, now=T0 + timedelta(seconds=30))
+    signal(state, ask("c1"))
+    assert "already decided (reject by system)" in state.refused_decisions[0].refused_because
+
+
+def test_signal_after_the_run_ended_is_refused_not_raised():
+    state = run_with(("c1", "refund", REFUND))
+    loop.finish(state, RunStatus.CANCELLED, now=T0)
+    assert signal(state, ask("c1")) is None
+    assert "has ended (cancelled)" in state.refused_decisions[0].refused_because

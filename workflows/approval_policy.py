@@ -1,0 +1,115 @@
+"""Pure checks behind approvals: does a call need a decision, and are edited
+arguments acceptable for the tool. Deterministic; used inside the workflow.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from workflows.state import ApprovalCondition, ApprovalPolicy, ToolSpec
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+    "in": lambda a, b: a in b,
+    "not_in": lambda a, b: a not in b,
+}
+
+
+def requires_decision(policy: ApprovalPolicy, arguments: dict[str, Any]) -> bool:
+    """True if any condition holds (or there are none). Fails closed: a condition
+    that cannot be evaluated holds, so a malformed call never skips approval."""
+    if not policy.when:
+        return True
+    return any(_holds(c, arguments) for c in policy.when)
+
+
+def _holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> bool:
+    if condition.field not in arguments:
+        return True
+    try:
+        return bool(_COMPARE[condition.op](arguments[condition.field], condition.value))
+    except TypeError:
+        return True
+
+
+def arguments_problem(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:
+    """Why `arguments` do not fit the tool's JSON Schema, or None.
+
+    Checks what the schema pydantic makes for a tool states at the top level:
+    required and unknown properties, and each value's JSON type, enum, bounds
+    and lengths (following local `$ref`s). The tool's own pydantic model still
+    validates fully when the call runs.
+    """
+    schema = tool.parameters
+    properties = schema.get("properties", {})
+    missing = [name for name in schema.get("required", []) if name not in arguments]
+    if missing:
+        return f"missing required argument(s): {', '.join(missing)}"
+    if schema.get("additionalProperties") is False:
+        unknown = [name for name in arguments if name not in properties]
+        if unknown:
+            return f"unknown argument(s): {', '.join(unknown)}"
+    for name, value in arguments.items():
+        if name in properties:
+            problem = _value_problem(_resolve(schema, properties[name]), value, schema)
+            if problem:
+                return f"{name}: {problem}"
+    return None
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        return root.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
+    return schema
+
+
+def _value_problem(schema: dict[str, Any], value: Any, root: dict[str, Any]) -> str | None:
+    options = schema.get("anyOf")
+    if options:
+        problems = [_value_problem(_resolve(root, o), value, root) for o in options]
+        return None if any(p is None for p in problems) else problems[0]
+    expected = schema.get("type")
+    if isinstance(expected, str) and expected in _JSON_TYPES and not _JSON_TYPES[expected](value):
+        return f"expected {expected}, got {type(value).__name__}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"must be one of {schema['enum']}"
+    if "const" in schema and value != schema["const"]:
+        return f"must be {schema['const']!r}"
+    return _bounds_problem(schema, value)
+
+
+def _bounds_problem(schema: dict[str, Any], value: Any) -> str | None:
+    if _JSON_TYPES["number"](value):
+        for key, fails, words in (
+            ("minimum", operator.lt, "at least"),
+            ("maximum", operator.gt, "at most"),
+            ("exclusiveMinimum", operator.le, "greater than"),
+            ("exclusiveMaximum", operator.ge, "less than"),
+        ):
+            if key in schema and fails(value, schema[key]):
+                return f"must be {words} {schema[key]}"
+    if isinstance(value, str | list):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            return f"must have at least {schema['minLength']} characters"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"must have at most {schema['maxLength']} characters"
+    return None
