@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from activities import Agent, ToolContext, tool
+from activities import Agent, ApprovalCondition, ApprovalPolicy, ToolContext, tool
 
 CALLS: list[tuple[str, dict, str]] = []
 """(tool, arguments, idempotency key) of every tool execution in this process."""
@@ -39,11 +39,36 @@ def flaky(ctx: ToolContext) -> str:
     raise RuntimeError("disk on fire")
 
 
+@tool(
+    needs_approval=ApprovalPolicy(
+        when=[ApprovalCondition(field="amount", op=">", value=100)], approvers=["ann", "boss"]
+    )
+)
+def refund(order: str, amount: float, ctx: ToolContext) -> str:
+    """Refund an order; above 100 only ann or boss may approve."""
+    CALLS.append(("refund", {"order": order, "amount": amount}, ctx.idempotency_key))
+    return f"refunded {amount} on {order}"
+
+
+@tool(needs_approval=ApprovalPolicy(timeout=timedelta(seconds=1)))
+def wire(amount: float, ctx: ToolContext) -> str:
+    """Wire money; a call not decided within 1 s is rejected."""
+    CALLS.append(("wire", {"amount": amount}, ctx.idempotency_key))
+    return "wired"
+
+
+@tool(needs_approval=ApprovalPolicy(timeout=timedelta(seconds=1), on_timeout="fail"))
+def launch(ctx: ToolContext) -> str:
+    """Launch; a call not decided within 1 s fails the run."""
+    CALLS.append(("launch", {}, ctx.idempotency_key))
+    return "launched"
+
+
 assistant = Agent(
     name="assistant",
     instructions="You are a test assistant.",
     model="test-model",
-    tools=[add, send_email, flaky],
+    tools=[add, send_email, flaky, refund, wire, launch],
     max_turns=4,
     model_retry_policy=RetryPolicy(
         initial_interval=timedelta(milliseconds=200),

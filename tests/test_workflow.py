@@ -8,48 +8,15 @@ import time
 import uuid
 
 import pytest
-from examples.scripted_openai import Call, Fault, Reply
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
 
+from examples.scripted_openai import Call, Fault, Reply
 from tests import agents
+from tests.runs import start, state_of, tool_results, wait_for_status
 from workflows import contract
-from workflows.payloads import AgentInput, AgentResult, DecisionSignal, PendingApproval, StatusView
-from workflows.state import RunState, RunStatus, ToolResult
-
-
-async def start(worker, text: str = "hi", **options) -> WorkflowHandle:
-    return await worker.client.start_workflow(
-        contract.WORKFLOW_TYPE,
-        AgentInput(agent="assistant", input=text, **options),
-        id=f"run-{uuid.uuid4().hex[:10]}",
-        task_queue=worker.task_queue,
-        result_type=AgentResult,
-    )
-
-
-async def state_of(handle: WorkflowHandle) -> RunState:
-    return await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
-
-
-async def wait_for_status(
-    handle: WorkflowHandle, status: RunStatus, timeout: float = 15
-) -> StatusView:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
-            if view.status == status:
-                return view
-        except Exception:  # the first workflow task may not have run yet
-            view = None
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run did not reach {status.value}; last status: {view}")
-        await asyncio.sleep(0.1)
-
-
-def tool_results(state: RunState) -> dict[str, ToolResult]:
-    return {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
+from workflows.payloads import AgentInput, DecisionSignal, PendingApproval
+from workflows.state import RunStatus
 
 
 async def test_plain_answer_completes_with_output_and_usage(worker, model_server):

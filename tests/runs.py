@@ -1,0 +1,47 @@
+"""Helpers for tests that start and watch AgentWorkflow runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from temporalio.client import WorkflowHandle
+
+from workflows import contract
+from workflows.payloads import AgentInput, AgentResult, StatusView
+from workflows.state import RunState, RunStatus, ToolResult
+
+
+async def start(worker, text: str = "hi", **options) -> WorkflowHandle:
+    return await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="assistant", input=text, **options),
+        id=f"run-{uuid.uuid4().hex[:10]}",
+        task_queue=worker.task_queue,
+        result_type=AgentResult,
+    )
+
+
+async def state_of(handle: WorkflowHandle) -> RunState:
+    return await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+
+
+async def wait_for_status(
+    handle: WorkflowHandle, status: RunStatus, timeout: float = 15
+) -> StatusView:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
+            if view.status == status:
+                return view
+        except Exception:  # the first workflow task may not have run yet
+            view = None
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run did not reach {status.value}; last status: {view}")
+        await asyncio.sleep(0.1)
+
+
+def tool_results(state: RunState) -> dict[str, ToolResult]:
+    return {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
