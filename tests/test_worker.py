@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
+from examples.scripted_openai import Reply
 from worker import check_search_attributes
+from workflows import contract
+from workflows.payloads import AgentInput, AgentResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,3 +86,44 @@ async def test_demo_runs_offline_end_to_end(tmp_path):
     assert "issue_refund" in out
     assert "completed · turn 3" in out
     assert "Refunded 40.00 EUR for order A12." in out
+
+
+async def test_worker_connects_through_temporal_env_config_and_openai_env(env, model_server):
+    """`python worker.py` (no --dev): TEMPORAL_ADDRESS and OPENAI_BASE_URL decide
+    where it connects; a run started on its task queue completes through it."""
+    model_server.script(Reply(content="from the env-configured endpoint"))
+    task_queue = f"env-{uuid.uuid4().hex[:8]}"
+    child_env = {
+        **without_openai_key(),
+        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": env.client.namespace,
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_BASE_URL": model_server.base_url,
+        "AGENT_MODULES": "tests.agents",
+        "AGENT_TASK_QUEUE": task_queue,
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "worker.py",
+        cwd=ROOT,
+        env=child_env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert b"serving agents assistant on task queue" in line, line
+        handle = await env.client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="hi"),
+            id=f"env-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result.final_output == "from the env-configured endpoint"
+        assert model_server.requests[0]["model"] == "test-model"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
