@@ -28,6 +28,12 @@ class Agent:
     """Start-to-close timeout of one model call attempt."""
     model_retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_MODEL_RETRY)
     """Retries of transient model failures (429, 5xx, timeouts); must be bounded."""
+    tool_output_limit: int = 64_000
+    """Characters of one tool result shown to the model (the rest is cut, marked)."""
+    session_idle_timeout: timedelta | None = None
+    """A session waiting this long for a message ends; None: it waits forever."""
+    turns_per_workflow_run: int = 100
+    """Model calls before the run continues as new (earlier if Temporal suggests it)."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -53,6 +59,9 @@ class Agent:
             max_turns=self.max_turns,
             model_timeout_seconds=self.model_timeout.total_seconds(),
             model_retry=retry_spec(self.model_retry_policy),
+            tool_output_limit=self.tool_output_limit,
+            session_idle_timeout=self.session_idle_timeout,
+            turns_per_workflow_run=self.turns_per_workflow_run,
         )
 
     def tool(self, name: str) -> Tool | None:

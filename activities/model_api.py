@@ -55,7 +55,9 @@ class ModelActivities:
         """Ask the model for its next reply to the conversation in `request`."""
         options: dict[str, Any] = {
             "model": request.model,
-            "messages": to_messages(request.instructions, request.items),
+            "messages": to_messages(
+                request.instructions, request.items, tool_output_limit=request.tool_output_limit
+            ),
         }
         if request.tools:
             options["tools"] = to_tools(request.tools)
@@ -81,8 +83,13 @@ class ModelActivities:
         return to_reply(completion)
 
 
-def to_messages(instructions: str, items: list[Item]) -> list[dict[str, Any]]:
-    """The Chat Completions messages for the conversation (decisions are left out)."""
+def to_messages(
+    instructions: str, items: list[Item], *, tool_output_limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The Chat Completions messages for the conversation (decisions are left out).
+
+    A tool result longer than `tool_output_limit` characters is cut, with a
+    marker that tells the model how much it does not see."""
     messages: list[dict[str, Any]] = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
@@ -102,9 +109,19 @@ def to_messages(instructions: str, items: list[Item]) -> list[dict[str, Any]]:
                 ]
             messages.append(message)
         elif isinstance(item, ToolResult):
-            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.content})
+            content = _truncated(item.content, tool_output_limit)
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
         # Decision items are our audit trail, not conversation: the model never sees them.
     return messages
+
+
+def _truncated(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return (
+        f"{text[:limit]}\n[output truncated: showing the first {limit:,} of "
+        f"{len(text):,} characters]"
+    )
 
 
 def to_tools(tools: list[ToolSchema]) -> list[dict[str, Any]]:

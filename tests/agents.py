@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 from temporalio.common import RetryPolicy
@@ -76,3 +77,21 @@ assistant = Agent(
         maximum_attempts=4,
     ),
 )
+
+
+@tool
+def blob(size: int, ctx: ToolContext) -> str:
+    """Return `size` characters (a very large tool output)."""
+    CALLS.append(("blob", {"size": size}, ctx.idempotency_key))
+    return "B" * size
+
+
+assistant = dataclasses.replace(assistant, tools=[*assistant.tools, blob])
+
+concierge = dataclasses.replace(
+    assistant, name="concierge", turns_per_workflow_run=2, tool_output_limit=1000
+)
+"""Continues as new every 2 model calls, shows the model 1,000 characters per result."""
+
+sleepy = dataclasses.replace(assistant, name="sleepy", session_idle_timeout=timedelta(seconds=1))
+"""A session that ends after 1 s without a message."""

@@ -59,7 +59,7 @@ async def worker(
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     running = build_worker(
         env.client,
-        registry=AgentRegistry([agents.assistant]),
+        registry=AgentRegistry.from_modules(["tests.agents"]),
         model_client=openai_client,
         task_queue=task_queue,
     )

@@ -17,16 +17,18 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.registry import AgentRegistry
 from examples.scripted_openai import Call, Fault, Reply, ScriptedModelServer
-from tests import agents
 from worker import build_worker, temporal_binary
 from workflows import contract, search_attributes
-from workflows.payloads import AgentInput, DecisionSignal
+from workflows.payloads import AgentInput, DecisionSignal, EndSessionSignal, MessageSignal
 
 HISTORIES = Path(__file__).parent / "histories"
+AWAITING = "awaiting_approval"
 
 SCENARIOS = {
-    # name: (model script, decisions sent once the run awaits approval)
+    # name: (agent, session, model script, [(status to wait for, signal, payload)])
     "approve_always_reject_v1": (
+        "assistant",
+        False,
         [
             Reply(
                 tool_calls=(
@@ -43,46 +45,72 @@ SCENARIOS = {
             ),
             Reply(content="all done"),
         ],
-        [(contract.SIGNAL_APPROVE, DecisionSignal(call_id="c2", approver="ann", always=True))],
+        [
+            (
+                AWAITING,
+                contract.SIGNAL_APPROVE,
+                DecisionSignal(call_id="c2", approver="ann", always=True),
+            )
+        ],
     ),
     "reject_then_model_400_v1": (
+        "assistant",
+        False,
         [
             Reply(tool_calls=(Call("send_email", {"to": "x", "body": "y"}, "c1"),)),
             Fault(400, "invalid_request_error: bad"),
         ],
-        [(contract.SIGNAL_REJECT, DecisionSignal(call_id="c1", approver="bob", reason="no"))],
+        [
+            (
+                AWAITING,
+                contract.SIGNAL_REJECT,
+                DecisionSignal(call_id="c1", approver="bob", reason="no"),
+            )
+        ],
+    ),
+    # The first workflow run of a session that continues as new after 2 model calls.
+    "session_continue_as_new_v1": (
+        "concierge",
+        True,
+        [Reply(content="a"), Reply(content="b"), Reply(content="c")],
+        [
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="two")),
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="three")),
+            ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
+        ],
     ),
 }
 
 
-async def record(client: Client, name: str, script: list, decisions: list) -> None:
+async def record(
+    client: Client, name: str, agent: str, session: bool, script: list, actions: list
+) -> None:
     with ScriptedModelServer() as server:
         server.script(*script)
         model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
         worker = build_worker(
             client,
-            registry=AgentRegistry([agents.assistant]),
+            registry=AgentRegistry.from_modules(["tests.agents"]),
             model_client=model,
             task_queue=f"record-{name}",
         )
         async with worker:
             handle = await client.start_workflow(
                 contract.WORKFLOW_TYPE,
-                AgentInput(agent="assistant", input="go"),
+                AgentInput(agent=agent, input="go", session=session),
                 id=f"history-{name}",
                 task_queue=f"record-{name}",
             )
-            for signal_name, payload in decisions:
-                while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != (
-                    "awaiting_approval"
-                ):
+            for status, signal_name, payload in actions:
+                while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
                     await asyncio.sleep(0.1)
                 await handle.signal(signal_name, payload)
             try:
                 await handle.result()
             except WorkflowFailureError:
                 pass
-            history = await handle.fetch_history()
+            first_run = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+            history = await first_run.fetch_history()
     path = HISTORIES / f"{name}.json"
     if path.exists():
         sys.exit(f"{path} exists: recorded histories are never overwritten")
@@ -97,9 +125,9 @@ async def main() -> None:
         dev_server_existing_path=temporal_binary(),
     )
     try:
-        for name, (script, decisions) in SCENARIOS.items():
+        for name, (agent, session, script, actions) in SCENARIOS.items():
             if not (HISTORIES / f"{name}.json").exists():
-                await record(env.client, name, script, decisions)
+                await record(env.client, name, agent, session, script, actions)
     finally:
         await env.shutdown()
 

@@ -90,7 +90,11 @@ def test_agent_spec_freezes_model_limits_and_tools():
 
 
 def test_registry_loads_every_agent_of_a_module():
-    assert AgentRegistry.from_modules(["tests.agents"]).names() == ["assistant"]
+    assert AgentRegistry.from_modules(["tests.agents"]).names() == [
+        "assistant",
+        "concierge",
+        "sleepy",
+    ]
 
 
 @pytest.mark.parametrize(

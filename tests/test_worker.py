@@ -112,7 +112,7 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     )
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert b"serving agents assistant on task queue" in line, line
+        assert b"serving agents assistant, concierge, sleepy on task queue" in line, line
         handle = await env.client.start_workflow(
             contract.WORKFLOW_TYPE,
             AgentInput(agent="assistant", input="hi"),

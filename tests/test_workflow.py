@@ -195,7 +195,10 @@ async def test_unknown_agent_fails_the_run_with_a_clear_error(worker):
     )
     with pytest.raises(WorkflowFailureError) as caught:
         await handle.result()
-    assert "unknown agent 'ghost'; this worker serves: assistant" in caught.value.cause.message
+    assert (
+        "unknown agent 'ghost'; this worker serves: assistant, concierge, sleepy"
+        in caught.value.cause.message
+    )
 
 
 async def test_refused_signal_leaves_the_run_waiting(worker, model_server):

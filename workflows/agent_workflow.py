@@ -25,6 +25,8 @@ with workflow.unsafe.imports_passed_through():
         DecideInput,
         DecisionSignal,
         DescribeAgentInput,
+        EndSessionSignal,
+        MessageSignal,
         ModelReply,
         PendingApproval,
         StatusView,
@@ -54,26 +56,26 @@ class AgentWorkflow:
     def __init__(self, agent_input: AgentInput) -> None:
         self._input = agent_input
         self._state: RunState | None = None
-        self._decisions = 0
-        """Counts decision signals and updates handled, to wake the waiting loop."""
+        self._signals = 0
+        """Counts signals and updates handled, to wake the loop when it waits."""
         self._early_signals: list[DecideInput] = []
         """Decision signals received before the run's state existed."""
+        self._early_messages: list[str] = []
+        self._early_end: str | None = None
         self._published: tuple[object, ...] | None = None
 
     @workflow.run
     async def run(self, agent_input: AgentInput) -> AgentResult:
         """Run the agent until it answers, fails, is cancelled or runs out of turns."""
-        if agent_input.session:
-            raise ApplicationError(
-                "sessions (input 'session': true) are not supported by this worker yet",
-                type=contract.ERROR_INVALID_INPUT,
-                non_retryable=True,
-            )
         state = await self._initial_state(agent_input)
         self._state = state
         for request in self._early_signals:
             decisions.receive_signal(state, request, model_call_pending=True, now=workflow.now())
         self._early_signals.clear()
+        for content in self._early_messages:
+            loop.receive_message(state, content, now=workflow.now())
+        if self._early_end is not None:
+            loop.end_session(state, reason=self._early_end, now=workflow.now())
         try:
             await self._drive(state)
         except asyncio.CancelledError:
@@ -90,7 +92,10 @@ class AgentWorkflow:
     async def _initial_state(self, agent_input: AgentInput) -> RunState:
         if agent_input.resume_from is not None:
             return loop.resume(
-                agent_input.resume_from, run_id=workflow.info().workflow_id, now=workflow.now()
+                agent_input.resume_from,
+                run_id=workflow.info().workflow_id,
+                workflow_run=workflow.info().run_id,
+                now=workflow.now(),
             )
         try:
             spec = await workflow.execute_activity(
@@ -107,35 +112,71 @@ class AgentWorkflow:
                 type=contract.ERROR_RUN_FAILED,
                 non_retryable=True,
             ) from err
-        return loop.new_state(
+        state = loop.new_state(
             spec, agent_input, run_id=workflow.info().workflow_id, now=workflow.now()
         )
+        state.workflow_runs.append(workflow.info().run_id)
+        return state
 
     async def _drive(self, state: RunState) -> None:
+        first_turn = state.turn
         while True:
+            loop.deliver_messages(state, now=workflow.now())
             step = loop.next_step(state)
             state.status = loop.status_for(step)
             self._publish(state)
             if isinstance(step, loop.Finish):
                 loop.finish(state, step.status, now=workflow.now())
                 return
+            if loop.may_continue_as_new(step) and self._switch_due(state, first_turn):
+                await self._continue_as_new(state)
             if isinstance(step, loop.CallModel):
                 reply = await self._call_model(state, step)
                 loop.record_model_reply(state, reply, now=workflow.now())
             elif isinstance(step, loop.RunTools):
                 outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
                 loop.record_tool_outcomes(state, list(outcomes), now=workflow.now())
+            elif isinstance(step, loop.AwaitInput):
+                await self._await_input(state)
             else:
                 await self._await_decisions(state, step)
 
+    def _switch_due(self, state: RunState, first_turn: int) -> bool:
+        """Temporal suggests continue-as-new, or this workflow run used its turn budget."""
+        budget_used = state.turn - first_turn >= state.agent.turns_per_workflow_run
+        return budget_used or workflow.info().is_continue_as_new_suggested()
+
+    async def _continue_as_new(self, state: RunState) -> None:
+        """Carry the whole state into a new workflow run of the same workflow id.
+
+        Waiting for handlers first means no signal or update is half-applied;
+        one that arrives during the switch makes Temporal retry this workflow
+        task with it applied, so it lands in the state that is carried over.
+        """
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(
+            AgentInput(agent=state.agent.name, input="", session=state.session, resume_from=state)
+        )
+
+    async def _await_input(self, state: RunState) -> None:
+        """Wait for the session's next message, an end, or the idle timeout."""
+        seen = self._signals
+        idle = state.agent.session_idle_timeout
+        try:
+            await workflow.wait_condition(
+                lambda: self._signals > seen, timeout=idle, timeout_summary="session idle timeout"
+            )
+        except TimeoutError:
+            loop.end_session(state, reason=f"idle for {idle}", now=workflow.now())
+
     async def _await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> None:
         """Wait for a decision, or until the earliest approval deadline passes."""
-        seen = self._decisions
+        seen = self._signals
         deadlines = [d for _, d in decisions.deadlines(state)]
         timeout = max(min(deadlines) - workflow.now(), timedelta(0)) if deadlines else None
         try:
             await workflow.wait_condition(
-                lambda: self._decisions > seen,
+                lambda: self._signals > seen,
                 timeout=timeout,
                 timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
             )
@@ -229,7 +270,7 @@ class AgentWorkflow:
         # A signal gets no answer, so nothing here may raise: what cannot apply
         # is held or recorded as refused in the state (see workflows.decisions).
         request = DecideInput(**payload.model_dump(), decision=decision)
-        self._decisions += 1
+        self._signals += 1
         if self._state is None:
             self._early_signals.append(request)
             return
@@ -249,7 +290,7 @@ class AgentWorkflow:
             )
         except decisions.DecisionRefused as err:  # the validator ran: should not happen
             raise ApplicationError(str(err), type="DecisionRefused", non_retryable=True) from err
-        self._decisions += 1
+        self._signals += 1
         return decision
 
     @decide.validator
@@ -260,6 +301,30 @@ class AgentWorkflow:
         if self._state is None:
             raise decisions.DecisionRefused("the run is still starting; no call is pending yet")
         return self._state
+
+    # --- sessions ---------------------------------------------------------------
+
+    @workflow.signal(name=contract.SIGNAL_SEND_MESSAGE)
+    def send_message(self, payload: MessageSignal) -> None:
+        """The user's next message in a session (queued while the agent works)."""
+        self._signals += 1
+        if self._state is None:
+            self._early_messages.append(payload.content)
+            return
+        if self._state.status.is_final:
+            workflow.logger.warning("message for ended run %s dropped", self._state.run_id)
+            return
+        loop.receive_message(self._state, payload.content, now=workflow.now())
+
+    @workflow.signal(name=contract.SIGNAL_END_SESSION)
+    def end_session(self, payload: EndSessionSignal) -> None:
+        """End a session: the run completes once its current exchange is answered."""
+        self._signals += 1
+        reason = payload.reason or "ended by signal"
+        if self._state is None:
+            self._early_end = reason
+        elif not self._state.status.is_final:
+            loop.end_session(self._state, reason=reason, now=workflow.now())
 
     # --- queries ---------------------------------------------------------------
 

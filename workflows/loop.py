@@ -60,13 +60,18 @@ class AwaitDecisions:
 
 
 @dataclass(frozen=True)
+class AwaitInput:
+    """A session waits for the user's next message."""
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over, with this status."""
 
     status: RunStatus
 
 
-Step = CallModel | RunTools | AwaitDecisions | Finish
+Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish
 
 
 # --- starting ----------------------------------------------------------------
@@ -79,27 +84,32 @@ def new_state(spec: AgentSpec, agent_input: AgentInput, *, run_id: str, now: dat
         agent=spec,
         max_turns=agent_input.max_turns or spec.max_turns,
         context=agent_input.context,
+        session=agent_input.session,
         items=[UserMessage(content=agent_input.input)],
         created_at=now,
         updated_at=now,
     )
 
 
-def resume(snapshot: RunState, *, run_id: str, now: datetime) -> RunState:
-    """The state of a new run `run_id` that continues from `snapshot`.
+def resume(snapshot: RunState, *, run_id: str, workflow_run: str, now: datetime) -> RunState:
+    """The state of workflow run `workflow_run` of run `run_id`, continuing `snapshot`.
 
-    The snapshot's own `origin` is kept when it already names the snapshot's
-    run (a fork prepared by `workflows.snapshot.fork`); otherwise the new run
-    records that it resumed the snapshot's run. A failed or cancelled run
-    resumes as running: resuming is how it is retried.
+    The same `run_id` is a continue-as-new: the state goes on unchanged. Another
+    run id is a resume or fork of another run: the new run records its origin
+    (keeping an origin `workflows.snapshot.fork` already set for this snapshot),
+    and a failed or cancelled run resumes as running, since resuming is how it
+    is retried.
     """
     state = snapshot.model_copy(deep=True)
-    if state.origin is None or state.origin.run_id != snapshot.run_id:
-        state.origin = RunOrigin(run_id=snapshot.run_id, turn=snapshot.turn, mode="resume")
-    if state.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-        state.status = RunStatus.RUNNING
-        state.error = None
-    state.run_id = run_id
+    if snapshot.run_id != run_id:
+        if state.origin is None or state.origin.run_id != snapshot.run_id:
+            state.origin = RunOrigin(run_id=snapshot.run_id, turn=snapshot.turn, mode="resume")
+        if state.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+            state.status = RunStatus.RUNNING
+            state.error = None
+        state.run_id = run_id
+        state.workflow_runs = []
+    state.workflow_runs.append(workflow_run)
     state.updated_at = now
     return state
 
@@ -113,10 +123,10 @@ def next_step(state: RunState) -> Step:
         return Finish(state.status)
     reply = last_reply(state)
     if reply is not None and not reply.tool_calls and not isinstance(state.items[-1], UserMessage):
-        return Finish(RunStatus.COMPLETED)
+        return AwaitInput() if state.session else Finish(RunStatus.COMPLETED)
     open_calls = _unresolved_calls(state, reply)
     if not open_calls:
-        if state.turn >= state.max_turns:
+        if turns_since_user_message(state) >= state.max_turns:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
         return CallModel(model_request(state))
     decided = decisions.decided(state)
@@ -147,6 +157,7 @@ def model_request(state: RunState) -> ModelRequest:
             for t in spec.tools
         ],
         turn=state.turn + 1,
+        tool_output_limit=spec.tool_output_limit,
     )
 
 
@@ -156,7 +167,15 @@ def status_for(step: Step) -> RunStatus:
         return step.status
     if isinstance(step, AwaitDecisions):
         return RunStatus.AWAITING_APPROVAL
+    if isinstance(step, AwaitInput):
+        return RunStatus.AWAITING_INPUT
     return RunStatus.RUNNING
+
+
+def may_continue_as_new(step: Step) -> bool:
+    """Whether the run may switch to a new workflow run before performing `step`:
+    never while a reply's tool calls are to be executed or once it has ended."""
+    return isinstance(step, CallModel | AwaitDecisions | AwaitInput)
 
 
 # --- folding outcomes back in ------------------------------------------------------
@@ -194,6 +213,29 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
     state.updated_at = now
 
 
+def receive_message(state: RunState, content: str, *, now: datetime) -> None:
+    """Queue the user's next message; it is delivered by `deliver_messages`."""
+    state.queued_messages.append(content)
+    state.updated_at = now
+
+
+def deliver_messages(state: RunState, *, now: datetime) -> None:
+    """Move queued messages into the conversation once no tool call awaits its
+    result (a user message may not come between a call and its result)."""
+    if not state.queued_messages or _unresolved_calls(state, last_reply(state)):
+        return
+    state.items.extend(UserMessage(content=c) for c in state.queued_messages)
+    state.queued_messages = []
+    state.updated_at = now
+
+
+def end_session(state: RunState, *, reason: str, now: datetime) -> None:
+    """Stop waiting for messages: the run completes after its current exchange."""
+    state.session = False
+    state.end_reason = reason
+    state.updated_at = now
+
+
 def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
     """Mark the run as ended."""
     state.status = status
@@ -218,6 +260,16 @@ def status_view(state: RunState) -> StatusView:
         pending_approvals=len(decisions.pending_calls(state)),
         usage=state.usage,
     )
+
+
+def turns_since_user_message(state: RunState) -> int:
+    """Model calls since the latest user message (what `max_turns` limits)."""
+    count = 0
+    for item in reversed(state.items):
+        if isinstance(item, UserMessage):
+            break
+        count += isinstance(item, AssistantMessage)
+    return count
 
 
 def last_reply(state: RunState) -> AssistantMessage | None:

@@ -34,7 +34,7 @@ class AgentInput(_Payload):
     max_turns: int | None = Field(None, ge=1)
     """Overrides the agent's own limit of model calls."""
     session: bool = False
-    """Keep the run open for further user messages (not supported yet)."""
+    """Keep the run open for further user messages (`send_message`) until ended."""
     resume_from: RunState | None = None
     """Continue from this snapshot instead of starting afresh."""
 
@@ -68,6 +68,18 @@ class DecideInput(DecisionSignal):
     """Payload of the `decide` update."""
 
     decision: Literal["approve", "reject"]
+
+
+class MessageSignal(_Payload):
+    """Payload of the `send_message` signal: the user's next message in a session."""
+
+    content: str
+
+
+class EndSessionSignal(_Payload):
+    """Payload of the `end_session` signal."""
+
+    reason: str | None = None
 
 
 # --- queries ----------------------------------------------------------------------
@@ -109,6 +121,8 @@ class ModelRequest(_Payload):
     items: list[Item]
     tools: list[ToolSchema]
     turn: int
+    tool_output_limit: int = 64_000
+    """Characters of one tool result sent to the model; the rest is cut, marked."""
 
 
 class ToolSchema(_Payload):

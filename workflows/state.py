@@ -106,11 +106,18 @@ class AgentSpec(_Model):
     model: str = Field(min_length=1)
     tools: list[ToolSpec] = []
     max_turns: int = Field(10, ge=1)
-    """Default limit of model calls for a run of this agent."""
+    """Default limit of model calls answering one user message."""
     model_timeout_seconds: float = Field(120.0, gt=0)
     """Start-to-close timeout of one model call attempt."""
     model_retry: RetrySpec = RetrySpec(maximum_attempts=8, maximum_interval_seconds=60.0)
     """Retries of transient model failures (429, 5xx, timeouts, connection errors)."""
+    tool_output_limit: int = Field(64_000, ge=1)
+    """Characters of one tool result the model is shown; the rest is cut, with a
+    marker saying so (the run state keeps the whole output)."""
+    session_idle_timeout: timedelta | None = Field(None, gt=timedelta(0))
+    """A session waiting this long for the next message ends; None: it waits forever."""
+    turns_per_workflow_run: int = Field(100, ge=1)
+    """Model calls after which the run continues as new (earlier if Temporal suggests it)."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -243,6 +250,7 @@ class RunState(_Model):
     turn: int = Field(0, ge=0)
     """Model calls made so far."""
     max_turns: int = Field(ge=1)
+    """Model calls allowed for one user message before the run ends as max_turns_exceeded."""
     context: JsonValue = None
     """User-supplied JSON handed to every tool call."""
     items: list[Item] = []
@@ -251,6 +259,14 @@ class RunState(_Model):
     usage: Usage = Usage()
     origin: RunOrigin | None = None
     """Set when the run was resumed or forked from a snapshot of another run."""
+    session: bool = False
+    """After each final answer, wait for the next `send_message` instead of completing."""
+    queued_messages: list[str] = []
+    """User messages received mid-turn, delivered once the turn's tool calls are answered."""
+    end_reason: str | None = None
+    """Why a session ended (ended by a signal, or idle)."""
+    workflow_runs: list[str] = []
+    """Temporal run ids of this run's workflow, oldest first (one per continue-as-new)."""
     held_decisions: list[DecisionAttempt] = []
     """Signals naming a call the model had not yet proposed when they arrived
     (a model call was under way); applied when the reply names the call."""

@@ -1,0 +1,182 @@
+"""Where large payloads go instead of Temporal history: Temporal's ExternalStorage
+(claim check) with a driver chosen by `AGENT_PAYLOAD_STORE`.
+
+- unset or a path: `LocalDirectoryDriver`, files named by their SHA-256 in one
+  directory (default `$XDG_CACHE_HOME/durable-agents/payloads`): for one machine,
+  where the worker and `agentctl` share that directory; no setup.
+- `s3://BUCKET`: the SDK's S3 driver (`pip install 'temporalio[aioboto3]'`; AWS
+  credentials and region from the standard AWS configuration): for a fleet.
+- `off`: no external storage; payloads over Temporal's limits then fail.
+
+Payloads of at least `AGENT_PAYLOAD_THRESHOLD` bytes (default 128 KiB) are stored
+there and history keeps a small reference, so a long conversation or a 5 MB tool
+output never passes through history in full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import (
+    DataConverter,
+    ExternalStorage,
+    StorageDriver,
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
+
+DEFAULT_THRESHOLD = 128 * 1024
+
+
+class PayloadStoreError(Exception):
+    """The payload store is misconfigured or a stored payload cannot be read."""
+
+
+class LocalDirectoryDriver(StorageDriver):
+    """Payloads as files named by their SHA-256, in one directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+
+    def name(self) -> str:
+        return "local.directory"
+
+    def type(self) -> str:
+        return "local.directory"
+
+    async def store(
+        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
+    ) -> list[StorageDriverClaim]:
+        return await asyncio.to_thread(self._store_all, payloads)
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        return await asyncio.to_thread(lambda: [self._read(c) for c in claims])
+
+    def _store_all(self, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
+        claims = []
+        for payload in payloads:
+            data = payload.SerializeToString(deterministic=True)
+            digest = hashlib.sha256(data).hexdigest()
+            path = self._path(digest)
+            if not path.exists():  # content-addressed: an existing file is this payload
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(f".{os.getpid()}.partial")
+                partial.write_bytes(data)
+                partial.replace(path)  # atomic: readers never see half a file
+            claims.append(StorageDriverClaim(claim_data={"sha256": digest}))
+        return claims
+
+    def _read(self, claim: StorageDriverClaim) -> Payload:
+        digest = claim.claim_data.get("sha256", "")
+        path = self._path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise PayloadStoreError(
+                f"stored payload sha256:{digest} is not in {self._directory}; every worker "
+                "and client must share the payload store (AGENT_PAYLOAD_STORE; "
+                "s3://BUCKET for several machines)"
+            ) from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise PayloadStoreError(f"stored payload {path} is corrupt (digest mismatch)")
+        payload = Payload()
+        payload.ParseFromString(data)
+        return payload
+
+    def _path(self, digest: str) -> Path:
+        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            raise PayloadStoreError(f"malformed payload claim: {digest!r}")
+        return self._directory / digest[:2] / digest
+
+
+def default_directory(env: Mapping[str, str]) -> Path:
+    """Where the local store lives when AGENT_PAYLOAD_STORE is unset."""
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "durable-agents" / "payloads"
+
+
+def external_storage(env: Mapping[str, str] | None = None) -> ExternalStorage | None:
+    """The ExternalStorage configured by AGENT_PAYLOAD_STORE / AGENT_PAYLOAD_THRESHOLD."""
+    env = os.environ if env is None else env
+    where = env.get("AGENT_PAYLOAD_STORE", "").strip()
+    threshold_text = env.get("AGENT_PAYLOAD_THRESHOLD", str(DEFAULT_THRESHOLD))
+    try:
+        threshold = int(threshold_text)
+    except ValueError:
+        raise PayloadStoreError(
+            f"AGENT_PAYLOAD_THRESHOLD must be a number of bytes, not {threshold_text!r}"
+        ) from None
+    if where == "off":
+        return None
+    if where.startswith("s3://"):
+        driver = _s3_driver(where.removeprefix("s3://"))
+    else:
+        driver = LocalDirectoryDriver(Path(where) if where else default_directory(env))
+    return ExternalStorage(drivers=[driver], payload_size_threshold=threshold)
+
+
+def with_payload_store(
+    converter: DataConverter, env: Mapping[str, str] | None = None
+) -> DataConverter:
+    """`converter` with the configured external storage (unchanged when `off`)."""
+    storage = external_storage(env)
+    if storage is None:
+        return converter
+    return dataclasses.replace(converter, external_storage=storage)
+
+
+def _s3_driver(bucket: str) -> StorageDriver:
+    if not bucket:
+        raise PayloadStoreError("AGENT_PAYLOAD_STORE=s3:// needs a bucket name")
+    try:
+        import aioboto3
+        from temporalio.contrib.aws.s3driver import S3StorageDriver
+        from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
+    except ImportError as err:
+        raise PayloadStoreError(
+            f"AGENT_PAYLOAD_STORE=s3://... needs `pip install 'temporalio[aioboto3]'` ({err})"
+        ) from err
+    return _LazyS3Driver(aioboto3.Session(), bucket, S3StorageDriver, new_aioboto3_client)
+
+
+class _LazyS3Driver(StorageDriver):
+    """The SDK's S3 driver, opening its aioboto3 client on first use."""
+
+    def __init__(self, session: Any, bucket: str, driver_class: Any, make_client: Any) -> None:
+        self._session, self._bucket = session, bucket
+        self._driver_class, self._make_client = driver_class, make_client
+        self._driver: StorageDriver | None = None
+        self._client_cm: Any = None
+
+    def name(self) -> str:
+        return "aws.s3driver"
+
+    def type(self) -> str:
+        return "aws.s3driver"
+
+    async def _inner(self) -> StorageDriver:
+        if self._driver is None:
+            self._client_cm = self._session.client("s3")
+            s3 = await self._client_cm.__aenter__()
+            self._driver = self._driver_class(client=self._make_client(s3), bucket=self._bucket)
+        return self._driver
+
+    async def store(
+        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
+    ) -> list[StorageDriverClaim]:
+        return await (await self._inner()).store(context, payloads)
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        return await (await self._inner()).retrieve(context, claims)
