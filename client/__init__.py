@@ -1,21 +1,30 @@
-"""The client side: `AgentClient` (typed Python API) and the `agentctl` CLI."""
+"""The client side: `AgentClient` (typed Python API) and the `agentctl` CLI.
 
-from client.agent_client import AgentClient
+`client.local_run.run_locally` drives a run in-process from a snapshot, without Temporal.
+"""
+
+from client.agent_client import AgentClient, PendingAcrossRuns, RunPendingApproval
 from client.connect import connect
 from client.errors import (
     AgentClientError,
     ConnectError,
     DecisionRefused,
+    InvalidSnapshot,
     RunFailed,
     RunNotFound,
 )
+from client.snapshots import KEY_ENV
 
 __all__ = [
+    "KEY_ENV",
     "AgentClient",
     "AgentClientError",
     "ConnectError",
     "DecisionRefused",
+    "InvalidSnapshot",
+    "PendingAcrossRuns",
     "RunFailed",
     "RunNotFound",
+    "RunPendingApproval",
     "connect",
 ]

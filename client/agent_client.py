@@ -7,13 +7,15 @@ in another language would send.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Literal, TypeVar
 from uuid import uuid4
 
-from pydantic import JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -26,6 +28,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
+from client import snapshots
 from client.connect import connect
 from client.errors import (
     AgentClientError,
@@ -36,6 +39,7 @@ from client.errors import (
     run_failed,
 )
 from workflows import contract
+from workflows import search_attributes as sa
 from workflows.payloads import (
     AgentInput,
     AgentResult,
@@ -50,6 +54,29 @@ _M = TypeVar("_M", AgentInput, DecideInput, DecisionSignal)
 
 SUMMARY_INPUT_CHARS = 60
 """How much of the user's input goes into the run's summary in the Temporal UI."""
+
+PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
+"""Visibility query of the runs that wait for a decision."""
+
+
+class RunPendingApproval(BaseModel):
+    """A pending approval and the run it belongs to (`pending_all`)."""
+
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: str
+    requested_at: datetime
+
+
+class PendingAcrossRuns(BaseModel):
+    """What `pending_all` found."""
+
+    approvals: list[RunPendingApproval] = []
+    """Every pending approval of the runs that answered, oldest request first."""
+    unanswered: list[str] = []
+    """Runs listed as waiting whose query failed or timed out (no worker on their task
+    queue?): their approvals are not in `approvals`."""
 
 
 class AgentClient:
@@ -122,9 +149,100 @@ class AgentClient:
                 contract.QUERY_GET_PENDING_APPROVALS, result_type=list[PendingApproval]
             )
 
-    async def export(self, run_id: str) -> str:
-        """The RunState snapshot as JSON text (exactly what `get_state` returns)."""
-        return (await self.state(run_id)).model_dump_json(indent=2)
+    async def pending_all(
+        self, *, query_timeout: timedelta = timedelta(seconds=5)
+    ) -> PendingAcrossRuns:
+        """Pending approvals of every running run of the namespace that waits for one.
+
+        Lists runs by the `AgentPendingApprovals` search attribute (visibility is
+        eventually consistent: a run that just started waiting may show up a
+        moment later), then asks each for its pending calls, concurrently.
+        """
+        with self._translating("*"):
+            run_ids = [w.id async for w in self.client.list_workflows(PENDING_QUERY)]
+        answers = await asyncio.gather(
+            *(self._pending_within(r, query_timeout) for r in run_ids), return_exceptions=True
+        )
+        found = PendingAcrossRuns()
+        for run_id, answer in zip(run_ids, answers, strict=True):
+            if isinstance(answer, BaseException):
+                found.unanswered.append(run_id)
+                continue
+            found.approvals += [RunPendingApproval(run_id=run_id, **p.model_dump()) for p in answer]
+        found.approvals.sort(key=lambda a: (a.requested_at, a.run_id, a.call_id))
+        return found
+
+    async def _pending_within(self, run_id: str, timeout: timedelta) -> list[PendingApproval]:
+        return await self._handle(run_id).query(
+            contract.QUERY_GET_PENDING_APPROVALS,
+            result_type=list[PendingApproval],
+            rpc_timeout=timeout,
+        )
+
+    # --- snapshots -----------------------------------------------------------------
+
+    async def export(self, run_id: str, *, key: bytes | None = None) -> str:
+        """The run's snapshot file text: its RunState plus an integrity block.
+
+        Signed (HMAC-SHA256) with `key`, else with `$AGENT_SNAPSHOT_KEY`, else
+        only digested (SHA-256). Works for ended runs too (completed, failed,
+        cancelled) as long as a worker serves the run's task queue.
+        """
+        return snapshots.dumps(await self.state(run_id), key=key)
+
+    async def resume(
+        self,
+        snapshot: str | bytes | RunState,
+        *,
+        run_id: str | None = None,
+        key: bytes | None = None,
+    ) -> str:
+        """Start a new run that continues `snapshot` exactly where it was; returns its id.
+
+        `snapshot` is snapshot file text (verified with `key` or
+        `$AGENT_SNAPSHOT_KEY`, migrated, validated) or a RunState. Pending
+        approvals stay pending, decided calls without a result run once, and a
+        failed or cancelled run goes on as running. The new run (default id:
+        AGENT-<random>) records its origin; it runs on this client's task queue,
+        whose workers must serve the snapshot's agent tools.
+        """
+        state = snapshots.loads(snapshot, key=key)
+        return await self._start_from(state, run_id, f"resume of {state.run_id}")
+
+    async def fork(
+        self,
+        snapshot: str | bytes | RunState,
+        *,
+        at_turn: int,
+        input: str | None = None,
+        run_id: str | None = None,
+        key: bytes | None = None,
+    ) -> str:
+        """Start a new run from `snapshot` as it was at the end of turn `at_turn`.
+
+        `input`, if given, is the next user message. Returns the new run's id;
+        its state's `origin` names the source run and turn. Raises
+        `InvalidSnapshot` if the snapshot is invalid or cannot be forked there.
+        """
+        state = snapshots.loads(snapshot, key=key)
+        forked = snapshots.fork(state, at_turn=at_turn, new_input=input)
+        return await self._start_from(forked, run_id, f"fork of {state.run_id} at turn {at_turn}")
+
+    async def _start_from(self, state: RunState, run_id: str | None, summary: str) -> str:
+        # The workflow ignores `input` when `resume_from` is set: the state carries it all.
+        agent_input = AgentInput(
+            agent=state.agent.name, input="", session=state.session, resume_from=state
+        )
+        workflow_id = run_id or f"{state.agent.name}-{uuid4().hex[:12]}"
+        with self._translating(workflow_id):
+            await self.client.start_workflow(
+                contract.WORKFLOW_TYPE,
+                agent_input,
+                id=workflow_id,
+                task_queue=self.task_queue,
+                static_summary=f"{state.agent.name}: {summary}",
+            )
+        return workflow_id
 
     async def result(self, run_id: str) -> AgentResult:
         """Wait for the run to end; raises `RunFailed` if it failed or was cancelled."""
@@ -145,9 +263,25 @@ class AgentClient:
         approver: str,
         reason: str | None = None,
         always: bool = False,
+        arguments: dict[str, JsonValue] | None = None,
     ) -> None:
-        """Send the `approve` signal (fire-and-forget; use `decide` to get an answer)."""
-        await self._signal(run_id, contract.SIGNAL_APPROVE, call_id, approver, reason, always)
+        """Send the `approve` signal (fire-and-forget; use `decide` to get an answer).
+
+        `arguments` replace the model's for this call (validated by the run
+        against the tool's schema; a signal that cannot apply is recorded as refused).
+        """
+        await self._signal(
+            run_id,
+            contract.SIGNAL_APPROVE,
+            _checked(
+                DecisionSignal,
+                call_id=call_id,
+                approver=approver,
+                reason=reason,
+                always=always,
+                arguments=arguments,
+            ),
+        )
 
     async def reject(
         self,
@@ -159,7 +293,13 @@ class AgentClient:
         always: bool = False,
     ) -> None:
         """Send the `reject` signal; the model gets the reason as the call's result."""
-        await self._signal(run_id, contract.SIGNAL_REJECT, call_id, approver, reason, always)
+        await self._signal(
+            run_id,
+            contract.SIGNAL_REJECT,
+            _checked(
+                DecisionSignal, call_id=call_id, approver=approver, reason=reason, always=always
+            ),
+        )
 
     async def decide(
         self,
@@ -170,11 +310,16 @@ class AgentClient:
         approver: str,
         reason: str | None = None,
         always: bool = False,
+        arguments: dict[str, JsonValue] | None = None,
+        request_id: str | None = None,
     ) -> Decision:
         """Approve or reject through the `decide` update; returns the recorded decision.
 
-        Raises `DecisionRefused` when the workflow refuses it (unknown or already
-        decided call, run ended).
+        `arguments` (approvals only) replace the model's for this call.
+        `request_id` is the update id: a retry with the same id gets the first
+        answer instead of a refusal. Raises `DecisionRefused` when the workflow
+        refuses it (unknown or already decided call, approver not allowed,
+        arguments not valid for the tool, run ended).
         """
         payload = _checked(
             DecideInput,
@@ -183,11 +328,12 @@ class AgentClient:
             approver=approver,
             reason=reason,
             always=always,
+            arguments=arguments,
         )
         with self._translating(run_id):
             try:
                 return await self._handle(run_id).execute_update(
-                    contract.UPDATE_DECIDE, payload, result_type=Decision
+                    contract.UPDATE_DECIDE, payload, id=request_id, result_type=Decision
                 )
             except WorkflowUpdateFailedError as err:
                 raise DecisionRefused(run_id, call_id, failure_message(err.cause)) from err
@@ -196,18 +342,7 @@ class AgentClient:
                     raise DecisionRefused(run_id, call_id, "the run has already ended") from err
                 raise
 
-    async def _signal(
-        self,
-        run_id: str,
-        signal: str,
-        call_id: str,
-        approver: str,
-        reason: str | None,
-        always: bool,
-    ) -> None:
-        payload = _checked(
-            DecisionSignal, call_id=call_id, approver=approver, reason=reason, always=always
-        )
+    async def _signal(self, run_id: str, signal: str, payload: DecisionSignal) -> None:
         with self._translating(run_id):
             await self._handle(run_id).signal(signal, payload)
 

@@ -1,7 +1,10 @@
-"""agentctl: start agent runs, watch them, approve or reject their tool calls.
+"""agentctl: start agent runs, watch them, approve or reject their tool calls,
+export, validate, resume and fork snapshots.
 
 Every command prints a short human summary, or with `--json` the payload's
 JSON. Expected errors print one `agentctl: error: ...` line and exit 1.
+`validate` and `schema` work offline; the others connect to Temporal.
+Snapshots are signed with `$AGENT_SNAPSHOT_KEY` if it is set (see `client.snapshots`).
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from pathlib import Path
 from pydantic import BaseModel, JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
 
-from client import render
+from client import render, snapshots
 from client.agent_client import AgentClient
-from client.errors import AgentClientError
+from client.errors import AgentClientError, InvalidSnapshot
 from workflows import contract
 from workflows.payloads import AgentResult, DecideInput, PendingApproval
+from workflows.snapshot import json_schema
 
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"
@@ -37,16 +41,21 @@ class StartedRun(BaseModel):
 
 
 Command = Callable[[argparse.Namespace, AgentClient], Awaitable[str]]
+OfflineCommand = Callable[[argparse.Namespace], str]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run agentctl; returns the exit code (0 ok, 1 error, 2 usage error)."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
+        if args.command == "pending" and (args.run_id is None) == (not args.all):
+            parser.error("pending: give either RUN_ID or --all")
     except SystemExit as exit_:  # usage errors and --help keep argparse's own codes
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
-        output = asyncio.run(_run(args))
+        offline: OfflineCommand | None = getattr(args, "offline_fn", None)
+        output = offline(args) if offline is not None else asyncio.run(_run(args))
     except AgentClientError as err:
         print(f"{PROG}: error: {err.message}", file=sys.stderr)
         return 1
@@ -67,6 +76,10 @@ async def _run(args: argparse.Namespace) -> str:
     command: Command = args.command_fn
     if getattr(args, "context", None) is not None:
         args.context = parse_context(args.context)  # before connecting: fail fast, offline
+    if getattr(args, "arguments", None) is not None:
+        args.arguments = parse_arguments(args.arguments)
+    if getattr(args, "file", None) is not None:  # resume, fork: verified before connecting
+        args.snapshot = snapshots.loads(read_file(args.file))
     agents = await AgentClient.connect(
         profile=args.profile,
         address=args.address,
@@ -105,6 +118,9 @@ async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:
+    if args.all:
+        found = await agents.pending_all()
+        return found.model_dump_json(indent=2) if args.json else render.pending_across_runs(found)
     pending = await agents.pending(args.run_id)
     if args.json:
         return TypeAdapter(list[PendingApproval]).dump_json(pending, indent=2).decode()
@@ -122,6 +138,8 @@ async def _reject(args: argparse.Namespace, agents: AgentClient) -> str:
 async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) -> str:
     options = {"approver": args.approver or default_approver(), "reason": args.reason}
     options["always"] = args.always
+    if decision == "approve":
+        options["arguments"] = args.arguments
     if args.wait:
         recorded = await agents.decide(args.run_id, args.call_id, decision, **options)
         return recorded.model_dump_json(indent=2) if args.json else render.decision(recorded)
@@ -141,13 +159,40 @@ async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
 async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
     snapshot = await agents.export(args.run_id)
     if args.output is None:
-        return snapshot
+        return snapshot.rstrip("\n")
     try:
-        Path(args.output).write_text(snapshot + "\n", encoding="utf-8")
+        Path(args.output).write_text(snapshot, encoding="utf-8")
     except OSError as err:
         raise AgentClientError(f"cannot write {args.output}: {err.strerror or err}") from err
     print(f"exported run {args.run_id} to {args.output}", file=sys.stderr)
     return ""
+
+
+async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
+    run_id = await agents.resume(args.snapshot, run_id=args.id)
+    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
+
+
+async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
+    run_id = await agents.fork(
+        args.snapshot, at_turn=args.at_turn, input=args.input, run_id=args.id
+    )
+    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
+
+
+def _validate(args: argparse.Namespace) -> str:
+    text = read_file(args.file)
+    try:
+        verdict = snapshots.validate(text)
+    except InvalidSnapshot as err:
+        if args.json:  # the verdict on stdout for programs, the error line on stderr
+            print(json.dumps({"valid": False, "path": err.path, "problem": err.problem}, indent=2))
+        raise
+    return json.dumps({"valid": True, "verdict": verdict}, indent=2) if args.json else verdict
+
+
+def _schema(args: argparse.Namespace) -> str:
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False)
 
 
 # --- arguments ----------------------------------------------------------------------
@@ -161,6 +206,27 @@ def parse_context(text: str) -> JsonValue:
         raise AgentClientError(
             f"--context is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
         ) from err
+
+
+def parse_arguments(text: str) -> dict[str, JsonValue]:
+    """The `--args` option: a JSON object of edited tool arguments."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AgentClientError(
+            f"--args is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
+        ) from err
+    if not isinstance(value, dict):
+        raise AgentClientError("--args must be a JSON object of the tool's arguments")
+    return value
+
+
+def read_file(name: str) -> bytes:
+    """A snapshot file's bytes (`-`: standard input)."""
+    try:
+        return sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as err:
+        raise AgentClientError(f"cannot read {name}: {err.strerror or err}") from err
 
 
 def default_approver() -> str:
@@ -180,14 +246,21 @@ def _non_empty(text: str) -> str:
     return text
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_turn = _int_at_least(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,22 +286,45 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--max-turns", type=_positive_int, metavar="N")
     start.add_argument("--id", metavar="RUN_ID", help="workflow id (default: AGENT-<random>)")
     start.add_argument("--wait", action="store_true", help="wait for the run's result")
+
+    def offline(name: str, fn: OfflineCommand, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(offline_fn=fn)
+        return sub
+
     for name, fn, text in (
         ("status", _status, "show a run's status"),
         ("state", _state, "show a run's conversation and state"),
-        ("pending", _pending, "list the tool calls awaiting a decision"),
         ("result", _result, "wait for a run to end and show its result"),
     ):
         command(name, fn, text).add_argument("run_id", metavar="RUN_ID")
+    pending = command("pending", _pending, "list the tool calls awaiting a decision")
+    pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
+    pending.add_argument("--all", action="store_true", help="of every run waiting for one")
     for name, fn in (("approve", _approve), ("reject", _reject)):
-        _decision_arguments(command(name, fn, f"{name} a pending tool call"))
-    export = command("export", _export, "write a run's RunState snapshot as JSON")
-    export.add_argument("run_id", metavar="RUN_ID")
-    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+        _decision_arguments(command(name, fn, f"{name} a pending tool call"), edits=fn is _approve)
+    _snapshot_commands(command, offline)
     return parser
 
 
-def _decision_arguments(sub: argparse.ArgumentParser) -> None:
+def _snapshot_commands(command: Callable, offline: Callable) -> None:
+    export = command("export", _export, "write a run's snapshot (RunState + integrity digest)")
+    export.add_argument("run_id", metavar="RUN_ID")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    check = offline("validate", _validate, "check a snapshot file: integrity, version, schema")
+    check.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    resume = command("resume", _resume, "start a new run that continues a snapshot")
+    resume.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")
+    fork = command("fork", _fork, "start a new run from a snapshot as it was at turn N")
+    fork.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    fork.add_argument("--at-turn", type=_turn, required=True, metavar="N")
+    fork.add_argument("--input", metavar="TEXT", help="the user's next message")
+    fork.add_argument("--id", metavar="NEW_ID", help="id of the new run")
+    offline("schema", _schema, "print the JSON Schema of snapshot files")
+
+
+def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
     sub.add_argument("run_id", metavar="RUN_ID")
     sub.add_argument("call_id", metavar="CALL_ID")
     sub.add_argument(
@@ -239,6 +335,13 @@ def _decision_arguments(sub: argparse.ArgumentParser) -> None:
         help=f"who decides (default: ${APPROVER_ENV} or your user name)",
     )
     sub.add_argument("--reason", metavar="R")
+    if edits:  # only an approval can carry edited arguments
+        sub.add_argument(
+            "--args",
+            dest="arguments",
+            metavar="JSON",
+            help="approve with these arguments instead of the model's (a JSON object)",
+        )
     sub.add_argument("--always", action="store_true", help="same decision for later calls")
     sub.add_argument(
         "--wait", action="store_true", help="use the `decide` update and print the decision"

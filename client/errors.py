@@ -54,6 +54,19 @@ class DecisionRefused(AgentClientError):
         self.reason = reason
 
 
+class InvalidSnapshot(AgentClientError):
+    """A snapshot that cannot be used: not valid, not verifiable, or not forkable as asked."""
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problem: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        """JSON path of the offending value (`$.items[3].decision`), or None for the whole file."""
+        self.problem = problem or message
+        """What is wrong, without the path."""
+
+
 class RunFailed(AgentClientError):
     """The run ended without a result (failed, cancelled, terminated or timed out)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from client.agent_client import PendingAcrossRuns
 from workflows.payloads import AgentResult, PendingApproval, StatusView
 from workflows.state import (
     AssistantMessage,
@@ -33,6 +34,23 @@ def pending(approvals: list[PendingApproval]) -> str:
         return "no pending approvals"
     rows = [("CALL ID", "TOOL", "ARGUMENTS", "REQUESTED AT")]
     rows += [(a.call_id, a.tool, _cut(a.arguments), _time(a.requested_at)) for a in approvals]
+    return _table(rows)
+
+
+def pending_across_runs(found: PendingAcrossRuns) -> str:
+    """The same table with a run id column, then the runs that did not answer."""
+    rows = [("RUN ID", "CALL ID", "TOOL", "ARGUMENTS", "REQUESTED AT")]
+    rows += [
+        (a.run_id, a.call_id, a.tool, _cut(a.arguments), _time(a.requested_at))
+        for a in found.approvals
+    ]
+    lines = [_table(rows) if found.approvals else "no pending approvals"]
+    if found.unanswered:
+        lines.append(f"runs that did not answer: {', '.join(found.unanswered)}")
+    return "\n".join(lines)
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -88,8 +106,11 @@ def _item(item: Item) -> list[str]:
         mark = "error" if item.is_error else "result"
         return [f"tool {mark} [{item.call_id}]: {_cut(item.content)}"]
     if isinstance(item, Decision):
-        return [decision(item) + (" (by rule)" if item.by_rule else "")]
+        return [decision(item) + _HOW.get(item.via, "")]
     return [f"{item.type}"]
+
+
+_HOW = {"rule": " (by rule)", "timeout": " (deadline passed)"}
 
 
 def _plural(count: int, noun: str) -> str:

@@ -14,7 +14,7 @@ from client import AgentClient, AgentClientError
 from client.errors import DecisionRefused, RunFailed, RunNotFound
 from examples.scripted_openai import Call, Reply
 from tests import agents
-from workflows import contract
+from workflows import contract, snapshot
 from workflows.payloads import StatusView
 from workflows.state import Decision, RunState, RunStatus
 
@@ -112,7 +112,9 @@ async def test_decide_returns_decision_and_refuses_a_second_one(client, model_se
     assert (await client.result(rid)).status == RunStatus.COMPLETED
 
 
-async def test_export_is_exactly_the_get_state_snapshot(client, worker, model_server) -> None:
+async def test_export_is_the_get_state_snapshot_with_its_digest(
+    client, worker, model_server
+) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
     rid = await client.start("assistant", "mail", context={"k": [1, 2]})
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
@@ -122,11 +124,46 @@ async def test_export_is_exactly_the_get_state_snapshot(client, worker, model_se
         contract.QUERY_GET_STATE, result_type=RunState
     )
 
-    assert exported == queried.model_dump_json(indent=2)
-    assert RunState.model_validate_json(exported) == queried
+    assert exported == snapshot.dumps(queried)
+    assert snapshot.loads(exported) == queried
+    assert json.loads(exported)["integrity"]["algorithm"] == "sha256"
     assert queried.context == {"k": [1, 2]}
     await client.reject(rid, "call_email", approver="dave")
     await client.result(rid)
+
+
+async def test_approve_with_edited_arguments_runs_the_tool_with_them(client, model_server) -> None:
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
+    rid = await client.start("assistant", "mail")
+    await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
+    edit = {"to": "a@b.c", "body": "shorter"}
+
+    with pytest.raises(DecisionRefused, match="edited arguments are not valid for send_email"):
+        await client.decide(rid, "call_email", "approve", approver="ann", arguments={"to": 1})
+    decision = await client.decide(rid, "call_email", "approve", approver="ann", arguments=edit)
+
+    assert decision.arguments == edit
+    await client.result(rid)
+    assert [c[:2] for c in agents.CALLS] == [("send_email", edit)]
+
+
+async def test_a_retried_decide_with_the_same_request_id_gets_the_first_answer(
+    client, model_server
+) -> None:
+    other = Call("send_email", {"to": "x@y.z", "body": "yo"}, call_id="call_other")
+    model_server.script(Reply(tool_calls=(EMAIL, other)), Reply(content="done"))
+    rid = await client.start("assistant", "mail")  # call_other keeps the run open meanwhile
+    await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
+
+    first = await client.decide(rid, "call_email", "approve", approver="ann", request_id="req-1")
+    again = await client.decide(rid, "call_email", "approve", approver="ann", request_id="req-1")
+
+    assert again == first
+    with pytest.raises(DecisionRefused, match="already decided"):
+        await client.decide(rid, "call_email", "approve", approver="ann", request_id="req-2")
+    await client.reject(rid, "call_other", approver="ann")
+    await client.result(rid)
+    assert [c[1]["to"] for c in agents.CALLS] == ["a@b.c"]
 
 
 async def test_unknown_run_id_is_a_clear_error(client) -> None:

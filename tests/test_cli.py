@@ -3,36 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from client import cli
+from client import PendingAcrossRuns, cli, render
+from client.agent_client import PENDING_QUERY
 from examples.scripted_openai import Call, Reply
-from workflows.state import RunState
+from tests.cli_support import (
+    UNREACHABLE,
+    WAIT_SECONDS,
+    Ctl,
+    agentctl,
+    bound_to,
+    error_lines,
+    run_main,
+    wait_for_status,
+)
 
-AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
-UNREACHABLE = "127.0.0.1:1"
-WAIT_SECONDS = 10.0
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
-
-
-def run_main(argv: list[str]) -> int:
-    """`cli.main` in its own thread: its `asyncio.run` must not touch the tests' event loop."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(cli.main, argv).result()
-
-
-def error_lines(stderr: str) -> list[str]:
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, f"expected exactly one line on stderr, got: {stderr!r}"
-    assert lines[0].startswith("agentctl: error: "), lines[0]
-    return lines
 
 
 # --- parsing and offline errors --------------------------------------------------------
@@ -106,6 +95,43 @@ def test_unreachable_server_exits_1_naming_the_address(
     assert f"cannot connect to Temporal at {UNREACHABLE}" in line
 
 
+def test_snapshot_options_are_parsed() -> None:
+    args = cli.build_parser().parse_args(["fork", "f.json", "--at-turn", "2", "--input", "hi"])
+    assert (args.file, args.at_turn, args.input, args.id) == ("f.json", 2, "hi", None)
+    assert cli.build_parser().parse_args(["resume", "f.json", "--id", "r2"]).id == "r2"
+    assert cli.build_parser().parse_args(["pending", "--all"]).all is True
+    args = cli.build_parser().parse_args(["approve", "r1", "c1", "--args", '{"a": 1}'])
+    assert args.arguments == '{"a": 1}'
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pending"],
+        ["pending", "r1", "--all"],
+        ["fork", "f.json"],
+        ["fork", "f.json", "--at-turn", "-1"],
+        ["reject", "r1", "c1", "--args", "{}"],  # only an approval carries edited arguments
+    ],
+)
+def test_snapshot_and_pending_usage_errors_exit_2(argv: list[str], capsys) -> None:
+    assert run_main(argv) == 2
+    assert "usage: agentctl" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{bad", "--args is not valid JSON: Expecting property name"),
+        ("[1]", "--args must be a JSON object of the tool's arguments"),
+    ],
+)
+def test_bad_edited_arguments_exit_1_before_connecting(value: str, message: str, capsys) -> None:
+    code = run_main(["--address", UNREACHABLE, "approve", "r1", "c1", "--args", value])
+    [line] = error_lines(capsys.readouterr().err)
+    assert code == 1 and message in line
+
+
 def test_approver_defaults_to_env_then_user_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cli.APPROVER_ENV, "ops-bot")
     assert cli.default_approver() == "ops-bot"
@@ -123,59 +149,9 @@ def test_approver_defaults_to_env_then_user_name(monkeypatch: pytest.MonkeyPatch
 # --- the real console script ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Outcome:
-    code: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> object:
-        assert self.code == 0, self.stderr
-        return json.loads(self.stdout)
-
-
-async def agentctl(*args: str, connection: tuple[str, ...] = ()) -> Outcome:
-    """Run the installed console script without blocking the event loop (the worker runs on it)."""
-    process = await asyncio.create_subprocess_exec(
-        AGENTCTL,
-        *connection,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode is not None
-    return Outcome(process.returncode, stdout.decode(), stderr.decode())
-
-
 @pytest.fixture
-def ctl(worker):
-    """`agentctl` bound to the test's worker (its server address and task queue)."""
-    connection = (
-        "--address",
-        worker.address,
-        "--namespace",
-        worker.namespace,
-        "--task-queue",
-        worker.task_queue,
-    )
-
-    async def run(*args: str) -> Outcome:
-        return await agentctl(*args, connection=connection)
-
-    return run
-
-
-async def wait_for_status(ctl, run_id: str, status: str) -> dict:
-    """Poll `agentctl status --json` until `status` (bounded)."""
-    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-    last: Outcome | None = None
-    while asyncio.get_running_loop().time() < deadline:
-        last = await ctl("status", run_id, "--json")
-        if last.code == 0 and json.loads(last.stdout)["status"] == status:
-            return json.loads(last.stdout)
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not reach {status}: {last}")
+def ctl(worker) -> Ctl:
+    return bound_to(worker)
 
 
 async def test_unreachable_server_from_the_console_script() -> None:
@@ -243,18 +219,24 @@ async def test_refused_decision_exits_1_with_one_line(ctl, model_server) -> None
     assert (await ctl("reject", run_id, "call_email", "--wait")).code == 0
 
 
-async def test_export_to_file_equals_state_json(ctl, model_server, tmp_path: Path) -> None:
-    model_server.script(Reply(content="hello"))
-    run_id = (await ctl("start", "assistant", "hi", "--wait", "--json")).json()["run_id"]
-    target = tmp_path / "run.json"
+async def test_pending_all_lists_waiting_runs_with_their_run_id(ctl, worker, model_server) -> None:
+    model_server.script(Reply(tool_calls=(EMAIL,)))
+    run_id = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
+    await wait_for_status(ctl, run_id, "awaiting_approval")
+    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
+    while run_id not in [w.id async for w in worker.client.list_workflows(PENDING_QUERY)]:
+        assert asyncio.get_running_loop().time() < deadline, "visibility never listed the run"
+        await asyncio.sleep(0.1)
 
-    exported = await ctl("export", run_id, "-o", str(target))
-    state = await ctl("state", run_id, "--json")
+    found = PendingAcrossRuns.model_validate((await ctl("pending", "--all", "--json")).json())
 
-    assert exported.code == 0, exported.stderr
-    assert target.read_text().strip() == state.stdout.strip()
-    assert RunState.model_validate_json(target.read_text()).final_output == "hello"
-    assert (await ctl("export", run_id)).stdout.strip() == state.stdout.strip()
+    [mine] = [a for a in found.approvals if a.run_id == run_id]
+    assert (mine.call_id, mine.tool) == ("call_email", "send_email")
+    assert run_id not in found.unanswered
+    table = render.pending_across_runs(found).splitlines()  # what `pending --all` prints
+    assert table[0].split() == ["RUN", "ID", "CALL", "ID", "TOOL", "ARGUMENTS", "REQUESTED", "AT"]
+    assert any(line.startswith(f"{run_id}  call_email  send_email") for line in table)
+    await worker.client.get_workflow_handle(run_id).cancel()
 
 
 async def test_unknown_run_id_exits_1_with_one_line(ctl) -> None:

@@ -1,0 +1,1 @@
+"""Small measurements of the runtime, run by hand: `python -m bench.<name>`."""

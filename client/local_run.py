@@ -1,0 +1,158 @@
+"""Drive a run in-process from a snapshot, with no Temporal: for local debugging and tests.
+
+The same pure loop (`workflows.loop`) and the same activity code (`call_model`,
+`run_tool`) as a worker, but nothing is durable: no retries (one attempt per
+model and tool call; a failing model call fails the run), no approval
+timeouts, no continue-as-new. Decisions come from a callback, recorded as made
+through the `decide` update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.registry import AgentRegistry
+from activities.run_tool import ToolActivities
+from workflows import contract, decisions, loop
+from workflows.payloads import (
+    DecideInput,
+    ModelReply,
+    ModelRequest,
+    PendingApproval,
+    ToolOutcome,
+    ToolRequest,
+)
+from workflows.state import ErrorInfo, RunState, ToolCall
+
+ModelCall = Callable[[ModelRequest], Awaitable[ModelReply]]
+"""What answers a model request, e.g. `ModelActivities(openai_client).call_model`."""
+
+Approve = Callable[[PendingApproval], DecideInput | Awaitable[DecideInput | None] | None]
+"""Decides one pending call (sync or async); None leaves it pending and stops the run."""
+
+DEFAULT_MAX_STEPS = 100
+
+
+async def run_locally(
+    state: RunState,
+    *,
+    model: ModelCall,
+    registry: AgentRegistry,
+    approve: Approve | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    run_id: str | None = None,
+) -> RunState:
+    """Run `state` forward in this process until it ends or must wait; returns the new state.
+
+    The run continues as a resume of `state` under `run_id` (default: the
+    snapshot's id + `-local`, so tool idempotency keys differ from the real
+    run's); a failed or cancelled snapshot goes on as running. It stops when the
+    run ends, waits for a message (session), waits for a decision that
+    `approve` does not give (or there is no `approve`), or after `max_steps`
+    steps (status still running). `state` itself is not changed.
+    """
+    state = loop.resume(
+        state,
+        run_id=run_id or f"{state.run_id}-local",
+        workflow_run="local",
+        now=_now(),
+    )
+    tools = ToolActivities(registry)
+    for _ in range(max_steps):
+        loop.deliver_messages(state, now=_now())
+        step = loop.next_step(state)
+        state.status = loop.status_for(step)
+        if isinstance(step, loop.Finish):
+            loop.finish(state, step.status, now=_now())
+            return state
+        if isinstance(step, loop.CallModel):
+            try:
+                reply = await model(step.request)
+            except Exception as err:  # one attempt: what a worker would retry fails here
+                loop.fail(state, _error_info(err), now=_now())
+                return state
+            loop.record_model_reply(state, reply, now=_now())
+        elif isinstance(step, loop.RunTools):
+            outcomes = await asyncio.gather(*(_run_tool(tools, state, c) for c in step.calls))
+            loop.record_tool_outcomes(state, list(outcomes), now=_now())
+        elif isinstance(step, loop.AwaitDecisions):
+            if not await _decide(state, approve):
+                return state
+        else:  # AwaitInput: a session waits for the user's next message
+            return state
+    return state
+
+
+async def _decide(state: RunState, approve: Approve | None) -> bool:
+    """Ask `approve` about every pending call; False if it left one undecided."""
+    if approve is None:
+        return False
+    for pending in decisions.pending_approvals(state):
+        request = approve(pending)
+        if inspect.isawaitable(request):
+            request = await request
+        if request is None:
+            return False
+        decisions.apply(state, request, via="update", now=_now())
+    return True
+
+
+async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> ToolOutcome:
+    """One attempt of the `run_tool` activity, in an activity context like a worker's
+    (`run_tool` reads the workflow id from `activity.info()`)."""
+    spec = state.agent.tool(call.tool)
+    assert spec is not None, "malformed calls are answered by the loop, never run"
+    environment = ActivityEnvironment()
+    environment.info = dataclasses.replace(
+        environment.info,
+        activity_id=call.call_id,
+        activity_type=contract.ACTIVITY_RUN_TOOL,
+        task_queue="local",
+        workflow_id=state.run_id,
+        workflow_run_id="local",
+        workflow_type=contract.WORKFLOW_TYPE,
+        start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+        schedule_to_close_timeout=None,
+    )
+    request = ToolRequest(
+        agent=state.agent.name,
+        tool=call.tool,
+        call_id=call.call_id,
+        arguments=call.arguments,
+        idempotency_key=f"{state.run_id}:{call.call_id}",
+        context=state.context,
+    )
+    try:
+        return await asyncio.wait_for(
+            environment.run(tools.run_tool, request), timeout=spec.timeout_seconds
+        )
+    except Exception as err:  # as the workflow does once the tool's retries are spent
+        return ToolOutcome(
+            call_id=call.call_id,
+            content=f"Error: tool '{call.tool}' failed: {_message(err)}",
+            is_error=True,
+        )
+
+
+def _error_info(err: BaseException) -> ErrorInfo:
+    if isinstance(err, ApplicationError):
+        details = err.details[0] if err.details and isinstance(err.details[0], dict) else {}
+        return ErrorInfo(type=err.type or "ApplicationError", message=err.message, details=details)
+    return ErrorInfo(type=type(err).__name__, message=_message(err))
+
+
+def _message(err: BaseException) -> str:
+    if isinstance(err, TimeoutError):
+        return "timed out"
+    return getattr(err, "message", None) or str(err) or type(err).__name__
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

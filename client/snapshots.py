@@ -1,0 +1,72 @@
+"""Reading and writing snapshot files on the client side, with the signing key.
+
+The key is configuration of the client side only (`AGENT_SNAPSHOT_KEY`); the
+workflow never signs or verifies anything, it only carries RunState.
+"""
+
+from __future__ import annotations
+
+import os
+
+from client.errors import InvalidSnapshot
+from workflows import snapshot
+from workflows.state import RunState
+
+KEY_ENV = "AGENT_SNAPSHOT_KEY"
+"""Environment variable holding the snapshot signing key (UTF-8 text; unset or empty: none)."""
+
+
+def signing_key(key: bytes | None = None) -> bytes | None:
+    """`key` if given, else `$AGENT_SNAPSHOT_KEY` as UTF-8 bytes, else None (unsigned).
+
+    With a key, export writes an HMAC-SHA256 and only snapshots signed with
+    that key load; without one, export writes a SHA-256 digest that catches
+    edits and corruption, and signed snapshots are refused (they cannot be checked).
+    """
+    if key is not None:
+        return key
+    text = os.environ.get(KEY_ENV, "")
+    return text.encode("utf-8") if text else None
+
+
+def dumps(state: RunState, *, key: bytes | None = None) -> str:
+    """The snapshot file text of `state`, signed with `signing_key(key)` if there is one."""
+    try:
+        return snapshot.dumps(state, key=signing_key(key))
+    except snapshot.SnapshotError as err:
+        raise invalid(err) from err
+
+
+def loads(source: str | bytes | RunState, *, key: bytes | None = None) -> RunState:
+    """A verified, migrated, validated RunState from snapshot text (or a RunState, re-validated).
+
+    Raises `InvalidSnapshot` saying what is wrong and where.
+    """
+    try:
+        if isinstance(source, RunState):
+            # Validate what was built or edited in Python exactly as a file would be.
+            return snapshot.loads(snapshot.dumps(source))
+        return snapshot.loads(source, key=signing_key(key))
+    except snapshot.SnapshotError as err:
+        raise invalid(err) from err
+
+
+def validate(text: str | bytes, *, key: bytes | None = None) -> str:
+    """The one-line verdict on a snapshot file; raises `InvalidSnapshot`."""
+    try:
+        return snapshot.validate(text, key=signing_key(key))
+    except snapshot.SnapshotError as err:
+        raise invalid(err) from err
+
+
+def fork(state: RunState, *, at_turn: int, new_input: str | None) -> RunState:
+    """`workflows.snapshot.fork`, its refusals as `InvalidSnapshot`."""
+    try:
+        return snapshot.fork(state, at_turn=at_turn, new_input=new_input)
+    except snapshot.SnapshotError as err:
+        raise invalid(err) from err
+
+
+def invalid(err: snapshot.SnapshotError) -> InvalidSnapshot:
+    """The client error for a snapshot error."""
+    return InvalidSnapshot(str(err), path=err.path, problem=err.problem)

@@ -1,0 +1,1 @@
+"""Committed JSON Schemas of the released RunState snapshot versions."""

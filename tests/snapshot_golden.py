@@ -1,0 +1,216 @@
+"""The golden 1.0 snapshot (`tests/fixtures/runstate-1.0.json`) and helpers to edit it."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from workflows.canonical import canonical_json
+from workflows.state import (
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
+    AssistantMessage,
+    Decision,
+    DecisionAttempt,
+    ErrorInfo,
+    RetrySpec,
+    RunOrigin,
+    RunState,
+    RunStatus,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "runstate-1.0.json"
+KEY = b"test-signing-key"
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+OBJECT = {"type": "object", "properties": {}}
+REFUND_PARAMETERS = {
+    "type": "object",
+    "properties": {"order_id": {"type": "integer"}, "amount": {"type": "number"}},
+    "required": ["order_id", "amount"],
+}
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def golden_state() -> RunState:
+    """What tests/fixtures/runstate-1.0.json holds (written once with `dumps`, never again).
+
+    Every item type, every kind of decision record (signal, update with edited
+    arguments, `always` and the rule it made), an approval policy with a
+    condition, approvers and a timeout, a held and a refused decision signal.
+    """
+    refund_reason = "customer is verified"
+    rejection = (
+        "Tool call rejected by bob: account deletion needs a ticket Do not retry it unchanged."
+    )
+    return RunState(
+        run_id="support-7",
+        agent=AgentSpec(
+            name="support",
+            instructions="Help customers with orders.",
+            model="gpt-test",
+            max_turns=8,
+            tools=[
+                ToolSpec(
+                    name="lookup_order",
+                    description="Find an order.",
+                    parameters={
+                        "type": "object",
+                        "properties": {"order_id": {"type": "integer"}},
+                        "required": ["order_id"],
+                    },
+                ),
+                ToolSpec(
+                    name="refund",
+                    description="Refund an order.",
+                    parameters=REFUND_PARAMETERS,
+                    needs_approval=True,
+                    approval=ApprovalPolicy(
+                        when=[ApprovalCondition(field="amount", op=">", value=100)],
+                        approvers=["alice", "bob"],
+                        timeout=timedelta(hours=24),
+                    ),
+                    timeout_seconds=30.0,
+                    retry=RetrySpec(maximum_attempts=1),
+                ),
+                ToolSpec(
+                    name="delete_account",
+                    description="",
+                    parameters=OBJECT,
+                    needs_approval=True,
+                    approval=ApprovalPolicy(
+                        approvers=["bob"], timeout=timedelta(minutes=30), on_timeout="fail"
+                    ),
+                ),
+            ],
+        ),
+        status=RunStatus.FAILED,
+        turn=2,
+        max_turns=8,
+        context={"customer": {"id": "cus_1", "tier": "gold", "flags": [True, None, 1.5, "ü€"]}},
+        items=[
+            UserMessage(content="Refund orders 42 and 43, then close my account."),
+            AssistantMessage(
+                turn=1,
+                tool_calls=[
+                    ToolCall(call_id="c1", tool="lookup_order", arguments='{"order_id": 42}'),
+                    ToolCall(
+                        call_id="c2",
+                        tool="refund",
+                        arguments='{"order_id": 42, "amount": 190.0}',
+                        needs_approval=True,
+                    ),
+                ],
+                at=at(1.25),
+            ),
+            ToolResult(call_id="c1", content='{"order": 42, "total": 150.0}'),
+            Decision(
+                call_id="c2",
+                decision="approve",
+                approver="alice",
+                reason=refund_reason,
+                always=True,
+                via="update",
+                arguments={"order_id": 42, "amount": 150.0},
+                at=at(60),
+            ),
+            ToolResult(call_id="c2", content="refunded 150.0 on order 42"),
+            AssistantMessage(
+                turn=2,
+                content="Refunding order 43 and closing the account.",
+                tool_calls=[
+                    ToolCall(
+                        call_id="c3",
+                        tool="refund",
+                        arguments='{"order_id": 43, "amount": 120}',
+                        needs_approval=True,
+                    ),
+                    ToolCall(
+                        call_id="c4", tool="delete_account", arguments="{}", needs_approval=True
+                    ),
+                ],
+                at=at(61.5),
+            ),
+            Decision(
+                call_id="c3",
+                decision="approve",
+                approver="alice",
+                reason=refund_reason,
+                via="rule",
+                at=at(61.5),
+            ),
+            Decision(
+                call_id="c4",
+                decision="reject",
+                approver="bob",
+                reason="account deletion needs a ticket",
+                via="signal",
+                at=at(90),
+            ),
+            ToolResult(call_id="c4", content=rejection, is_error=True),
+            ToolResult(call_id="c3", content="refunded 120 on order 43"),
+        ],
+        error=ErrorInfo(
+            type="ModelRequestError",
+            message="400 Bad Request: context length exceeded",
+            details={"status_code": 400, "body": {"error": {"code": "context_length_exceeded"}}},
+        ),
+        usage=Usage(model_calls=2, input_tokens=812, output_tokens=97, total_tokens=909),
+        origin=RunOrigin(run_id="support-3", turn=0, mode="resume"),
+        workflow_runs=["0195a6f1-7c2e-7d43-9b1a-3f5e2d4c1b0a"],
+        held_decisions=[
+            DecisionAttempt(
+                call_id="c5", decision="approve", approver="bob", always=True, at=at(93.5)
+            )
+        ],
+        refused_decisions=[
+            DecisionAttempt(
+                call_id="c4",
+                decision="approve",
+                approver="carol",
+                reason="ticket T-9 filed",
+                arguments={"confirm": True},
+                at=at(91),
+                refused_because="tool call c4 is already decided (reject by bob)",
+            )
+        ],
+        created_at=T0,
+        updated_at=at(95.000123),
+    )
+
+
+def golden_text() -> str:
+    return FIXTURE.read_text(encoding="utf-8")
+
+
+def sign(doc: dict[str, Any], key: bytes | None = None) -> dict[str, Any]:
+    """`doc` with an integrity block computed independently of `dumps`."""
+    content = {k: v for k, v in doc.items() if k != "integrity"}
+    body = canonical_json(content)
+    if key is None:
+        return {
+            **content,
+            "integrity": {"algorithm": "sha256", "digest": hashlib.sha256(body).hexdigest()},
+        }
+    digest = hmac.new(key, body, "sha256").hexdigest()
+    return {**content, "integrity": {"algorithm": "hmac-sha256", "digest": digest}}
+
+
+def edited(edit: Callable[[dict[str, Any]], None], *, resign: bool = True) -> str:
+    """The golden snapshot after `edit`, re-digested (as anyone can) unless `resign` is False."""
+    doc = json.loads(golden_text())
+    edit(doc)
+    return json.dumps(sign(doc) if resign else doc, ensure_ascii=False)

@@ -1,0 +1,383 @@
+"""Portable RunState snapshots: write, read (verify, migrate, validate), fork.
+
+A snapshot file is the RunState JSON (`schema_version` first) plus a top-level
+`integrity` object, `{"algorithm": "sha256" | "hmac-sha256", "digest": hex}`,
+over the canonical JSON (RFC 8785, see `workflows.canonical`) of every other
+top-level field. Without a key the digest catches edits and corruption; with a signing key it is
+an HMAC and only holders of the key can produce a snapshot that loads.
+
+Pure and deterministic (no clock, no environment, no I/O): the caller passes
+the text and the key, so the workflow may import this module too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from workflows.canonical import canonical_json
+from workflows.migrations import MIGRATIONS, Migration
+from workflows.state import (
+    SCHEMA_VERSION,
+    AssistantMessage,
+    RunOrigin,
+    RunState,
+    RunStatus,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+SHA256 = "sha256"
+HMAC_SHA256 = "hmac-sha256"
+_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class SnapshotError(ValueError):
+    """A snapshot (or a fork of one) that cannot be used; the message says why and where."""
+
+    path: str | None
+    """JSON path of the offending value (`$.items[3].decision`), or None for the whole file."""
+    problem: str
+    """What is wrong, in words."""
+
+    def __init__(self, path: str | None, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"invalid snapshot at {path}: {problem}" if path else problem)
+
+    def __reduce__(self) -> tuple[type[SnapshotError], tuple[str | None, str]]:
+        return type(self), (self.path, self.problem)
+
+
+# --- integrity ---------------------------------------------------------------------
+
+
+def _integrity(content: dict[str, Any], key: bytes | None) -> dict[str, str]:
+    try:
+        body = canonical_json(content)
+    except ValueError as err:
+        raise SnapshotError(None, f"snapshot content is not canonical JSON: {err}") from None
+    if key is None:
+        return {"algorithm": SHA256, "digest": hashlib.sha256(body).hexdigest()}
+    return {"algorithm": HMAC_SHA256, "digest": hmac.new(key, body, "sha256").hexdigest()}
+
+
+# --- writing ------------------------------------------------------------------------
+
+
+def dumps(state: RunState, *, key: bytes | None = None) -> str:
+    """The snapshot file text of `state` (indent 2), signed with HMAC-SHA256 if `key` is given.
+
+    The state is validated first, exactly as `loads` will, so a snapshot that
+    was written can always be read back.
+    """
+    _check_key(key)
+    content = state.model_dump(mode="json", warnings=False)  # _validated says what is wrong
+    _validated(content)
+    document = {**content, "integrity": _integrity(content, key)}
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# --- reading ------------------------------------------------------------------------
+
+
+def loads(
+    text: str | bytes, *, key: bytes | None = None, allow_unverified: bool = False
+) -> RunState:
+    """The RunState of a snapshot file: parsed, verified, migrated to the newest version, validated.
+
+    Integrity policy: with a `key`, only a snapshot signed with that key loads
+    (unsigned, unverifiable or wrongly signed ones are refused). Without a key,
+    a `sha256` digest must match and an `hmac-sha256` one is refused (it cannot
+    be checked). A snapshot with no `integrity` block at all (hand-written, or
+    made by another tool) loads only with `allow_unverified=True` and no key.
+    Raises SnapshotError; nothing is coerced, and only fields whose schema
+    states a default may be omitted.
+    """
+    return _read(text, key=key, allow_unverified=allow_unverified)[0]
+
+
+def validate(text: str | bytes, *, key: bytes | None = None, allow_unverified: bool = False) -> str:
+    """A one-line verdict on a snapshot file (or SnapshotError, as `loads`)."""
+    state, version, verified = _read(text, key=key, allow_unverified=allow_unverified)
+    schema = version if version == SCHEMA_VERSION else f"{version} (migrated to {SCHEMA_VERSION})"
+    count = len(state.items)
+    verdict = (
+        f"valid, schema {schema}, run {state.run_id}, {count} item{'' if count == 1 else 's'}, "
+        f"status {state.status.value}"
+    )
+    return verdict if verified else verdict + " (unverified: no integrity block)"
+
+
+def _read(
+    text: str | bytes, *, key: bytes | None, allow_unverified: bool
+) -> tuple[RunState, str, bool]:
+    _check_key(key)
+    data = _parse(text)
+    version = _check_version(data)
+    verified = _verify(data, key=key, allow_unverified=allow_unverified)
+    return _validated(migrate(data)), version, verified
+
+
+def _parse(text: str | bytes) -> dict[str, Any]:
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SnapshotError(None, f"snapshot is not UTF-8 text (byte {err.start})") from None
+    try:
+        data = json.loads(
+            text.removeprefix("\ufeff"),
+            object_pairs_hook=_unique_keys,
+            parse_constant=_refuse_constant,
+        )
+    except json.JSONDecodeError as err:
+        where = f"line {err.lineno}, column {err.colno}"
+        raise SnapshotError(None, f"snapshot is not valid JSON: {err.msg} at {where}") from None
+    if not isinstance(data, dict):
+        raise SnapshotError("$", f"a snapshot is a JSON object, not {_json_type(data)}")
+    return data
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        keys = [k for k, _ in pairs]
+        duplicate = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise SnapshotError(None, f"snapshot is not valid JSON: duplicate key {duplicate!r}")
+    return data
+
+
+def _refuse_constant(name: str) -> None:
+    raise SnapshotError(None, f"snapshot is not valid JSON: {name} is not a JSON number")
+
+
+def _check_version(data: dict[str, Any]) -> str:
+    if "schema_version" not in data:
+        raise SnapshotError("$", "schema_version is missing")
+    version = data["schema_version"]
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise SnapshotError(
+            "$.schema_version",
+            f'expected "MAJOR.MINOR" such as "{SCHEMA_VERSION}", got {json.dumps(version)}',
+        )
+    (major, minor), (ours, our_minor) = _version(version), _version(SCHEMA_VERSION)
+    if major > ours:
+        raise SnapshotError(
+            None, f"snapshot schema {version} is newer than this reader ({ours}.x); upgrade"
+        )
+    if major == ours and minor > our_minor:
+        raise SnapshotError(
+            None, f"snapshot schema {version} is newer than this reader ({SCHEMA_VERSION}); upgrade"
+        )
+    return version
+
+
+def _version(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
+def _verify(data: dict[str, Any], *, key: bytes | None, allow_unverified: bool) -> bool:
+    """Check and remove the integrity block; False if there was none and that is allowed."""
+    if "integrity" not in data:
+        if key is not None:
+            raise SnapshotError(None, "unsigned snapshot refused: a signing key is configured")
+        if not allow_unverified:
+            raise SnapshotError("$", "integrity is missing (the snapshot was not made by export)")
+        return False
+    block = data.pop("integrity")
+    if (
+        not isinstance(block, dict)
+        or set(block) != {"algorithm", "digest"}
+        or block["algorithm"] not in (SHA256, HMAC_SHA256)
+        or not isinstance(block["digest"], str)
+        or not _DIGEST.fullmatch(block["digest"])
+    ):
+        raise SnapshotError(
+            "$.integrity",
+            'expected {"algorithm": "sha256" or "hmac-sha256", "digest": 64 lowercase hex digits}',
+        )
+    if block["algorithm"] == HMAC_SHA256 and key is None:
+        raise SnapshotError(
+            None, "signed snapshot (hmac-sha256) cannot be verified: no signing key is configured"
+        )
+    if block["algorithm"] == SHA256 and key is not None:
+        raise SnapshotError(None, "unsigned snapshot refused: a signing key is configured")
+    if not hmac.compare_digest(_integrity(data, key)["digest"], block["digest"]):
+        other_key = " or signed with another key" if key is not None else ""
+        raise SnapshotError(
+            None, f"snapshot was modified after export{other_key} (digest mismatch)"
+        )
+    return True
+
+
+def migrate(
+    data: dict[str, Any], *, migrations: dict[str, Migration] | None = None
+) -> dict[str, Any]:
+    """`data` brought to `SCHEMA_VERSION` by the registered steps (default: `MIGRATIONS`)."""
+    steps = MIGRATIONS if migrations is None else migrations
+    version = data["schema_version"]
+    while version != SCHEMA_VERSION:
+        step = steps.get(version)
+        if step is None:
+            raise SnapshotError(
+                None, f"snapshot schema {version} is not supported (no migration to a newer one)"
+            )
+        data = step(data)
+        produced = data.get("schema_version")
+        if not isinstance(produced, str) or _version(produced) <= _version(version):
+            raise RuntimeError(f"the migration from {version} produced version {produced!r}")
+        version = produced
+    return data
+
+
+def _validated(content: dict[str, Any]) -> RunState:
+    """Strict validation (no coercion): `"3"` is not a turn, `"yes"` is not a boolean."""
+    try:
+        return RunState.model_validate_json(json.dumps(content, allow_nan=False), strict=True)
+    except ValidationError as err:
+        raise _schema_error(err.errors()[0]) from None
+    except ValueError as err:  # NaN or an infinity in the state being written
+        raise SnapshotError(None, f"state is not JSON: {err}") from None
+
+
+def _schema_error(error: Any) -> SnapshotError:
+    loc = error["loc"]
+    # In a discriminated union pydantic puts the item's `type` tag after the index.
+    if len(loc) > 2 and loc[0] == "items":
+        loc = loc[:2] + loc[3:]
+    path = "$" + "".join(
+        f"[{p}]" if isinstance(p, int) else f".{p}" if _IDENTIFIER.fullmatch(p) else f"[{p!r}]"
+        for p in loc
+    )
+    ctx = error.get("ctx", {})
+    problem = {
+        "union_tag_invalid": f"unknown item type {ctx.get('tag')!r} "
+        f"(expected {ctx.get('expected_tags')})",
+        "union_tag_not_found": "item has no type",
+        "extra_forbidden": f"unknown field (not in schema {SCHEMA_VERSION})",
+        "missing": "required field is missing",
+    }.get(error["type"], error["msg"])
+    return SnapshotError(path, problem)
+
+
+def _check_key(key: bytes | None) -> None:
+    if key is not None and (not isinstance(key, bytes) or not key):
+        raise ValueError("a signing key must be non-empty bytes")
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+# --- forking ------------------------------------------------------------------------
+
+
+def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunState:
+    """The state of `state`'s run as it was at the end of turn `at_turn`, ready to run again.
+
+    Keeps the items up to (not including) the model reply of turn `at_turn + 1`:
+    turn N's decisions and tool results stay, and calls of turn N still
+    undecided there are pending again. `new_input`, if given, is appended as
+    the next user message. The fork records its source in `origin`
+    (`loop.resume` keeps it) and keeps the source's `run_id` until resumed.
+    Decision signals held or refused after the cut, and queued messages, go
+    with the cut turns.
+    Status is running and error cleared. If turn N's reply was the final
+    answer, its final output is kept and the resumed run completes at once;
+    with `new_input` the model is asked again, as for a session's next message.
+
+    Usage restarts at zero: usage is a run total, with no per-turn record, so
+    the source's spend up to the cut cannot be derived; copying the totals
+    would count cut turns and double-count when source and fork are summed.
+    The fork's usage is what the fork itself spends; the source's is on the
+    run named by `origin.run_id`.
+    """
+    if not 0 <= at_turn <= state.turn:
+        raise SnapshotError(
+            None,
+            f"cannot fork run {state.run_id} at turn {at_turn}: it has turns 0 to {state.turn}",
+        )
+    cut = next(
+        (
+            i
+            for i, item in enumerate(state.items)
+            if isinstance(item, AssistantMessage) and item.turn > at_turn
+        ),
+        len(state.items),
+    )
+    items = [item.model_copy(deep=True) for item in state.items[:cut]]
+    reply = next((i for i in reversed(items) if isinstance(i, AssistantMessage)), None)
+    final = reply is not None and not reply.tool_calls
+    if new_input is not None:
+        _check_can_continue(items, reply, at_turn)
+        items.append(UserMessage(content=new_input))
+    forked = state.model_copy(deep=True)
+    forked.items = items
+    forked.turn = at_turn
+    forked.status = RunStatus.RUNNING
+    forked.final_output = (reply.content or "") if final and new_input is None else None
+    forked.error = None
+    forked.usage = Usage()
+    forked.origin = RunOrigin(run_id=state.run_id, turn=at_turn, mode="fork")
+    if cut < len(state.items):
+        # Signals and messages the source received after the cut belong to its later turns.
+        after = state.items[cut].at  # type: ignore[union-attr]  # the first reply cut
+        forked.held_decisions = [d for d in forked.held_decisions if d.at < after]
+        forked.refused_decisions = [d for d in forked.refused_decisions if d.at < after]
+        forked.queued_messages = []
+    return forked
+
+
+def _check_can_continue(items: list[Any], reply: AssistantMessage | None, at_turn: int) -> None:
+    """Refuse a new user message where the loop could not take it: between a
+    tool call and its result (the model API requires every call answered first)."""
+    if reply is None:
+        return
+    answered = {i.call_id for i in items if isinstance(i, ToolResult)}
+    open_calls = [c.call_id for c in reply.tool_calls if c.call_id not in answered]
+    if open_calls:
+        raise SnapshotError(
+            None,
+            f"cannot add input at turn {at_turn}: tool calls {', '.join(open_calls)} of that turn "
+            "have no result yet; resume and decide them, or fork at an earlier turn",
+        )
+
+
+# --- schema -------------------------------------------------------------------------
+
+
+_INTEGRITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Digest of the canonical JSON (RFC 8785) of every other top-level field.",
+    "properties": {
+        "algorithm": {"enum": [SHA256, HMAC_SHA256]},
+        "digest": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
+    "required": ["algorithm", "digest"],
+    "additionalProperties": False,
+}
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a snapshot file of `SCHEMA_VERSION`."""
+    schema = RunState.model_json_schema(mode="validation")
+    schema["properties"]["integrity"] = _INTEGRITY_SCHEMA
+    schema["required"] = [*schema["required"], "integrity"]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:durable-agents:runstate:{SCHEMA_VERSION}",
+        **schema,
+        "title": f"RunState snapshot {SCHEMA_VERSION}",
+    }
