@@ -55,7 +55,7 @@ class ToolActivities:
             return _error(request, f"Error: invalid arguments for '{found.name}': {_brief(err)}")
         ctx = ToolContext(
             idempotency_key=request.idempotency_key,
-            run_id=activity.info().workflow_id,
+            run_id=request.run_id,
             call_id=request.call_id,
             agent=request.agent,
             context=request.context,

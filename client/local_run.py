@@ -27,7 +27,6 @@ from workflows.payloads import (
     ModelRequest,
     PendingApproval,
     ToolOutcome,
-    ToolRequest,
 )
 from workflows.state import ErrorInfo, RunState, ToolCall
 
@@ -106,7 +105,7 @@ async def _decide(state: RunState, approve: Approve | None) -> bool:
 
 async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> ToolOutcome:
     """One attempt of the `run_tool` activity, in an activity context like a worker's
-    (`run_tool` reads the workflow id from `activity.info()`)."""
+    (a tool may heartbeat or read `activity.info()`)."""
     spec = state.agent.tool(call.tool)
     assert spec is not None, "malformed calls are answered by the loop, never run"
     environment = ActivityEnvironment()
@@ -121,14 +120,7 @@ async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> T
         start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
         schedule_to_close_timeout=None,
     )
-    request = ToolRequest(
-        agent=state.agent.name,
-        tool=call.tool,
-        call_id=call.call_id,
-        arguments=call.arguments,
-        idempotency_key=f"{state.run_id}:{call.call_id}",
-        context=state.context,
-    )
+    request = loop.tool_request(state, call)
     try:
         return await asyncio.wait_for(
             environment.run(tools.run_tool, request), timeout=spec.timeout_seconds

@@ -16,8 +16,10 @@ output never passes through history in full.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,6 +36,7 @@ from temporalio.converter import (
 )
 
 DEFAULT_THRESHOLD = 128 * 1024
+CHUNK_SIZE = 64 * 1024
 
 
 class PayloadStoreError(Exception):
@@ -41,10 +44,18 @@ class PayloadStoreError(Exception):
 
 
 class LocalDirectoryDriver(StorageDriver):
-    """Payloads as files named by their SHA-256, in one directory."""
+    """Payloads as content-addressed files in one directory.
 
-    def __init__(self, directory: Path) -> None:
+    A payload's data is split into fixed-size chunks, each stored once under its
+    SHA-256, behind a small manifest that history refers to. Successive model
+    requests of a run share their prefix (the conversation only grows at the
+    end), so each turn adds only its new chunks: storage grows with the
+    conversation, not with the conversation times the number of turns.
+    """
+
+    def __init__(self, directory: Path, *, chunk_size: int = CHUNK_SIZE) -> None:
         self._directory = directory
+        self._chunk_size = chunk_size
 
     def name(self) -> str:
         return "local.directory"
@@ -55,43 +66,56 @@ class LocalDirectoryDriver(StorageDriver):
     async def store(
         self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
     ) -> list[StorageDriverClaim]:
-        return await asyncio.to_thread(self._store_all, payloads)
+        return await asyncio.to_thread(lambda: [self._store(p) for p in payloads])
 
     async def retrieve(
         self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
     ) -> list[Payload]:
-        return await asyncio.to_thread(lambda: [self._read(c) for c in claims])
+        return await asyncio.to_thread(lambda: [self._retrieve(c) for c in claims])
 
-    def _store_all(self, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
-        claims = []
-        for payload in payloads:
-            data = payload.SerializeToString(deterministic=True)
-            digest = hashlib.sha256(data).hexdigest()
-            path = self._path(digest)
-            if not path.exists():  # content-addressed: an existing file is this payload
-                path.parent.mkdir(parents=True, exist_ok=True)
-                partial = path.with_suffix(f".{os.getpid()}.partial")
-                partial.write_bytes(data)
-                partial.replace(path)  # atomic: readers never see half a file
-            claims.append(StorageDriverClaim(claim_data={"sha256": digest}))
-        return claims
+    def _store(self, payload: Payload) -> StorageDriverClaim:
+        data = payload.data
+        size = self._chunk_size
+        chunks = [self._put(data[i : i + size]) for i in range(0, len(data), size)]
+        manifest = {
+            "metadata": {k: base64.b64encode(v).decode() for k, v in payload.metadata.items()},
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "chunks": chunks,
+        }
+        digest = self._put(json.dumps(manifest, sort_keys=True).encode())
+        return StorageDriverClaim(claim_data={"manifest": digest})
 
-    def _read(self, claim: StorageDriverClaim) -> Payload:
-        digest = claim.claim_data.get("sha256", "")
+    def _retrieve(self, claim: StorageDriverClaim) -> Payload:
+        manifest = json.loads(self._get(claim.claim_data.get("manifest", "")))
+        data = b"".join(self._get(digest) for digest in manifest["chunks"])
+        if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
+            raise PayloadStoreError("stored payload is corrupt: its chunks do not add up")
+        metadata = {k: base64.b64decode(v) for k, v in manifest["metadata"].items()}
+        return Payload(metadata=metadata, data=data)
+
+    def _put(self, blob: bytes) -> str:
+        digest = hashlib.sha256(blob).hexdigest()
+        path = self._path(digest)
+        if not path.exists():  # content-addressed: an existing file holds these bytes
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.partial")
+            partial.write_bytes(blob)
+            partial.replace(path)  # atomic: readers never see half a file
+        return digest
+
+    def _get(self, digest: str) -> bytes:
         path = self._path(digest)
         try:
-            data = path.read_bytes()
+            blob = path.read_bytes()
         except FileNotFoundError:
             raise PayloadStoreError(
-                f"stored payload sha256:{digest} is not in {self._directory}; every worker "
-                "and client must share the payload store (AGENT_PAYLOAD_STORE; "
+                f"stored payload part sha256:{digest} is not in {self._directory}; every "
+                "worker and client must share the payload store (AGENT_PAYLOAD_STORE; "
                 "s3://BUCKET for several machines)"
             ) from None
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise PayloadStoreError(f"stored payload {path} is corrupt (digest mismatch)")
-        payload = Payload()
-        payload.ParseFromString(data)
-        return payload
+        if hashlib.sha256(blob).hexdigest() != digest:
+            raise PayloadStoreError(f"stored payload part {path} is corrupt (digest mismatch)")
+        return blob
 
     def _path(self, digest: str) -> Path:
         if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):

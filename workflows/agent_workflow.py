@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         StatusView,
         ToolOutcome,
-        ToolRequest,
     )
     from workflows.state import (
         AgentSpec,
@@ -218,14 +217,7 @@ class AgentWorkflow:
         try:
             return await workflow.execute_activity(
                 contract.ACTIVITY_RUN_TOOL,
-                ToolRequest(
-                    agent=state.agent.name,
-                    tool=call.tool,
-                    call_id=call.call_id,
-                    arguments=call.arguments,
-                    idempotency_key=f"{state.run_id}:{call.call_id}",
-                    context=state.context,
-                ),
+                loop.tool_request(state, call),
                 result_type=ToolOutcome,
                 start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
                 retry_policy=_retry_policy(spec.retry),

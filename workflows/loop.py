@@ -21,6 +21,7 @@ from workflows.payloads import (
     ModelToolCall,
     StatusView,
     ToolOutcome,
+    ToolRequest,
     ToolSchema,
 )
 from workflows.state import (
@@ -159,6 +160,34 @@ def model_request(state: RunState) -> ModelRequest:
         turn=state.turn + 1,
         tool_output_limit=spec.tool_output_limit,
     )
+
+
+def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
+    """The `run_tool` input for one call of the latest reply."""
+    return ToolRequest(
+        run_id=state.run_id,
+        agent=state.agent.name,
+        tool=call.tool,
+        call_id=call.call_id,
+        arguments=call.arguments,
+        idempotency_key=idempotency_key(state, call.call_id),
+        context=state.context,
+    )
+
+
+def idempotency_key(state: RunState, call_id: str) -> str:
+    """Run id + tool call id: the same on every retry and after continue-as-new.
+
+    A call the model proposed before this run started from a snapshot keeps the
+    source run's key, so a tool that deduplicates by key runs it once even if the
+    source run had already started it.
+    """
+    origin = state.origin
+    reply = last_reply(state)
+    if origin is not None and reply is not None and reply.turn <= origin.turn:
+        if any(c.call_id == call_id for c in reply.tool_calls):
+            return f"{origin.run_id}:{call_id}"
+    return f"{state.run_id}:{call_id}"
 
 
 def status_for(step: Step) -> RunStatus:

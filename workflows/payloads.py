@@ -153,6 +153,8 @@ class ModelReply(_Payload):
 class ToolRequest(_Payload):
     """Input of `run_tool`."""
 
+    run_id: str = ""
+    """The run (workflow id) the call belongs to."""
     agent: str
     tool: str
     call_id: str
