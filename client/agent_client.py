@@ -45,6 +45,8 @@ from workflows.payloads import (
     AgentResult,
     DecideInput,
     DecisionSignal,
+    EndSessionSignal,
+    MessageSignal,
     PendingApproval,
     StatusView,
 )
@@ -114,9 +116,14 @@ class AgentClient:
         context: JsonValue = None,
         max_turns: int | None = None,
         run_id: str | None = None,
+        session: bool = False,
     ) -> str:
-        """Start a run of `agent` on `input`; returns its id (the workflow id)."""
+        """Start a run of `agent` on `input`; returns its id (the workflow id).
+
+        With `session`, the run waits for further messages (`message`) after each
+        answer until `end_session`."""
         agent_input = _agent_input(agent, input, context=context, max_turns=max_turns)
+        agent_input.session = session
         workflow_id = run_id or f"{agent}-{uuid4().hex[:12]}"
         with self._translating(workflow_id):
             await self.client.start_workflow(
@@ -342,7 +349,17 @@ class AgentClient:
                     raise DecisionRefused(run_id, call_id, "the run has already ended") from err
                 raise
 
-    async def _signal(self, run_id: str, signal: str, payload: DecisionSignal) -> None:
+    # --- sessions --------------------------------------------------------------------
+
+    async def message(self, run_id: str, content: str) -> None:
+        """Send the user's next message to a session (`send_message` signal)."""
+        await self._signal(run_id, contract.SIGNAL_SEND_MESSAGE, MessageSignal(content=content))
+
+    async def end_session(self, run_id: str, *, reason: str | None = None) -> None:
+        """End a session once its current exchange is answered (`end_session` signal)."""
+        await self._signal(run_id, contract.SIGNAL_END_SESSION, EndSessionSignal(reason=reason))
+
+    async def _signal(self, run_id: str, signal: str, payload: BaseModel) -> None:
         with self._translating(run_id):
             await self._handle(run_id).signal(signal, payload)
 

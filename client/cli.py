@@ -95,7 +95,12 @@ async def _run(args: argparse.Namespace) -> str:
 
 async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
     run_id = await agents.start(
-        args.agent, args.input, context=args.context, max_turns=args.max_turns, run_id=args.id
+        args.agent,
+        args.input,
+        context=args.context,
+        max_turns=args.max_turns,
+        run_id=args.id,
+        session=args.session,
     )
     started = StartedRun(run_id=run_id)
     if args.wait:
@@ -105,6 +110,22 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
     if started.result is None:
         return run_id
     return f"{run_id}\n{render.result(started.result)}"
+
+
+async def _message(args: argparse.Namespace, agents: AgentClient) -> str:
+    await agents.message(args.run_id, args.content)
+    return _sent(args, "message", "message sent")
+
+
+async def _end(args: argparse.Namespace, agents: AgentClient) -> str:
+    await agents.end_session(args.run_id, reason=args.reason)
+    return _sent(args, "end_session", "end of session requested")
+
+
+def _sent(args: argparse.Namespace, signal: str, text: str) -> str:
+    if args.json:
+        return json.dumps({"run_id": args.run_id, "signal": signal})
+    return f"{text} to run {args.run_id}"
 
 
 async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -286,6 +307,15 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--max-turns", type=_positive_int, metavar="N")
     start.add_argument("--id", metavar="RUN_ID", help="workflow id (default: AGENT-<random>)")
     start.add_argument("--wait", action="store_true", help="wait for the run's result")
+    start.add_argument(
+        "--session", action="store_true", help="keep the run open for `message` until `end`"
+    )
+    message = command("message", _message, "send a session its user's next message")
+    message.add_argument("run_id", metavar="RUN_ID")
+    message.add_argument("content", metavar="TEXT")
+    end = command("end", _end, "end a session once its current exchange is answered")
+    end.add_argument("run_id", metavar="RUN_ID")
+    end.add_argument("--reason", metavar="R")
 
     def offline(name: str, fn: OfflineCommand, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[common], help=help, description=help)

@@ -4,8 +4,10 @@ limits are lowered so that the switches and payload limits are hit in seconds.""
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from openai import AsyncOpenAI
@@ -218,3 +220,33 @@ async def test_history_per_turn_does_not_grow_with_the_conversation(limited_work
     assert max(sizes) < 64 * 1024 + 2048, sizes
     tail = sizes[-8:]
     assert max(tail) <= 1.5 * min(tail), sizes
+
+
+async def test_agentctl_runs_a_session_start_message_end(limited_worker, model_server):
+    model_server.responder = echo
+    ctl = ["--address", limited_worker.address, "--task-queue", limited_worker.task_queue]
+    run_id = f"cli-session-{uuid.uuid4().hex[:6]}"
+    assert (await agentctl(*ctl, "start", "assistant", "hello", "--session", "--id", run_id))[
+        0
+    ] == 0
+    handle = limited_worker.client.get_workflow_handle(run_id)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    code, out = await agentctl(*ctl, "message", run_id, "second")
+    assert (code, out.strip()) == (0, f"message sent to run {run_id}")
+    while (await state_of(handle)).final_output != "echo: second":
+        await asyncio.sleep(0.05)
+    assert (await agentctl(*ctl, "end", run_id, "--reason", "done"))[0] == 0
+    code, out = await agentctl(*ctl, "result", run_id, "--json")
+    assert code == 0 and '"status": "completed"' in out
+    assert (await state_of(handle)).end_reason == "done"
+
+
+async def agentctl(*args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "agentctl"),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode, out.decode() + err.decode()
