@@ -8,6 +8,7 @@ import time
 import uuid
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
 
@@ -275,3 +276,14 @@ async def test_approval_signal_from_the_temporal_cli_with_a_json_payload(worker,
     assert (await handle.result()).status is RunStatus.COMPLETED
     decision = next(i for i in (await state_of(handle)).items if i.type == "decision")
     assert (decision.approver, decision.reason) == ("go-service", "ok by policy")
+
+
+async def test_current_details_show_status_and_the_pending_tool(worker, model_server):
+    model_server.script(Reply(tool_calls=(Call("send_email", {"to": "ops", "body": "b"}, "e1"),)))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    details = metadata.current_details
+    assert details.startswith("**awaiting_approval** · assistant · turn 1 · 15 tokens")
+    assert '- `send_email` `{"to": "ops", "body": "b"}` — call id `e1`' in details
+    await handle.terminate("test over")

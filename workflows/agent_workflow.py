@@ -17,7 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
 with workflow.unsafe.imports_passed_through():
-    from workflows import contract, decisions, loop
+    from workflows import contract, decisions, details, loop, metrics
     from workflows import search_attributes as sa
     from workflows.payloads import (
         AgentInput,
@@ -80,6 +80,7 @@ class AgentWorkflow:
         except asyncio.CancelledError:
             loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
             self._publish(state)
+            metrics.finished(state.agent.name, state.status.value)
             raise
         return AgentResult(
             status=state.status,
@@ -126,12 +127,14 @@ class AgentWorkflow:
             self._publish(state)
             if isinstance(step, loop.Finish):
                 loop.finish(state, step.status, now=workflow.now())
+                metrics.finished(state.agent.name, step.status.value)
                 return
             if loop.may_continue_as_new(step) and self._switch_due(state, first_turn):
                 await self._continue_as_new(state)
             if isinstance(step, loop.CallModel):
                 reply = await self._call_model(state, step)
                 loop.record_model_reply(state, reply, now=workflow.now())
+                metrics.turn(state.agent.name)
             elif isinstance(step, loop.RunTools):
                 outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
                 loop.record_tool_outcomes(state, list(outcomes), now=workflow.now())
@@ -184,6 +187,7 @@ class AgentWorkflow:
             if error is not None:
                 loop.fail(state, error, now=workflow.now())
                 self._publish(state)
+                metrics.finished(state.agent.name, state.status.value)
                 raise ApplicationError(error.message, error.details, type=error.type) from None
 
     async def _call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
@@ -204,6 +208,7 @@ class AgentWorkflow:
             error = _error_info(err)
             loop.fail(state, error, now=workflow.now())
             self._publish(state)
+            metrics.finished(state.agent.name, state.status.value)
             raise ApplicationError(
                 f"model call failed: {error.message}",
                 error.details,
@@ -231,7 +236,8 @@ class AgentWorkflow:
             )
 
     def _publish(self, state: RunState) -> None:
-        """Keep the search attributes current (only when they change)."""
+        """Keep the UI's current details and the search attributes current."""
+        workflow.set_current_details(details.render(state))
         pending = len(decisions.pending_calls(state))
         values = (state.agent.name, state.status.value, pending, state.turn)
         if values == self._published:
@@ -266,12 +272,14 @@ class AgentWorkflow:
         if self._state is None:
             self._early_signals.append(request)
             return
-        decisions.receive_signal(
+        recorded = decisions.receive_signal(
             self._state,
             request,
             model_call_pending=loop.awaiting_model(self._state),
             now=workflow.now(),
         )
+        if recorded is not None:
+            self._record_wait(recorded)
 
     @workflow.update(name=contract.UPDATE_DECIDE)
     def decide(self, payload: DecideInput) -> Decision:
@@ -283,7 +291,16 @@ class AgentWorkflow:
         except decisions.DecisionRefused as err:  # the validator ran: should not happen
             raise ApplicationError(str(err), type="DecisionRefused", non_retryable=True) from err
         self._signals += 1
+        self._record_wait(decision)
         return decision
+
+    def _record_wait(self, decision: Decision) -> None:
+        state = self._started_state()
+        reply = loop.last_reply(state)
+        calls = reply.tool_calls if reply is not None else []
+        call = next((c for c in calls if c.call_id == decision.call_id), None)
+        if reply is not None and call is not None:
+            metrics.approval_wait(state.agent.name, call.tool, decision.at - reply.at)
 
     @decide.validator
     def _validate_decide(self, payload: DecideInput) -> None:

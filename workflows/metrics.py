@@ -1,0 +1,34 @@
+"""Workflow-side metrics; replay-safe (the SDK records nothing while replaying).
+
+Exposed with the worker's runtime metrics (Prometheus when the worker enables it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import MetricMeter
+
+
+def turn(agent: str) -> None:
+    """One model call made by a run of `agent`."""
+    _meter(agent).create_counter("agent_turns", "Model calls made by agent runs").add(1)
+
+
+def finished(agent: str, status: str) -> None:
+    """A run of `agent` ended with `status`."""
+    counter = _meter(agent).create_counter("agent_runs_finished", "Agent runs by final status")
+    counter.add(1, {"status": status})
+
+
+def approval_wait(agent: str, tool: str, waited: timedelta) -> None:
+    """How long a call of `tool` waited for its decision (workflow time)."""
+    histogram = _meter(agent).create_histogram_timedelta(
+        "agent_approval_wait", "Time from a tool call's proposal to its decision", unit="ms"
+    )
+    histogram.record(max(waited, timedelta(0)), {"tool": tool})
+
+
+def _meter(agent: str) -> MetricMeter:
+    return workflow.metric_meter().with_additional_attributes({"agent": agent})
