@@ -124,16 +124,7 @@ class AgentClient:
         answer until `end_session`."""
         agent_input = _agent_input(agent, input, context=context, max_turns=max_turns)
         agent_input.session = session
-        workflow_id = run_id or f"{agent}-{uuid4().hex[:12]}"
-        with self._translating(workflow_id):
-            await self.client.start_workflow(
-                contract.WORKFLOW_TYPE,
-                agent_input,
-                id=workflow_id,
-                task_queue=self.task_queue,
-                static_summary=f"{agent}: {input[:SUMMARY_INPUT_CHARS]}",
-            )
-        return workflow_id
+        return await self._start(agent_input, run_id, input[:SUMMARY_INPUT_CHARS])
 
     # --- reading -------------------------------------------------------------------
 
@@ -240,14 +231,18 @@ class AgentClient:
         agent_input = AgentInput(
             agent=state.agent.name, input="", session=state.session, resume_from=state
         )
-        workflow_id = run_id or f"{state.agent.name}-{uuid4().hex[:12]}"
+        return await self._start(agent_input, run_id, summary)
+
+    async def _start(self, agent_input: AgentInput, run_id: str | None, summary: str) -> str:
+        """Start AgentWorkflow; the UI's summary line is `agent: summary`."""
+        workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
         with self._translating(workflow_id):
             await self.client.start_workflow(
                 contract.WORKFLOW_TYPE,
                 agent_input,
                 id=workflow_id,
                 task_queue=self.task_queue,
-                static_summary=f"{state.agent.name}: {summary}",
+                static_summary=f"{agent_input.agent}: {summary}",
             )
         return workflow_id
 

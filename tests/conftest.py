@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -49,16 +50,16 @@ class RunningWorker:
     namespace: str
 
 
-@pytest.fixture
-async def worker(
-    env: WorkflowEnvironment, model_server: ScriptedModelServer
+@asynccontextmanager
+async def serving(
+    client: Client, model_server: ScriptedModelServer
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on a fresh task queue, talking to `model_server`."""
     agents.CALLS.clear()
     task_queue = f"test-{uuid.uuid4().hex[:8]}"
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     running = build_worker(
-        env.client,
+        client,
         registry=AgentRegistry.from_modules(["tests.agents"]),
         model_client=openai_client,
         task_queue=task_queue,
@@ -66,8 +67,17 @@ async def worker(
     async with running:
         yield RunningWorker(
             task_queue=task_queue,
-            client=env.client,
-            address=env.client.service_client.config.target_host,
-            namespace=env.client.namespace,
+            client=client,
+            address=client.service_client.config.target_host,
+            namespace=client.namespace,
         )
     await openai_client.close()
+
+
+@pytest.fixture
+async def worker(
+    env: WorkflowEnvironment, model_server: ScriptedModelServer
+) -> AsyncIterator[RunningWorker]:
+    """A worker on the session's dev server (see `serving`)."""
+    async with serving(env.client, model_server) as running:
+        yield running

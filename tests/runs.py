@@ -45,3 +45,22 @@ async def wait_for_status(
 
 def tool_results(state: RunState) -> dict[str, ToolResult]:
     return {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
+
+
+async def temporal_cli(worker, *args: str) -> str:
+    """Run the `temporal` CLI against the worker's server; its stdout (fails on error)."""
+    from worker import temporal_binary
+
+    process = await asyncio.create_subprocess_exec(
+        temporal_binary(),
+        *args,
+        "--address",
+        worker.address,
+        "--namespace",
+        worker.namespace,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()

@@ -13,8 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from examples.scripted_openai import Call, Reply
 from tests import agents
-from tests.runs import start, state_of, wait_for_status
-from worker import temporal_binary
+from tests.runs import start, state_of, temporal_cli, wait_for_status
 from workflows import contract
 from workflows.payloads import DecideInput, DecisionSignal
 from workflows.state import Decision, RunStatus
@@ -225,26 +224,18 @@ async def test_decide_update_from_the_temporal_cli(worker, model_server):
     model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
     handle = await start(worker)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    process = await asyncio.create_subprocess_exec(
-        temporal_binary(),
+    out = await temporal_cli(
+        worker,
         "workflow",
         "update",
         "execute",
-        "--address",
-        worker.address,
-        "--namespace",
-        worker.namespace,
         "--workflow-id",
         handle.id,
         "--name",
         "decide",
         "--input",
         '{"call_id": "e1", "decision": "approve", "approver": "java-service"}',
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
     # The CLI prints the recorded decision it got back (as a Go map).
-    assert "approver:java-service" in out.decode() and "via:update" in out.decode()
+    assert "approver:java-service" in out and "via:update" in out
     assert (await handle.result()).status is RunStatus.COMPLETED

@@ -10,18 +10,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from openai import AsyncOpenAI
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.registry import AgentRegistry
 from client.payload_store import with_payload_store
 from examples.scripted_openai import Call, Reply
 from tests import agents
-from tests.conftest import RunningWorker
+from tests.conftest import RunningWorker, serving
 from tests.runs import state_of, wait_for_status
-from worker import build_worker, temporal_binary
+from worker import temporal_binary
 from workflows import contract, search_attributes
 from workflows.payloads import (
     AgentInput,
@@ -62,22 +60,8 @@ async def limited_env(tmp_path_factory) -> AsyncIterator[WorkflowEnvironment]:
 
 @pytest.fixture
 async def limited_worker(limited_env, model_server) -> AsyncIterator[RunningWorker]:
-    agents.CALLS.clear()
-    task_queue = f"long-{uuid.uuid4().hex[:8]}"
-    openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="t", max_retries=0)
-    running = build_worker(
-        limited_env.client,
-        registry=AgentRegistry.from_modules(["tests.agents"]),
-        model_client=openai_client,
-        task_queue=task_queue,
-    )
-    async with running:
-        yield RunningWorker(
-            task_queue=task_queue,
-            client=limited_env.client,
-            address=limited_env.client.service_client.config.target_host,
-            namespace=limited_env.client.namespace,
-        )
+    async with serving(limited_env.client, model_server) as running:
+        yield running
 
 
 def echo(request: dict) -> Reply:

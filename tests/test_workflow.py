@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from examples.scripted_openai import Call, Fault, Reply
 from tests import agents
-from tests.runs import start, state_of, tool_results, wait_for_status
+from tests.runs import start, state_of, temporal_cli, tool_results, wait_for_status
 from workflows import contract
 from workflows.payloads import AgentInput, DecisionSignal, PendingApproval
 from workflows.state import RunStatus
@@ -252,27 +252,17 @@ async def test_approval_signal_from_the_temporal_cli_with_a_json_payload(worker,
     )
     handle = await start(worker)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    from worker import temporal_binary
-
-    process = await asyncio.create_subprocess_exec(
-        temporal_binary(),
+    await temporal_cli(
+        worker,
         "workflow",
         "signal",
-        "--address",
-        worker.address,
-        "--namespace",
-        worker.namespace,
         "--workflow-id",
         handle.id,
         "--name",
         "approve",
         "--input",
         '{"call_id": "e1", "approver": "go-service", "reason": "ok by policy"}',
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
-    _, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
     assert (await handle.result()).status is RunStatus.COMPLETED
     decision = next(i for i in (await state_of(handle)).items if i.type == "decision")
     assert (decision.approver, decision.reason) == ("go-service", "ok by policy")
