@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install test demo lint clean
+.PHONY: install browser test demo lint clean
 
 install: $(VENV)/.installed
 
@@ -13,7 +14,18 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-test: install
+# tests/test_ui_browser.py drives Debian's Chromium (Playwright never downloads a browser):
+# installed here when missing and we are root; otherwise that one test skips, saying why.
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser test"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "warning: could not install chromium; tests/test_ui_browser.py will skip"; \
+	else echo "note: no $(CHROMIUM) and not root: tests/test_ui_browser.py will skip"; fi
+
+test: install browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
@@ -27,3 +39,9 @@ lint: install
 
 clean:
 	rm -rf $(VENV) .temporal .pytest_cache
+
+# Benchmarks (README: Benchmarks): about 12 minutes, writes bench/RESULTS.md.
+.PHONY: bench
+bench: install
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench.run

@@ -19,6 +19,7 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import telemetry
 from workflows.contract import (
     ACTIVITY_CALL_MODEL,
     ERROR_MODEL_REPLY,
@@ -53,6 +54,15 @@ class ModelActivities:
     @activity.defn(name=ACTIVITY_CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelReply:
         """Ask the model for its next reply to the conversation in `request`."""
+        try:
+            reply = await self._ask(request)
+        except ApplicationError as err:
+            telemetry.count_model_call(request.model, outcome=err.type or "error")
+            raise
+        telemetry.count_model_call(request.model, usage=reply.usage)
+        return reply
+
+    async def _ask(self, request: ModelRequest) -> ModelReply:
         options: dict[str, Any] = {
             "model": request.model,
             "messages": to_messages(

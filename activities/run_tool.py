@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import telemetry
 from activities.registry import AgentRegistry
 from activities.tool import ToolContext
 from workflows.contract import ACTIVITY_DESCRIBE_AGENT, ACTIVITY_RUN_TOOL, ERROR_UNKNOWN_AGENT
@@ -45,13 +46,17 @@ class ToolActivities:
         """
         agent = self._registry.get(request.agent)
         found = agent.tool(request.tool) if agent is not None else None
+        telemetry.count_tool_call(found.name if found is not None else None)
         if found is None:
+            telemetry.count_tool_failure(None, "unknown_tool")
             return _error(request, f"Error: tool '{request.tool}' is not available.")
         try:
             arguments = found.arguments.model_validate(json.loads(request.arguments or "{}"))
         except json.JSONDecodeError as err:
+            telemetry.count_tool_failure(found.name, "invalid_arguments")
             return _error(request, f"Error: arguments are not valid JSON ({err.msg}).")
         except ValidationError as err:
+            telemetry.count_tool_failure(found.name, "invalid_arguments")
             return _error(request, f"Error: invalid arguments for '{found.name}': {_brief(err)}")
         ctx = ToolContext(
             idempotency_key=request.idempotency_key,
@@ -60,8 +65,12 @@ class ToolActivities:
             agent=request.agent,
             context=request.context,
         )
-        result = await found.invoke(arguments, ctx)
-        return ToolOutcome(call_id=request.call_id, content=_as_text(result))
+        try:
+            content = _as_text(await found.invoke(arguments, ctx))
+        except Exception:
+            telemetry.count_tool_failure(found.name, "raised")
+            raise
+        return ToolOutcome(call_id=request.call_id, content=content)
 
 
 def _error(request: ToolRequest, message: str) -> ToolOutcome:

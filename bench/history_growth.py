@@ -17,36 +17,25 @@ import time
 import uuid
 from pathlib import Path
 
-from openai import AsyncOpenAI
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
-from activities import Agent, tool
+from activities import Agent
 from activities.registry import AgentRegistry
+from bench import common
+from bench.agents import report
 from client.payload_store import with_payload_store
-from examples.scripted_openai import Call, Reply, ScriptedModelServer
-from worker import build_worker, temporal_binary
-from workflows import contract, search_attributes
+from examples.scripted_openai import Call
+from worker import build_worker
+from workflows import contract
 from workflows.payloads import AgentInput, AgentResult
 from workflows.state import RunState
 
-
-@tool
-def report(part: int) -> str:
-    """Return part `part` of a 20 KB report."""
-    return f"part {part}: " + "x" * 20_000
+SIZE = 20_000
 
 
-def responder_for(turns: int):
-    def respond(request: dict) -> Reply:
-        done = sum(1 for m in request["messages"] if m["role"] == "assistant")
-        if done + 1 >= turns:
-            return Reply(content="finished")
-        return Reply(tool_calls=(Call("report", {"part": done + 1}),))
-
-    return respond
+def report_calls(turn: int) -> tuple[Call, ...]:
+    return (Call("report", {"size": SIZE, "part": turn}),)
 
 
 async def measure(client: Client, turns: int, label: str) -> dict:
@@ -57,8 +46,7 @@ async def measure(client: Client, turns: int, label: str) -> dict:
         max_turns=turns + 1,
         turns_per_workflow_run=1000,
     )
-    with ScriptedModelServer(responder_for(turns)) as server:
-        model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+    with common.scripted_model(common.model_turns(turns, report_calls)) as model:
         task_queue = f"growth-{uuid.uuid4().hex[:6]}"
         worker = build_worker(
             client, registry=AgentRegistry([agent]), model_client=model, task_queue=task_queue
@@ -84,7 +72,7 @@ async def measure(client: Client, turns: int, label: str) -> dict:
             for run_id in state.workflow_runs:
                 history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
                 run_bytes.append(sum(e.ByteSize() for e in history.events))
-                per_turn.extend(_bytes_per_turn(history.events))
+                per_turn.extend(b for _, b in common.per_turn(history.events))
     return {
         "label": label,
         "wall": wall,
@@ -93,21 +81,6 @@ async def measure(client: Client, turns: int, label: str) -> dict:
         "turns": state.turn,
         "error": error,
     }
-
-
-def _bytes_per_turn(events) -> list[int]:
-    """History bytes from one call_model scheduling to the next."""
-    turns: list[int] = []
-    for event in events:
-        starts_turn = (
-            event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and event.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
-        )
-        if starts_turn:
-            turns.append(0)
-        if turns:
-            turns[-1] += event.ByteSize()
-    return turns
 
 
 def print_result(result: dict, store_bytes: int | None) -> None:
@@ -144,12 +117,7 @@ async def main() -> None:
     print("# History growth: one 20 KB tool output per turn")
     with tempfile.TemporaryDirectory() as store:
         converter = with_payload_store(pydantic_data_converter, {"AGENT_PAYLOAD_STORE": store})
-        env = await WorkflowEnvironment.start_local(
-            data_converter=converter,
-            search_attributes=search_attributes.ALL,
-            dev_server_existing_path=temporal_binary(),
-        )
-        try:
+        async with common.dev_server(converter) as env:
             with_store = await measure(env.client, args.turns, "with the payload store")
             stored = sum(p.stat().st_size for p in Path(store).rglob("*") if p.is_file())
             print_result(with_store, stored)
@@ -159,8 +127,6 @@ async def main() -> None:
             )
             naive = await measure(naive_client, args.naive_turns, "naive: no payload store")
             print_result(naive, None)
-        finally:
-            await env.shutdown()
 
 
 if __name__ == "__main__":

@@ -36,11 +36,16 @@ KEY = b"bench-signing-key"
 
 
 def hundred_turns() -> RunState:
-    """A run of TURNS turns, each one approved tool call (~200 chars of arguments), 1 KB result."""
+    """A run of TURNS turns (see `state_of`)."""
+    return state_of(TURNS)
+
+
+def state_of(turns: int) -> RunState:
+    """A run of `turns` turns, each an approved tool call (~200 chars of arguments), 1 KB result."""
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     arguments = json.dumps({"query": "x" * 180, "limit": 10})
     items: list = [UserMessage(content="Research the topic, one search per turn.")]
-    for turn in range(1, TURNS + 1):
+    for turn in range(1, turns + 1):
         call = ToolCall(
             call_id=f"call_{turn:04d}", tool="search", arguments=arguments, needs_approval=True
         )
@@ -79,14 +84,14 @@ def hundred_turns() -> RunState:
         run_id="bench-run",
         agent=spec,
         status=RunStatus.RUNNING,
-        turn=TURNS,
-        max_turns=TURNS + 1,
+        turn=turns,
+        max_turns=turns + 1,
         items=items,
         usage=Usage(
-            model_calls=TURNS, input_tokens=10**6, output_tokens=10**4, total_tokens=1010000
+            model_calls=turns, input_tokens=10**6, output_tokens=10**4, total_tokens=1010000
         ),
         created_at=t0,
-        updated_at=t0 + timedelta(seconds=TURNS),
+        updated_at=t0 + timedelta(seconds=turns),
     )
 
 

@@ -38,6 +38,7 @@ from client.errors import (
     run_ended,
     run_failed,
 )
+from client.operations import RunOperations
 from workflows import contract
 from workflows import search_attributes as sa
 from workflows.payloads import (
@@ -81,8 +82,9 @@ class PendingAcrossRuns(BaseModel):
     queue?): their approvals are not in `approvals`."""
 
 
-class AgentClient:
-    """Start agent runs and talk to them: queries, approve/reject signals, `decide` update."""
+class AgentClient(RunOperations):
+    """Start agent runs and talk to them: queries, approve/reject signals, `decide` update;
+    list, watch and cancel runs (`client.operations`)."""
 
     def __init__(self, client: Client, *, task_queue: str = contract.DEFAULT_TASK_QUEUE) -> None:
         self.client = client

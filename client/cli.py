@@ -1,4 +1,4 @@
-"""agentctl: start agent runs, watch them, approve or reject their tool calls,
+"""agentctl: start, list, watch and cancel agent runs, approve or reject their tool calls,
 export, validate, resume and fork snapshots.
 
 Every command prints a short human summary, or with `--json` the payload's
@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
 
-from client import render, snapshots
+from client import cli_ops, render, snapshots
 from client.agent_client import AgentClient
 from client.errors import AgentClientError, InvalidSnapshot
 from workflows import contract
@@ -334,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn in (("approve", _approve), ("reject", _reject)):
         _decision_arguments(command(name, fn, f"{name} a pending tool call"), edits=fn is _approve)
     _snapshot_commands(command, offline)
+    cli_ops.add_commands(command)
     return parser
 
 

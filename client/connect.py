@@ -6,10 +6,11 @@ import re
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 
+from client.codec import data_converter_from_env
 from client.errors import AgentClientError, ConnectError
 
 DEFAULT_ADDRESS = "localhost:7233"
@@ -22,16 +23,21 @@ async def connect(
     address: str | None = None,
     namespace: str | None = None,
     runtime: Runtime | None = None,
+    data_converter: DataConverter | None = None,
 ) -> Client:
     """A client for the Temporal server, with the pydantic data converter.
 
     Settings come from Temporal's environment configuration (TOML profiles,
     `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, TLS); an explicit
     `address` or `namespace` overrides them. Defaults: `localhost:7233`, `default`.
-    `runtime` defaults to the SDK's process-wide one. Raises `ConnectError` (an
-    `AgentClientError`) naming the address on failure.
+    `runtime` defaults to the SDK's process-wide one. `data_converter` defaults
+    to the pydantic converter with the payload codec configured in the
+    environment (`client.codec`: AGENT_CODEC_KEYS...; encryption off without keys).
+    Raises `ConnectError` (an `AgentClientError`) naming the address on failure,
+    `CodecConfigError` (also one) for an unusable key configuration.
     """
     config = _connect_config(profile, address=address, namespace=namespace)
+    config["data_converter"] = data_converter or data_converter_from_env()
     if runtime is not None:
         config["runtime"] = runtime
     try:
@@ -50,7 +56,6 @@ def _connect_config(
         raise AgentClientError(f"cannot load the Temporal {what}: {_reason(err)}") from err
     config["target_host"] = address or config.get("target_host") or DEFAULT_ADDRESS
     config["namespace"] = namespace or config.get("namespace") or DEFAULT_NAMESPACE
-    config["data_converter"] = pydantic_data_converter
     return config
 
 

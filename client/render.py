@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from client.agent_client import PendingAcrossRuns
+from client.operations import RunSummary, WatchEvent
 from workflows.payloads import AgentResult, PendingApproval, StatusView
 from workflows.state import (
     AssistantMessage,
     Decision,
     Item,
     RunState,
+    RunStatus,
     ToolResult,
     Usage,
     UserMessage,
@@ -130,3 +132,52 @@ def _time(moment: datetime) -> str:
     if moment.tzinfo is None:
         return moment.strftime("%Y-%m-%d %H:%M:%S")
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def runs(found: list[RunSummary]) -> str:
+    """A table of runs: id, agent, status, turn, pending approvals, start time."""
+    if not found:
+        return "no runs"
+    rows = [("RUN ID", "AGENT", "STATUS", "TURN", "PENDING", "STARTED")]
+    rows += [
+        (
+            r.run_id,
+            r.agent or "-",
+            r.status,
+            _or_dash(r.turn),
+            _or_dash(r.pending_approvals),
+            _time(r.started_at),
+        )
+        for r in found
+    ]
+    return _table(rows)
+
+
+def watch_line(event: WatchEvent) -> str:
+    """`[  2.5s] support-ab12 · running · turn 1 · 0 pending approvals · 15 tokens`."""
+    return f"[{event.elapsed_seconds:5.1f}s] {status(event.run_id, event.view)}"
+
+
+def watch_outcome(event: WatchEvent) -> str:
+    """What the watched run needs now, with the commands that give it."""
+    run_id, view = event.run_id, event.view
+    if view.status is RunStatus.AWAITING_APPROVAL:
+        return "\n".join(
+            [
+                f"run {run_id} needs a decision:",
+                pending(event.pending),
+                f"decide with: agentctl approve {run_id} CALL_ID  |  "
+                f"agentctl reject {run_id} CALL_ID --reason R",
+            ]
+        )
+    if view.status is RunStatus.AWAITING_INPUT:
+        return (
+            f"run {run_id} waits for the user's next message: "
+            f"agentctl message {run_id} TEXT  |  agentctl end {run_id}"
+        )
+    outcome = SEP.join([view.status.value, f"turn {view.turn}", _tokens(view.usage)])
+    return f"run {run_id} ended: {outcome}"
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)

@@ -1,0 +1,66 @@
+"""The agents the benchmarks run; also served by a separate worker process
+(`python worker.py --agents bench.agents`), so nothing here may need the bench.
+
+Tools are `async` so that no thread hop is measured as runtime overhead (a
+sync tool runs in a thread, see `activities.tool.Tool.invoke`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from activities import Agent, tool
+
+MANY_TURNS = 2_000
+"""max_turns of the bench agents: the responder, not the agent, ends a run."""
+
+
+@tool
+async def echo(text: str) -> str:
+    """Return the text (a no-op tool: the runtime's cost is what is measured)."""
+    return text
+
+
+@tool
+async def nap(ms: int) -> str:
+    """Sleep `ms` milliseconds, then say when it started and ended (perf_counter)."""
+    began = time.perf_counter()
+    await asyncio.sleep(ms / 1000)
+    return f"{began} {time.perf_counter()}"
+
+
+@tool
+async def report(size: int, part: int) -> str:
+    """Return part `part` of a report: `size` bytes of text."""
+    head = f"part {part}: "
+    return head + "x" * max(size - len(head), 0)
+
+
+@tool(needs_approval=True)
+async def stamp() -> str:
+    """Needs approval; returns the wall-clock time (time.time()) at which it started."""
+    return repr(time.time())
+
+
+bench = Agent(
+    name="bench",
+    instructions="bench",
+    model="scripted",
+    tools=[echo, nap],
+    max_turns=MANY_TURNS,
+    turns_per_workflow_run=MANY_TURNS,
+)
+"""Per-turn overhead and parallel tools: no continue-as-new inside a measured run."""
+
+history = Agent(
+    name="history",
+    instructions="read every part",
+    model="scripted",
+    tools=[report],
+    max_turns=MANY_TURNS,
+)
+"""History growth with the default continue-as-new budget (100 model calls per Temporal run)."""
+
+approval = Agent(name="approval", instructions="ask first", model="scripted", tools=[stamp])
+"""Concurrency: each run parks on one approval, then the tool stamps its start."""

@@ -1,0 +1,228 @@
+"""Shared pieces of the benchmarks: the dev server, the scripted model, workers
+(exactly `worker.build_worker`, optionally with extra `Worker` options), runs,
+history counting, process accounting and the versions/machine header."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import statistics
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import timedelta
+from importlib.metadata import version
+from pathlib import Path
+from unittest import mock
+
+from openai import AsyncOpenAI
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.converter import DataConverter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+import worker as worker_module
+from activities.registry import AgentRegistry
+from client.codec import codec_data_converter
+from client.payload_store import with_payload_store
+from examples.scripted_openai import Call, Reply, ScriptedModelServer
+from worker import build_worker, temporal_binary
+from workflows import contract, search_attributes
+from workflows.payloads import AgentInput, AgentResult
+
+EAGER_ACTIVITIES = "system.enableActivityEagerExecution=true"
+"""Dev-server dynamic config that lets the server hand activities to the worker eagerly."""
+
+
+def converter(store: str | None = None) -> DataConverter:
+    """worker.py's data converter (pydantic + the codec, encryption off), with the
+    payload store (ExternalStorage in directory `store`) when given."""
+    base = codec_data_converter(None)
+    if store is None:
+        return base
+    return with_payload_store(base, {"AGENT_PAYLOAD_STORE": store})
+
+
+@contextlib.asynccontextmanager
+async def dev_server(
+    data_converter: DataConverter, *, dynamic_config: tuple[str, ...] = ()
+) -> AsyncIterator[WorkflowEnvironment]:
+    """The embedded dev server (the pip-installed `temporal` binary) on a free port."""
+    extra: list[str] = []
+    for value in dynamic_config:
+        extra += ["--dynamic-config-value", value]
+    env = await WorkflowEnvironment.start_local(
+        data_converter=data_converter,
+        search_attributes=search_attributes.ALL,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=extra,
+        dev_server_startup_timeout=timedelta(seconds=60),
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@contextlib.contextmanager
+def scripted_model(respond: Callable[[dict], Reply]) -> Iterator[AsyncOpenAI]:
+    """The scripted OpenAI-compatible HTTP server and a real `openai` client for it."""
+    with ScriptedModelServer(respond) as server:
+        yield AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+
+
+def model_turns(
+    turns: int, calls: Callable[[int], tuple[Call, ...]], *, delay: float = 0.0
+) -> Callable[[dict], Reply]:
+    """A responder: model calls 1..turns-1 ask for `calls(turn)`, call `turns` answers."""
+
+    def respond(request: dict) -> Reply:
+        done = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if done + 1 >= turns:
+            return Reply(content="finished", delay_seconds=delay)
+        return Reply(tool_calls=calls(done + 1), delay_seconds=delay)
+
+    return respond
+
+
+def agent_worker(
+    client: Client,
+    model_client: AsyncOpenAI,
+    task_queue: str,
+    *,
+    extra_workflows: tuple[type, ...] = (),
+    **options: object,
+) -> Worker:
+    """`worker.build_worker` for the bench agents; `options` are added to its `Worker(...)`
+    and `extra_workflows` to its workflows (how a tuning or a prototype is measured
+    without editing worker.py)."""
+
+    def tuned(*args: object, workflows: list, **kwargs: object) -> Worker:
+        return Worker(*args, workflows=[*workflows, *extra_workflows], **kwargs, **options)
+
+    with mock.patch.object(worker_module, "Worker", tuned):
+        return build_worker(
+            client,
+            registry=AgentRegistry.from_modules(["bench.agents"]),
+            model_client=model_client,
+            task_queue=task_queue,
+        )
+
+
+def task_queue(prefix: str) -> str:
+    """A fresh task queue, so parallel sessions on the machine never share one."""
+    return f"bench-{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+async def start_run(
+    client: Client,
+    agent: str,
+    queue: str,
+    *,
+    text: str = "go",
+    workflow: str = contract.WORKFLOW_TYPE,
+    **kw: object,
+) -> WorkflowHandle:
+    """Start an AgentWorkflow run (or `workflow`, same input) of the bench agent `agent`."""
+    return await client.start_workflow(
+        workflow,
+        AgentInput(agent=agent, input=text, **kw),
+        id=f"{queue}-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+        result_type=AgentResult,
+    )
+
+
+def per_turn(events: list) -> list[tuple[int, int]]:
+    """(events, bytes) of history from one `call_model` scheduling to the next."""
+    turns: list[list[int]] = []
+    for event in events:
+        starts_turn = (
+            event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and event.activity_task_scheduled_event_attributes.activity_type.name
+            == contract.ACTIVITY_CALL_MODEL
+        )
+        if starts_turn:
+            turns.append([0, 0])
+        if turns:
+            turns[-1][0] += 1
+            turns[-1][1] += event.ByteSize()
+    return [(n, b) for n, b in turns]
+
+
+# --- statistics and processes -----------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of `pid` in MB (VmHWM: the peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def dev_server_pid() -> int | None:
+    """The `temporal` dev server started by this process (the newest one)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            name, rest = stat.read_text().rsplit(")", 1)
+            if name.endswith("(temporal") and int(rest.split()[1]) == os.getpid():
+                found.append(int(stat.parent.name))
+    return max(found) if found else None
+
+
+# --- the header of RESULTS.md -------------------------------------------------------
+
+
+def versions() -> dict[str, str]:
+    cli = subprocess.run([temporal_binary(), "--version"], capture_output=True, text=True)
+    return {
+        "python": platform.python_version(),
+        "temporalio": version("temporalio"),
+        "temporal CLI": cli.stdout.strip().removeprefix("temporal version "),
+        "openai": version("openai"),
+        "pydantic": version("pydantic"),
+    }
+
+
+def machine() -> dict[str, str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "?",
+    )
+    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return {
+        "cores": str(os.cpu_count()),
+        "memory": f"{mem_kb / 1024**2:.1f} GiB",
+        "CPU": cpu,
+        "OS": f"{platform.system()} {platform.release()}",
+        "load average at start": load,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+    }

@@ -1,0 +1,57 @@
+"""A prototype, for measuring only: AgentWorkflow with `run_tool` as a LOCAL activity.
+
+A local activity runs in the worker that runs the workflow task, and its result
+is recorded with the next workflow task completion: no activity task through
+the server and one workflow task less per turn. Registered under its own name
+(`BenchLocalToolAgent`) so it never mixes with the pinned `AgentWorkflow`.
+The change it measures would be, in `workflows/agent_workflow.py` `_run_tool`:
+`workflow.execute_local_activity` instead of `workflow.execute_activity` for
+tools declared fast (e.g. `@tool(local=True)`), same timeout and retry policy.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import contract, loop
+    from workflows.agent_workflow import AgentWorkflow, _retry_policy, _root_message
+    from workflows.payloads import AgentInput, AgentResult, ToolOutcome
+    from workflows.state import RunState, ToolCall
+
+WORKFLOW_TYPE = "BenchLocalToolAgent"
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
+class LocalToolAgentWorkflow(AgentWorkflow):
+    """AgentWorkflow, but every tool call is a local activity."""
+
+    @workflow.init
+    def __init__(self, agent_input: AgentInput) -> None:
+        super().__init__(agent_input)
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput) -> AgentResult:
+        return await super().run(agent_input)
+
+    async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
+        spec = state.agent.tool(call.tool)
+        assert spec is not None
+        try:
+            return await workflow.execute_local_activity(
+                contract.ACTIVITY_RUN_TOOL,
+                loop.tool_request(state, call),
+                result_type=ToolOutcome,
+                start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+                retry_policy=_retry_policy(spec.retry),
+                summary=f"tool {call.tool}",
+            )
+        except ActivityError as err:
+            return ToolOutcome(
+                call_id=call.call_id,
+                content=f"Error: tool '{call.tool}' failed: {_root_message(err)}",
+                is_error=True,
+            )

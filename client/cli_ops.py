@@ -1,0 +1,149 @@
+"""agentctl's operator commands: `list`, `watch`, `cancel`, `setup` (see `client.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TextIO
+
+from pydantic import TypeAdapter
+
+from client import render
+from client.agent_client import AgentClient
+from client.errors import AgentClientError, RunFailed
+from client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
+from workflows.state import RunStatus
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+async def list_runs(args: argparse.Namespace, agents: AgentClient) -> str:
+    runs = await agents.list_runs(
+        status=args.status, agent=args.agent, query=args.query, limit=args.limit
+    )
+    if args.json:
+        return TypeAdapter(list[RunSummary]).dump_json(runs, indent=2).decode()
+    return render.runs(runs)
+
+
+async def watch(args: argparse.Namespace, agents: AgentClient, out: TextIO | None = None) -> str:
+    """Print the run's status as it changes; return what it needs once it waits or ends."""
+    out = out or sys.stdout
+    live = out.isatty() and not args.json
+    try:
+        async with asyncio.timeout(args.timeout):
+            last = await _follow(args, agents, out, live=live)
+    except TimeoutError:
+        if live:
+            out.write("\n")
+        raise AgentClientError(
+            f"run {args.run_id!r} still running after {args.timeout:g}s (--timeout)"
+        ) from None
+    if args.json:
+        return last.model_dump_json()
+    if live:  # end the redrawn line with the final status
+        out.write(f"\r\033[K{render.watch_line(last)}\n")
+    return render.watch_outcome(last)
+
+
+async def _follow(
+    args: argparse.Namespace, agents: AgentClient, out: TextIO, *, live: bool
+) -> WatchEvent:
+    frame = 0
+    async for event in agents.watch(
+        args.run_id, interval=timedelta(seconds=args.interval), every_poll=live
+    ):
+        if event.done:
+            return event
+        if args.json:
+            out.write(event.model_dump_json() + "\n")
+        elif live:  # one line, redrawn each poll: a spinner shows the watch is alive
+            out.write(f"\r\033[K{SPINNER[frame % len(SPINNER)]} {render.watch_line(event)}")
+            frame += 1
+        else:
+            out.write(render.watch_line(event) + "\n")
+        out.flush()
+    raise AssertionError("watch ended without a final event")  # pragma: no cover
+
+
+async def cancel(args: argparse.Namespace, agents: AgentClient) -> str:
+    await agents.cancel(args.run_id, reason=args.reason)
+    if not args.wait:
+        if args.json:
+            return json.dumps({"run_id": args.run_id, "cancel_requested": True})
+        return f"cancellation requested for run {args.run_id}"
+    try:
+        await agents.result(args.run_id)  # returns only if it completed before the request
+    except RunFailed:
+        pass  # cancelled (or failed) as expected: its final status says which
+    view = await agents.status(args.run_id)
+    if args.json:
+        return view.model_dump_json(indent=2)
+    return render.status(args.run_id, view)
+
+
+async def setup(args: argparse.Namespace, agents: AgentClient) -> str:
+    report = await agents.setup_search_attributes(namespace=args.namespace)
+    if args.json:
+        return report.model_dump_json(indent=2)
+    lines = [f"namespace {report.namespace}: search attributes ready"]
+    lines += [f"  created {name}" for name in report.created]
+    lines += [f"  already there {name}" for name in report.existing]
+    return "\n".join(lines)
+
+
+def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """Register the operator commands with agentctl's `command(name, fn, help)`."""
+    statuses = [s.value for s in RunStatus]
+    found = command("list", list_runs, "list agent runs (from the search attributes)")
+    found.add_argument("--status", choices=statuses, metavar="STATUS", help=", ".join(statuses))
+    found.add_argument("--agent", metavar="AGENT", help="only runs of this agent")
+    found.add_argument(
+        "--query", metavar="QUERY", help="a visibility query, e.g. 'AgentTurn > 2' (ANDed in)"
+    )
+    found.add_argument(
+        "--limit", type=_positive_int, default=LIST_LIMIT, metavar="N", help="at most N runs"
+    )
+    follow = command(
+        "watch", watch, "follow a run live until it ends or needs a decision or a message"
+    )
+    follow.add_argument("run_id", metavar="RUN_ID")
+    follow.add_argument(
+        "--interval",
+        type=_positive_float,
+        default=WATCH_INTERVAL.total_seconds(),
+        metavar="SECONDS",
+        help=f"poll interval (default {WATCH_INTERVAL.total_seconds():g})",
+    )
+    follow.add_argument(
+        "--timeout", type=_positive_float, metavar="SECONDS", help="give up (exit 1) after this"
+    )
+    stop = command("cancel", cancel, "cancel a run: it ends `cancelled`, no pending tool runs")
+    stop.add_argument("run_id", metavar="RUN_ID")
+    stop.add_argument("--reason", default="cancelled with agentctl", metavar="R")
+    stop.add_argument("--wait", action="store_true", help="wait until the run has ended")
+    command("setup", setup, "register the contract's search attributes on the namespace")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value

@@ -1,0 +1,289 @@
+"""Payload encryption: an AES-256-GCM `PayloadCodec` with named keys that rotate.
+
+Every payload the worker, `AgentClient` or `agentctl` sends to Temporal (workflow
+input, activity arguments and results, signals, updates, query answers, the
+summaries shown in the UI, failure messages) is encrypted before it leaves the
+process, so Temporal's history holds no prompt, tool argument, tool output or
+RunState in plain text. Configuration, read by `keys_from_env`:
+
+- `AGENT_CODEC_KEYS="kid1:BASE64,kid2:BASE64"` (or a file named by
+  `AGENT_CODEC_KEYS_FILE` holding the same entries, one per line or comma
+  separated, `#` comments allowed): 32-byte keys in standard base64, each under
+  a key id (`[A-Za-z0-9._-]`, at most 64 characters);
+- `AGENT_CODEC_PRIMARY=kid2`: the key that encrypts; required when there are
+  several keys. Every configured key decrypts, so a key rotates by adding a new
+  one, making it primary, and removing the old one once no retained history
+  needs it.
+
+No keys configured: encryption is off (payloads stay plain JSON), and an
+encrypted payload met on the way in raises `CodecKeyError` saying so.
+`python -m client.codec new-key KID` prints a fresh `KID:BASE64` entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import os
+import re
+import secrets
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    PayloadCodec,
+)
+
+from client.errors import AgentClientError
+
+KEYS_ENV = "AGENT_CODEC_KEYS"
+KEYS_FILE_ENV = "AGENT_CODEC_KEYS_FILE"
+PRIMARY_ENV = "AGENT_CODEC_PRIMARY"
+
+ENCODING = b"binary/encrypted"
+"""The `encoding` metadata of an encrypted payload (the name Temporal's samples use)."""
+KEY_ID_METADATA = "encryption-key-id"
+"""Metadata naming the key that encrypted the payload (a name, never key material)."""
+KEY_BYTES = 32
+NONCE_BYTES = 12
+_KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+class CodecError(AgentClientError):
+    """Base class of the codec's errors; messages name key ids, never key material."""
+
+
+class CodecConfigError(CodecError):
+    """The key configuration (env or file) is unusable."""
+
+
+class CodecKeyError(CodecError):
+    """A payload cannot be decrypted: its key is not configured, or the key is wrong."""
+
+    def __init__(self, message: str, *, key_id: str | None) -> None:
+        super().__init__(message)
+        self.key_id = key_id
+        """Id of the key the payload names (None when the payload names none)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CodecKeys:
+    """The named AES-256 keys of a process and the one that encrypts."""
+
+    keys: Mapping[str, bytes] = dataclasses.field(repr=False)
+    """Key id -> 32-byte key. Every key decrypts."""
+    primary: str
+    """Id of the key that encrypts new payloads."""
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            raise CodecConfigError("no codec keys given")
+        for key_id, key in self.keys.items():
+            if not _KEY_ID.fullmatch(key_id):
+                raise CodecConfigError(
+                    f"bad codec key id {key_id!r}: use 1-64 of A-Z a-z 0-9 . _ -"
+                )
+            if len(key) != KEY_BYTES:
+                raise CodecConfigError(
+                    f"codec key {key_id!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}"
+                )
+        if self.primary not in self.keys:
+            raise CodecConfigError(
+                f"primary codec key {self.primary!r} is not among the configured keys "
+                f"({', '.join(sorted(self.keys))})"
+            )
+
+    @classmethod
+    def parse(cls, text: str, *, primary: str | None = None, source: str = KEYS_ENV) -> CodecKeys:
+        """Keys from `kid:BASE64` entries separated by commas or newlines (`#` comments)."""
+        keys: dict[str, bytes] = {}
+        entries = (e.strip() for line in text.splitlines() for e in line.split("#")[0].split(","))
+        for entry in filter(None, entries):
+            key_id, sep, encoded = (part.strip() for part in entry.partition(":"))
+            if not sep or not key_id or not encoded:
+                raise CodecConfigError(f"{source}: each entry must be KEY_ID:BASE64_KEY")
+            if key_id in keys:
+                raise CodecConfigError(f"{source}: codec key {key_id!r} is given twice")
+            try:
+                keys[key_id] = base64.b64decode(encoded, validate=True)
+            except binascii.Error:
+                raise CodecConfigError(
+                    f"{source}: codec key {key_id!r} is not valid base64"
+                ) from None
+        if not keys:
+            raise CodecConfigError(f"{source} holds no keys")
+        if primary is None:
+            if len(keys) > 1:
+                raise CodecConfigError(
+                    f"{len(keys)} codec keys configured ({', '.join(keys)}): "
+                    f"set {PRIMARY_ENV} to the one that encrypts"
+                )
+            primary = next(iter(keys))
+        return cls(keys=keys, primary=primary)
+
+    def describe(self) -> str:
+        """One line for start-up output: algorithm and key ids, no key material."""
+        others = sorted(k for k in self.keys if k != self.primary)
+        also = f"; also decrypts with {', '.join(others)}" if others else ""
+        return f"AES-256-GCM, encrypting with key {self.primary!r}{also}"
+
+
+def keys_from_env(env: Mapping[str, str] | None = None) -> CodecKeys | None:
+    """The keys configured by AGENT_CODEC_KEYS or AGENT_CODEC_KEYS_FILE, or None (off)."""
+    env = os.environ if env is None else env
+    inline = env.get(KEYS_ENV, "").strip()
+    file_name = env.get(KEYS_FILE_ENV, "").strip()
+    primary = env.get(PRIMARY_ENV, "").strip() or None
+    if inline and file_name:
+        raise CodecConfigError(f"set {KEYS_ENV} or {KEYS_FILE_ENV}, not both")
+    if file_name:
+        try:
+            text = Path(file_name).read_text()
+        except OSError as err:
+            raise CodecConfigError(
+                f"{KEYS_FILE_ENV}: cannot read {file_name}: {err.strerror}"
+            ) from None
+        return CodecKeys.parse(text, primary=primary, source=f"{KEYS_FILE_ENV} {file_name}")
+    if inline:
+        return CodecKeys.parse(inline, primary=primary)
+    if primary:
+        raise CodecConfigError(f"{PRIMARY_ENV} is set but no keys: set {KEYS_ENV}")
+    return None
+
+
+class EncryptionCodec(PayloadCodec):
+    """AES-256-GCM over the whole serialized payload; the key id travels in the metadata.
+
+    The format is that of Temporal's encryption samples (Go, TypeScript, Python),
+    so services in other languages can share it: metadata `encoding:
+    binary/encrypted` and `encryption-key-id`, data = 12-byte random nonce +
+    ciphertext + 16-byte tag, no associated data.
+
+    With `keys=None` it encrypts nothing and refuses, with a clear error,
+    encrypted payloads it cannot read. Payloads that are not encrypted always
+    pass through on decode, so histories recorded before encryption stay readable.
+    """
+
+    def __init__(self, keys: CodecKeys | None) -> None:
+        self.keys = keys
+        """The keys, or None when encryption is off."""
+        self._ciphers = {k: AESGCM(v) for k, v in keys.keys.items()} if keys else {}
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """Encrypt every payload with the primary key (unchanged when encryption is off)."""
+        return self.encode_sync(payloads)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """Decrypt encrypted payloads with the key they name; others pass through."""
+        return self.decode_sync(payloads)
+
+    def encode_sync(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """`encode` without an event loop (the codec server's threads)."""
+        if self.keys is None:
+            return list(payloads)
+        key_id = self.keys.primary
+        cipher = self._ciphers[key_id]
+        encoded = []
+        for payload in payloads:
+            nonce = secrets.token_bytes(NONCE_BYTES)
+            sealed = cipher.encrypt(nonce, payload.SerializeToString(), None)
+            encoded.append(
+                Payload(
+                    metadata={"encoding": ENCODING, KEY_ID_METADATA: key_id.encode()},
+                    data=nonce + sealed,
+                )
+            )
+        return encoded
+
+    def decode_sync(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """`decode` without an event loop (the codec server's threads)."""
+        return [self._decrypt(p) if is_encrypted(p) else p for p in payloads]
+
+    def _decrypt(self, payload: Payload) -> Payload:
+        key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode(errors="replace")
+        if not key_id:
+            raise CodecKeyError("encrypted payload names no key id", key_id=None)
+        if self.keys is None:
+            raise CodecKeyError(
+                f"payload is encrypted with codec key {key_id!r}, but no codec keys are "
+                f"configured here: set {KEYS_ENV} or {KEYS_FILE_ENV}",
+                key_id=key_id,
+            )
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise CodecKeyError(
+                f"payload is encrypted with codec key {key_id!r}, which is not configured "
+                f"here (configured: {', '.join(sorted(self.keys.keys))})",
+                key_id=key_id,
+            )
+        data = payload.data
+        try:
+            plain = cipher.decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], None)
+        except InvalidTag:
+            raise CodecKeyError(
+                f"cannot decrypt payload with codec key {key_id!r}: "
+                "wrong key material for that id, or the payload was altered",
+                key_id=key_id,
+            ) from None
+        decoded = Payload()
+        decoded.ParseFromString(plain)
+        return decoded
+
+
+def is_encrypted(payload: Payload) -> bool:
+    """Whether `payload` was encrypted by an `EncryptionCodec`."""
+    return payload.metadata.get("encoding") == ENCODING
+
+
+def codec_data_converter(
+    keys: CodecKeys | None, *, base: DataConverter = pydantic_data_converter
+) -> DataConverter:
+    """`base` with the encryption codec; with keys, failure messages and stack traces
+    move into the failure's encoded attributes so that they are encrypted too."""
+    converter = dataclasses.replace(base, payload_codec=EncryptionCodec(keys))
+    if keys is None:
+        return converter
+    return dataclasses.replace(
+        converter, failure_converter_class=DefaultFailureConverterWithEncodedAttributes
+    )
+
+
+def data_converter_from_env(
+    env: Mapping[str, str] | None = None, *, base: DataConverter = pydantic_data_converter
+) -> DataConverter:
+    """The data converter every process of the project uses: `base` plus the codec
+    configured in the environment (encryption off when no keys are set)."""
+    return codec_data_converter(keys_from_env(env), base=base)
+
+
+def new_key_entry(key_id: str) -> str:
+    """A fresh `KEY_ID:BASE64` entry for AGENT_CODEC_KEYS."""
+    entry = f"{key_id}:{base64.b64encode(secrets.token_bytes(KEY_BYTES)).decode()}"
+    CodecKeys.parse(entry)  # validates the id
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m client.codec new-key KEY_ID`: print a fresh key entry."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "new-key":
+        print("usage: python -m client.codec new-key KEY_ID", file=sys.stderr)
+        return 2
+    try:
+        print(new_key_entry(args[1]))
+    except CodecConfigError as err:
+        print(f"codec: error: {err.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,267 @@
+"""Operating runs: find them by search attribute, watch, cancel, and register the
+contract's search attributes on a namespace.
+
+`RunOperations` is mixed into `AgentClient`; the models here are what its
+methods return and what `agentctl list / watch / setup --json` print.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError, RPCStatusCode
+
+from client.errors import AgentClientError
+from workflows import contract
+from workflows import search_attributes as sa
+from workflows.payloads import PendingApproval, StatusView
+from workflows.state import RunStatus
+
+WATCH_INTERVAL = timedelta(seconds=0.5)
+"""How often `watch` asks a run for its status."""
+LIST_LIMIT = 100
+"""Most runs `list_runs` returns unless told otherwise."""
+
+_FINAL_VALUES = {s.value for s in RunStatus if s.is_final}
+_WAITING = {RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT}
+
+
+class SearchAttributeConflict(AgentClientError):
+    """The namespace already has one of the contract's search attributes, with another type."""
+
+    def __init__(self, namespace: str, name: str, found: str, wanted: str) -> None:
+        super().__init__(
+            f"namespace {namespace!r} already has search attribute {name} of type {found}; "
+            f"the contract needs {wanted}. A search attribute's type cannot be changed: "
+            f"remove it (temporal operator search-attribute remove --name {name}) "
+            "if nothing else uses it, or use another namespace"
+        )
+        self.namespace = namespace
+        self.name = name
+        self.found = found
+        self.wanted = wanted
+
+
+class RunSummary(BaseModel):
+    """One run as the visibility store sees it (`list_runs`, `agentctl list`)."""
+
+    run_id: str
+    """The workflow id."""
+    agent: str | None = None
+    """`AgentName`; None until the run's first workflow task has published it."""
+    status: str
+    """`AgentStatus`, or Temporal's own status (lower case) when the run ended without
+    setting a final one (terminated, timed out) or has not set one yet."""
+    turn: int | None = None
+    """`AgentTurn`."""
+    pending_approvals: int | None = None
+    """`AgentPendingApprovals`."""
+    started_at: datetime
+    closed_at: datetime | None = None
+    execution_status: str | None = None
+    """Temporal's execution status (`RUNNING`, `COMPLETED`, `CANCELED`, `TERMINATED`...)."""
+
+
+class SetupReport(BaseModel):
+    """What `setup_search_attributes` did on a namespace."""
+
+    namespace: str
+    created: list[str] = []
+    """Search attributes registered now."""
+    existing: list[str] = []
+    """Search attributes that were already there, with the right type."""
+
+
+class WatchEvent(BaseModel):
+    """One change seen by `watch` (`agentctl watch --json` prints one per line)."""
+
+    run_id: str
+    elapsed_seconds: float
+    """Since the watch began."""
+    view: StatusView
+    done: bool = False
+    """True on the last event: the run ended, or waits for a decision or a message."""
+    pending: list[PendingApproval] = []
+    """On the last event of a run awaiting approval: the calls to decide."""
+
+
+def list_query(
+    *, status: str | None = None, agent: str | None = None, query: str | None = None
+) -> str:
+    """The visibility query of `list_runs`: agent runs, narrowed by status, agent and
+    `query` (any visibility query, ANDed in parentheses)."""
+    parts = [f'WorkflowType = "{contract.WORKFLOW_TYPE}"']
+    if status is not None:
+        try:
+            parts.append(f'{sa.AGENT_STATUS.name} = "{RunStatus(status).value}"')
+        except ValueError:
+            known = ", ".join(s.value for s in RunStatus)
+            raise AgentClientError(f"unknown status {status!r}; one of: {known}") from None
+    if agent is not None:
+        if not agent or any(c in agent for c in "\"'\\"):
+            raise AgentClientError(f"invalid agent name {agent!r}")
+        parts.append(f'{sa.AGENT_NAME.name} = "{agent}"')
+    if query is not None and query.strip():
+        parts.append(f"({query.strip()})")
+    return " AND ".join(parts)
+
+
+def summary_of(execution: WorkflowExecution) -> RunSummary:
+    """A run's row from its visibility record."""
+    attrs = execution.typed_search_attributes
+    agent_status = attrs.get(sa.AGENT_STATUS)
+    running = execution.status in (None, WorkflowExecutionStatus.RUNNING)
+    if agent_status is None or (not running and agent_status not in _FINAL_VALUES):
+        agent_status = _temporal_status(execution.status)
+    return RunSummary(
+        run_id=execution.id,
+        agent=attrs.get(sa.AGENT_NAME),
+        status=agent_status,
+        turn=attrs.get(sa.AGENT_TURN),
+        pending_approvals=attrs.get(sa.AGENT_PENDING_APPROVALS),
+        started_at=execution.start_time,
+        closed_at=execution.close_time,
+        execution_status=execution.status.name if execution.status else None,
+    )
+
+
+def _temporal_status(status: WorkflowExecutionStatus | None) -> str:
+    if status is None or status == WorkflowExecutionStatus.RUNNING:
+        return RunStatus.RUNNING.value
+    if status == WorkflowExecutionStatus.CANCELED:
+        return RunStatus.CANCELLED.value
+    return status.name.lower()
+
+
+def _type_name(value: int) -> str:
+    """`Keyword`, `Int`... as the `temporal` CLI spells search-attribute types."""
+    name = IndexedValueType.Name(value).removeprefix("INDEXED_VALUE_TYPE_")
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def create_commands(keys: tuple[SearchAttributeKey, ...] = sa.ALL) -> list[str]:
+    """The `temporal operator search-attribute create` commands for `keys`."""
+    return [
+        f"temporal operator search-attribute create --name {k.name} "
+        f"--type {_type_name(int(k.indexed_value_type))}"
+        for k in keys
+    ]
+
+
+class RunOperations:
+    """List, watch and cancel runs; set up a namespace. Mixed into `AgentClient`."""
+
+    client: Client
+    _translating: Callable[[str], AbstractContextManager[None]]
+    status: Callable[[str], Awaitable[StatusView]]
+    pending: Callable[[str], Awaitable[list[PendingApproval]]]
+
+    async def list_runs(
+        self,
+        *,
+        status: str | None = None,
+        agent: str | None = None,
+        query: str | None = None,
+        limit: int = LIST_LIMIT,
+    ) -> list[RunSummary]:
+        """Agent runs of the namespace from the visibility store, newest first.
+
+        `status` and `agent` filter on `AgentStatus` / `AgentName`; `query` is any
+        visibility query (`AgentTurn > 3`, `StartTime > "2025-01-01T00:00:00Z"`).
+        Visibility is eventually consistent: a change shows up a moment later.
+        """
+        text = list_query(status=status, agent=agent, query=query)
+        try:
+            return [summary_of(w) async for w in self.client.list_workflows(text, limit=limit)]
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise AgentClientError(f"invalid visibility query {text!r}: {err.message}") from err
+            raise AgentClientError(f"cannot list runs: {err.status.name}: {err.message}") from err
+
+    async def cancel(self, run_id: str, *, reason: str = "cancelled by agentctl") -> None:
+        """Ask the run to stop. It ends in status `cancelled` and runs no pending tool call;
+        a tool already running is cancelled too (heartbeating tools see it at once)."""
+        handle = self.client.get_workflow_handle(run_id)
+        with self._translating(run_id):
+            # The server accepts a cancellation of a closed run silently: say so instead.
+            described = await handle.describe()
+            if described.status not in (None, WorkflowExecutionStatus.RUNNING):
+                ended = _temporal_status(described.status)
+                raise AgentClientError(f"run {run_id!r} has already ended ({ended})")
+            await handle.cancel(reason=reason)
+
+    async def watch(
+        self,
+        run_id: str,
+        *,
+        interval: timedelta = WATCH_INTERVAL,
+        every_poll: bool = False,
+    ) -> AsyncIterator[WatchEvent]:
+        """The run's status as it changes (every poll with `every_poll`), until it ends
+        or waits for a decision or a message; the last event has `done` set."""
+        began = time.monotonic()
+        last: StatusView | None = None
+        while True:
+            view = await self.status(run_id)
+            done = view.status.is_final or view.status in _WAITING
+            event = WatchEvent(
+                run_id=run_id, elapsed_seconds=round(time.monotonic() - began, 1), view=view
+            )
+            if done:
+                event.done = True
+                if view.status is RunStatus.AWAITING_APPROVAL:
+                    event.pending = await self.pending(run_id)
+                yield event
+                return
+            if every_poll or view != last:
+                yield event
+            last = view
+            await asyncio.sleep(interval.total_seconds())
+
+    async def setup_search_attributes(self, *, namespace: str | None = None) -> SetupReport:
+        """Register the contract's search attributes on the namespace (default: the
+        client's). Idempotent; raises `SearchAttributeConflict` if one exists with
+        another type. Needs the operator service (self-hosted or dev server; on
+        Temporal Cloud use `tcld` or the Cloud UI)."""
+        target = namespace or self.client.namespace
+        operator = self.client.operator_service
+        try:
+            found = await operator.list_search_attributes(
+                ListSearchAttributesRequest(namespace=target)
+            )
+            report = SetupReport(namespace=target)
+            missing: dict[str, int] = {}
+            for key in sa.ALL:
+                wanted = int(key.indexed_value_type)
+                have = found.custom_attributes.get(key.name, found.system_attributes.get(key.name))
+                if have is None:
+                    missing[key.name] = wanted
+                elif int(have) != wanted:
+                    raise SearchAttributeConflict(
+                        target, key.name, _type_name(have), _type_name(wanted)
+                    )
+                else:
+                    report.existing.append(key.name)
+            if missing:
+                await operator.add_search_attributes(
+                    AddSearchAttributesRequest(namespace=target, search_attributes=missing)
+                )
+                report.created = list(missing)
+            return report
+        except RPCError as err:
+            raise AgentClientError(
+                f"cannot set up search attributes on namespace {target!r}: "
+                f"{err.status.name}: {err.message}"
+            ) from err

@@ -1,0 +1,220 @@
+"""The codec server over real HTTP: token check, CORS, protocol, logs."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payload, Payloads
+
+from client import codec_server
+from client.codec import CodecError, CodecKeys, EncryptionCodec
+from client.codec_server import CodecServer, CodecServerConfig, for_dev_ui
+
+KEY = base64.b64encode(b"k" * 32).decode()
+KEYS = CodecKeys.parse(f"ops-1:{KEY}")
+TOKEN = "s3cret-token"
+UI = "http://localhost:8080"
+SECRET = '"the customer\'s card number"'
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> dict:
+        return json.loads(self.body)
+
+
+@pytest.fixture
+def server() -> Iterator[CodecServer]:
+    config = CodecServerConfig(tokens=("old-token", TOKEN), cors_origins=(UI,))
+    running = CodecServer(("127.0.0.1", 0), EncryptionCodec(KEYS), config)
+    running.serve_in_thread()
+    yield running
+    running.shutdown()
+    running.server_close()
+
+
+def call(
+    server: CodecServer,
+    method: str,
+    path: str,
+    body: bytes | str = b"",
+    **headers: str,
+) -> Answer:
+    connection = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    names = {k.replace("_", "-"): v for k, v in headers.items()}
+    connection.request(method, path, body=body, headers=names)
+    response = connection.getresponse()
+    answer = Answer(response.status, dict(response.getheaders()), response.read())
+    connection.close()
+    return answer
+
+
+def payloads_json(*payloads: Payload) -> str:
+    return json_format.MessageToJson(Payloads(payloads=payloads))
+
+
+def from_json(answer: Answer) -> list[Payload]:
+    return list(json_format.Parse(answer.body, Payloads()).payloads)
+
+
+def encrypted_secret() -> Payload:
+    [payload] = EncryptionCodec(KEYS).encode_sync(
+        [Payload(metadata={"encoding": b"json/plain"}, data=SECRET.encode())]
+    )
+    return payload
+
+
+JSON = {"Content_Type": "application/json"}
+AUTH = {"Authorization": f"Bearer {TOKEN}", **JSON}
+
+
+def test_request_without_token_is_refused(server):
+    answer = call(server, "POST", "/decode", payloads_json(encrypted_secret()), **JSON)
+    assert answer.status == 401
+    assert answer.headers["WWW-Authenticate"] == "Bearer"
+    assert SECRET.encode() not in answer.body
+    wrong = call(server, "POST", "/decode", "{}", Authorization="Bearer nope", **JSON)
+    assert wrong.status == 401
+
+
+def test_decode_with_token_returns_the_plain_payload(server):
+    answer = call(server, "POST", "/decode", payloads_json(encrypted_secret()), **AUTH)
+    assert answer.status == 200, answer.body
+    [payload] = from_json(answer)
+    assert payload.data.decode() == SECRET
+    assert payload.metadata["encoding"] == b"json/plain"
+    # The protocol's JSON: base64 data and metadata values.
+    assert answer.json()["payloads"][0]["metadata"]["encoding"] == "anNvbi9wbGFpbg=="
+
+
+def test_every_configured_token_works(server):
+    body = payloads_json(encrypted_secret())
+    answer = call(server, "POST", "/decode", body, Authorization="Bearer old-token", **JSON)
+    assert answer.status == 200
+
+
+def test_encode_then_decode_round_trip_under_a_namespace_path(server):
+    original = Payload(metadata={"encoding": b"json/plain"}, data=b'{"call_id": "c1"}')
+    encoded = call(server, "POST", "/default/encode", payloads_json(original), **AUTH)
+    [sealed] = from_json(encoded)
+    assert sealed.metadata["encoding"] == b"binary/encrypted"
+    assert sealed.metadata["encryption-key-id"] == b"ops-1"
+    decoded = call(server, "POST", "/default/decode", payloads_json(sealed), **AUTH)
+    assert from_json(decoded) == [original]
+
+
+def test_cors_preflight_and_response_allow_the_ui_origin_only(server):
+    preflight = call(
+        server,
+        "OPTIONS",
+        "/decode",
+        Origin=UI,
+        Access_Control_Request_Method="POST",
+        Access_Control_Request_Headers="authorization,content-type,x-namespace",
+    )
+    assert preflight.status == 204
+    assert preflight.headers["Access-Control-Allow-Origin"] == UI
+    assert preflight.headers["Access-Control-Allow-Credentials"] == "true"
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    allowed = preflight.headers["Access-Control-Allow-Headers"].lower()
+    assert {"authorization", "content-type", "x-namespace"} <= set(allowed.split(", "))
+    body = payloads_json(encrypted_secret())
+    actual = call(server, "POST", "/decode", body, Origin=UI, X_Namespace="default", **AUTH)
+    assert actual.headers["Access-Control-Allow-Origin"] == UI
+    refused = call(server, "OPTIONS", "/decode", Origin="https://evil.example")
+    assert "Access-Control-Allow-Origin" not in refused.headers
+    other = call(server, "POST", "/decode", body, Origin="https://evil.example", **AUTH)
+    assert "Access-Control-Allow-Origin" not in other.headers
+
+
+def test_login_sets_a_cookie_the_ui_sends_with_credentials(server):
+    assert b"<form" in call(server, "GET", "/login").body
+    form = {"Content_Type": "application/x-www-form-urlencoded"}
+    assert call(server, "POST", "/login", "token=nope", **form).status == 401
+    login = call(server, "POST", "/login", f"token={TOKEN}", **form)
+    assert login.status == 200
+    cookie = login.headers["Set-Cookie"]
+    assert {"HttpOnly", "Secure", "SameSite=Strict"} <= {p.strip() for p in cookie.split(";")}
+    jar = cookie.split(";")[0]
+    body = payloads_json(encrypted_secret())
+    answer = call(server, "POST", "/decode", body, Origin=UI, Cookie=jar, **JSON)
+    assert answer.status == 200 and from_json(answer)[0].data.decode() == SECRET
+
+
+def test_protocol_errors(server):
+    assert call(server, "GET", "/decode").status == 405
+    assert call(server, "POST", "/other", "{}", **AUTH).status == 404
+    assert call(server, "POST", "/decode", "{}", Authorization=f"Bearer {TOKEN}").status == 415
+    bad = call(server, "POST", "/decode", "not json", **AUTH)
+    assert bad.status == 400 and "Payloads JSON" in bad.json()["error"]
+    assert call(server, "GET", "/healthz").body == b"ok\n"
+
+
+def test_decode_with_an_unknown_key_names_the_key_only(server):
+    other = CodecKeys.parse("retired-0:" + base64.b64encode(b"r" * 32).decode())
+    [sealed] = EncryptionCodec(other).encode_sync([Payload(data=b"x")])
+    answer = call(server, "POST", "/decode", payloads_json(sealed), **AUTH)
+    assert answer.status == 400
+    assert "codec key 'retired-0', which is not configured" in answer.json()["error"]
+
+
+def test_logs_carry_no_token_payload_or_key(server, caplog):
+    caplog.set_level(logging.DEBUG, logger="codec_server")
+    body = payloads_json(encrypted_secret())
+    call(server, "POST", "/decode", body, X_Namespace="default", **AUTH)
+    call(server, "POST", "/decode", body, Authorization="Bearer wrong-guess", **JSON)
+    text = caplog.text
+    assert "POST /decode -> 200, 1 payloads (namespace default)" in text
+    assert "-> 401" in text
+    for secret in (TOKEN, "wrong-guess", SECRET, "customer", KEY):
+        assert secret not in text
+
+
+def test_serving_without_a_token_needs_loopback():
+    keys = EncryptionCodec(KEYS)
+    with pytest.raises(CodecError, match="needs a token"):
+        CodecServer(("127.0.0.1", 0), keys, CodecServerConfig())
+    open_config = CodecServerConfig(allow_unauthenticated=True)
+    with pytest.raises(CodecError, match=r"loopback address only, not 0\.0\.0\.0"):
+        CodecServer(("0.0.0.0", 0), keys, open_config)
+
+
+def test_dev_ui_server_is_open_on_loopback_for_the_dev_ui(monkeypatch):
+    monkeypatch.delenv(codec_server.TOKEN_ENV, raising=False)
+    server = for_dev_ui(KEYS, port=0, ui_port=8233)
+    try:
+        assert server.config.allow_unauthenticated
+        assert server.config.cors_origins == ("http://localhost:8233", "http://127.0.0.1:8233")
+        server.serve_in_thread()
+        answer = call(server, "POST", "/decode", payloads_json(encrypted_secret()), **JSON)
+        assert answer.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    monkeypatch.setenv(codec_server.TOKEN_ENV, TOKEN)
+    guarded = for_dev_ui(KEYS, port=0, ui_port=8233)
+    guarded.server_close()
+    assert guarded.config.tokens == (TOKEN,) and not guarded.config.allow_unauthenticated
+
+
+def test_main_refuses_to_start_without_keys_or_token(monkeypatch, capsys):
+    monkeypatch.delenv("AGENT_CODEC_KEYS", raising=False)
+    monkeypatch.delenv("AGENT_CODEC_KEYS_FILE", raising=False)
+    assert codec_server.main(["--port", "0"]) == 1
+    assert "no codec keys" in capsys.readouterr().err
+    monkeypatch.setenv("AGENT_CODEC_KEYS", f"ops-1:{KEY}")
+    monkeypatch.delenv(codec_server.TOKEN_ENV, raising=False)
+    assert codec_server.main(["--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "needs a token: set AGENT_CODEC_SERVER_TOKEN" in err and KEY not in err
