@@ -26,6 +26,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
 
@@ -33,7 +34,8 @@ from activities import telemetry
 from activities.model_api import ModelActivities
 from activities.registry import AgentRegistry
 from activities.run_tool import ToolActivities
-from client.codec import CodecError, CodecKeys, codec_data_converter, keys_from_env
+from client.codec import CodecError, CodecKeys, data_converter_from_env, keys_from_env
+from client.errors import AgentClientError
 from workflows import search_attributes
 from workflows.agent_workflow import AgentWorkflow
 from workflows.contract import DEFAULT_TASK_QUEUE
@@ -58,11 +60,28 @@ def build_worker(
     task_queue: str = DEFAULT_TASK_QUEUE,
     drain: timedelta = DRAIN_GRACE,
     plugins: Sequence[Plugin] = (),
+    sandbox_passthrough: Sequence[str] = ("workflows",),
+    max_cached_workflows: int = 1000,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents.
 
     On shutdown, running activities get `drain` to finish before they are cancelled;
-    `plugins` (e.g. tracing, see `activities.telemetry`) are added to the worker's."""
+    `plugins` (e.g. tracing, see `activities.telemetry`) are added to the worker's.
+
+    `sandbox_passthrough` (default `("workflows",)`): the modules the workflow sandbox
+    imports once per process instead of once per workflow run; the sandbox stays on
+    for everything else. Why `workflows`: it is our plain-data, side-effect-free
+    package (models, the pure loop, AgentWorkflow itself); re-importing it for every
+    run held ~0.2 MB per cached run and its import CPU at every run start (bench:
+    parked runs, `bench/RESULTS.md` section 3). The cost: a non-deterministic call
+    written in `agent_workflow.py` is no longer caught at import; the replay tests
+    guard it. `()` gives the SDK's default restrictions.
+
+    `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
+    their tasks; an evicted run replays its history on its next task."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*sandbox_passthrough)
     tools = ToolActivities(registry)
     model = ModelActivities(model_client)
     return Worker(
@@ -72,6 +91,8 @@ def build_worker(
         activities=[tools.describe_agent, tools.run_tool, model.call_model],
         graceful_shutdown_timeout=drain,
         plugins=list(plugins),
+        workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+        max_cached_workflows=max_cached_workflows,
     )
 
 
@@ -177,7 +198,10 @@ async def serve(args: argparse.Namespace) -> None:
         raise WorkerSetupError(str(err)) from err
     openai_client, _scripted_server = model_client(args.scripted_model)
     keys = codec_keys()
-    converter = codec_data_converter(keys)
+    try:  # pydantic + codec + payload store: the same converter as agentctl and AgentClient
+        converter = data_converter_from_env()
+    except AgentClientError as err:
+        raise WorkerSetupError(err.message) from err
     runtime, plugins = observability(args)
     async with AsyncExitStack() as stack:
         if args.dev:
@@ -388,8 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         asyncio.run(serve(args))
-    except WorkerSetupError as err:
+    except (WorkerSetupError, RPCError) as err:
         print(f"worker: error: {err}", file=sys.stderr)
+        return 1
+    except AgentClientError as err:  # cannot connect, bad key configuration
+        print(f"worker: error: {err.message}", file=sys.stderr)
         return 1
     return 0
 

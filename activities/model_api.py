@@ -59,6 +59,10 @@ class ModelActivities:
         except ApplicationError as err:
             telemetry.count_model_call(request.model, outcome=err.type or "error")
             raise
+        except BaseException as err:  # cancelled, timed out, or a bug: counted all the same
+            outcome = telemetry.failure_reason(err, default=type(err).__name__)
+            telemetry.count_model_call(request.model, outcome=outcome)
+            raise
         telemetry.count_model_call(request.model, usage=reply.usage)
         return reply
 

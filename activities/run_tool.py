@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import telemetry
 from activities.registry import AgentRegistry
-from activities.tool import ToolContext
+from activities.tool import Tool, ToolContext
 from workflows.contract import ACTIVITY_DESCRIBE_AGENT, ACTIVITY_RUN_TOOL, ERROR_UNKNOWN_AGENT
 from workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest
 from workflows.state import AgentSpec
+
+RAISED = "raised"
+"""`agent_tool_failures` reason: the tool raised (its retry policy applies)."""
+UNSERIALISABLE = "unserialisable_result"
+"""`agent_tool_failures` reason: the tool returned something that is not JSON."""
+ERROR_TOOL_TIMEOUT = "ToolTimeout"
+"""Error type of an attempt cut off at its start-to-close timeout (retryable)."""
 
 
 class ToolActivities:
@@ -65,12 +73,35 @@ class ToolActivities:
             agent=request.agent,
             context=request.context,
         )
-        try:
-            content = _as_text(await found.invoke(arguments, ctx))
-        except Exception:
-            telemetry.count_tool_failure(found.name, "raised")
-            raise
+        content = _as_text(found.name, await _invoke(found, arguments, ctx))
         return ToolOutcome(call_id=request.call_id, content=content)
+
+
+async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object:
+    """Run the tool within its attempt's start-to-close timeout; count any failure once.
+
+    The server times an attempt out on its own, but a tool that does not heartbeat never
+    hears of it: it would run on (beside its retry) with a result nobody takes. So the
+    attempt is cut here too, as a `ToolTimeout` (for a sync tool, only its wait stops)."""
+    deadline = asyncio.timeout(_attempt_limit())
+    try:
+        async with deadline:
+            return await found.invoke(arguments, ctx)
+    except BaseException as err:  # CancelledError too: cancels, shutdown
+        if deadline.expired():
+            telemetry.count_tool_failure(found.name, telemetry.TIMED_OUT)
+            raise ApplicationError(
+                f"tool '{found.name}' ran past its {_attempt_limit():g}s timeout",
+                type=ERROR_TOOL_TIMEOUT,
+            ) from err
+        telemetry.count_tool_failure(found.name, telemetry.failure_reason(err, default=RAISED))
+        raise
+
+
+def _attempt_limit() -> float | None:
+    """Seconds this attempt may run (its start-to-close timeout), if it has a limit."""
+    limit = activity.info().start_to_close_timeout
+    return limit.total_seconds() if limit else None
 
 
 def _error(request: ToolRequest, message: str) -> ToolOutcome:
@@ -84,12 +115,13 @@ def _brief(err: ValidationError) -> str:
     )
 
 
-def _as_text(result: object) -> str:
+def _as_text(tool: str, result: object) -> str:
     if isinstance(result, str):
         return result
     try:
         return pydantic_core.to_json(result).decode()
     except pydantic_core.PydanticSerializationError as err:
+        telemetry.count_tool_failure(tool, UNSERIALISABLE)
         raise ApplicationError(
             f"tool result of type {type(result).__name__} is not JSON-serialisable: {err}",
             type="ToolResultNotSerialisable",

@@ -12,6 +12,7 @@ which needs the optional `otel` extra: `pip install 'durable-agents[otel]'`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,15 +33,26 @@ except ImportError:  # pragma: no cover - the otel extra is not installed
     _otel_trace = None
 
 MODEL_CALLS = "agent_model_calls"
-"""Requests to the model API, every attempt, by `model` and `outcome` (`ok` or the
-error type: `ModelUnavailable`, `ModelRequestError`, `ModelReplyError`)."""
+"""Requests to the model API, every attempt, by `model` and `outcome`: `ok`, the error
+type (`ModelUnavailable`, `ModelRequestError`, `ModelReplyError`), a cancellation
+reason (see `failure_reason`) or the class name of an unexpected exception."""
 MODEL_TOKENS = "agent_model_tokens"
 """Tokens the model API reported, by `model` and `token_type` (`input`, `output`)."""
 TOOL_CALLS = "agent_tool_calls"
 """Tool executions, every attempt, by `tool`."""
 TOOL_FAILURES = "agent_tool_failures"
 """Tool executions that failed, by `tool` and `reason`: `raised` (the tool raised; its
-retry policy applies), `invalid_arguments`, `unknown_tool` (answered to the model)."""
+retry policy applies), `unserialisable_result`, a cancellation reason (see
+`failure_reason`), or `invalid_arguments` / `unknown_tool` when this worker's tool
+differs from the one the run froze at start. A call the model got wrong is answered by
+the workflow and never reaches the activity: it is not counted here."""
+CANCELLED = "cancelled"
+"""Failure reason: the activity was cancelled (run cancelled, activity paused or reset)."""
+TIMED_OUT = "timed_out"
+"""Failure reason: the attempt ran past its timeout (`run_tool` enforces a tool's
+start-to-close timeout itself; a heartbeat timeout comes as a cancellation)."""
+WORKER_SHUTDOWN = "worker_shutdown"
+"""Failure reason: the worker shut down before the attempt finished (after its drain)."""
 UNKNOWN_TOOL = "(unknown)"
 """The `tool` label of calls naming no tool of the agent: the model picks such names,
 and labels must stay few."""
@@ -90,6 +102,19 @@ def count_tool_failure(tool: str | None, reason: str) -> None:
     activity.metric_meter().create_counter(TOOL_FAILURES, "Failed tool executions").add(
         1, {"tool": tool or UNKNOWN_TOOL, "reason": reason}
     )
+
+
+def failure_reason(err: BaseException, *, default: str) -> str:
+    """Why an activity attempt failed, as a metric label: a cancellation's cause
+    (`timed_out`, `worker_shutdown`, `cancelled`), else `default`."""
+    if not isinstance(err, asyncio.CancelledError):
+        return default
+    details = activity.cancellation_details() if activity.in_activity() else None
+    if details is not None and details.timed_out:
+        return TIMED_OUT
+    if details is not None and details.worker_shutdown:
+        return WORKER_SHUTDOWN
+    return CANCELLED
 
 
 def _label_span(attributes: dict[str, str | int]) -> None:

@@ -5,13 +5,15 @@ history counting, process accounting and the versions/machine header."""
 from __future__ import annotations
 
 import contextlib
+import inspect
+import math
 import os
 import platform
 import statistics
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -26,39 +28,32 @@ from temporalio.worker import Worker
 
 import worker as worker_module
 from activities.registry import AgentRegistry
-from client.codec import codec_data_converter
-from client.payload_store import with_payload_store
+from client.codec import data_converter_from_env
 from examples.scripted_openai import Call, Reply, ScriptedModelServer
 from worker import build_worker, temporal_binary
 from workflows import contract, search_attributes
 from workflows.payloads import AgentInput, AgentResult
 
-EAGER_ACTIVITIES = "system.enableActivityEagerExecution=true"
-"""Dev-server dynamic config that lets the server hand activities to the worker eagerly."""
 
-
-def converter(store: str | None = None) -> DataConverter:
-    """worker.py's data converter (pydantic + the codec, encryption off), with the
-    payload store (ExternalStorage in directory `store`) when given."""
-    base = codec_data_converter(None)
-    if store is None:
-        return base
-    return with_payload_store(base, {"AGENT_PAYLOAD_STORE": store})
+def converter(store: str = "off", *, threshold: int | None = None) -> DataConverter:
+    """worker.py's data converter (`data_converter_from_env`: pydantic, the codec with
+    encryption off, the payload store) with the store in directory `store` ("off":
+    none) taking payloads of `threshold` bytes or more (default 128 KiB)."""
+    env = {"AGENT_PAYLOAD_STORE": store}
+    if threshold is not None:
+        env["AGENT_PAYLOAD_THRESHOLD"] = str(threshold)
+    return data_converter_from_env(env)
 
 
 @contextlib.asynccontextmanager
-async def dev_server(
-    data_converter: DataConverter, *, dynamic_config: tuple[str, ...] = ()
-) -> AsyncIterator[WorkflowEnvironment]:
-    """The embedded dev server (the pip-installed `temporal` binary) on a free port."""
-    extra: list[str] = []
-    for value in dynamic_config:
-        extra += ["--dynamic-config-value", value]
+async def dev_server(data_converter: DataConverter) -> AsyncIterator[WorkflowEnvironment]:
+    """The embedded dev server (the pip-installed `temporal` binary) on a free port, with
+    its own defaults (`bench.overhead` reports whether they include eager activity
+    dispatch)."""
     env = await WorkflowEnvironment.start_local(
         data_converter=data_converter,
         search_attributes=search_attributes.ALL,
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=extra,
         dev_server_startup_timeout=timedelta(seconds=60),
     )
     try:
@@ -88,28 +83,37 @@ def model_turns(
     return respond
 
 
+def tuned(options: Mapping[str, object]) -> Callable[..., Worker]:
+    """`worker.build_worker` with `options`: those it takes itself (`sandbox_passthrough`,
+    `max_cached_workflows`) go to it, any other is a `Worker(...)` keyword argument that
+    replaces or adds to its own. How a tuning is measured without editing worker.py."""
+    own = inspect.signature(build_worker).parameters
+    build = {k: v for k, v in options.items() if k in own}
+    extra = {k: v for k, v in options.items() if k not in own}
+
+    def worker_class(*args: object, **kwargs: object) -> Worker:
+        return Worker(*args, **{**kwargs, **extra})
+
+    def build_tuned(*args: object, **kwargs: object) -> Worker:
+        with mock.patch.object(worker_module, "Worker", worker_class):
+            return build_worker(*args, **{**kwargs, **build})
+
+    return build_tuned
+
+
 def agent_worker(
     client: Client,
     model_client: AsyncOpenAI,
     task_queue: str,
-    *,
-    extra_workflows: tuple[type, ...] = (),
-    **options: object,
+    options: Mapping[str, object] | None = None,
 ) -> Worker:
-    """`worker.build_worker` for the bench agents; `options` are added to its `Worker(...)`
-    and `extra_workflows` to its workflows (how a tuning or a prototype is measured
-    without editing worker.py)."""
-
-    def tuned(*args: object, workflows: list, **kwargs: object) -> Worker:
-        return Worker(*args, workflows=[*workflows, *extra_workflows], **kwargs, **options)
-
-    with mock.patch.object(worker_module, "Worker", tuned):
-        return build_worker(
-            client,
-            registry=AgentRegistry.from_modules(["bench.agents"]),
-            model_client=model_client,
-            task_queue=task_queue,
-        )
+    """`worker.build_worker` for the bench agents, with `options` (see `tuned`)."""
+    return tuned(options or {})(
+        client,
+        registry=AgentRegistry.from_modules(["bench.agents"]),
+        model_client=model_client,
+        task_queue=task_queue,
+    )
 
 
 def task_queue(prefix: str) -> str:
@@ -161,11 +165,22 @@ def median(values: list[float]) -> float:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0-100), nearest rank."""
+    """The q-th percentile (0-100), nearest rank: the smallest value with at least q% of
+    the values at or below it."""
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def median_ms(operation: Callable[[], object], runs: int = 20) -> float:
+    """Median wall time of `runs` calls of `operation`, in milliseconds."""
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        operation()
+        times.append(time.perf_counter() - began)
+    return median(times) * 1000
 
 
 def cpu_seconds(pid: int) -> float:
@@ -207,6 +222,11 @@ def versions() -> dict[str, str]:
     }
 
 
+def load_average() -> str:
+    """The machine's load average over 1, 5 and 15 minutes (runnable processes)."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def machine() -> dict[str, str]:
     cpu = next(
         (
@@ -217,12 +237,10 @@ def machine() -> dict[str, str]:
         platform.processor() or "?",
     )
     mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return {
         "cores": str(os.cpu_count()),
         "memory": f"{mem_kb / 1024**2:.1f} GiB",
         "CPU": cpu,
         "OS": f"{platform.system()} {platform.release()}",
-        "load average at start": load,
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
     }

@@ -1,43 +1,50 @@
-"""4. History and 5. state: `python -m bench.history [--quick]`.
+"""4. History (and issue 5's figures): `python -m bench.history [--quick] [--turns 200]`.
 
-History: a run of 100 tool turns (then an answer) of the `history` agent, whose
-tool returns 1 KB or 20 KB; events and bytes per turn (`common.per_turn`: from
-one `call_model` scheduling to the next) at turns 10 and 100. The converter is
-the designed one: pydantic + codec + the payload store (ExternalStorage,
-directory driver, default 128 KiB threshold).
+Runs of the `history` agent (continue-as-new after 100 model calls or when
+Temporal suggests it), each tool turn returning SIZE bytes:
+- 20 KB outputs, `--turns` tool turns then an answer (issue 5), and 1 KB outputs,
+  100 turns (issue 7), with the designed converter: pydantic + codec + payload
+  store (ExternalStorage, directory driver, default 128 KiB threshold);
+- in a full run, the 1 KB run again with a 16 KiB threshold (an option), and the
+  naive design for contrast: 20 KB outputs, no payload store, `--naive-turns`
+  (120) turns. A run whose workflow task fails twice (Temporal would retry it
+  forever, e.g. a payload over its 2 MB limit) is stopped and reported with
+  the failure and the last turn it completed.
 
-State: a run resumed from a synthetic snapshot of 10, 100 and 1,000 turns
-(`bench.snapshot_size.state_of`: an approved call with ~200 characters of
-arguments and a 1 KB result per turn) and parked on one more approval;
-`get_state` / `get_status` query latency and the snapshot's size.
+For each run: events and bytes of turns 10, 100 and 200 (`common.per_turn`: from
+one `call_model` scheduling to the next), each Temporal run's history, the
+continue-as-new switches, bytes per turn, the ratio turn 200 (or the last tool
+turn) / turn 10, and the wall time. One run each: history sizes do not vary
+between runs; the wall times are single runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
 
-from bench import common, report, snapshot_size
-from client.codec import codec_data_converter
-from client.payload_store import with_payload_store
+from bench import common, report, report_data
+from bench.report import Section
 from examples.scripted_openai import Call
-from workflows import contract
-from workflows.payloads import StatusView
-from workflows.snapshot import dumps
-from workflows.state import AssistantMessage, RunState, RunStatus, ToolCall
 
-QUERIES = 20
 SMALL_THRESHOLD = 16 * 1024
 """The payload-store threshold measured as an option (default: 128 KiB)."""
+CAUSE_PREFIX = "WORKFLOW_TASK_FAILED_CAUSE_"
+STALL_S = 60.0
+"""Seconds a run may take beyond one per turn before it is called stuck."""
+CHECK_S = 3.0
+"""Seconds between checks of a running run's history for failed workflow tasks."""
 
 
-async def history(client: Client, *, size: int, turns: int) -> dict:
-    """One run of `turns` tool turns with `size`-byte tool outputs."""
+async def history(client: Client, *, size: int, turns: int, label: str = "") -> dict:
+    """One run of `turns` tool turns with `size`-byte tool outputs, through `client`."""
 
     def calls(turn: int) -> tuple[Call, ...]:
         return (Call("report", {"size": size, "part": turn}),)
@@ -47,104 +54,106 @@ async def history(client: Client, *, size: int, turns: int) -> dict:
         async with common.agent_worker(client, model, queue):
             began = time.perf_counter()
             handle = await common.start_run(client, "history", queue)
-            result = await handle.result()
+            failure = await wait_outcome(client, handle, timeout=STALL_S + turns)
             wall = time.perf_counter() - began
-            state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
-            counted: list[tuple[int, int]] = []
-            totals = []
-            for run_id in state.workflow_runs:
-                events = (
-                    await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
-                ).events
-                counted.extend(common.per_turn(events))
-                totals.append((len(events), sum(e.ByteSize() for e in events)))
-    assert result.turn == turns + 1, result
-    return {"size": size, "per_turn": counted, "runs": totals, "wall": wall}
-
-
-def parked(turns: int) -> RunState:
-    """A `turns`-turn snapshot whose next step is to wait for one more approval."""
-    state = snapshot_size.state_of(turns)
-    call = ToolCall(call_id="pending", tool="search", arguments="{}", needs_approval=True)
-    # Proposed now: the tool's approval timeout (1 h) must not have passed already.
-    at = datetime.now(UTC)
-    state.items.append(AssistantMessage(turn=turns + 1, tool_calls=[call], at=at))
-    state.turn, state.max_turns = turns + 1, turns + 2
-    return state
-
-
-async def state_queries(client: Client, *, turns: int) -> dict:
-    """Query latencies of a run holding a `turns`-turn state."""
-    snapshot = parked(turns)
-    with common.scripted_model(common.model_turns(1, lambda t: ())) as model:
-        queue = common.task_queue("state")
-        async with common.agent_worker(client, model, queue):
-            began = time.perf_counter()
-            handle = await common.start_run(client, "bench", queue, text="", resume_from=snapshot)
-            for _ in range(1200):
-                status = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
-                if status.status == RunStatus.AWAITING_APPROVAL:
-                    break
-                assert not status.status.is_final, status
-                await asyncio.sleep(0.05)
-            start = time.perf_counter() - began
-            timings: dict[str, list[float]] = {"state": [], "status": []}
-            for _ in range(QUERIES):
-                for name, query, kind in (
-                    ("state", contract.QUERY_GET_STATE, RunState),
-                    ("status", contract.QUERY_GET_STATUS, StatusView),
-                ):
-                    t0 = time.perf_counter()
-                    got = await handle.query(query, result_type=kind)
-                    timings[name].append((time.perf_counter() - t0) * 1000)
-                    if name == "state":
-                        got_state = got
-            await handle.terminate("bench done")
-    assert len(got_state.items) == len(snapshot.items)
+            per_turn: list[tuple[int, int]] = []
+            runs = []
+            async for events in run_histories(client, handle):
+                per_turn.extend(common.per_turn(events))
+                runs.append((len(events), sum(e.ByteSize() for e in events)))
     return {
+        "label": label,
+        "size": size,
         "turns": turns,
-        "items": len(snapshot.items),
-        "file": len(dumps(got_state).encode()),
-        "compact": len(got_state.model_dump_json().encode()),
-        "dumps_ms": snapshot_size.median_ms(lambda: dumps(got_state)),
-        "start_s": start,
-        **timings,
+        "per_turn": per_turn,
+        "runs": runs,
+        "wall": wall,
+        "failure": failure,
     }
 
 
-async def section(target: str, *, quick: bool) -> str:
-    """The markdown of measurements 4 and 5 (on a client with the payload store)."""
+async def run_histories(client: Client, handle: WorkflowHandle):
+    """The events of each Temporal run of the workflow, following continue-as-new."""
+    run_id: str | None = handle.first_execution_run_id or handle.run_id
+    while run_id:
+        events = (await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()).events
+        yield events
+        last = events[-1]
+        continued = last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+        attrs = last.workflow_execution_continued_as_new_event_attributes
+        run_id = attrs.new_execution_run_id if continued else None
+
+
+async def wait_outcome(client: Client, handle: WorkflowHandle, *, timeout: float) -> str | None:
+    """None once the run completes; why not, if it fails, if its workflow task has failed
+    twice (Temporal retries it forever: the run is stuck) or after `timeout` s."""
+    result = asyncio.ensure_future(handle.result())
+    deadline = time.monotonic() + timeout
+    try:
+        while not (await asyncio.wait({result}, timeout=CHECK_S))[0]:
+            failures = await task_failures(client, handle)
+            if len(failures) >= 2 or time.monotonic() > deadline:
+                with contextlib.suppress(RPCError):
+                    await handle.terminate("bench: the run is stuck")
+                return failures[-1] if failures else f"no result after {timeout:.0f} s"
+        result.result()
+        return None
+    except WorkflowFailureError as err:
+        return f"failed: {err.cause}"
+    finally:
+        result.cancel()
+
+
+async def task_failures(client: Client, handle: WorkflowHandle) -> list[str]:
+    """The workflow-task failures of the run's latest Temporal run."""
+    out = []
+    async for event in client.get_workflow_handle(handle.id).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            attrs = event.workflow_task_failed_event_attributes
+            cause = WorkflowTaskFailedCause.Name(attrs.cause).removeprefix(CAUSE_PREFIX)
+            out.append(f"workflow task failed ({cause}): {attrs.failure.message[:200]}")
+    return out
+
+
+async def section(
+    target: str, *, quick: bool, turns: int | None = None, naive_turns: int = 120
+) -> Section:
+    """Measurement 4 and issue 5's figures (a client per converter, one server)."""
+    turns = turns or (100 if quick else 200)
+    runs = []
     with tempfile.TemporaryDirectory() as store:
         client = await Client.connect(target, data_converter=common.converter(store))
-        runs = []
-        for size in (1_000, 20_000):
-            print(f"history: 100 turns, {size:,}-byte tool outputs", flush=True)
-            runs.append(await history(client, size=size, turns=100))
+        for size, n in ((20_000, turns), (1_000, 100)):
+            print(f"history: {n} turns, {size:,}-byte tool outputs, payload store", flush=True)
+            runs.append(await history(client, size=size, turns=n, label="payload store"))
         stored = sum(p.stat().st_size for p in Path(store).rglob("*") if p.is_file())
         if not quick:
             print(f"history option: payload threshold {SMALL_THRESHOLD:,} bytes", flush=True)
-            env = {"AGENT_PAYLOAD_STORE": store, "AGENT_PAYLOAD_THRESHOLD": str(SMALL_THRESHOLD)}
-            small = await Client.connect(
-                target, data_converter=with_payload_store(codec_data_converter(None), env)
-            )
-            option = await history(small, size=1_000, turns=100)
-            option["label"] = f"threshold {SMALL_THRESHOLD // 1024} KiB"
-            runs.append(option)
-        states = []
-        for turns in (10, 100) if quick else (10, 100, 1_000):
-            print(f"state: get_state on a {turns}-turn run", flush=True)
-            states.append(await state_queries(client, turns=turns))
-    return report.history_section(runs, stored) + "\n\n" + report.state_section(states)
+            converter = common.converter(store, threshold=SMALL_THRESHOLD)
+            small = await Client.connect(target, data_converter=converter)
+            label = f"store, threshold {SMALL_THRESHOLD // 1024} KiB"
+            runs.append(await history(small, size=1_000, turns=100, label=label))
+    if not quick:
+        print(f"history: naive, {naive_turns} turns, no payload store", flush=True)
+        naive = await Client.connect(target, data_converter=common.converter())
+        runs.append(await history(naive, size=20_000, turns=naive_turns, label="naive: no store"))
+    return report_data.history_section(runs, stored)
 
 
 async def main() -> None:
     import argparse
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
+    parser = argparse.ArgumentParser(description="4. History, and issue 5's figures")
+    parser.add_argument("--quick", action="store_true", help="100 turns, no option, no naive")
+    parser.add_argument("--turns", type=int, default=None, help="20 KB turns (default 200)")
+    parser.add_argument("--naive-turns", type=int, default=120)
     args = parser.parse_args()
     async with common.dev_server(common.converter()) as env:
-        print(await section(env.client.service_client.config.target_host, quick=args.quick))
+        target = env.client.service_client.config.target_host
+        measured = await section(
+            target, quick=args.quick, turns=args.turns, naive_turns=args.naive_turns
+        )
+        print(report.alone(measured))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import contract, loop
     from workflows.agent_workflow import AgentWorkflow, _retry_policy, _root_message
-    from workflows.payloads import AgentInput, AgentResult, ToolOutcome
+    from workflows.payloads import AgentResult, ToolOutcome
     from workflows.state import RunState, ToolCall
 
 WORKFLOW_TYPE = "BenchLocalToolAgent"
@@ -29,13 +30,14 @@ WORKFLOW_TYPE = "BenchLocalToolAgent"
 class LocalToolAgentWorkflow(AgentWorkflow):
     """AgentWorkflow, but every tool call is a local activity."""
 
+    # The same signatures as AgentWorkflow's (a subclass declares its own init and run).
     @workflow.init
-    def __init__(self, agent_input: AgentInput) -> None:
-        super().__init__(agent_input)
+    def __init__(self, raw_input: RawValue) -> None:
+        super().__init__(raw_input)
 
     @workflow.run
-    async def run(self, agent_input: AgentInput) -> AgentResult:
-        return await super().run(agent_input)
+    async def run(self, raw_input: RawValue) -> AgentResult:
+        return await super().run(raw_input)
 
     async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
         spec = state.agent.tool(call.tool)

@@ -1,120 +1,215 @@
 """1. Per-turn overhead and 2. parallel tools: `python -m bench.overhead [--quick]`.
 
 A run of N turns (N model calls, one `echo` tool call after each but the last)
-through AgentWorkflow, against (a) the same loop in-process with no durability
-(`client.local_run.run_locally`, the same `call_model`/`run_tool` code) and
-(b) the floor (`bench.floor`: two no-op activities per turn). Repetitions are
-interleaved (agent, local, floor, agent, ...) so that machine noise hits all
-three alike; the figures are medians.
+through AgentWorkflow on `worker.build_worker`'s defaults, against (a) the same
+loop in-process with no durability (`client.local_run.run_locally`, the same
+`call_model`/`run_tool` code), (b) the floor (`bench.floor`: two no-op
+activities per turn) and (c) AgentWorkflow on workers with other options
+(VARIANTS). All of them run in every repetition, one after another, in an order
+that rotates between repetitions, so that machine noise hits them alike; every
+ratio is the median of the ratios within a repetition.
+
+Eager activity dispatch is read from the SDK's own metric, not assumed: every
+worker here reports `temporal_activity_task_received{eager}` into a buffer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from openai import AsyncOpenAI
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner
+from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
+from temporalio.worker import (
+    PollerBehaviorAutoscaling,
+    PollerBehaviorSimpleMaximum,
+    UnsandboxedWorkflowRunner,
+)
 
 from activities.model_api import ModelActivities
 from activities.registry import AgentRegistry
-from bench import agents, common, report
+from bench import agents, common, report, report_runtime
 from bench.floor import FloorInput, FloorWorkflow, floor_worker
 from bench.local_tool import WORKFLOW_TYPE as LOCAL_TOOL_AGENT
 from bench.local_tool import LocalToolAgentWorkflow
-from bench.tuned_worker import PASSTHROUGH_WORKFLOWS
 from client.local_run import run_locally
 from examples.scripted_openai import Call
 from workflows import contract, loop
+from workflows.agent_workflow import AgentWorkflow
 from workflows.payloads import AgentInput
 from workflows.state import RunState, ToolResult
+
+OURS, LOCAL, FLOOR = report.OURS, report.LOCAL, report.FLOOR
+TASK_RECEIVED = "temporal_activity_task_received"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """AgentWorkflow (or `workflow`) on a worker built with `options` (`common.tuned`)."""
+
+    options: dict[str, object]
+    workflow: str = contract.WORKFLOW_TYPE
+
+
+VARIANTS: dict[str, Variant] = {
+    "sandbox: SDK default restrictions (`sandbox_passthrough=()`)": Variant(
+        {"sandbox_passthrough": ()}
+    ),
+    "sandbox off (`UnsandboxedWorkflowRunner`)": Variant(
+        {"workflow_runner": UnsandboxedWorkflowRunner()}
+    ),
+    "no sticky cache (`max_cached_workflows=0`)": Variant({"max_cached_workflows": 0}),
+    "20 workflow + 20 activity task pollers (default 5 + 5)": Variant(
+        {
+            "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
+            "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
+        }
+    ),
+    "autoscaling pollers (`PollerBehaviorAutoscaling()`)": Variant(
+        {
+            "workflow_task_poller_behavior": PollerBehaviorAutoscaling(),
+            "activity_task_poller_behavior": PollerBehaviorAutoscaling(),
+        }
+    ),
+    "`nonsticky_to_sticky_poll_ratio=1` (default 0.2)": Variant(
+        {"nonsticky_to_sticky_poll_ratio": 1.0}
+    ),
+    "eager activities off (`disable_eager_activity_execution=True`)": Variant(
+        {"disable_eager_activity_execution": True}
+    ),
+    "tool as a local activity (`bench/local_tool.py`)": Variant(
+        {"workflows": [AgentWorkflow, LocalToolAgentWorkflow]}, workflow=LOCAL_TOOL_AGENT
+    ),
+}
+
+
+def _lists() -> collections.defaultdict[str, list[float]]:
+    return collections.defaultdict(list)
 
 
 @dataclass
 class Timings:
-    """ms per turn of each repetition, and the dev server's CPU ms per turn."""
+    """Per repetition and kind of run (OURS, LOCAL, FLOOR or a VARIANTS label): wall ms
+    per turn, CPU ms per turn; activity tasks received eagerly / in all, by kind."""
 
-    agent: list[float] = field(default_factory=list)
-    local: list[float] = field(default_factory=list)
-    floor: list[float] = field(default_factory=list)
-    agent_server_cpu: list[float] = field(default_factory=list)
-    floor_server_cpu: list[float] = field(default_factory=list)
+    wall: dict[str, list[float]] = field(default_factory=_lists)
+    server_cpu: dict[str, list[float]] = field(default_factory=_lists)
+    process_cpu: dict[str, list[float]] = field(default_factory=_lists)
+    eager: dict[str, list[int]] = field(
+        default_factory=lambda: collections.defaultdict(lambda: [0, 0])
+    )
 
 
 def echo_calls(turn: int) -> tuple[Call, ...]:
     return (Call("echo", {"text": f"turn {turn}"}),)
 
 
+async def metered_client(target: str) -> tuple[Client, MetricBuffer]:
+    """A client (worker.py's converter) whose workers report their metrics to a buffer."""
+    buffer = MetricBuffer(100_000)
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
+    client = await Client.connect(target, data_converter=common.converter(), runtime=runtime)
+    return client, buffer
+
+
+def count_eager(out: Timings, buffer: MetricBuffer, queues: dict[str, str]) -> None:
+    """Add the activity tasks received since the last call, by kind of run."""
+    kinds = {queue: kind for kind, queue in queues.items()}
+    for update in buffer.retrieve_updates():
+        kind = kinds.get(str(update.attributes.get("task_queue")))
+        if update.metric.name == TASK_RECEIVED and kind is not None:
+            eager = str(update.attributes.get("eager")).lower() == "true"
+            out.eager[kind][0] += update.value if eager else 0
+            out.eager[kind][1] += update.value
+
+
 async def measure(
     client: Client,
+    buffer: MetricBuffer,
     *,
     turns: int,
     delay: float,
     reps: int,
-    local: bool = True,
-    floor_local_tool: bool = False,
-    local_tool_agent: bool = False,
-    **options: object,
+    variants: dict[str, Variant] | None = None,
 ) -> Timings:
-    """Interleaved repetitions (after one warm-up each) of agent, local and floor runs."""
+    """Repetitions (after one warm-up) of every kind of run, in a rotating order."""
+    variants = variants or {}
     out = Timings()
     server = common.dev_server_pid()
-    with common.scripted_model(common.model_turns(turns, echo_calls, delay=delay)) as model:
-        agent_q, floor_q = common.task_queue("agent"), common.task_queue("floor")
-        extra = (LocalToolAgentWorkflow,) if local_tool_agent else ()
-        kind = LOCAL_TOOL_AGENT if local_tool_agent else contract.WORKFLOW_TYPE
-        async with (
-            common.agent_worker(client, model, agent_q, extra_workflows=extra, **options),
-            floor_worker(client, floor_q, **options),
-        ):
+    responder = common.model_turns(turns, echo_calls, delay=delay)
+    queues = {kind: common.task_queue("overhead") for kind in (OURS, FLOOR, *variants)}
+    with common.scripted_model(responder) as model:
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(common.agent_worker(client, model, queues[OURS]))
+            await stack.enter_async_context(floor_worker(client, queues[FLOOR]))
+            for label, variant in variants.items():
+                worker = common.agent_worker(client, model, queues[label], variant.options)
+                await stack.enter_async_context(worker)
+            kinds: dict[str, Callable[[], Awaitable[object]]] = {
+                OURS: run_of(client, queues[OURS], turns, contract.WORKFLOW_TYPE),
+                LOCAL: lambda: local_run(model, turns),
+                FLOOR: lambda: floor_run(client, queues[FLOOR], turns, delay),
+            }
+            for label, variant in variants.items():
+                kinds[label] = run_of(client, queues[label], turns, variant.workflow)
+            order = list(kinds)
+            buffer.retrieve_updates()  # drop what earlier measurements left
             for rep in range(reps + 1):
-                cpu = common.cpu_seconds(server) if server else 0.0
-                began = time.perf_counter()
-                handle = await common.start_run(client, "bench", agent_q, workflow=kind)
-                result = await handle.result()
-                wall = time.perf_counter() - began
-                assert result.turn == turns, result
-                agent_cpu = (common.cpu_seconds(server) - cpu) if server else 0.0
-                local_wall = await local_run(model, turns) if local else float("nan")
-                cpu = common.cpu_seconds(server) if server else 0.0
-                began = time.perf_counter()
-                await client.execute_workflow(
-                    FloorWorkflow.run,
-                    FloorInput(turns=turns, model_delay=delay, local_tool=floor_local_tool),
-                    id=f"{floor_q}-{uuid.uuid4().hex[:8]}",
-                    task_queue=floor_q,
-                )
-                floor_wall = time.perf_counter() - began
-                floor_cpu = (common.cpu_seconds(server) - cpu) if server else 0.0
-                if rep == 0:
-                    continue  # warm-up: imports, sandbox module cache, connections
-                out.agent.append(wall * 1000 / turns)
-                out.local.append(local_wall * 1000 / turns)
-                out.floor.append(floor_wall * 1000 / turns)
-                out.agent_server_cpu.append(agent_cpu * 1000 / turns)
-                out.floor_server_cpu.append(floor_cpu * 1000 / turns)
+                shift = rep % len(order)
+                for kind in order[shift:] + order[:shift]:
+                    cpu = common.cpu_seconds(server) if server else 0.0
+                    process, began = time.process_time(), time.perf_counter()
+                    await kinds[kind]()
+                    if rep == 0:
+                        continue  # warm-up: imports, sandbox module cache, connections
+                    out.wall[kind].append((time.perf_counter() - began) * 1000 / turns)
+                    out.process_cpu[kind].append((time.process_time() - process) * 1000 / turns)
+                    server_cpu = (common.cpu_seconds(server) - cpu) if server else float("nan")
+                    out.server_cpu[kind].append(server_cpu * 1000 / turns)
+                count_eager(out, buffer, queues)
     return out
 
 
-async def local_run(model: AsyncOpenAI, turns: int) -> float:
-    """Wall seconds of the same run through `run_locally` (no Temporal)."""
+def run_of(
+    client: Client, queue: str, turns: int, workflow: str
+) -> Callable[[], Awaitable[object]]:
+    return lambda: agent_run(client, queue, turns, workflow)
+
+
+async def agent_run(client: Client, queue: str, turns: int, workflow: str) -> None:
+    handle = await common.start_run(client, "bench", queue, workflow=workflow)
+    result = await handle.result()
+    assert result.turn == turns, result
+
+
+async def floor_run(client: Client, queue: str, turns: int, delay: float) -> None:
+    await client.execute_workflow(
+        FloorWorkflow.run,
+        FloorInput(turns=turns, model_delay=delay),
+        id=f"{queue}-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+    )
+
+
+async def local_run(model: AsyncOpenAI, turns: int) -> None:
+    """The same run through `run_locally` (no Temporal)."""
     spec = agents.bench.spec()
     now = datetime.now(UTC)
     state = loop.new_state(spec, AgentInput(agent="bench", input="go"), run_id="local", now=now)
-    began = time.perf_counter()
     done = await run_locally(
         state,
         model=ModelActivities(model).call_model,
         registry=AgentRegistry([agents.bench]),
         max_steps=4 * turns,
     )
-    wall = time.perf_counter() - began
     assert done.turn == turns and done.status.value == "completed", done.status
-    return wall
 
 
 async def parallel(client: Client, *, reps: int, tools: int = 8, ms: int = 200) -> dict:
@@ -123,7 +218,7 @@ async def parallel(client: Client, *, reps: int, tools: int = 8, ms: int = 200) 
     def naps(count: int):
         return lambda turn: tuple(Call("nap", {"ms": ms}) for _ in range(count))
 
-    out: dict[str, list[float]] = {"span": [], "many": [], "one": []}
+    out: dict = {"span": [], "many": [], "one": [], "tools": tools, "ms": ms}
     for count, key in ((tools, "many"), (1, "one")):
         with common.scripted_model(common.model_turns(2, naps(count))) as model:
             queue = common.task_queue("parallel")
@@ -149,55 +244,33 @@ async def parallel(client: Client, *, reps: int, tools: int = 8, ms: int = 200) 
     return out
 
 
-OPTIONS: dict[str, dict[str, object]] = {
-    "sandbox on, `workflows` passed through": {"workflow_runner": PASSTHROUGH_WORKFLOWS},
-    "sandbox off (UnsandboxedWorkflowRunner)": {"workflow_runner": UnsandboxedWorkflowRunner()},
-    "max_cached_workflows=0 (no sticky cache)": {"max_cached_workflows": 0},
-}
-
-
-async def section(client: Client, *, quick: bool) -> str:
-    """The markdown of measurements 1 and 2."""
+async def section(client: Client, *, quick: bool) -> report.Section:
+    """Measurements 1 and 2; in a full run, VARIANTS beside the zero-latency runs."""
     turns = 10
-    reps = 3 if quick else 7
-    slow_reps = 2 if quick else 3
-    rows = []
-    for delay in (0.0, 0.3):
-        print(f"overhead: {turns} turns, model latency {delay * 1000:.0f} ms", flush=True)
-        t = await measure(client, turns=turns, delay=delay, reps=reps if not delay else slow_reps)
-        rows.append(report.overhead_row(f"{delay * 1000:.0f} ms", t))
-    options = []
-    if not quick:
-        for label, kwargs in OPTIONS.items():
-            print(f"overhead option: {label}", flush=True)
-            t = await measure(client, turns=turns, delay=0.0, reps=reps, local=False, **kwargs)
-            options.append(report.option_row(label, t))
-        print("overhead option: run_tool as a local activity", flush=True)
-        t = await measure(
-            client, turns=turns, delay=0.0, reps=reps, floor_local_tool=True, local_tool_agent=True
+    metered, buffer = await metered_client(client.service_client.config.target_host)
+    timings = {}
+    for delay, reps in ((0.0, 3 if quick else 7), (0.3, 2 if quick else 3)):
+        label = f"{delay * 1000:.0f} ms"
+        variants = VARIANTS if delay == 0 and not quick else None
+        print(f"overhead: {turns} turns, model latency {label}", flush=True)
+        if variants:
+            print(f"overhead: with {len(variants)} worker options interleaved", flush=True)
+        timings[label] = await measure(
+            metered, buffer, turns=turns, delay=delay, reps=reps, variants=variants
         )
-        options.append(
-            report.option_row("tool as a local activity (both; ours: `bench/local_tool.py`)", t)
-        )
-        print("overhead option: eager activity dispatch (second dev server)", flush=True)
-        async with common.dev_server(
-            common.converter(), dynamic_config=(common.EAGER_ACTIVITIES,)
-        ) as eager:
-            t = await measure(eager.client, turns=turns, delay=0.0, reps=reps, local=False)
-        options.append(report.option_row("eager activities on (server dynamic config)", t))
     print("parallel tools: 8 x 200 ms", flush=True)
     par = await parallel(client, reps=2 if quick else 5)
-    return report.overhead_section(turns, rows, options, par)
+    return report_runtime.overhead_section(turns, timings, par)
 
 
 async def main() -> None:
     import argparse
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
+    parser = argparse.ArgumentParser(description="1. Per-turn overhead, 2. parallel tools")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, no options")
     args = parser.parse_args()
     async with common.dev_server(common.converter()) as env:
-        print(await section(env.client, quick=args.quick))
+        print(report.alone(await section(env.client, quick=args.quick)))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Where the time of a turn goes: `python -m bench.profile [--runs 5]`.
+"""Where the time of a turn goes: `python -m bench.profile [--quick]`.
 
 Three views of the same kind of run (10 turns, zero model latency):
 - the server's clock: history timestamps split into waiting for a worker to
@@ -29,7 +29,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.model_api import to_messages
-from bench import common, report, snapshot_size
+from bench import common, report, report_runtime, states
 from bench.floor import FloorInput, FloorWorkflow
 from bench.overhead import echo_calls
 from bench.worker_process import worker_process
@@ -37,8 +37,8 @@ from examples.scripted_openai import Reply, ScriptedModelServer
 
 TURNS = 10
 WARMUP = 4
-"""Runs before measuring: a worker process's first ~40 workflow tasks are picked up
-faster than all later ones (see ANALYSIS.md), so measure past them."""
+"""Runs of a fresh worker process before measuring (the first one's phases are
+reported apart, to show what a fresh process does differently)."""
 CATEGORIES = [
     ("model call: openai client, httpx", r"(^|[ (/])(openai|httpx|httpcore|anyio)/"),
     ("payload conversion: temporalio converter + pydantic", r"temporalio/(converter|contrib)"),
@@ -97,25 +97,66 @@ def summarise(raw: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]], i
     return categories.most_common(), leaves.most_common(12), total
 
 
-async def timed_runs(client: Client, start, *, runs: int, pid: int) -> tuple[dict, object]:
-    """Wall, worker CPU and dev-server CPU per turn of `runs` runs started by `start()`."""
+async def timed_runs(client: Client, start, *, runs: int, pid: int) -> dict:
+    """Wall, worker CPU and dev-server CPU per turn of `runs` runs started by `start()`,
+    and the median of each server-clock phase over the runs."""
     server = common.dev_server_pid()
     cpu, srv, began = common.cpu_seconds(pid), common.cpu_seconds(server), time.time()
+    handles = []
     for _ in range(runs):
-        handle = await start()
-        await handle.result()
+        handles.append(await start())
+        await handles[-1].result()
     turns = runs * TURNS
-    return {
+    out: dict = {
         "wall_ms": (time.time() - began) * 1000 / turns,
         "worker_cpu_ms": (common.cpu_seconds(pid) - cpu) * 1000 / turns,
         "server_cpu_ms": (common.cpu_seconds(server) - srv) * 1000 / turns,
-    }, handle
+    }
+    each = [phases((await h.fetch_history()).events) for h in handles]
+    out["phases"] = {name: common.median([p.get(name, 0) for p in each]) for name in each[0]}
+    return out
+
+
+async def side(client: Client, start, *, runs: int, pid: int, spy: bool = False) -> dict:
+    """Warm-up runs of a fresh worker process (the first one's phases kept apart), then
+    `runs` measured ones, sampled by py-spy if `spy` and it is installed."""
+    first = await timed_runs(client, start, runs=1, pid=pid)
+    await timed_runs(client, start, runs=WARMUP - 1, pid=pid)
+    recorder = Recorder(pid) if spy and py_spy() else None
+    if recorder is not None:
+        await asyncio.sleep(1)
+    out = await timed_runs(client, start, runs=runs, pid=pid)
+    out["first"] = first["phases"]
+    if recorder is not None:
+        out |= recorder.stop()
+    return out
+
+
+class Recorder:
+    """py-spy recording the worker process until `stop()`."""
+
+    def __init__(self, pid: int) -> None:
+        self._dir = tempfile.TemporaryDirectory()
+        self._raw = Path(self._dir.name) / "raw.txt"
+        argv = [str(py_spy()), "record", "--pid", str(pid), "--rate", "250", "--gil"]
+        argv += ["--format", "raw", "--output", str(self._raw)]
+        self._proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> dict:
+        self._proc.send_signal(signal.SIGINT)
+        _, err = self._proc.communicate(timeout=60)
+        with self._dir:
+            if not self._raw.exists():
+                return {"profile_error": err.decode()[-500:]}
+            if os.environ.get("BENCH_PROFILE_RAW"):
+                shutil.copy(self._raw, os.environ["BENCH_PROFILE_RAW"])
+            return {"profile": summarise(self._raw.read_text())}
 
 
 async def measure(client: Client, *, runs: int) -> dict:
     target = client.service_client.config.target_host
     queue, floor_q = common.task_queue("profile"), common.task_queue("pfloor")
-    out: dict = {"runs": runs, "turns": TURNS}
+    out: dict = {"runs": runs, "turns": TURNS, "warmup": WARMUP}
     floor_command = [sys.executable, "-m", "bench.floor"]
     with (
         ScriptedModelServer(common.model_turns(TURNS, echo_calls)) as model,
@@ -130,37 +171,19 @@ async def measure(client: Client, *, runs: int) -> dict:
                 task_queue=floor_q,
             )
 
-        await timed_runs(client, start_floor, runs=WARMUP, pid=floor.pid)  # warm-up
-        out["floor"], handle = await timed_runs(client, start_floor, runs=runs, pid=floor.pid)
-        out["floor"]["phases"] = phases((await handle.fetch_history()).events)
+        out["floor"] = await side(client, start_floor, runs=runs, pid=floor.pid)
     with (
         ScriptedModelServer(common.model_turns(TURNS, echo_calls)) as model,
         worker_process(target, model.base_url, queue) as worker,
-        tempfile.TemporaryDirectory() as tmp,
     ):
 
         async def start_agent():
             return await common.start_run(client, "bench", queue)
 
-        await timed_runs(client, start_agent, runs=WARMUP, pid=worker.pid)  # warm-up
-        spy, recorder = py_spy(), None
-        raw_file = Path(tmp) / "raw.txt"
-        if spy:
-            argv = [spy, "record", "--pid", str(worker.pid), "--rate", "250", "--gil"]
-            argv += ["--format", "raw", "--output", str(raw_file)]
-            recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            await asyncio.sleep(1)
-        out["ours"], handle = await timed_runs(client, start_agent, runs=runs, pid=worker.pid)
-        out["ours"]["phases"] = phases((await handle.fetch_history()).events)
-        if recorder is not None:
-            recorder.send_signal(signal.SIGINT)
-            _, err = recorder.communicate(timeout=60)
-            if raw_file.exists():
-                out["profile"] = summarise(raw_file.read_text())
-                if os.environ.get("BENCH_PROFILE_RAW"):
-                    shutil.copy(raw_file, os.environ["BENCH_PROFILE_RAW"])
-            else:
-                out["profile_error"] = err.decode()[-500:]
+        out["ours"] = await side(client, start_agent, runs=runs, pid=worker.pid, spy=True)
+    for key in ("profile", "profile_error"):
+        if key in out["ours"]:
+            out[key] = out["ours"].pop(key)
     return out
 
 
@@ -170,7 +193,7 @@ async def model_client_cost(*, reps: int) -> list[tuple[int, int, float, float]]
     rows = []
     with common.scripted_model(lambda request: Reply(content="ok")) as client:
         for turns in (10, 100, 300):
-            messages = to_messages("bench", snapshot_size.state_of(turns).items)
+            messages = to_messages("bench", states.state_of(turns).items)
             body = {"model": "scripted", "messages": messages}
             create, post = [], []
             for _ in range(reps):
@@ -184,11 +207,12 @@ async def model_client_cost(*, reps: int) -> list[tuple[int, int, float, float]]
     return rows
 
 
-async def section(client: Client, *, quick: bool) -> str:
+async def section(client: Client, *, quick: bool) -> report.Section:
     print("profile: phases, CPU, py-spy of the worker process", flush=True)
     measured = await measure(client, runs=3 if quick else 8)
-    measured["model_client"] = await model_client_cost(reps=5 if quick else 15)
-    return report.profile_section(measured)
+    measured["model_client_reps"] = reps = 5 if quick else 15
+    measured["model_client"] = await model_client_cost(reps=reps)
+    return report_runtime.profile_section(measured)
 
 
 async def main() -> None:
@@ -198,7 +222,7 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     async with common.dev_server(common.converter()) as env:
-        print(await section(env.client, quick=args.quick))
+        print((await section(env.client, quick=args.quick)).markdown)
 
 
 if __name__ == "__main__":

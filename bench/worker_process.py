@@ -24,7 +24,8 @@ READY = "worker: serving agents"
 def worker_process(
     target: str, base_url: str, task_queue: str, *, command: list[str] | None = None
 ) -> Iterator[subprocess.Popen]:
-    """`python worker.py` (or `command`) serving `bench.agents` until the block ends."""
+    """`python worker.py` (or `command`) serving `bench.agents` until the block ends; its
+    payload store (on by default) in a temporary directory, not the user's cache."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -38,7 +39,8 @@ def worker_process(
     )
     argv = command or [sys.executable, "worker.py"]
     argv = [*argv, "--agents", "bench.agents", "--task-queue", task_queue]
-    with tempfile.TemporaryFile("w+") as log:
+    with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as store:
+        env["AGENT_PAYLOAD_STORE"] = store
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait_ready(proc, log)

@@ -39,7 +39,7 @@ from client.errors import (
     run_failed,
 )
 from client.operations import RunOperations
-from workflows import contract
+from workflows import contract, details
 from workflows import search_attributes as sa
 from workflows.payloads import (
     AgentInput,
@@ -54,9 +54,6 @@ from workflows.payloads import (
 from workflows.state import Decision, RunState
 
 _M = TypeVar("_M", AgentInput, DecideInput, DecisionSignal)
-
-SUMMARY_INPUT_CHARS = 60
-"""How much of the user's input goes into the run's summary in the Temporal UI."""
 
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
 """Visibility query of the runs that wait for a decision."""
@@ -126,7 +123,7 @@ class AgentClient(RunOperations):
         answer until `end_session`."""
         agent_input = _agent_input(agent, input, context=context, max_turns=max_turns)
         agent_input.session = session
-        return await self._start(agent_input, run_id, input[:SUMMARY_INPUT_CHARS])
+        return await self._start(agent_input, run_id, input)
 
     # --- reading -------------------------------------------------------------------
 
@@ -204,10 +201,17 @@ class AgentClient(RunOperations):
         approvals stay pending, decided calls without a result run once, and a
         failed or cancelled run goes on as running. The new run (default id:
         AGENT-<random>) records its origin; it runs on this client's task queue,
-        whose workers must serve the snapshot's agent tools.
+        whose workers must serve the snapshot's agent tools. `run_id` may be the
+        snapshot's own (e.g. on another server, or after the source ended): that
+        is a resume too. A fork made with `client.snapshots.fork` starts as that fork.
         """
         state = snapshots.loads(snapshot, key=key)
-        return await self._start_from(state, run_id, f"resume of {state.run_id}")
+        origin = state.origin
+        if origin is not None and origin.mode == "fork" and origin.run_id == state.run_id:
+            summary = f"fork of {state.run_id} at turn {origin.turn}"
+        else:
+            summary = f"resume of {state.run_id}"
+        return await self._start_from(state, run_id, summary)
 
     async def fork(
         self,
@@ -236,7 +240,8 @@ class AgentClient(RunOperations):
         return await self._start(agent_input, run_id, summary)
 
     async def _start(self, agent_input: AgentInput, run_id: str | None, summary: str) -> str:
-        """Start AgentWorkflow; the UI's summary line is `agent: summary`."""
+        """Start AgentWorkflow; the UI's summary line is `agent: summary` (shortened,
+        see `workflows.details.static_summary`)."""
         workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
         with self._translating(workflow_id):
             await self.client.start_workflow(
@@ -244,7 +249,7 @@ class AgentClient(RunOperations):
                 agent_input,
                 id=workflow_id,
                 task_queue=self.task_queue,
-                static_summary=f"{agent_input.agent}: {summary}",
+                static_summary=details.static_summary(agent_input.agent, summary),
             )
         return workflow_id
 

@@ -24,10 +24,12 @@ from temporalio.runtime import Runtime, TelemetryConfig
 
 from client import cli_ops, render, snapshots
 from client.agent_client import AgentClient
+from client.confirmed_signal import send_decision
 from client.errors import AgentClientError, InvalidSnapshot
 from workflows import contract
 from workflows.payloads import AgentResult, DecideInput, PendingApproval
 from workflows.snapshot import json_schema
+from workflows.state import Decision
 
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"
@@ -78,8 +80,12 @@ async def _run(args: argparse.Namespace) -> str:
         args.context = parse_context(args.context)  # before connecting: fail fast, offline
     if getattr(args, "arguments", None) is not None:
         args.arguments = parse_arguments(args.arguments)
-    if getattr(args, "file", None) is not None:  # resume, fork: verified before connecting
+    if getattr(args, "file", None) is not None:  # resume, fork: checked before connecting
         args.snapshot = snapshots.loads(read_file(args.file))
+        if getattr(args, "at_turn", None) is not None:
+            args.snapshot = snapshots.fork(
+                args.snapshot, at_turn=args.at_turn, new_input=args.input
+            )
     agents = await AgentClient.connect(
         profile=args.profile,
         address=args.address,
@@ -161,15 +167,23 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
     options["always"] = args.always
     if decision == "approve":
         options["arguments"] = args.arguments
+    if args.request_id is not None and not args.wait:
+        raise AgentClientError("--request-id goes with --wait (it is the update's id)")
     if args.wait:
-        recorded = await agents.decide(args.run_id, args.call_id, decision, **options)
-        return recorded.model_dump_json(indent=2) if args.json else render.decision(recorded)
-    send = agents.approve if decision == "approve" else agents.reject
-    await send(args.run_id, args.call_id, **options)
+        recorded = await agents.decide(
+            args.run_id, args.call_id, decision, request_id=args.request_id, **options
+        )
+    else:  # the signal; the run's state tells whether it was applied, held or refused
+        request = DecideInput(call_id=args.call_id, decision=decision, **options)
+        recorded = await send_decision(agents, args.run_id, request)
     if args.json:
-        sent = DecideInput(call_id=args.call_id, decision=decision, **options)
-        return sent.model_dump_json(indent=2)
-    return f"{decision} sent for call {args.call_id} of run {args.run_id}"
+        return recorded.model_dump_json(indent=2)
+    if isinstance(recorded, Decision):
+        return render.decision(recorded)
+    return (
+        f"{decision} of call {args.call_id} held: run {args.run_id} applies it when the "
+        "model proposes that call (a model call is under way)"
+    )
 
 
 async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -195,9 +209,8 @@ async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
-    run_id = await agents.fork(
-        args.snapshot, at_turn=args.at_turn, input=args.input, run_id=args.id
-    )
+    # args.snapshot is the fork already (made in _run, before connecting).
+    run_id = await agents.resume(args.snapshot, run_id=args.id)
     return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
 
 
@@ -375,7 +388,15 @@ def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
         )
     sub.add_argument("--always", action="store_true", help="same decision for later calls")
     sub.add_argument(
-        "--wait", action="store_true", help="use the `decide` update and print the decision"
+        "--wait",
+        action="store_true",
+        help="use the `decide` update: refused at once if it cannot apply (default: the "
+        "signal, then the run's state is read to report what it did with it)",
+    )
+    sub.add_argument(
+        "--request-id",
+        metavar="ID",
+        help="(--wait) the update id: a retried command with the same id gets the first answer",
     )
 
 

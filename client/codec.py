@@ -18,6 +18,12 @@ RunState in plain text. Configuration, read by `keys_from_env`:
 No keys configured: encryption is off (payloads stay plain JSON), and an
 encrypted payload met on the way in raises `CodecKeyError` saying so.
 `python -m client.codec new-key KID` prints a fresh `KID:BASE64` entry.
+
+`data_converter_from_env` builds the data converter every process uses (worker,
+`AgentClient`, `agentctl`): pydantic JSON, this codec, and the payload store of
+`client.payload_store`. Payloads big enough for the store are encrypted in
+deterministic chunks (`client.codec_chunks`) so that the store still keeps each
+repeated part of a growing conversation once.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
@@ -42,7 +49,9 @@ from temporalio.converter import (
     PayloadCodec,
 )
 
+from client.codec_chunks import CHUNKED_ENCODING, ChunkCipher, ChunkFormatError, can_chunk
 from client.errors import AgentClientError
+from client.payload_store import external_storage
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 KEYS_FILE_ENV = "AGENT_CODEC_KEYS_FILE"
@@ -54,6 +63,7 @@ KEY_ID_METADATA = "encryption-key-id"
 """Metadata naming the key that encrypted the payload (a name, never key material)."""
 KEY_BYTES = 32
 NONCE_BYTES = 12
+TAG_BYTES = 16
 _KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
@@ -67,6 +77,15 @@ class CodecConfigError(CodecError):
 
 class CodecKeyError(CodecError):
     """A payload cannot be decrypted: its key is not configured, or the key is wrong."""
+
+    def __init__(self, message: str, *, key_id: str | None) -> None:
+        super().__init__(message)
+        self.key_id = key_id
+        """Id of the key the payload names (None when the payload names none)."""
+
+
+class CodecDataError(CodecError):
+    """An encrypted payload is malformed: truncated, or not something this codec wrote."""
 
     def __init__(self, message: str, *, key_id: str | None) -> None:
         super().__init__(message)
@@ -167,15 +186,23 @@ class EncryptionCodec(PayloadCodec):
     binary/encrypted` and `encryption-key-id`, data = 12-byte random nonce +
     ciphertext + 16-byte tag, no associated data.
 
+    Payloads whose data has at least `chunk_threshold` bytes (when set: the
+    payload store's threshold) are encrypted in deterministic chunks instead
+    (`client.codec_chunks`, encoding `binary/encrypted-chunked`), so that the
+    payload store can dedup what successive payloads share.
+
     With `keys=None` it encrypts nothing and refuses, with a clear error,
     encrypted payloads it cannot read. Payloads that are not encrypted always
     pass through on decode, so histories recorded before encryption stay readable.
     """
 
-    def __init__(self, keys: CodecKeys | None) -> None:
+    def __init__(self, keys: CodecKeys | None, *, chunk_threshold: int | None = None) -> None:
         self.keys = keys
         """The keys, or None when encryption is off."""
+        self.chunk_threshold = chunk_threshold
+        """Data size from which payloads are encrypted in chunks. Default None: never."""
         self._ciphers = {k: AESGCM(v) for k, v in keys.keys.items()} if keys else {}
+        self._chunk_ciphers = {k: ChunkCipher(v) for k, v in keys.keys.items()} if keys else {}
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         """Encrypt every payload with the primary key (unchanged when encryption is off)."""
@@ -189,25 +216,55 @@ class EncryptionCodec(PayloadCodec):
         """`encode` without an event loop (the codec server's threads)."""
         if self.keys is None:
             return list(payloads)
-        key_id = self.keys.primary
-        cipher = self._ciphers[key_id]
-        encoded = []
-        for payload in payloads:
-            nonce = secrets.token_bytes(NONCE_BYTES)
-            sealed = cipher.encrypt(nonce, payload.SerializeToString(), None)
-            encoded.append(
-                Payload(
-                    metadata={"encoding": ENCODING, KEY_ID_METADATA: key_id.encode()},
-                    data=nonce + sealed,
-                )
-            )
-        return encoded
+        return [self._encrypt(payload, self.keys.primary) for payload in payloads]
 
     def decode_sync(self, payloads: Sequence[Payload]) -> list[Payload]:
         """`decode` without an event loop (the codec server's threads)."""
         return [self._decrypt(p) if is_encrypted(p) else p for p in payloads]
 
+    def _encrypt(self, payload: Payload, key_id: str) -> Payload:
+        threshold = self.chunk_threshold
+        if threshold is not None and len(payload.data) >= threshold and can_chunk(payload):
+            sealed = self._chunk_ciphers[key_id].seal(payload, key_id=key_id)
+            sealed.metadata[KEY_ID_METADATA] = key_id.encode()
+            return sealed
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        sealed = self._ciphers[key_id].encrypt(nonce, payload.SerializeToString(), None)
+        return Payload(
+            metadata={"encoding": ENCODING, KEY_ID_METADATA: key_id.encode()},
+            data=nonce + sealed,
+        )
+
     def _decrypt(self, payload: Payload) -> Payload:
+        key_id = self._key_id_of(payload)
+        data = payload.data
+        chunked = payload.metadata["encoding"] == CHUNKED_ENCODING
+        if not chunked and len(data) < NONCE_BYTES + TAG_BYTES:
+            raise CodecDataError(
+                f"malformed encrypted payload (codec key {key_id!r}): {len(data)} bytes, "
+                "shorter than a nonce and a tag",
+                key_id=key_id,
+            )
+        try:
+            if chunked:
+                return self._chunk_ciphers[key_id].open(payload, key_id=key_id)
+            plain = self._ciphers[key_id].decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], None)
+            decoded = Payload()
+            decoded.ParseFromString(plain)
+        except InvalidTag:
+            raise CodecKeyError(
+                f"cannot decrypt payload with codec key {key_id!r}: "
+                "wrong key material for that id, or the payload was altered",
+                key_id=key_id,
+            ) from None
+        except (ChunkFormatError, DecodeError, ValueError) as err:
+            raise CodecDataError(
+                f"malformed encrypted payload (codec key {key_id!r}): {err}", key_id=key_id
+            ) from None
+        return decoded
+
+    def _key_id_of(self, payload: Payload) -> str:
+        """The id of the configured key `payload` names; CodecKeyError if there is none."""
         key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode(errors="replace")
         if not key_id:
             raise CodecKeyError("encrypted payload names no key id", key_id=None)
@@ -217,38 +274,31 @@ class EncryptionCodec(PayloadCodec):
                 f"configured here: set {KEYS_ENV} or {KEYS_FILE_ENV}",
                 key_id=key_id,
             )
-        cipher = self._ciphers.get(key_id)
-        if cipher is None:
+        if key_id not in self._ciphers:
             raise CodecKeyError(
                 f"payload is encrypted with codec key {key_id!r}, which is not configured "
                 f"here (configured: {', '.join(sorted(self.keys.keys))})",
                 key_id=key_id,
             )
-        data = payload.data
-        try:
-            plain = cipher.decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], None)
-        except InvalidTag:
-            raise CodecKeyError(
-                f"cannot decrypt payload with codec key {key_id!r}: "
-                "wrong key material for that id, or the payload was altered",
-                key_id=key_id,
-            ) from None
-        decoded = Payload()
-        decoded.ParseFromString(plain)
-        return decoded
+        return key_id
 
 
 def is_encrypted(payload: Payload) -> bool:
     """Whether `payload` was encrypted by an `EncryptionCodec`."""
-    return payload.metadata.get("encoding") == ENCODING
+    return payload.metadata.get("encoding") in (ENCODING, CHUNKED_ENCODING)
 
 
 def codec_data_converter(
-    keys: CodecKeys | None, *, base: DataConverter = pydantic_data_converter
+    keys: CodecKeys | None,
+    *,
+    base: DataConverter = pydantic_data_converter,
+    chunk_threshold: int | None = None,
 ) -> DataConverter:
     """`base` with the encryption codec; with keys, failure messages and stack traces
-    move into the failure's encoded attributes so that they are encrypted too."""
-    converter = dataclasses.replace(base, payload_codec=EncryptionCodec(keys))
+    move into the failure's encoded attributes so that they are encrypted too.
+    `chunk_threshold`: see `EncryptionCodec`."""
+    codec = EncryptionCodec(keys, chunk_threshold=chunk_threshold)
+    converter = dataclasses.replace(base, payload_codec=codec)
     if keys is None:
         return converter
     return dataclasses.replace(
@@ -259,9 +309,20 @@ def codec_data_converter(
 def data_converter_from_env(
     env: Mapping[str, str] | None = None, *, base: DataConverter = pydantic_data_converter
 ) -> DataConverter:
-    """The data converter every process of the project uses: `base` plus the codec
-    configured in the environment (encryption off when no keys are set)."""
-    return codec_data_converter(keys_from_env(env), base=base)
+    """The data converter of every process of the project (worker, `AgentClient`,
+    `agentctl`): `base` (pydantic JSON), the codec configured in the environment
+    (encryption off when no keys are set) and the payload store (AGENT_PAYLOAD_STORE,
+    AGENT_PAYLOAD_THRESHOLD: `client.payload_store`). Payloads the store takes are
+    encrypted in chunks it can dedup. Raises `CodecConfigError` or `PayloadStoreError`
+    (both `AgentClientError`s) for an unusable configuration."""
+    env = os.environ if env is None else env
+    keys = keys_from_env(env)
+    storage = external_storage(env)
+    threshold = storage.payload_size_threshold if storage is not None else None
+    converter = codec_data_converter(keys, base=base, chunk_threshold=threshold)
+    if storage is None:
+        return converter
+    return dataclasses.replace(converter, external_storage=storage)
 
 
 def new_key_entry(key_id: str) -> str:

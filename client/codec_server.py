@@ -13,11 +13,18 @@ Who may call it:
   (several comma-separated tokens rotate): the `temporal` CLI
   (`--codec-endpoint URL --codec-auth "Bearer TOKEN"`) and services;
 - the Temporal UI in a browser: open `/login` on this server once, enter a
-  token, and it sets an HttpOnly, SameSite=Strict cookie; the UI sends it when
-  its codec setting "include cross-origin credentials" is on
-  (`TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true` for the `temporalio/ui` image);
+  token, and it sets an HttpOnly, Secure, SameSite=None cookie; the UI sends it
+  when its codec setting "include cross-origin credentials" is on
+  (`TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true` for the `temporalio/ui` image).
+  SameSite=None because the UI is another origin, often another site (Temporal
+  Cloud's UI always is); the cookie counts only on requests whose `Origin` is
+  an allowed UI origin, so another site cannot use it. Browsers that block
+  third-party cookies (Safari, Firefox's strict mode) do not send it to a
+  cross-site UI: see deploy/README.md for Temporal Cloud;
 - nobody else: 401. `--allow-unauthenticated` turns the check off, accepted
-  only on a loopback address (the dev UI of `worker.py --dev --codec-server`).
+  only on a loopback address (the dev UI of `worker.py --dev --codec-server`,
+  or a codec server on an operator's own machine for Temporal Cloud's UI).
+  Temporal Cloud's "pass access token" (a Cloud JWT) is not accepted.
 
 Browsers may call it only from the UI origins in `--cors-origin` /
 `AGENT_CODEC_SERVER_CORS_ORIGINS` (default: the dev UI, `http://localhost:8233`
@@ -164,8 +171,12 @@ class _Handler(BaseHTTPRequestHandler):
                 result = codec.encode_sync(payloads.payloads)
             else:
                 result = codec.decode_sync(payloads.payloads)
-        except CodecError as err:  # names a key id at most
+        except CodecError as err:  # unknown key, wrong key, malformed: names a key id at most
             self._error(HTTPStatus.BAD_REQUEST, err.message)
+            return
+        except Exception as err:  # a bug: answer, and log no more than the error's type
+            logger.error("%s failed: %s", endpoint, type(err).__name__)
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{endpoint} failed")
             return
         self._count: int | None = len(result)
         answer = json_format.MessageToJson(Payloads(payloads=result), indent=None)
@@ -179,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._known_token(token):
             self._error(HTTPStatus.UNAUTHORIZED, "wrong token")
             return
-        cookie = f"{COOKIE}={token}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=43200"
+        cookie = f"{COOKIE}={token}; Path=/; HttpOnly; Secure; SameSite=None; Max-Age=43200"
         self._send(HTTPStatus.OK, b"logged in\n", "text/plain", extra={"Set-Cookie": cookie})
 
     # --- helpers ---------------------------------------------------------------------
@@ -194,8 +205,14 @@ class _Handler(BaseHTTPRequestHandler):
         scheme, _, token = self.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and self._known_token(token.strip()):
             return True
+        if not self._allowed_origin():  # the cookie is sent cross-site: only the UI may use it
+            return False
         cookie = SimpleCookie(self.headers.get("Cookie", ""))
         return COOKIE in cookie and self._known_token(cookie[COOKIE].value)
+
+    def _allowed_origin(self) -> bool:
+        origin = self.headers.get("Origin")
+        return bool(origin) and origin in self.server.config.cors_origins
 
     def _known_token(self, token: str) -> bool:
         given = token.encode()
@@ -215,15 +232,18 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length)
 
     def _cors_headers(self, *, preflight: bool) -> dict[str, str]:
-        origin = self.headers.get("Origin")
         headers = {"Vary": "Origin"}
-        if origin and origin in self.server.config.cors_origins:
-            headers["Access-Control-Allow-Origin"] = origin
+        if self._allowed_origin():
+            headers["Access-Control-Allow-Origin"] = self.headers["Origin"]
             headers["Access-Control-Allow-Credentials"] = "true"
             if preflight:
                 headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
                 headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, X-Namespace"
                 headers["Access-Control-Max-Age"] = "600"
+                # Chrome asks before a public page (Temporal Cloud's UI) calls a server on
+                # the operator's own machine or network.
+                if self.headers.get("Access-Control-Request-Private-Network") == "true":
+                    headers["Access-Control-Allow-Private-Network"] = "true"
         return headers
 
     def _error(self, status: HTTPStatus, message: str) -> None:

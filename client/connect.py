@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.converter import DataConverter
-from temporalio.envconfig import ClientConfig
+from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
 
 from client.codec import data_converter_from_env
@@ -30,11 +31,13 @@ async def connect(
     Settings come from Temporal's environment configuration (TOML profiles,
     `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, TLS); an explicit
     `address` or `namespace` overrides them. Defaults: `localhost:7233`, `default`.
+    An empty API key counts as none (see `_connect_config`).
     `runtime` defaults to the SDK's process-wide one. `data_converter` defaults
-    to the pydantic converter with the payload codec configured in the
-    environment (`client.codec`: AGENT_CODEC_KEYS...; encryption off without keys).
+    to the one worker.py uses too, `client.codec.data_converter_from_env`: pydantic
+    JSON, the payload codec (AGENT_CODEC_KEYS...; encryption off without keys)
+    and the payload store (AGENT_PAYLOAD_STORE...).
     Raises `ConnectError` (an `AgentClientError`) naming the address on failure,
-    `CodecConfigError` (also one) for an unusable key configuration.
+    `CodecConfigError` or `PayloadStoreError` (also ones) for an unusable configuration.
     """
     config = _connect_config(profile, address=address, namespace=namespace)
     config["data_converter"] = data_converter or data_converter_from_env()
@@ -49,11 +52,22 @@ async def connect(
 def _connect_config(
     profile: str | None, *, address: str | None, namespace: str | None
 ) -> dict[str, Any]:
+    """Connect arguments from the profile and environment, then the overrides.
+
+    An empty API key (`TEMPORAL_API_KEY=""`, as a Kubernetes Secret or compose
+    file with an unset value injects) is dropped: `temporalio.envconfig` would
+    otherwise send it and turn TLS on by itself, so that a worker could not
+    reach a plain self-hosted cluster. TLS set explicitly (`TEMPORAL_TLS*`, the
+    profile's `tls`) still applies.
+    """
     try:
-        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
+        loaded = ClientConfigProfile.load(profile=profile)
     except Exception as err:  # bad TOML, unknown profile: the bridge raises RuntimeError
         what = f"profile {profile!r}" if profile else "configuration"
         raise AgentClientError(f"cannot load the Temporal {what}: {_reason(err)}") from err
+    if loaded.api_key is not None and not loaded.api_key.strip():
+        loaded = dataclasses.replace(loaded, api_key=None)
+    config: dict[str, Any] = dict(loaded.to_client_connect_config())
     config["target_host"] = address or config.get("target_host") or DEFAULT_ADDRESS
     config["namespace"] = namespace or config.get("namespace") or DEFAULT_NAMESPACE
     return config

@@ -95,20 +95,29 @@ class WatchEvent(BaseModel):
     """True on the last event: the run ended, or waits for a decision or a message."""
     pending: list[PendingApproval] = []
     """On the last event of a run awaiting approval: the calls to decide."""
+    closed: str | None = None
+    """On the last event of a run that closed without a final status (terminated, timed
+    out): Temporal's status, lower case; `view` is then the run's last status."""
 
 
 def list_query(
     *, status: str | None = None, agent: str | None = None, query: str | None = None
 ) -> str:
     """The visibility query of `list_runs`: agent runs, narrowed by status, agent and
-    `query` (any visibility query, ANDed in parentheses)."""
+    `query` (any visibility query, ANDed in parentheses).
+
+    A run that was terminated or timed out keeps its last `AgentStatus`, so a status
+    that is not final also asks for `ExecutionStatus = "Running"`."""
     parts = [f'WorkflowType = "{contract.WORKFLOW_TYPE}"']
     if status is not None:
         try:
-            parts.append(f'{sa.AGENT_STATUS.name} = "{RunStatus(status).value}"')
+            wanted = RunStatus(status)
         except ValueError:
             known = ", ".join(s.value for s in RunStatus)
             raise AgentClientError(f"unknown status {status!r}; one of: {known}") from None
+        parts.append(f'{sa.AGENT_STATUS.name} = "{wanted.value}"')
+        if not wanted.is_final:
+            parts.append('ExecutionStatus = "Running"')
     if agent is not None:
         if not agent or any(c in agent for c in "\"'\\"):
             raise AgentClientError(f"invalid agent name {agent!r}")
@@ -210,18 +219,24 @@ class RunOperations:
         every_poll: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """The run's status as it changes (every poll with `every_poll`), until it ends
-        or waits for a decision or a message; the last event has `done` set."""
+        or waits for a decision or a message; the last event has `done` set.
+
+        A run that closed without a final status (terminated, timed out) ends the watch
+        too, with Temporal's status in `closed`."""
         began = time.monotonic()
         last: StatusView | None = None
         while True:
-            view = await self.status(run_id)
-            done = view.status.is_final or view.status in _WAITING
+            view, closed = await self._status_or_closed(run_id)
+            done = closed is not None or view.status.is_final or view.status in _WAITING
             event = WatchEvent(
-                run_id=run_id, elapsed_seconds=round(time.monotonic() - began, 1), view=view
+                run_id=run_id,
+                elapsed_seconds=round(time.monotonic() - began, 1),
+                view=view,
+                closed=closed,
             )
             if done:
                 event.done = True
-                if view.status is RunStatus.AWAITING_APPROVAL:
+                if closed is None and view.status is RunStatus.AWAITING_APPROVAL:
                     event.pending = await self.pending(run_id)
                 yield event
                 return
@@ -229,6 +244,18 @@ class RunOperations:
                 yield event
             last = view
             await asyncio.sleep(interval.total_seconds())
+
+    async def _status_or_closed(self, run_id: str) -> tuple[StatusView, str | None]:
+        """The run's status and, if it closed without a final one, Temporal's status."""
+        view = await self.status(run_id)
+        if view.status.is_final:
+            return view, None
+        with self._translating(run_id):
+            described = await self.client.get_workflow_handle(run_id).describe()
+        if described.status in (None, WorkflowExecutionStatus.RUNNING):
+            return view, None
+        view = await self.status(run_id)  # it may have set its final status meanwhile
+        return view, None if view.status.is_final else _temporal_status(described.status)
 
     async def setup_search_attributes(self, *, namespace: str | None = None) -> SetupReport:
         """Register the contract's search attributes on the namespace (default: the

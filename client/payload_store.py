@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,11 +37,13 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+from client.errors import AgentClientError
+
 DEFAULT_THRESHOLD = 128 * 1024
 CHUNK_SIZE = 64 * 1024
 
 
-class PayloadStoreError(Exception):
+class PayloadStoreError(AgentClientError):
     """The payload store is misconfigured or a stored payload cannot be read."""
 
 
@@ -98,9 +102,7 @@ class LocalDirectoryDriver(StorageDriver):
         path = self._path(digest)
         if not path.exists():  # content-addressed: an existing file holds these bytes
             path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.partial")
-            partial.write_bytes(blob)
-            partial.replace(path)  # atomic: readers never see half a file
+            _write_atomically(path, blob)
         return digest
 
     def _get(self, digest: str) -> bytes:
@@ -121,6 +123,27 @@ class LocalDirectoryDriver(StorageDriver):
         if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
             raise PayloadStoreError(f"malformed payload claim: {digest!r}")
         return self._directory / digest[:2] / digest
+
+
+def _write_atomically(path: Path, blob: bytes) -> None:
+    """Write `blob` to `path` through a temporary file of its own in the same directory,
+    so that readers never see half a file and concurrent writers of the same content
+    (threads of one process, several processes, several machines on a shared volume)
+    never clash: each renames its complete copy over the same name."""
+    handle, partial = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".partial"
+    )
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(blob)
+            file.flush()
+            os.fsync(file.fileno())  # history will name this part: it must survive a crash
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        if not path.exists():  # another writer's copy of the same bytes is as good
+            raise
 
 
 def default_directory(env: Mapping[str, str]) -> Path:

@@ -155,12 +155,19 @@ def runs(found: list[RunSummary]) -> str:
 
 def watch_line(event: WatchEvent) -> str:
     """`[  2.5s] support-ab12 · running · turn 1 · 0 pending approvals · 15 tokens`."""
-    return f"[{event.elapsed_seconds:5.1f}s] {status(event.run_id, event.view)}"
+    if event.closed is not None:  # closed without a final status: say how it ended
+        line = SEP.join([event.run_id, event.closed, f"turn {event.view.turn}"])
+    else:
+        line = status(event.run_id, event.view)
+    return f"[{event.elapsed_seconds:5.1f}s] {line}"
 
 
 def watch_outcome(event: WatchEvent) -> str:
     """What the watched run needs now, with the commands that give it."""
     run_id, view = event.run_id, event.view
+    if event.closed is not None:
+        last = SEP.join([f"last status {view.status.value}", f"turn {view.turn}"])
+        return f"run {run_id} ended: {event.closed} ({last})"
     if view.status is RunStatus.AWAITING_APPROVAL:
         return "\n".join(
             [

@@ -1,7 +1,10 @@
 """Reading and writing snapshot files on the client side, with the signing key.
 
-The key is configuration of the client side only (`AGENT_SNAPSHOT_KEY`); the
-workflow never signs or verifies anything, it only carries RunState.
+The key is configuration of the client side only (`AGENT_SNAPSHOT_KEY`): this is
+where signed snapshots are verified, before a run starts from one. Workers never
+hold the key; a run started directly with a snapshot file as `resume_from` gets
+its SHA-256 digest checked, an HMAC one is left to the client that starts it
+(see `workflows.snapshot.state_of_document`).
 """
 
 from __future__ import annotations

@@ -59,15 +59,19 @@ def render(pins: dict[str, str]) -> str:
     return HEADER + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
+def is_current(lock: Path = LOCK) -> bool:
+    """Whether `lock` is exactly what this venv's packages give (tests/test_deploy.py)."""
+    return lock.read_text() == render(runtime_closure())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    text = render(runtime_closure())
     if args == ["--check"]:
-        if LOCK.read_text() != text:
+        if not is_current():
             print("lock: deploy/requirements.lock is stale: run python deploy/lock.py")
             return 1
         return 0
-    LOCK.write_text(text)
+    LOCK.write_text(render(runtime_closure()))
     print(f"lock: wrote {LOCK}")
     return 0
 

@@ -1,20 +1,24 @@
 """Write the JSON Schema of the current snapshot version: `python -m schemas.generate [--check]`.
 
-`schemas/runstate-<SCHEMA_VERSION>.schema.json` is the published schema of a
-released version and never changes in substance: if the model no longer
-produces it, the model changed without a version bump and this refuses to
-overwrite it. Only documentation (titles and descriptions) may be refreshed.
-`--check` writes nothing and fails unless the committed file is up to date.
+`schemas/runstate-<version>.schema.json` is the published schema of a released
+version and never changes in substance: if the model no longer produces it,
+the model changed without a version bump and this refuses to overwrite it.
+Only documentation (titles and descriptions) may be refreshed. `--check`
+writes nothing and fails unless the committed file is up to date and every
+released version (`released_versions`) has its schema committed, each minor
+version only adding optional fields to the previous minor of its major.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from workflows.migrations import MIGRATIONS
 from workflows.snapshot import json_schema
 from workflows.state import SCHEMA_VERSION
 
@@ -22,9 +26,70 @@ SCHEMA_DIR = Path(__file__).resolve().parent
 DRIFT = "RunState changed without a schema version bump: bump SCHEMA_VERSION and add a migration"
 
 
+_VERSIONED = {"$id", "title"}
+"""Top-level keywords that name the version: they differ between any two versions."""
+
+
 def schema_path(version: str = SCHEMA_VERSION) -> Path:
     """Where the schema of a released version is committed."""
     return SCHEMA_DIR / f"runstate-{version}.schema.json"
+
+
+def released_versions() -> list[str]:
+    """Every released version, oldest first: each one a migration starts from, and the newest."""
+    return sorted({*MIGRATIONS, SCHEMA_VERSION}, key=_version)
+
+
+def _version(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
+def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """How `new` (a minor version) does more than add optional fields to `old`, the
+    previous minor of the same major: one line per change, with its JSON pointer.
+
+    Allowed: new properties (not required) and new `$defs`; documentation; the
+    version itself (`$id`, `title`, the `schema_version` constant). Anything else
+    (a removed or changed keyword, a new required field, a new constraint) is not.
+    """
+    old, new = substance(old), substance(new)
+    for schema in (old, new):
+        for key in _VERSIONED:
+            schema.pop(key, None)
+        schema.get("properties", {}).pop("schema_version", None)
+    return _changes(old, new, "")
+
+
+def _changes(old: Any, new: Any, pointer: str) -> list[str]:
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [] if old == new else [f"{pointer or '/'}: changed"]
+    found = [f"{pointer}/{k}: removed" for k in old if k not in new]
+    for key in old.keys() & new.keys():
+        found += _changes(old[key], new[key], f"{pointer}/{key}")
+    extendable = pointer.endswith("/properties") or pointer == "/$defs"
+    found += [f"{pointer}/{k}: added" for k in new.keys() - old.keys() if not extendable]
+    return sorted(found)
+
+
+def release_problems() -> list[str]:
+    """What is wrong with the committed schemas of the released versions (empty: nothing)."""
+    problems, committed = [], {}
+    for version in released_versions():
+        path = schema_path(version)
+        if not path.exists():
+            problems.append(f"{path.name} is missing: every released version keeps its schema")
+            continue
+        committed[version] = json.loads(path.read_text(encoding="utf-8"))
+    versions = list(committed)
+    for older, newer in itertools.pairwise(versions):
+        if _version(older)[0] != _version(newer)[0]:
+            continue  # a new major may break anything
+        problems += [
+            f"{schema_path(newer).name}: {change} (a minor version only adds optional fields)"
+            for change in non_additive_changes(committed[older], committed[newer])
+        ]
+    return problems
 
 
 def render(schema: dict[str, Any]) -> str:
@@ -54,6 +119,12 @@ def main(argv: list[str] | None = None, *, path: Path | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m schemas.generate", description=__doc__)
     parser.add_argument("--check", action="store_true", help="verify only, write nothing")
     args = parser.parse_args(argv)
+    if path is None:
+        problems = release_problems()
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            return 1
     path = path or schema_path()
     schema = json_schema()
     text = render(schema)

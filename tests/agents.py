@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from datetime import timedelta
 
 from temporalio.common import RetryPolicy
@@ -11,6 +13,9 @@ from activities import Agent, ApprovalCondition, ApprovalPolicy, ToolContext, to
 
 CALLS: list[tuple[str, dict, str]] = []
 """(tool, arguments, idempotency key) of every tool execution in this process."""
+
+NAPS: list[tuple[float, float]] = []
+"""(start, end) on the monotonic clock of every `nap` that finished."""
 
 FAST_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=100),
@@ -86,7 +91,17 @@ def blob(size: int, ctx: ToolContext) -> str:
     return "B" * size
 
 
-assistant = dataclasses.replace(assistant, tools=[*assistant.tools, blob])
+@tool
+async def nap(seconds: float, ctx: ToolContext) -> str:
+    """Sleep `seconds`: a slow tool that needs no approval."""
+    CALLS.append(("nap", {"seconds": seconds}, ctx.idempotency_key))
+    began = time.monotonic()
+    await asyncio.sleep(seconds)
+    NAPS.append((began, time.monotonic()))
+    return f"slept {seconds}"
+
+
+assistant = dataclasses.replace(assistant, tools=[*assistant.tools, blob, nap])
 
 concierge = dataclasses.replace(
     assistant, name="concierge", turns_per_workflow_run=2, tool_output_limit=1000

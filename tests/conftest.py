@@ -52,11 +52,12 @@ class RunningWorker:
 
 @asynccontextmanager
 async def serving(
-    client: Client, model_server: ScriptedModelServer
+    client: Client, model_server: ScriptedModelServer, *, task_queue: str | None = None
 ) -> AsyncIterator[RunningWorker]:
-    """A real worker for the test agents on a fresh task queue, talking to `model_server`."""
+    """A real worker for the test agents on `task_queue` (default: a fresh one),
+    talking to `model_server`."""
     agents.CALLS.clear()
-    task_queue = f"test-{uuid.uuid4().hex[:8]}"
+    task_queue = task_queue or f"test-{uuid.uuid4().hex[:8]}"
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     running = build_worker(
         client,

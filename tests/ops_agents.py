@@ -1,10 +1,14 @@
-"""An agent for the worker-lifecycle tests: its tool takes a while and leaves marks on disk
-(the worker runs in another process, so the marks are how the test sees the tool)."""
+"""An agent for the worker-lifecycle and telemetry tests: its tools take a while; `nap`
+leaves marks on disk (the worker runs in another process, so the marks are how the test
+sees the tool)."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
+
+from temporalio.common import RetryPolicy
 
 from activities import Agent, ToolContext, tool
 
@@ -19,10 +23,23 @@ async def nap(seconds: float, ctx: ToolContext) -> str:
     return f"slept {seconds}s"
 
 
+@tool(timeout=timedelta(seconds=1), retry_policy=RetryPolicy(maximum_attempts=1))
+async def stall(seconds: float) -> str:
+    """Sleep `seconds`, longer than its 1 s timeout allows; one attempt only."""
+    await asyncio.sleep(seconds)
+    return f"stalled {seconds}s"
+
+
+@tool
+def gadget() -> object:
+    """Return something that is not JSON (the tool result cannot be sent)."""
+    return object()
+
+
 napper = Agent(
     name="napper",
     instructions="You nap when asked.",
     model="test-model",
-    tools=[nap],
+    tools=[nap, stall, gadget],
     max_turns=3,
 )

@@ -1,20 +1,29 @@
 """Helpers of the operations tests: polling visibility, worker.py in a subprocess,
-fresh namespaces."""
+fresh namespaces, an in-process worker whose metrics are scraped over HTTP."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 from google.protobuf.duration_pb2 import Duration
+from openai import AsyncOpenAI
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
 
-from tests.test_worker import ROOT, without_openai_key
+from activities import telemetry
+from activities.registry import AgentRegistry
+from tests.test_worker import ROOT, free_port, without_openai_key
+from worker import build_worker
 
 T = TypeVar("T")
 
@@ -77,3 +86,76 @@ async def fresh_namespace(env) -> Client:
         )
     )
     return await Client.connect(env.client.service_client.config.target_host, namespace=name)
+
+
+_SAMPLE = re.compile(r"^(\w+)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """The samples of a Prometheus text exposition: (name, labels, value)."""
+    found = []
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match and not line.startswith("#"):
+            labels = dict(_LABEL.findall(match.group(2) or ""))
+            found.append((match.group(1), labels, float(match.group(3))))
+    return found
+
+
+def total(found, name: str, **labels: str) -> float:
+    """Sum of the samples of `name` whose labels include `labels`."""
+    return sum(
+        value
+        for sample, have, value in found
+        if sample == name and all(have.get(k) == v for k, v in labels.items())
+    )
+
+
+@dataclass(frozen=True)
+class Metered:
+    """A client on the test server whose runtime serves Prometheus metrics on `port`:
+    a worker built with it reports Temporal's metrics and ours there."""
+
+    client: Client
+    runtime: Runtime
+    port: int
+
+    def scrape(self) -> str:
+        """The metrics endpoint's text exposition."""
+        url = f"http://127.0.0.1:{self.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode()
+
+
+async def metered_client(env) -> Metered:
+    """A `Metered` client (one runtime per call: create it once per module)."""
+    port = free_port()
+    runtime = telemetry.prometheus_runtime(f"127.0.0.1:{port}")
+    client = await Client.connect(
+        env.client.service_client.config.target_host,
+        namespace=env.client.namespace,
+        data_converter=pydantic_data_converter,
+        runtime=runtime,
+    )
+    return Metered(client, runtime, port)
+
+
+@asynccontextmanager
+async def metered_worker(
+    metered: Metered, model_server, *, modules: tuple[str, ...] = ("tests.agents",)
+) -> AsyncIterator[str]:
+    """An in-process worker for `modules`' agents on a fresh task queue; yields the queue."""
+    queue = f"metered-{uuid.uuid4().hex[:8]}"
+    openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="t", max_retries=0)
+    running = build_worker(
+        metered.client,
+        registry=AgentRegistry.from_modules(list(modules)),
+        model_client=openai_client,
+        task_queue=queue,
+    )
+    try:
+        async with running:
+            yield queue
+    finally:
+        await openai_client.close()

@@ -22,6 +22,28 @@ REASON_MARKER = "REASON-MARKER-5a91"
 """For the approval reason an operator sends with the `temporal` CLI."""
 MARKERS = (PROMPT_MARKER, ARGUMENT_MARKER, OUTPUT_MARKER, FAILURE_MARKER, ANSWER_MARKER)
 
+CONTEXT_MARKER = "CONTEXT-MARKER-3d17"
+"""In the run's `context` (handed to tools, never to the model)."""
+DECISION_MARKER = "DECISION-MARKER-8c40"
+"""The reason of a `decide` update."""
+EDITED_MARKER = "EDITED-MARKER-f2a6"
+"""Arguments an approver puts in place of the model's (`decide` with `arguments`)."""
+MESSAGE_MARKER = "MESSAGE-MARKER-61e9"
+"""A session's next user message (`send_message`)."""
+END_MARKER = "END-MARKER-b5c3"
+"""The reason given to `end_session`."""
+SESSION_MARKERS = (
+    PROMPT_MARKER,
+    ARGUMENT_MARKER,
+    CONTEXT_MARKER,
+    DECISION_MARKER,
+    EDITED_MARKER,
+    MESSAGE_MARKER,
+    END_MARKER,
+)
+REFUSAL_MARKER = "REFUSAL-MARKER-47d0"
+"""In a model provider's 400 answer that echoes the prompt: the run's failure message."""
+
 
 @tool
 def lookup(query: str) -> str:

@@ -1,4 +1,5 @@
-"""The golden 1.0 snapshot (`tests/fixtures/runstate-1.0.json`) and helpers to edit it."""
+"""The golden snapshots, one per released schema version (`tests/fixtures/runstate-<v>.json`),
+the states they load as, and helpers to edit them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from workflows.canonical import canonical_json
+from workflows.migrations import MIGRATIONS
 from workflows.state import (
+    SCHEMA_VERSION,
     AgentSpec,
     ApprovalCondition,
     ApprovalPolicy,
@@ -30,7 +33,7 @@ from workflows.state import (
     UserMessage,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runstate-1.0.json"
+FIXTURES = Path(__file__).parent / "fixtures"
 KEY = b"test-signing-key"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 OBJECT = {"type": "object", "properties": {}}
@@ -45,10 +48,34 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def golden_state() -> RunState:
-    """What tests/fixtures/runstate-1.0.json holds (written once with `dumps`, never again).
+def _version_key(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
 
-    Every item type, every kind of decision record (signal, update with edited
+
+RELEASED = sorted({*MIGRATIONS, SCHEMA_VERSION}, key=_version_key)
+"""Every released schema version, oldest first: each has a committed schema and fixture."""
+
+
+def fixture_path(version: str) -> Path:
+    """Where the golden snapshot of a released version is committed."""
+    return FIXTURES / f"runstate-{version}.json"
+
+
+def golden_state(version: str = SCHEMA_VERSION) -> RunState:
+    """What the golden fixture of `version` loads as with the newest code.
+
+    Each fixture was written once by the code of its version, with `dumps` of
+    this state, and is never written again. Releasing a version: add its
+    function to `_GOLDEN` (covering what the version added) and write its fixture
+    with `fixture_path(v).write_text(dumps(golden_state(v)))`; on a later bump,
+    make each function return what its fixture migrates to.
+    """
+    return _GOLDEN[version]()
+
+
+def _golden_1_0() -> RunState:
+    """Every item type, every kind of decision record (signal, update with edited
     arguments, `always` and the rule it made), an approval policy with a
     condition, approvers and a timeout, a held and a refused decision signal.
     """
@@ -192,8 +219,21 @@ def golden_state() -> RunState:
     )
 
 
-def golden_text() -> str:
-    return FIXTURE.read_text(encoding="utf-8")
+def _golden_1_1() -> RunState:
+    """1.0's, but turn 2's calls were proposed by run support-3 and carried open into
+    this run by a resume: they keep support-3's idempotency keys (new in 1.1)."""
+    state = _golden_1_0()
+    state.origin = RunOrigin(run_id="support-3", turn=2, mode="resume")
+    for call in state.items[5].tool_calls:  # type: ignore[union-attr]
+        call.idempotency_key = f"support-3:{call.call_id}"
+    return state
+
+
+_GOLDEN: dict[str, Callable[[], RunState]] = {"1.0": _golden_1_0, "1.1": _golden_1_1}
+
+
+def golden_text(version: str = SCHEMA_VERSION) -> str:
+    return fixture_path(version).read_text(encoding="utf-8")
 
 
 def sign(doc: dict[str, Any], key: bytes | None = None) -> dict[str, Any]:
@@ -210,7 +250,50 @@ def sign(doc: dict[str, Any], key: bytes | None = None) -> dict[str, Any]:
 
 
 def edited(edit: Callable[[dict[str, Any]], None], *, resign: bool = True) -> str:
-    """The golden snapshot after `edit`, re-digested (as anyone can) unless `resign` is False."""
+    """The newest golden snapshot after `edit`, re-digested (as anyone can) unless `resign`
+    is False."""
     doc = json.loads(golden_text())
     edit(doc)
     return json.dumps(sign(doc) if resign else doc, ensure_ascii=False)
+
+
+def set_at(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit setting the value at a dotted path (numbers index lists)."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for part in parents:
+            doc = doc[part]
+        doc[last] = value
+
+    return edit
+
+
+def drop_at(path: str) -> Callable[[dict[str, Any]], None]:
+    """An edit deleting the value at a dotted path."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for part in parents:
+            doc = doc[part]
+        del doc[last]
+
+    return edit
+
+
+def move_item(source: int, target: int) -> Callable[[dict[str, Any]], None]:
+    """An edit moving items[source] to items[target]."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["items"].insert(target, doc["items"].pop(source))
+
+    return edit
+
+
+def insert_item(index: int, item: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """An edit inserting `item` at items[index]."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["items"].insert(index, item)
+
+    return edit

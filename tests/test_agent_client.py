@@ -85,7 +85,7 @@ async def test_start_uses_agent_prefixed_id_and_summary(client, worker, model_se
 
     assert rid.startswith("assistant-") and len(rid) == len("assistant-") + 12
     description = await worker.client.get_workflow_handle(rid).describe()
-    assert await description.static_summary() == f"assistant: {'x' * 60}"
+    assert await description.static_summary() == f"assistant: {'x' * 59}…"
     assert description.workflow_type == contract.WORKFLOW_TYPE
     assert (await client.result(rid)).final_output == "hello"
 

@@ -182,6 +182,7 @@ async def test_start_pending_approve_result(ctl, model_server) -> None:
 
     approved = await ctl("approve", run_id, "call_email", "--as", "alice")
     assert approved.code == 0, approved.stderr
+    assert approved.stdout.startswith("approved call_email by alice at ")
     result = (await ctl("result", run_id, "--json")).json()
     assert (result["status"], result["final_output"]) == ("completed", "done")
 
@@ -217,6 +218,27 @@ async def test_refused_decision_exits_1_with_one_line(ctl, model_server) -> None
     [line] = error_lines(refused.stderr)
     assert "call_nope" in line and "refused" in line
     assert (await ctl("reject", run_id, "call_email", "--wait")).code == 0
+
+
+async def test_signal_the_run_refuses_exits_1_with_the_runs_reason(ctl, model_server) -> None:
+    again = Call("send_email", {"to": "a@b.c", "body": "again"}, "call_again")
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(tool_calls=(again,)))  # keeps waiting
+    run_id = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
+    await wait_for_status(ctl, run_id, "awaiting_approval")
+
+    unknown = await ctl("approve", run_id, "call_nope", "--as", "alice")
+    assert unknown.code == 1
+    assert error_lines(unknown.stderr) == [
+        f"agentctl: error: decision on call 'call_nope' of run '{run_id}' refused: "
+        f"no tool call call_nope in run {run_id}"
+    ]
+    first = await ctl("reject", run_id, "call_email", "--as", "alice", "--request-id", "r-1")
+    assert first.code == 1 and "--request-id goes with --wait" in first.stderr
+    decided = await ctl("reject", run_id, "call_email", "--as", "alice", "--json")
+    assert decided.code == 0 and decided.json()["via"] == "signal"
+    late = await ctl("approve", run_id, "call_email", "--as", "bob")
+    assert late.code == 1
+    assert error_lines(late.stderr)[0].endswith("already decided (reject by alice)")
 
 
 async def test_pending_all_lists_waiting_runs_with_their_run_id(ctl, worker, model_server) -> None:

@@ -69,7 +69,8 @@ async def test_list_refuses_an_unknown_status_and_a_bad_query(worker):
 async def test_watch_prints_changes_then_what_the_run_needs(worker, model_server):
     ctl = bound_to(worker)
     model_server.script(
-        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),), delay_seconds=0.6),
+        # Slower than agentctl's start-up (~1 s), so the watch sees the run running.
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),), delay_seconds=2.5),
         Reply(tool_calls=(EMAIL,)),
     )
     rid = new_id()
@@ -85,7 +86,8 @@ async def test_watch_prints_changes_then_what_the_run_needs(worker, model_server
     assert lines[-1] == (
         f"decide with: agentctl approve {rid} CALL_ID  |  agentctl reject {rid} CALL_ID --reason R"
     )
-    await ctl("approve", rid, "e1")
+    approved = await ctl("approve", rid, "e1")
+    assert approved.code == 0, approved.stderr
     model_server.script(Reply(content="sent"))
     ended = await ctl("watch", rid)
     assert ended.code == 0, ended.stderr
@@ -111,6 +113,21 @@ async def test_watch_gives_up_after_its_timeout(worker, model_server):
     assert watched.code == 1
     [line] = error_lines(watched.stderr)
     assert line == f"agentctl: error: run '{rid}' still running after 0.5s (--timeout)"
+
+
+async def test_watch_of_a_terminated_run_says_how_it_ended(worker, model_server):
+    ctl = bound_to(worker)
+    rid = await start_waiting_run(ctl, model_server)
+    await worker.client.get_workflow_handle(rid).terminate("operator gave up")
+
+    watched = await ctl("watch", rid)
+    assert watched.code == 0, watched.stderr
+    assert watched.stdout.strip().splitlines() == [
+        f"run {rid} ended: terminated (last status awaiting_approval · turn 1)"
+    ]
+    as_json = await ctl("watch", rid, "--json")
+    [last] = [json.loads(line) for line in as_json.stdout.strip().splitlines()]
+    assert (last["done"], last["closed"], last["pending"]) == (True, "terminated", [])
 
 
 class Terminal(io.StringIO):

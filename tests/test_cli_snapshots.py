@@ -22,13 +22,14 @@ from tests.cli_support import (
     run_main,
     wait_for_status,
 )
+from tests.snapshot_golden import fixture_path
 from workflows import snapshot
 from workflows.canonical import canonical_json
 from workflows.snapshot import json_schema
-from workflows.state import RunState
+from workflows.state import SCHEMA_VERSION, RunState
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
-FIXTURE = Path(__file__).parent / "fixtures" / "runstate-1.0.json"
+FIXTURE = fixture_path(SCHEMA_VERSION)
 
 
 def resigned(doc: dict) -> dict:
@@ -49,7 +50,11 @@ def ctl(worker) -> Ctl:
 def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     assert run_main(["--address", UNREACHABLE, "validate", str(FIXTURE)]) == 0
     assert capsys.readouterr().out.strip() == (
-        "valid, schema 1.0, run support-7, 10 items, status failed"
+        "valid, schema 1.1, run support-7, 10 items, status failed"
+    )
+    assert run_main(["validate", str(fixture_path("1.0"))]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "valid, schema 1.0 (migrated to 1.1), run support-7, 10 items, status failed"
     )
 
 
@@ -58,14 +63,14 @@ def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     [
         ('"approver": "alice"', "snapshot was modified after export (digest mismatch)"),
         ('"turn": 2,', "snapshot was modified after export (digest mismatch)"),
-        ('"schema_version": "1.0"', "snapshot schema 2.0 is newer than this reader (1.x); upgrade"),
+        ('"schema_version": "1.1"', "snapshot schema 2.0 is newer than this reader (1.x); upgrade"),
     ],
 )
 def test_validate_refuses_a_tampered_file(edit, message, tmp_path, capsys) -> None:
     replacement = {
         '"approver": "alice"': '"approver": "mallory"',
         '"turn": 2,': '"turn": 3,',
-        '"schema_version": "1.0"': '"schema_version": "2.0"',
+        '"schema_version": "1.1"': '"schema_version": "2.0"',
     }[edit]
     target = tmp_path / "tampered.json"
     target.write_text(FIXTURE.read_text().replace(edit, replacement, 1))
@@ -109,6 +114,13 @@ def test_resume_and_fork_check_the_file_before_connecting(command, tmp_path, cap
     ]
 
 
+def test_fork_refusal_needs_no_server(capsys) -> None:
+    assert run_main(["--address", UNREACHABLE, "fork", str(FIXTURE), "--at-turn", "9"]) == 1
+    assert error_lines(capsys.readouterr().err) == [
+        "agentctl: error: cannot fork run support-7 at turn 9: it has turns 0 to 2"
+    ]
+
+
 def test_schema_prints_the_snapshot_json_schema_without_a_server(capsys) -> None:
     assert run_main(["--address", UNREACHABLE, "schema"]) == 0
     assert json.loads(capsys.readouterr().out) == json_schema()
@@ -143,7 +155,7 @@ async def test_export_validate_resume_and_approve_with_edited_arguments(
 
     verdict = await agentctl("validate", str(target))  # offline: no connection options
     assert verdict.stdout.strip() == (
-        f"valid, schema 1.0, run {source}, 2 items, status awaiting_approval"
+        f"valid, schema 1.1, run {source}, 2 items, status awaiting_approval"
     )
     new_id = f"resumed-{uuid.uuid4().hex[:8]}"
     resumed = (await ctl("resume", str(target), "--id", new_id, "--json")).json()

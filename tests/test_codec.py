@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from client import codec
 from client.codec import (
     CodecConfigError,
+    CodecDataError,
     CodecKeyError,
     CodecKeys,
     EncryptionCodec,
@@ -100,6 +101,23 @@ async def test_wrong_key_material_or_tampering_is_refused_by_key_id():
     two = EncryptionCodec(keys(f"k1:{B64_A},k2:{B64_B}", primary="k1"))
     with pytest.raises(CodecKeyError, match="'k2'"):
         await two.decode([relabelled])
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "0 bytes, shorter than a nonce and a tag"),
+        (b"n" * 20, "20 bytes, shorter than a nonce and a tag"),
+        (b"n" * 12 + AESGCM(RAW_A).encrypt(b"n" * 12, b"\xff\xff\xff", None), "Error parsing"),
+    ],
+    ids=["empty", "truncated", "not-a-payload-inside"],
+)
+async def test_malformed_encrypted_payload_is_a_codec_error(data, message):
+    bad = Payload(metadata={"encoding": b"binary/encrypted", "encryption-key-id": b"k1"}, data=data)
+    with pytest.raises(CodecDataError, match=message) as raised:
+        await EncryptionCodec(keys(f"k1:{B64_A}")).decode([bad])
+    assert raised.value.key_id == "k1"
+    assert raised.value.message.startswith("malformed encrypted payload (codec key 'k1'): ")
 
 
 def test_format_is_that_of_temporals_encryption_samples():

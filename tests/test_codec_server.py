@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
@@ -145,11 +146,60 @@ def test_login_sets_a_cookie_the_ui_sends_with_credentials(server):
     login = call(server, "POST", "/login", f"token={TOKEN}", **form)
     assert login.status == 200
     cookie = login.headers["Set-Cookie"]
-    assert {"HttpOnly", "Secure", "SameSite=Strict"} <= {p.strip() for p in cookie.split(";")}
+    # SameSite=None: the UI is another site (Temporal Cloud's always is), whose
+    # credentialed requests a SameSite=Strict or Lax cookie would not go with.
+    assert {"HttpOnly", "Secure", "SameSite=None"} <= {p.strip() for p in cookie.split(";")}
     jar = cookie.split(";")[0]
     body = payloads_json(encrypted_secret())
     answer = call(server, "POST", "/decode", body, Origin=UI, Cookie=jar, **JSON)
     assert answer.status == 200 and from_json(answer)[0].data.decode() == SECRET
+
+
+def test_the_login_cookie_counts_only_from_an_allowed_ui_origin(server):
+    # The cookie goes with cross-site requests, so another site's page could make
+    # the browser send it: without the UI's Origin it opens nothing.
+    form = {"Content_Type": "application/x-www-form-urlencoded"}
+    jar = call(server, "POST", "/login", f"token={TOKEN}", **form).headers["Set-Cookie"]
+    jar = jar.split(";")[0]
+    body = payloads_json(encrypted_secret())
+    for origin in ("https://evil.example", None):
+        headers = {"Origin": origin} if origin else {}
+        answer = call(server, "POST", "/decode", body, Cookie=jar, **headers, **JSON)
+        assert answer.status == 401, origin
+        assert answer.json() == {"error": "missing or wrong bearer token"}
+        assert SECRET.encode() not in answer.body
+
+
+def test_preflight_from_a_public_ui_to_a_private_server_is_allowed(server):
+    # Chrome's Private Network Access: Temporal Cloud's UI calling a codec server on
+    # the operator's machine or network asks first; only an allowed origin gets a yes.
+    ask = {"Access_Control_Request_Method": "POST"}
+    ask["Access_Control_Request_Private_Network"] = "true"
+    allowed = call(server, "OPTIONS", "/decode", Origin=UI, **ask)
+    assert allowed.headers["Access-Control-Allow-Private-Network"] == "true"
+    refused = call(server, "OPTIONS", "/decode", Origin="https://evil.example", **ask)
+    assert "Access-Control-Allow-Private-Network" not in refused.headers
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"short", "5 bytes, shorter than a nonce and a tag"),
+        (b"\0" * 12 + AESGCM(b"k" * 32).encrypt(b"\0" * 12, b"\xff\xff", None), "malformed"),
+    ],
+    ids=["truncated", "not-a-payload"],
+)
+def test_malformed_encrypted_payload_is_a_400_naming_the_problem(server, data, message):
+    bad = Payload(
+        metadata={"encoding": b"binary/encrypted", "encryption-key-id": b"ops-1"}, data=data
+    )
+    answer = call(server, "POST", "/decode", payloads_json(bad), **AUTH)
+    assert answer.status == 400
+    error = answer.json()["error"]
+    assert error.startswith("malformed encrypted payload (codec key 'ops-1')")
+    assert message in error
+    # The connection still answers: the server did not crash on it.
+    assert call(server, "GET", "/healthz").body == b"ok\n"
 
 
 def test_protocol_errors(server):

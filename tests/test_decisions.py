@@ -218,3 +218,38 @@ def test_signal_after_the_run_ended_is_refused_not_raised():
     loop.finish(state, RunStatus.CANCELLED, now=T0)
     assert signal(state, ask("c1")) is None
     assert "has ended (cancelled)" in state.refused_decisions[0].refused_because
+
+
+def test_repeat_that_changes_always_or_reason_is_refused_not_dropped():
+    state = run_with(("c1", "refund", REFUND))
+    signal(state, ask("c1"))
+    signal(state, ask("c1", always=True))
+    signal(state, ask("c1", reason="changed my mind"))
+    assert decisions.decided(state)["c1"].always is False
+    assert [r.refused_because for r in state.refused_decisions] == [
+        "tool call c1 is already decided (approve by ann)"
+    ] * 2
+
+
+def test_decision_applied_in_the_task_of_its_deadline_wins_over_the_timeout():
+    """Signals are applied before timers in one workflow task: `expire` then finds
+    the call decided and does nothing (for `fail` policies too)."""
+    policy = ApprovalPolicy(timeout=timedelta(seconds=30), on_timeout="fail")
+    state = run_with(("c1", "refund", REFUND), policy=policy)
+    signal(state, ask("c1"))
+    assert decisions.expire(state, now=T0 + timedelta(seconds=30)) is None
+    assert decisions.decided(state)["c1"].approver == "ann"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"call_id": "c1", "approver": "go", "always": "true"}, ("c1", "go")),
+        ({"call_id": 7, "approver": ["x"]}, ("", "")),
+        ("yes", ("", "")),
+    ],
+)
+def test_malformed_signal_is_audited_with_what_can_be_read_of_it(data, expected):
+    attempt = decisions.malformed_attempt("approve", data, "always: bad", now=T0)
+    assert (attempt.call_id, attempt.approver) == expected
+    assert attempt.refused_because == "invalid approve payload: always: bad"

@@ -8,6 +8,7 @@ ships (`vendor/compose-spec.json`). Neither needs the internet or a container en
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -24,7 +25,10 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
+from client.connect import connect
+from client.errors import ConnectError
 from worker import DRAIN_GRACE
 from workflows import search_attributes
 
@@ -132,9 +136,63 @@ def test_every_referenced_config_and_secret_key_exists():
                 if "configMapKeyRef" in ref:
                     target = found[("ConfigMap", ref["configMapKeyRef"]["name"])]["data"]
                     assert ref["configMapKeyRef"]["key"] in target, (name, entry["name"])
-                if "secretKeyRef" in ref:
+                if "secretKeyRef" in ref and not ref["secretKeyRef"].get("optional"):
                     target = found[("Secret", ref["secretKeyRef"]["name"])]["stringData"]
                     assert ref["secretKeyRef"]["key"] in target, (name, entry["name"])
+
+
+def test_temporal_api_key_is_set_only_when_the_secret_has_one():
+    # An empty TEMPORAL_API_KEY turns TLS on (temporalio.envconfig): the placeholder
+    # Secret has none, and the worker's reference is optional, so a self-hosted
+    # cluster's worker gets no variable at all; Temporal Cloud users add the key.
+    found = resources_by_kind()
+    assert "TEMPORAL_API_KEY" not in found[("Secret", "agent-secrets")]["stringData"]
+    [container] = worker_pod()["containers"]
+    [entry] = [e for e in container["env"] if e["name"] == "TEMPORAL_API_KEY"]
+    assert entry["valueFrom"]["secretKeyRef"]["optional"] is True
+    readme = (DEPLOY / "README.md").read_text()
+    create = readme[readme.index("kubectl create secret generic agent-secrets") :]
+    assert "TEMPORAL_API_KEY" not in create[: create.index("\n\n")]
+
+
+async def test_an_empty_api_key_does_not_turn_tls_on(env, monkeypatch):
+    # What a Secret or compose file with an empty value injects: connect() must
+    # still reach a plain (non-TLS) self-hosted server.
+    monkeypatch.setenv("TEMPORAL_API_KEY", "")
+    for name in ("TEMPORAL_TLS", "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    target = env.client.service_client.config.target_host
+    client = await connect(address=target, namespace=env.client.namespace)
+    assert client.service_client.config.api_key is None
+    assert not client.service_client.config.tls
+    assert (await client.workflow_service.get_system_info(GetSystemInfoRequest())).server_version
+    monkeypatch.setenv("TEMPORAL_TLS", "true")  # TLS asked for explicitly still applies
+    with pytest.raises(ConnectError, match=f"cannot connect to Temporal at {target}"):
+        await connect(address=target, namespace=env.client.namespace)
+
+
+def payload_store_volume(pod: dict, container: dict) -> dict:
+    """The pod volume mounted where the ConfigMap's AGENT_PAYLOAD_STORE points."""
+    store = resources_by_kind()[("ConfigMap", "agent-config")]["data"]["AGENT_PAYLOAD_STORE"]
+    [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == store]
+    assert not mount.get("readOnly")
+    [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return volume
+
+
+def test_every_worker_replica_shares_one_payload_store():
+    # A payload one worker stores (a 5 MB tool output) is read by whichever worker
+    # runs the next task: the store must be one volume that all replicas mount.
+    pod = worker_pod()
+    [container] = pod["containers"]
+    volume = payload_store_volume(pod, container)
+    claim = resources_by_kind()[
+        ("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"])
+    ]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    image_store = dockerfile_env()["AGENT_PAYLOAD_STORE"]
+    worker = compose()["services"]["worker"]
+    assert any(v.endswith(f":{image_store}") for v in worker["volumes"])
 
 
 def test_codec_server_service_and_probes_match_its_port():
@@ -213,6 +271,15 @@ def test_compose_points_the_ui_at_the_codec_server():
     assert "AGENT_CODEC_KEYS" in services["worker"]["environment"]
 
 
+def test_compose_builds_the_agent_image_once():
+    services = compose()["services"]
+    builders = [name for name, service in services.items() if "build" in service]
+    assert builders == ["worker"]
+    codec = services["codec-server"]
+    assert codec["image"] == services["worker"]["image"]
+    assert codec["pull_policy"] == "never"  # the worker's build, never a registry's
+
+
 def test_compose_registers_the_contracts_search_attributes():
     script = compose()["services"]["temporal-setup"]["command"][0]
     wanted = {
@@ -234,6 +301,23 @@ def test_dockerfile_is_non_root_pinned_and_signal_ready():
     assert 'CMD ["python", "/app/worker.py"]' in text  # exec form: worker.py is PID 1
     for source in re.findall(r"^COPY (?!--from)(\S+)", text, re.M):
         assert (ROOT / source).exists(), source
+
+
+def lock_module():
+    spec = importlib.util.spec_from_file_location("deploy_lock", DEPLOY / "lock.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lock_matches_the_installed_runtime_dependencies(tmp_path):
+    # `python deploy/lock.py --check`: a dependency added or upgraded without
+    # regenerating the lock would ship an image that differs from what CI tested.
+    locker = lock_module()
+    assert locker.is_current(), "deploy/requirements.lock is stale: run python deploy/lock.py"
+    stale = tmp_path / "requirements.lock"
+    stale.write_text(locker.LOCK.read_text().replace("pydantic==", "pydantic==0.0.0.", 1))
+    assert not locker.is_current(stale)
 
 
 def lock() -> dict[str, str]:

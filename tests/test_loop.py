@@ -238,3 +238,22 @@ def test_tampered_decision_does_not_load(field, value):
     with pytest.raises(ValidationError) as caught:
         RunState.model_validate(data)
     assert any(field in err["loc"] for err in caught.value.errors())
+
+
+def test_empty_or_reused_call_ids_are_made_unique_in_the_run():
+    state = fresh()
+    loop.record_model_reply(state, reply(("c1", "lookup", "{}")), now=T0)
+    loop.record_tool_outcomes(state, [ToolOutcome(call_id="c1", content="one")], now=T0)
+    again = reply(("c1", "lookup", "{}"), ("", "lookup", "{}"), ("", "lookup", "{}"))
+    assert loop.has_colliding_call_ids(state, again)
+    loop.record_model_reply(state, again, now=T0)
+    step = loop.next_step(state)
+    assert isinstance(step, loop.RunTools)
+    assert [c.call_id for c in step.calls] == ["c1~t2.1", "call~t2.2", "call~t2.3"]
+
+
+def test_unique_call_ids_are_left_alone():
+    state = fresh()
+    assert not loop.has_colliding_call_ids(
+        state, reply(("a", "lookup", "{}"), ("b", "lookup", "{}"))
+    )

@@ -3,50 +3,45 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
 from openai import AsyncOpenAI
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util._once import Once
 
 from activities import telemetry
 from activities.registry import AgentRegistry
+from client import AgentClient
+from client.errors import RunFailed
 from examples.scripted_openai import Call, Fault, Reply
-from tests.ops_support import worker_process
+from tests.ops_support import (
+    Metered,
+    eventually,
+    metered_client,
+    metered_worker,
+    samples,
+    total,
+    worker_process,
+)
 from tests.runs import start
+from tests.test_agent_client import wait_for_status
 from tests.test_worker import free_port, run, without_openai_key
 from worker import build_worker
+from workflows import contract
+from workflows.payloads import AgentInput, AgentResult
 from workflows.state import RunStatus
 
-_SAMPLE = re.compile(r"^(\w+)(?:\{(.*)\})? (\S+)$")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    """The samples of a Prometheus text exposition: (name, labels, value)."""
-    found = []
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match and not line.startswith("#"):
-            labels = dict(_LABEL.findall(match.group(2) or ""))
-            found.append((match.group(1), labels, float(match.group(3))))
-    return found
-
-
-def total(found, name: str, **labels: str) -> float:
-    """Sum of the samples of `name` whose labels include `labels`."""
-    return sum(
-        value
-        for sample, have, value in found
-        if sample == name and all(have.get(k) == v for k, v in labels.items())
-    )
+EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="e1")
+STALL = Call("stall", {"seconds": 4}, call_id="s1")
 
 
 def scrape(port: int) -> str:
@@ -102,6 +97,69 @@ async def test_worker_metrics_count_model_calls_tokens_and_tools(env, model_serv
     assert process.returncode == 0, process.err.decode()
 
 
+@pytest.fixture(scope="module")
+async def metered(env) -> Metered:
+    """One Prometheus-serving runtime for the module's in-process workers."""
+    return await metered_client(env)
+
+
+async def scraped(metered: Metered, queue: str, ready) -> list:
+    """The samples of `queue` once `ready(samples)` holds (recording lags the reply)."""
+
+    async def read():
+        return [s for s in samples(await asyncio.to_thread(metered.scrape)) if _of(s, queue)]
+
+    return await eventually(read, ready)
+
+
+def _of(sample, queue: str) -> bool:
+    return sample[1].get("task_queue") == queue
+
+
+async def test_workflow_metrics_time_approval_waits_and_count_cancelled_runs(metered, model_server):
+    async with metered_worker(metered, model_server) as queue:
+        agents = AgentClient(metered.client, task_queue=queue)
+        model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
+        approved = await agents.start("assistant", "mail a@b.c")
+        await wait_for_status(agents, approved, RunStatus.AWAITING_APPROVAL)
+        await asyncio.sleep(0.5)  # the wait is measured in workflow time: make it visible
+        await agents.approve(approved, "e1", approver="ann")
+        assert (await agents.result(approved)).final_output == "sent"
+
+        model_server.script(Reply(tool_calls=(EMAIL,)))
+        cancelled = await agents.start("assistant", "mail a@b.c")
+        await wait_for_status(agents, cancelled, RunStatus.AWAITING_APPROVAL)
+        await agents.cancel(cancelled)
+        with pytest.raises(RunFailed, match="was cancelled"):
+            await agents.result(cancelled)
+        found = await scraped(
+            metered, queue, lambda f: total(f, "agent_runs_finished", status="cancelled")
+        )
+    mine = {"agent": "assistant"}
+    assert total(found, "agent_runs_finished", **mine, status="cancelled") == 1
+    assert total(found, "agent_runs_finished", **mine, status="completed") == 1
+    assert total(found, "agent_approval_wait_count", **mine, tool="send_email") == 1
+    assert total(found, "agent_approval_wait_count", tool="add") == 0
+    assert total(found, "agent_approval_wait_sum", **mine, tool="send_email") >= 500
+
+
+async def test_a_tool_cut_off_by_its_timeout_counts_as_a_timed_out_failure(metered, model_server):
+    model_server.script(Reply(tool_calls=(STALL,)), Reply(content="it stalled"))
+    async with metered_worker(metered, model_server, modules=("tests.ops_agents",)) as queue:
+        handle = await metered.client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="napper", input="stall"),
+            id=f"stall-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=AgentResult,
+        )
+        assert (await asyncio.wait_for(handle.result(), 30)).final_output == "it stalled"
+        found = await scraped(metered, queue, lambda f: total(f, telemetry.TOOL_FAILURES))
+    assert total(found, telemetry.TOOL_CALLS, tool="stall") == 1
+    assert total(found, telemetry.TOOL_FAILURES, tool="stall") == 1
+    assert total(found, telemetry.TOOL_FAILURES, tool="stall", reason="timed_out") == 1
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -130,11 +188,23 @@ class Traced:
     tracing: telemetry.Tracing
 
 
-@pytest.fixture(scope="module")
-def traced() -> Traced:
-    """Tracing through Temporal's plugin into memory (sets the process's tracer provider)."""
+@pytest.fixture
+def traced() -> Iterator[Traced]:
+    """Tracing through Temporal's plugin into memory, for one test only.
+
+    The plugin traces through OpenTelemetry's process-wide tracer provider, which the
+    API lets a process set once: the fixture sets it, then shuts it down (flushing its
+    spans) and restores what was there, as OpenTelemetry's own test helpers do."""
+    saved = (otel_trace._TRACER_PROVIDER_SET_ONCE, otel_trace._TRACER_PROVIDER)
+    otel_trace._TRACER_PROVIDER_SET_ONCE, otel_trace._TRACER_PROVIDER = Once(), None
     exporter = InMemorySpanExporter()
-    return Traced(exporter, telemetry.tracing(span_processor=SimpleSpanProcessor(exporter)))
+    tracing = telemetry.tracing(span_processor=SimpleSpanProcessor(exporter))
+    assert otel_trace.get_tracer_provider() is tracing.provider
+    try:
+        yield Traced(exporter, tracing)
+    finally:
+        tracing.provider.shutdown()
+        otel_trace._TRACER_PROVIDER_SET_ONCE, otel_trace._TRACER_PROVIDER = saved
 
 
 async def test_one_trace_per_run_with_model_and_tool_spans(env, model_server, traced):

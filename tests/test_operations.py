@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import uuid
+from datetime import timedelta
 
 import pytest
 from temporalio.api.enums.v1 import EventType, IndexedValueType
@@ -66,12 +68,32 @@ async def test_list_query_combines_filters_and_refuses_bad_ones():
     assert list_query() == 'WorkflowType = "AgentWorkflow"'
     assert list_query(status="running", agent="support", query="AgentTurn > 2") == (
         'WorkflowType = "AgentWorkflow" AND AgentStatus = "running" '
-        'AND AgentName = "support" AND (AgentTurn > 2)'
+        'AND ExecutionStatus = "Running" AND AgentName = "support" AND (AgentTurn > 2)'
+    )
+    assert list_query(status="completed") == (
+        'WorkflowType = "AgentWorkflow" AND AgentStatus = "completed"'
     )
     with pytest.raises(AgentClientError, match="unknown status 'nope'; one of: running, "):
         list_query(status="nope")
     with pytest.raises(AgentClientError, match="invalid agent name"):
         list_query(agent='x" OR 1=1')
+
+
+async def test_a_terminated_run_leaves_the_list_of_waiting_runs(client, worker, model_server):
+    model_server.script(Reply(tool_calls=(EMAIL,)))
+    rid = await client.start("assistant", "mail a@b.c", run_id=new_id())
+    await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
+    this_run = f'WorkflowId = "{rid}"'
+
+    def waiting():
+        return client.list_runs(status="awaiting_approval", query=this_run)
+
+    await eventually(waiting, lambda runs: [r.run_id for r in runs] == [rid])
+    await worker.client.get_workflow_handle(rid).terminate("operator gave up")
+
+    assert await eventually(waiting, lambda runs: runs == []) == []
+    [row] = await client.list_runs(query=this_run)  # still listed, as Temporal ended it
+    assert (row.status, row.execution_status) == ("terminated", "TERMINATED")
 
 
 async def test_a_bad_visibility_query_is_one_clear_error(client):
@@ -141,6 +163,21 @@ async def test_watch_of_a_finished_run_returns_at_once(client, model_server):
     await client.result(rid)
     [event] = [e async for e in client.watch(rid)]
     assert (event.done, event.view.status, event.pending) == (True, RunStatus.COMPLETED, [])
+
+
+async def test_watch_ends_when_the_run_is_terminated_mid_turn(client, worker, model_server):
+    model_server.script(Reply(content="too late", delay_seconds=30))
+    rid = await client.start("assistant", "hi", run_id=new_id())
+    events = []
+    async with asyncio.timeout(20):
+        async for event in client.watch(rid, interval=timedelta(seconds=0.1)):
+            events.append(event)
+            if len(events) == 1:
+                await worker.client.get_workflow_handle(rid).terminate("stuck")
+    assert [e.done for e in events] == [False] * (len(events) - 1) + [True]
+    assert events[0].closed is None
+    last = events[-1]
+    assert (last.closed, last.view.status, last.pending) == ("terminated", RunStatus.RUNNING, [])
 
 
 async def test_setup_registers_the_search_attributes_once(env):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
@@ -84,3 +86,16 @@ def test_configuration_from_the_environment(tmp_path):
         external_storage({"AGENT_PAYLOAD_THRESHOLD": "lots"})
     with pytest.raises(PayloadStoreError, match="needs a bucket name"):
         external_storage({"AGENT_PAYLOAD_STORE": "s3://"})
+
+
+async def test_concurrent_stores_of_the_same_payload_all_succeed(tmp_path):
+    """Workers store the same conversation at once (retries, parallel activities of
+    one run): every writer of a part must succeed and leave one whole file."""
+    driver = LocalDirectoryDriver(tmp_path, chunk_size=1024)
+    same = payload(bytes(range(256)) * 40)
+    claims = await asyncio.gather(*(driver.store(STORE, [same]) for _ in range(240)))
+    assert len({c[0].claim_data["manifest"] for c in claims}) == 1
+    [back] = await driver.retrieve(RETRIEVE, claims[0])
+    assert back == same
+    leftovers = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".partial")]
+    assert leftovers == []

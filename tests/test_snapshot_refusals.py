@@ -9,34 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.snapshot_golden import KEY, edited, golden_state, golden_text, sign
+from tests.snapshot_golden import KEY, drop_at, edited, golden_state, golden_text, set_at, sign
 from workflows.snapshot import SnapshotError, dumps, loads, validate
 
 # --- refusals -------------------------------------------------------------------------
-
-
-def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    """An edit setting the value at a dotted path (numbers index lists)."""
-
-    def edit(doc: dict[str, Any]) -> None:
-        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-        for part in parents:
-            doc = doc[part]
-        doc[last] = value
-
-    return edit
-
-
-def _drop(path: str) -> Callable[[dict[str, Any]], None]:
-    """An edit deleting the value at a dotted path."""
-
-    def edit(doc: dict[str, Any]) -> None:
-        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-        for part in parents:
-            doc = doc[part]
-        del doc[last]
-
-    return edit
 
 
 def _case(make: Callable[[], str | bytes], message: str, id: str) -> Any:
@@ -45,31 +21,31 @@ def _case(make: Callable[[], str | bytes], message: str, id: str) -> Any:
 
 REFUSALS = [
     _case(
-        lambda: edited(_set("schema_version", "2.0")),
+        lambda: edited(set_at("schema_version", "2.0")),
         "snapshot schema 2.0 is newer than this reader (1.x); upgrade",
         "newer-major",
     ),
     _case(
-        lambda: edited(_set("schema_version", "1.1")),
-        "snapshot schema 1.1 is newer than this reader (1.0); upgrade",
+        lambda: edited(set_at("schema_version", "1.2")),
+        "snapshot schema 1.2 is newer than this reader (1.1); upgrade",
         "newer-minor",
     ),
     _case(
-        lambda: edited(_drop("schema_version")),
+        lambda: edited(drop_at("schema_version")),
         "invalid snapshot at $: schema_version is missing",
         "missing-version",
     ),
     *(
         _case(
-            lambda v=v: edited(_set("schema_version", v)),
-            'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.0", got '
+            lambda v=v: edited(set_at("schema_version", v)),
+            'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.1", got '
             + json.dumps(v),
             f"malformed-version-{v}",
         )
         for v in ["1", "1.0.0", "v1.0", "01.0", "1.x", 1.0, None]
     ),
     _case(
-        lambda: edited(_set("schema_version", "0.9")),
+        lambda: edited(set_at("schema_version", "0.9")),
         "snapshot schema 0.9 is not supported (no migration to a newer one)",
         "old-version-without-migration",
     ),
@@ -100,101 +76,101 @@ REFUSALS = [
         "not-utf8",
     ),
     _case(
-        lambda: edited(_set("turn", "3")),
+        lambda: edited(set_at("turn", "3")),
         "invalid snapshot at $.turn: Input should be a valid integer",
         "string-for-int",
     ),
     _case(
-        lambda: edited(_set("items.1.tool_calls.0.needs_approval", 1)),
+        lambda: edited(set_at("items.1.tool_calls.0.needs_approval", 1)),
         "invalid snapshot at $.items[1].tool_calls[0].needs_approval: "
         "Input should be a valid boolean",
         "int-for-bool",
     ),
     _case(
-        lambda: edited(_drop("items.2.call_id")),
+        lambda: edited(drop_at("items.2.call_id")),
         "invalid snapshot at $.items[2].call_id: required field is missing",
         "missing-field",
     ),
     _case(
-        lambda: edited(_set("items.0.sender", "eve")),
-        "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.0)",
+        lambda: edited(set_at("items.0.sender", "eve")),
+        "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.1)",
         "unknown-field",
     ),
     _case(
-        lambda: edited(_set("context.weird key", float("nan")), resign=False),
+        lambda: edited(set_at("context.weird key", float("nan")), resign=False),
         "snapshot is not valid JSON: NaN is not a JSON number",
         "nan-in-context",
     ),
     _case(
-        lambda: edited(_set("items.2.type", "handoff")),
+        lambda: edited(set_at("items.2.type", "handoff")),
         "invalid snapshot at $.items[2]: unknown item type 'handoff' "
         "(expected 'user_message', 'assistant_message', 'tool_result', 'decision')",
         "unknown-item-type",
     ),
     _case(
-        lambda: edited(_drop("items.2.type")),
+        lambda: edited(drop_at("items.2.type")),
         "invalid snapshot at $.items[2]: item has no type",
         "item-without-type",
     ),
     _case(
-        lambda: edited(_set("items.3.decision", "maybe")),
+        lambda: edited(set_at("items.3.decision", "maybe")),
         "invalid snapshot at $.items[3].decision: Input should be 'approve' or 'reject'",
         "decision-maybe",
     ),
     _case(
-        lambda: edited(_set("items.3.always", "yes")),
+        lambda: edited(set_at("items.3.always", "yes")),
         "invalid snapshot at $.items[3].always: Input should be a valid boolean",
         "always-yes",
     ),
     _case(
-        lambda: edited(_set("items.3.approver", 7)),
+        lambda: edited(set_at("items.3.approver", 7)),
         "invalid snapshot at $.items[3].approver: Input should be a valid string",
         "approver-number",
     ),
     _case(
-        lambda: edited(_set("items.3.via", "email")),
+        lambda: edited(set_at("items.3.via", "email")),
         "invalid snapshot at $.items[3].via: "
         "Input should be 'signal', 'update', 'rule' or 'timeout'",
         "via-unknown",
     ),
     _case(
-        lambda: edited(_drop("items.6.via")),
+        lambda: edited(drop_at("items.6.via")),
         "invalid snapshot at $.items[6].via: required field is missing",
         "via-missing",
     ),
     _case(
-        lambda: edited(_set("items.3.arguments", '{"amount": 1}')),
+        lambda: edited(set_at("items.3.arguments", '{"amount": 1}')),
         "invalid snapshot at $.items[3].arguments: Input should be an object",
         "edited-arguments-as-text",
     ),
     _case(
-        lambda: edited(_set("refused_decisions.0.always", 0)),
+        lambda: edited(set_at("refused_decisions.0.always", 0)),
         "invalid snapshot at $.refused_decisions[0].always: Input should be a valid boolean",
         "refused-attempt-int-for-bool",
     ),
     _case(
-        lambda: edited(_set("items.3.arguments.amount", 15.0), resign=False),
+        lambda: edited(set_at("items.3.arguments.amount", 15.0), resign=False),
         "snapshot was modified after export (digest mismatch)",
         "edited-approved-arguments",
     ),
     _case(
-        lambda: edited(_set("items.3.decision", "reject"), resign=False),
+        lambda: edited(set_at("items.3.decision", "reject"), resign=False),
         "snapshot was modified after export (digest mismatch)",
         "edited-decision",
     ),
     _case(
-        lambda: edited(_set("context.customer.tier", "platinum"), resign=False),
+        lambda: edited(set_at("context.customer.tier", "platinum"), resign=False),
         "snapshot was modified after export (digest mismatch)",
         "edited-context",
     ),
     _case(
-        lambda: edited(_set("integrity", {"algorithm": "md5", "digest": "0" * 32}), resign=False),
+        lambda: edited(set_at("integrity", {"algorithm": "md5", "digest": "0" * 32}), resign=False),
         'invalid snapshot at $.integrity: expected {"algorithm": "sha256" or "hmac-sha256", '
         '"digest": 64 lowercase hex digits}',
         "malformed-integrity",
     ),
     _case(
-        lambda: edited(_drop("integrity"), resign=False),
+        lambda: edited(drop_at("integrity"), resign=False),
         "invalid snapshot at $: integrity is missing (the snapshot was not made by export)",
         "missing-integrity",
     ),
@@ -213,14 +189,14 @@ def test_refused_snapshots_say_what_is_wrong(make: Callable[[], str | bytes], me
 
 def test_snapshot_error_carries_path_and_problem():
     with pytest.raises(SnapshotError) as raised:
-        loads(edited(_set("items.3.decision", "maybe")))
+        loads(edited(set_at("items.3.decision", "maybe")))
     assert raised.value.path == "$.items[3].decision"
     assert raised.value.problem == "Input should be 'approve' or 'reject'"
 
 
 def test_odd_keys_in_a_path_are_quoted():
     with pytest.raises(SnapshotError) as raised:
-        loads(edited(_set("agent.tools.0.odd key", 1)))
+        loads(edited(set_at("agent.tools.0.odd key", 1)))
     assert raised.value.path == "$.agent.tools[0]['odd key']"
 
 
@@ -244,7 +220,7 @@ def test_signed_snapshot_loads_with_its_key():
             id="unsigned-with-key",
         ),
         pytest.param(
-            lambda: edited(_drop("integrity"), resign=False),
+            lambda: edited(drop_at("integrity"), resign=False),
             KEY,
             "unsigned snapshot refused: a signing key is configured",
             id="no-integrity-with-key",
@@ -275,7 +251,7 @@ def test_signing_key_policy(make: Callable[[], str], key: bytes | None, message:
 
 
 def test_snapshot_without_integrity_loads_only_when_explicitly_allowed():
-    text = edited(_drop("integrity"), resign=False)
+    text = edited(drop_at("integrity"), resign=False)
     assert loads(text, allow_unverified=True) == golden_state()
     assert validate(text, allow_unverified=True).endswith("(unverified: no integrity block)")
     with pytest.raises(SnapshotError, match="a signing key is configured"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from openai import AsyncOpenAI
@@ -19,12 +18,12 @@ from client import AgentClient, AgentClientError, InvalidSnapshot, RunFailed
 from client.local_run import run_locally
 from examples.scripted_openai import Call, Fault, Reply
 from tests import agents
+from tests.snapshot_golden import RELEASED, golden_text
 from worker import build_worker, temporal_binary
 from workflows import decisions, loop, search_attributes, snapshot
 from workflows.payloads import AgentInput, DecideInput, StatusView
 from workflows.state import Decision, RunOrigin, RunStatus, UserMessage
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runstate-1.0.json"
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
 ADD = Call("add", {"a": 2, "b": 3}, call_id="call_add")
 WAIT_SECONDS = 15.0
@@ -152,7 +151,7 @@ async def test_decided_but_not_executed_call_runs_once_after_resume(client, work
     assert (decision.approver, decision.arguments) == ("ann", edit)
 
 
-async def test_resume_on_a_second_temporal_server(client, worker, model_server):
+async def test_resume_on_a_second_temporal_server_under_the_same_id(client, worker, model_server):
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
     source, text = await waiting_run(client)
     await worker.client.get_workflow_handle(source).terminate("moved to another cluster")
@@ -168,7 +167,7 @@ async def test_resume_on_a_second_temporal_server(client, worker, model_server):
             second.client, registry=registry, model_client=openai_client, task_queue="agents-b"
         ):
             other = AgentClient(second.client, task_queue="agents-b")
-            resumed = await other.resume(text)
+            resumed = await other.resume(text, run_id=source)  # a fresh server: a resume
             await wait_for(other, resumed, RunStatus.AWAITING_APPROVAL)
             decision = await other.decide(resumed, "call_email", "approve", approver="ann")
             result = await other.result(resumed)
@@ -178,6 +177,7 @@ async def test_resume_on_a_second_temporal_server(client, worker, model_server):
         await second.shutdown()
 
     assert (decision.via, result.status, result.final_output) == ("update", "completed", "sent")
+    assert resumed == source and state.run_id == source
     assert state.origin == RunOrigin(run_id=source, turn=1, mode="resume")
     assert executions() == [("send_email", {"to": "a@b.c", "body": "hi"})]
     assert second.client.service_client.config.target_host != worker.address
@@ -221,10 +221,11 @@ async def test_fork_refusal_is_a_clear_error(client, worker, model_server):
         await client.fork(text, at_turn=1, input="hurry")
 
 
-async def test_golden_fixture_resumes_on_the_worker_and_completes(client, model_server):
+@pytest.mark.parametrize("version", RELEASED)
+async def test_golden_fixture_resumes_on_the_worker_and_completes(client, model_server, version):
     model_server.script(Reply(content="all done", usage=(20, 4)))
 
-    resumed = await client.resume(FIXTURE.read_text(encoding="utf-8"))
+    resumed = await client.resume(golden_text(version))
 
     result = await client.result(resumed)
     assert (result.status, result.final_output, result.turn) == ("completed", "all done", 3)

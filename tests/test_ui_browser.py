@@ -111,7 +111,7 @@ async def test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_too
         await expect(page.get_by_role("link", name=done, exact=True)).to_be_visible()
         await page.get_by_test_id("toggle-manual-query").click()
         query_box = page.get_by_test_id("workflow-manual-search-input")
-        await query_box.fill('AgentStatus="awaiting_approval"')
+        await query_box.fill('AgentStatus="awaiting_approval" AND ExecutionStatus="Running"')
         await query_box.press("Enter")
         await page.wait_for_url("**/workflows?query=*")
         run_link = page.get_by_role("link", name=waiting, exact=True)

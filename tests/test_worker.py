@@ -63,6 +63,18 @@ async def test_worker_refuses_to_start_with_one_clear_line(args, message):
     assert message in line
 
 
+async def test_worker_says_in_one_line_when_temporal_is_unreachable():
+    child_env = {
+        **without_openai_key(),
+        "TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}",  # nothing listens there
+        "OPENAI_API_KEY": "test-key",
+    }
+    code, _, err = await run("worker.py", "--agents", "tests.agents", env=child_env)
+    assert code == 1
+    [line] = err.strip().splitlines()
+    assert line.startswith("worker: error: cannot connect to Temporal at 127.0.0.1:"), line
+
+
 async def test_search_attribute_check_passes_on_a_server_that_has_them(env):
     await check_search_attributes(env.client)
 

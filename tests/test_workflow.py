@@ -275,5 +275,5 @@ async def test_current_details_show_status_and_the_pending_tool(worker, model_se
     metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     details = metadata.current_details
     assert details.startswith("**awaiting_approval** · assistant · turn 1 · 15 tokens")
-    assert '- `send_email` `{"to": "ops", "body": "b"}` — call id `e1`' in details
+    assert "- `send_email(to=ops, body=b)` — call id `e1`" in details
     await handle.terminate("test over")

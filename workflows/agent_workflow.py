@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Literal, TypeVar
 
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 # Plain-data modules with no side effects: pass them through the sandbox so
@@ -31,10 +33,12 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         StatusView,
         ToolOutcome,
+        problems,
     )
     from workflows.state import (
         AgentSpec,
         Decision,
+        DecisionAttempt,
         ErrorInfo,
         RetrySpec,
         RunState,
@@ -43,33 +47,57 @@ with workflow.unsafe.imports_passed_through():
         Usage,
     )
 
+_M = TypeVar("_M", bound=BaseModel)
+
 DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
 DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
+
+# Patches (workflow.patched): behaviour changed after histories were recorded.
+PATCH_UNIQUE_CALL_IDS = "unique-call-ids"
+"""Empty or reused tool call ids from the model get a run-unique id."""
+PATCH_PUBLISH_START_FAILURE = "publish-start-failure"
+"""A run that fails or is cancelled before its state exists still sets its search attributes."""
+PATCH_RESUME_UNDER_OWN_ID = "resume-under-own-id"
+"""A snapshot resumed under its source's own id is a resume, not a continue-as-new."""
 
 
 @workflow.defn(name=contract.WORKFLOW_TYPE)
 class AgentWorkflow:
     """One agent run: ask the model, run tools (after approval where needed), repeat."""
 
+    # Input and decision signals arrive as raw payloads and are decoded here, so
+    # a malformed one (from any language, or the `temporal` CLI) is answered:
+    # the run fails with InvalidAgentInput, a signal is recorded as refused.
+    # Decoded by the SDK instead, it would fail the workflow task forever, or be
+    # dropped with only a worker log line.
+
     @workflow.init
-    def __init__(self, agent_input: AgentInput) -> None:
-        self._input = agent_input
+    def __init__(self, raw_input: RawValue) -> None:
+        decoded = _decode(raw_input, AgentInput)
+        self._input: AgentInput | None = decoded if isinstance(decoded, AgentInput) else None
+        self._input_problem = decoded if isinstance(decoded, str) else None
+        self._agent_name = _field(raw_input, "agent")
         self._state: RunState | None = None
         self._signals = 0
         """Counts signals and updates handled, to wake the loop when it waits."""
-        self._early_signals: list[DecideInput] = []
-        """Decision signals received before the run's state existed."""
+        self._early_signals: list[DecideInput | DecisionAttempt] = []
+        """Decision signals received before the run's state existed (refused ones too)."""
         self._early_messages: list[str] = []
         self._early_end: str | None = None
         self._published: tuple[object, ...] | None = None
 
     @workflow.run
-    async def run(self, agent_input: AgentInput) -> AgentResult:
+    async def run(self, raw_input: RawValue) -> AgentResult:
         """Run the agent until it answers, fails, is cancelled or runs out of turns."""
-        state = await self._initial_state(agent_input)
+        state = await self._start()
         self._state = state
-        for request in self._early_signals:
-            decisions.receive_signal(state, request, model_call_pending=True, now=workflow.now())
+        now = workflow.now()
+        for early in self._early_signals:
+            if isinstance(early, DecisionAttempt):
+                state.refused_decisions.append(early)
+            else:
+                waiting = loop.awaiting_model(state)
+                decisions.receive_signal(state, early, model_call_pending=waiting, now=now)
         self._early_signals.clear()
         for content in self._early_messages:
             loop.receive_message(state, content, now=workflow.now())
@@ -89,13 +117,54 @@ class AgentWorkflow:
             usage=state.usage,
         )
 
+    async def _start(self) -> RunState:
+        """The run's initial state; a run that cannot start fails (or is cancelled)
+        with its search attributes saying so."""
+        try:
+            if self._input is None:
+                raise ApplicationError(
+                    f"invalid AgentWorkflow input: {self._input_problem}",
+                    type=contract.ERROR_INVALID_INPUT,
+                    non_retryable=True,
+                )
+            return await self._initial_state(self._input)
+        except ApplicationError as err:
+            self._publish_unstarted(RunStatus.FAILED, err.message)
+            raise
+        except asyncio.CancelledError:
+            self._publish_unstarted(RunStatus.CANCELLED, "cancelled while starting")
+            raise
+
+    def _publish_unstarted(self, status: RunStatus, why: str) -> None:
+        if not workflow.patched(PATCH_PUBLISH_START_FAILURE):
+            return
+        agent = self._agent_name or "(unknown)"
+        workflow.set_current_details(f"**{status.value}** · {agent} · {why}")
+        workflow.upsert_search_attributes(
+            [sa.AGENT_NAME.value_set(agent), sa.AGENT_STATUS.value_set(status.value)]
+        )
+        metrics.finished(agent, status.value)
+
     async def _initial_state(self, agent_input: AgentInput) -> RunState:
-        if agent_input.resume_from is not None:
+        snapshot = agent_input.resume_from
+        if snapshot is not None:
+            # Validated while the input was decoded (strictly, items checked against
+            # each other, an integrity block verified: see RunState), so a bad
+            # snapshot has failed the run already, as invalid input.
+            info = workflow.info()
+            continued = loop.is_continue_as_new(
+                snapshot, run_id=info.workflow_id, continued_run_id=info.continued_run_id
+            )
+            if not continued and snapshot.run_id == info.workflow_id:
+                # Runs started before this patch took a snapshot under its own id
+                # for a continue-as-new (no origin, a failed run stayed failed).
+                continued = not workflow.patched(PATCH_RESUME_UNDER_OWN_ID)
             return loop.resume(
-                agent_input.resume_from,
-                run_id=workflow.info().workflow_id,
-                workflow_run=workflow.info().run_id,
+                snapshot,
+                run_id=info.workflow_id,
+                workflow_run=info.run_id,
                 now=workflow.now(),
+                continue_as_new=continued,
             )
         try:
             spec = await workflow.execute_activity(
@@ -133,7 +202,10 @@ class AgentWorkflow:
                 await self._continue_as_new(state)
             if isinstance(step, loop.CallModel):
                 reply = await self._call_model(state, step)
-                loop.record_model_reply(state, reply, now=workflow.now())
+                unique = not loop.has_colliding_call_ids(state, reply) or workflow.patched(
+                    PATCH_UNIQUE_CALL_IDS
+                )
+                loop.record_model_reply(state, reply, now=workflow.now(), unique_ids=unique)
                 metrics.turn(state.agent.name)
             elif isinstance(step, loop.RunTools):
                 outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
@@ -226,7 +298,7 @@ class AgentWorkflow:
                 result_type=ToolOutcome,
                 start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
                 retry_policy=_retry_policy(spec.retry),
-                summary=f"tool {call.tool}({_short(call.arguments)})",
+                summary=f"tool {details.tool_call_summary(call.tool, call.arguments)}",
             )
         except ActivityError as err:
             return ToolOutcome(
@@ -255,20 +327,28 @@ class AgentWorkflow:
     # --- decisions -----------------------------------------------------------
 
     @workflow.signal(name=contract.SIGNAL_APPROVE)
-    def approve(self, payload: DecisionSignal) -> None:
-        """Approve a pending tool call (fire-and-forget)."""
+    def approve(self, payload: RawValue) -> None:
+        """Approve a pending tool call (fire-and-forget); payload: `DecisionSignal`."""
         self._decide_by_signal(payload, "approve")
 
     @workflow.signal(name=contract.SIGNAL_REJECT)
-    def reject(self, payload: DecisionSignal) -> None:
+    def reject(self, payload: RawValue) -> None:
         """Reject a pending tool call; the model gets the reason as the call's result."""
         self._decide_by_signal(payload, "reject")
 
-    def _decide_by_signal(self, payload: DecisionSignal, decision: str) -> None:
+    def _decide_by_signal(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
         # A signal gets no answer, so nothing here may raise: what cannot apply
         # is held or recorded as refused in the state (see workflows.decisions).
-        request = DecideInput(**payload.model_dump(), decision=decision)
         self._signals += 1
+        payload = _decode(raw, DecisionSignal)
+        if isinstance(payload, str):
+            refused = decisions.malformed_attempt(decision, _json(raw), payload, now=workflow.now())
+            if self._state is None:
+                self._early_signals.append(refused)
+            else:
+                self._state.refused_decisions.append(refused)
+            return
+        request = DecideInput(**payload.model_dump(), decision=decision)
         if self._state is None:
             self._early_signals.append(request)
             return
@@ -350,7 +430,7 @@ class AgentWorkflow:
         if self._state is None:
             return StatusView(
                 status=RunStatus.RUNNING,
-                agent=self._input.agent,
+                agent=self._agent_name or "",
                 turn=0,
                 pending_approvals=0,
                 usage=Usage(),
@@ -361,6 +441,31 @@ class AgentWorkflow:
     def get_pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a decision."""
         return [] if self._state is None else decisions.pending_approvals(self._state)
+
+
+def _decode(raw: RawValue, model: type[_M]) -> _M | str:
+    """The payload as `model`, or why it is not one (one line)."""
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, model)
+    except ValidationError as err:
+        return problems(err)
+    except Exception as err:  # not JSON at all, or another encoding
+        return f"cannot decode the payload: {_root_message(err)}"
+
+
+def _json(raw: RawValue) -> object:
+    """The payload as plain JSON, or None if it is not JSON."""
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, None)
+    except Exception:
+        return None
+
+
+def _field(raw: RawValue, name: str) -> str | None:
+    """A string field of a JSON object payload, if it has one."""
+    data = _json(raw)
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:
@@ -388,7 +493,3 @@ def _error_info(err: ActivityError) -> ErrorInfo:
             type=cause.type or "ApplicationError", message=cause.message, details=details
         )
     return ErrorInfo(type=type(cause).__name__, message=_root_message(err))
-
-
-def _short(arguments: str, limit: int = 60) -> str:
-    return arguments if len(arguments) <= limit else arguments[: limit - 1] + "…"

@@ -1,16 +1,30 @@
-"""Canonical JSON: the exact bytes a snapshot's integrity digest covers.
+"""Canonical JSON: the exact bytes a snapshot's integrity digest covers, and the digest.
 
 Defined once, here, so that a service in any language can verify a snapshot
-with an off-the-shelf RFC 8785 (JCS) implementation.
+with an off-the-shelf RFC 8785 (JCS) implementation and SHA-256 / HMAC-SHA256.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from decimal import Decimal
 from typing import Any
 
 from pydantic import JsonValue
+
+SHA256 = "sha256"
+HMAC_SHA256 = "hmac-sha256"
+
+
+def integrity_block(content: dict[str, JsonValue], key: bytes | None) -> dict[str, str]:
+    """`{"algorithm", "digest"}` over the canonical JSON of `content`: a SHA-256,
+    or with `key` an HMAC-SHA256. Raises ValueError for what is not JSON."""
+    body = canonical_json(content)
+    if key is None:
+        return {"algorithm": SHA256, "digest": hashlib.sha256(body).hexdigest()}
+    return {"algorithm": HMAC_SHA256, "digest": hmac.new(key, body, "sha256").hexdigest()}
 
 
 def canonical_json(value: JsonValue) -> bytes:

@@ -5,6 +5,12 @@ cannot apply never fails the run: it is held (its call is not proposed yet
 because a model call is under way), ignored (an exact repeat), or recorded
 as refused with the reason. The `decide` update is checked before it is
 accepted, so a refused update leaves no trace.
+
+Holding is limited to the time a model call is under way on purpose: call ids
+come from the model, so the reply being produced is the only place an id a
+sender knows can still be on its way into the state (the model activity has
+completed, the workflow has not recorded it yet). At any other time an unknown
+id cannot become known, and refusing it at once tells the sender of a typo.
 """
 
 from __future__ import annotations
@@ -108,6 +114,25 @@ def receive_signal(
             state.refused_decisions.append(_attempt(request, now=now, refused_because=str(err)))
         return None
     return apply(state, request, via="signal", now=now)
+
+
+def malformed_attempt(
+    decision: Literal["approve", "reject"], data: object, problem: str, *, now: datetime
+) -> DecisionAttempt:
+    """The audit record of a decision signal whose payload is not a valid one.
+
+    `data` is the payload as JSON (whatever shape it has); its `call_id` and
+    `approver` are kept when they are strings, so the refusal can be found.
+    """
+    fields = data if isinstance(data, dict) else {}
+    call_id, approver = fields.get("call_id"), fields.get("approver")
+    return DecisionAttempt(
+        call_id=call_id if isinstance(call_id, str) else "",
+        decision=decision,
+        approver=approver if isinstance(approver, str) else "",
+        at=now,
+        refused_because=f"invalid {decision} payload: {problem}",
+    )
 
 
 def release_held(state: RunState, *, now: datetime) -> None:
@@ -242,13 +267,15 @@ def _attempt(request: DecideInput, *, now: datetime, refused_because: str | None
 
 
 def _is_repeat(state: RunState, request: DecideInput) -> bool:
-    """The same decision by the same approver, already recorded: idempotent."""
+    """Exactly the decision already recorded (same approver, reason, `always` and
+    arguments): idempotent. Anything else on a decided call is refused, so a
+    changed reason or `always` is never dropped without a trace."""
     earlier = decided(state).get(request.call_id)
     return (
         earlier is not None
         and earlier.via in ("signal", "update")
-        and (earlier.decision, earlier.approver, earlier.arguments)
-        == (request.decision, request.approver, request.arguments)
+        and (earlier.decision, earlier.approver, earlier.reason, earlier.always, earlier.arguments)
+        == (request.decision, request.approver, request.reason, request.always, request.arguments)
     )
 
 

@@ -1,39 +1,110 @@
-"""The run's "current details" shown in the Temporal UI: short markdown, pure."""
+"""What a run shows in the Temporal UI: its current details (short markdown), the
+one-line summary of a tool call, the static summary set at start. Pure, no temporalio."""
 
 from __future__ import annotations
+
+import json
+import re
 
 from workflows import decisions
 from workflows.state import AssistantMessage, RunState, ToolResult
 
 SHORT = 80
+"""Widest text (arguments, tool result) in the current details before it is cut."""
+SUMMARY_LIMIT = 60
+"""Widest tool-call summary and static-summary input before they are cut."""
+
+_PLAIN = re.compile(r"[^\s,()=\[\]{}\"'`]+")
+"""A string argument shown without quotes: nothing that would read as punctuation."""
 
 
 def render(state: RunState) -> str:
     """Status, turn, pending approvals (tool and short arguments), last tool result, usage."""
+    usage = state.usage
     lines = [
         f"**{state.status.value}** · {state.agent.name} · turn {state.turn} · "
-        f"{state.usage.total_tokens} tokens · {state.usage.model_calls} model calls"
+        f"{_plural(usage.total_tokens, 'token')} · {_plural(usage.model_calls, 'model call')}"
     ]
     pending = decisions.pending_calls(state)
     if pending:
-        lines.append("")
-        lines.append(f"**Pending approvals ({len(pending)})**")
-        lines.extend(
-            f"- `{c.tool}` `{_short(c.arguments)}` — call id `{c.call_id}`" for c in pending
-        )
+        lines += ["", f"**Pending approvals ({len(pending)})**"]
+        lines += [
+            f"- {_code(tool_call_summary(c.tool, c.arguments, SHORT))} — call id {_code(c.call_id)}"
+            for c in pending
+        ]
     result = next((i for i in reversed(state.items) if isinstance(i, ToolResult)), None)
     if result is not None:
-        tool = _tool_of(state, result.call_id)
         marker = " (error)" if result.is_error else ""
-        lines.append("")
-        lines.append(f"**Last tool result** `{tool}`{marker}: {_short(result.content)}")
+        tool = _code(_tool_of(state, result.call_id))
+        lines += ["", f"**Last tool result** {tool}{marker}: {_code(_short(result.content))}"]
     if state.queued_messages:
-        lines.append("")
-        lines.append(f"**Queued user messages:** {len(state.queued_messages)}")
+        lines += ["", f"**Queued user messages:** {len(state.queued_messages)}"]
     if state.error is not None:
-        lines.append("")
-        lines.append(f"**Error** `{state.error.type}`: {_short(state.error.message, 200)}")
+        error = _code(_short(state.error.message, 200))
+        lines += ["", f"**Error** {_code(state.error.type)}: {error}"]
     return "\n".join(lines)
+
+
+def tool_call_summary(tool: str, arguments_json: str, limit: int = SUMMARY_LIMIT) -> str:
+    """`refund(order=A12, amount=40)`: the call on one line, at most `limit` characters.
+
+    A JSON object's members become `key=value` (plain strings unquoted, other values
+    compact JSON); other or invalid JSON is shown as its raw text. Cut with `…`."""
+    try:
+        arguments = json.loads(arguments_json) if arguments_json.strip() else {}
+    except ValueError:
+        arguments = None
+    if isinstance(arguments, dict):
+        inner = ", ".join(f"{key}={_value(value)}" for key, value in arguments.items())
+    else:
+        inner = " ".join(arguments_json.split())
+    full = f"{tool}({inner})"
+    if len(full) <= limit:
+        return full
+    room = limit - len(tool) - 3  # "(", "…", ")"
+    if room < 1:
+        return _short(full, limit)
+    return f"{tool}({inner[:room]}…)"
+
+
+def static_summary(agent: str, input: str, limit: int = SUMMARY_LIMIT) -> str:
+    """`support: Please refund order A12…`: the agent and the input's first words (cut
+    at a word boundary, on one line, the input part at most `limit` characters)."""
+    text = " ".join(input.split())
+    if len(text) > limit:
+        cut = text.rfind(" ", 0, limit)  # the last word that fits with the "…"
+        text = (text[:cut] if cut > limit // 2 else text[: limit - 1]) + "…"
+    return f"{agent}: {text}" if text else agent
+
+
+def _value(value: object) -> str:
+    if isinstance(value, str) and _PLAIN.fullmatch(value) and not _reads_as_json(value):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _reads_as_json(text: str) -> bool:
+    """True for `40`, `true`, `null`...: unquoted, they would pass for another type."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _code(text: str) -> str:
+    """`text` as a markdown code span, whatever backticks it holds (CommonMark: a
+    longer fence, and a space on each side if it starts or ends with a backtick)."""
+    if not text:
+        return "(empty)"
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _tool_of(state: RunState, call_id: str) -> str:

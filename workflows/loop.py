@@ -92,27 +92,65 @@ def new_state(spec: AgentSpec, agent_input: AgentInput, *, run_id: str, now: dat
     )
 
 
-def resume(snapshot: RunState, *, run_id: str, workflow_run: str, now: datetime) -> RunState:
+def resume(
+    snapshot: RunState,
+    *,
+    run_id: str,
+    workflow_run: str,
+    now: datetime,
+    continue_as_new: bool = False,
+) -> RunState:
     """The state of workflow run `workflow_run` of run `run_id`, continuing `snapshot`.
 
-    The same `run_id` is a continue-as-new: the state goes on unchanged. Another
-    run id is a resume or fork of another run: the new run records its origin
-    (keeping an origin `workflows.snapshot.fork` already set for this snapshot),
-    and a failed or cancelled run resumes as running, since resuming is how it
-    is retried.
+    With `continue_as_new` (see `is_continue_as_new`) the snapshot is what the
+    previous workflow run of this same run carried over: the state goes on
+    unchanged. Otherwise it is a resume or fork, under another run id or the
+    snapshot's own (e.g. on another server, or after the source ended): the new
+    run records its origin (keeping the one `workflows.snapshot.fork` set for
+    this snapshot), a failed or cancelled run resumes as running, since resuming
+    is how it is retried, and the calls still open keep their idempotency key.
     """
     state = snapshot.model_copy(deep=True)
-    if snapshot.run_id != run_id:
-        if state.origin is None or state.origin.run_id != snapshot.run_id:
+    if not continue_as_new:
+        if not _is_fresh_fork(snapshot):
             state.origin = RunOrigin(run_id=snapshot.run_id, turn=snapshot.turn, mode="resume")
         if state.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             state.status = RunStatus.RUNNING
             state.error = None
+        for call in _unresolved_calls(state, last_reply(state)):
+            if call.idempotency_key is None:
+                call.idempotency_key = idempotency_key(snapshot, call.call_id)
         state.run_id = run_id
         state.workflow_runs = []
     state.workflow_runs.append(workflow_run)
     state.updated_at = now
     return state
+
+
+def is_continue_as_new(snapshot: RunState, *, run_id: str, continued_run_id: str | None) -> bool:
+    """Whether a workflow run of `run_id` that got `snapshot` as input continues
+    this same run as new, rather than resuming a snapshot.
+
+    `continued_run_id` is the Temporal run this workflow run continues (None for
+    a run started by a client): a continuation carries the state that run
+    handed over, whose last recorded workflow run is that run. A snapshot
+    resumed under its own run id (say on another server) is no continuation.
+    """
+    return (
+        continued_run_id is not None
+        and snapshot.run_id == run_id
+        and snapshot.workflow_runs[-1:] == [continued_run_id]
+    )
+
+
+def _is_fresh_fork(snapshot: RunState) -> bool:
+    """Made by `workflows.snapshot.fork` and not run since: its origin is kept."""
+    origin = snapshot.origin
+    return (
+        origin is not None
+        and origin.mode == "fork"
+        and (origin.run_id, origin.turn) == (snapshot.run_id, snapshot.turn)
+    )
 
 
 # --- deciding what comes next -----------------------------------------------------
@@ -163,14 +201,16 @@ def model_request(state: RunState) -> ModelRequest:
 
 
 def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
-    """The `run_tool` input for one call of the latest reply."""
+    """The `run_tool` input for one call of the latest reply; its idempotency key is
+    the one the call carries from the run that proposed it (see `resume`), else
+    `idempotency_key`."""
     return ToolRequest(
         run_id=state.run_id,
         agent=state.agent.name,
         tool=call.tool,
         call_id=call.call_id,
         arguments=call.arguments,
-        idempotency_key=idempotency_key(state, call.call_id),
+        idempotency_key=call.idempotency_key or idempotency_key(state, call.call_id),
         context=state.context,
     )
 
@@ -210,12 +250,20 @@ def may_continue_as_new(step: Step) -> bool:
 # --- folding outcomes back in ------------------------------------------------------
 
 
-def record_model_reply(state: RunState, reply: ModelReply, *, now: datetime) -> None:
+def record_model_reply(
+    state: RunState, reply: ModelReply, *, now: datetime, unique_ids: bool = True
+) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
-    by an `always` rule, and apply decision signals that were waiting for them."""
+    by an `always` rule, and apply decision signals that were waiting for them.
+
+    With `unique_ids`, a call whose id is empty or already used in the run gets a
+    new one (see `unique_call_ids`); the model sees the new id with the call and
+    its result, so the conversation stays consistent.
+    """
     state.turn += 1
     state.usage = state.usage.plus(reply.usage)
-    calls = [_proposed_call(state.agent, c) for c in reply.tool_calls]
+    proposed = unique_call_ids(state, reply) if unique_ids else reply.tool_calls
+    calls = [_proposed_call(state.agent, c) for c in proposed]
     state.items.append(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
     )
@@ -231,6 +279,34 @@ def record_model_reply(state: RunState, reply: ModelReply, *, now: datetime) -> 
     if not calls:
         state.final_output = reply.content or ""
     state.updated_at = now
+
+
+def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:
+    """True if a call of `reply` has an empty id or one already used in the run."""
+    return list(unique_call_ids(state, reply)) != list(reply.tool_calls)
+
+
+def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
+    """The reply's calls, each with an id unique in the run.
+
+    Call ids key decisions, results and idempotency keys, so they must be unique;
+    models and proxies are not always careful (an empty id, an id counted from
+    1 again after a restart). A clashing id becomes `<id>~t<turn>.<index>`.
+    """
+    used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
+    calls = []
+    for index, call in enumerate(reply.tool_calls, start=1):
+        call_id = call.call_id
+        if not call_id or call_id in used:
+            base = f"{call_id or 'call'}~t{state.turn}.{index}"
+            call_id, n = base, 1
+            while call_id in used:
+                n += 1
+                call_id = f"{base}.{n}"
+            call = call.model_copy(update={"call_id": call_id})
+        used.add(call_id)
+        calls.append(call)
+    return calls
 
 
 def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: datetime) -> None:

@@ -3,13 +3,15 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Only 1.0 has been released, so the table is empty.
+validates it. Released: 1.0, 1.1 (the newest).
 
-Releasing a new version: bump `SCHEMA_VERSION` in `workflows/state.py`,
-register `MIGRATIONS["<old>"] = _<old>_to_<new>` here, commit the new schema
-(`python -m schemas.generate`) and a golden fixture written by the new code.
-Never edit, renumber or remove a released step: snapshots in users' stores
-depend on it.
+Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
+literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
+here, commit the new schema (`python -m schemas.generate`) and a golden fixture
+written by the new code (`tests/fixtures/runstate-<new>.json`, see
+`tests/snapshot_golden.py`); the tests then hold every released version to its
+schema and fixture. Never edit, renumber or remove a released step: snapshots
+in users' stores depend on it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,20 @@ from typing import Any
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """One step: a snapshot dict of version V in, a new dict of the next version out.
 
-A step must not mutate its argument, must set `schema_version` to the version
-it produces (strictly newer than V). It never sees `integrity`: the digest is
-checked before migrating, over the content as it was written.
+It must set `schema_version` to the version it produces (strictly newer than
+V). It gets a deep copy of the data (see `workflows.snapshot.migrate`), so a
+step that edits its argument in place harms nothing, but should not rely on
+that: return a new dict. It never sees `integrity`: the digest is checked
+before migrating, over the content as it was written.
 """
 
-MIGRATIONS: dict[str, Migration] = {}
+
+def _1_0_to_1_1(data: dict[str, Any]) -> dict[str, Any]:
+    """1.1 added the optional `ToolCall.idempotency_key`: nothing to convert. A 1.0
+    snapshot without it keeps its keys: the loop falls back to `origin` for calls
+    the source run proposed (see `workflows.loop.idempotency_key`)."""
+    return {**data, "schema_version": "1.1"}
+
+
+MIGRATIONS: dict[str, Migration] = {"1.0": _1_0_to_1_1}
 """Released version -> the step from it to the next version."""

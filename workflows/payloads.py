@@ -10,13 +10,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from workflows.state import Item, RunState, RunStatus, Usage
+from workflows.snapshot_input import SnapshotInput
+from workflows.state import Item, RunStatus, Usage
 
 
 class _Payload(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def problems(err: ValidationError) -> str:
+    """A validation error on one line: `always: Input should be a valid boolean; ...`."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()
+    )
 
 
 # --- workflow -----------------------------------------------------------------
@@ -35,8 +43,9 @@ class AgentInput(_Payload):
     """Overrides the agent's own limit of model calls."""
     session: bool = False
     """Keep the run open for further user messages (`send_message`) until ended."""
-    resume_from: RunState | None = None
-    """Continue from this snapshot instead of starting afresh."""
+    resume_from: SnapshotInput | None = None
+    """Continue from this snapshot instead of starting afresh: a RunState, or an
+    exported snapshot file as is (digest checked, migrated; `workflows.snapshot_input`)."""
 
 
 class AgentResult(_Payload):

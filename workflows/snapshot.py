@@ -12,7 +12,7 @@ the text and the key, so the workflow may import this module too.
 
 from __future__ import annotations
 
-import hashlib
+import copy
 import hmac
 import json
 import re
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workflows.canonical import canonical_json
+from workflows.canonical import HMAC_SHA256, SHA256, integrity_block
 from workflows.migrations import MIGRATIONS, Migration
 from workflows.state import (
     SCHEMA_VERSION,
@@ -33,8 +33,6 @@ from workflows.state import (
     UserMessage,
 )
 
-SHA256 = "sha256"
-HMAC_SHA256 = "hmac-sha256"
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -62,12 +60,9 @@ class SnapshotError(ValueError):
 
 def _integrity(content: dict[str, Any], key: bytes | None) -> dict[str, str]:
     try:
-        body = canonical_json(content)
+        return integrity_block(content, key)
     except ValueError as err:
         raise SnapshotError(None, f"snapshot content is not canonical JSON: {err}") from None
-    if key is None:
-        return {"algorithm": SHA256, "digest": hashlib.sha256(body).hexdigest()}
-    return {"algorithm": HMAC_SHA256, "digest": hmac.new(key, body, "sha256").hexdigest()}
 
 
 # --- writing ------------------------------------------------------------------------
@@ -127,6 +122,24 @@ def _read(
     return _validated(migrate(data)), version, verified
 
 
+def load_data(document: dict[str, Any]) -> RunState:
+    """A snapshot document given as data, not text (a workflow's `resume_from`, see
+    `workflows.snapshot_input`): migrated if older, validated strictly.
+
+    Its `integrity` block is optional; a SHA-256 digest must match, an HMAC is
+    removed unchecked: workers never hold the key, so signed snapshots are verified
+    on the client path (`loads` with the key, as agentctl and AgentClient do before
+    they start a run). Raises SnapshotError.
+    """
+    data = dict(document)
+    if "schema_version" in data:  # else the schema's default: the current version
+        _check_version(data)
+        if "integrity" in data:
+            _verify(data, key=None, allow_unverified=False, signed_unchecked=True)
+        data = migrate(data)
+    return _validated(data)
+
+
 def _parse(text: str | bytes) -> dict[str, Any]:
     if isinstance(text, bytes):
         try:
@@ -169,25 +182,24 @@ def _check_version(data: dict[str, Any]) -> str:
             "$.schema_version",
             f'expected "MAJOR.MINOR" such as "{SCHEMA_VERSION}", got {json.dumps(version)}',
         )
-    (major, minor), (ours, our_minor) = _version(version), _version(SCHEMA_VERSION)
-    if major > ours:
+    theirs, ours = _version(version), _version(SCHEMA_VERSION)
+    if theirs > ours:
+        reader = f"{ours[0]}.x" if theirs[0] > ours[0] else SCHEMA_VERSION
         raise SnapshotError(
-            None, f"snapshot schema {version} is newer than this reader ({ours}.x); upgrade"
-        )
-    if major == ours and minor > our_minor:
-        raise SnapshotError(
-            None, f"snapshot schema {version} is newer than this reader ({SCHEMA_VERSION}); upgrade"
+            None, f"snapshot schema {version} is newer than this reader ({reader}); upgrade"
         )
     return version
 
 
 def _version(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")
-    return int(major), int(minor)
+    return tuple(int(part) for part in version.split("."))  # type: ignore[return-value]
 
 
-def _verify(data: dict[str, Any], *, key: bytes | None, allow_unverified: bool) -> bool:
-    """Check and remove the integrity block; False if there was none and that is allowed."""
+def _verify(
+    data: dict[str, Any], *, key: bytes | None, allow_unverified: bool, signed_unchecked=False
+) -> bool:
+    """Check and remove the integrity block; False if there was none and that is allowed
+    (or, with `signed_unchecked` and no key, if it is an HMAC, removed unchecked)."""
     if "integrity" not in data:
         if key is not None:
             raise SnapshotError(None, "unsigned snapshot refused: a signing key is configured")
@@ -207,6 +219,8 @@ def _verify(data: dict[str, Any], *, key: bytes | None, allow_unverified: bool) 
             'expected {"algorithm": "sha256" or "hmac-sha256", "digest": 64 lowercase hex digits}',
         )
     if block["algorithm"] == HMAC_SHA256 and key is None:
+        if signed_unchecked:
+            return False
         raise SnapshotError(
             None, "signed snapshot (hmac-sha256) cannot be verified: no signing key is configured"
         )
@@ -223,7 +237,11 @@ def _verify(data: dict[str, Any], *, key: bytes | None, allow_unverified: bool) 
 def migrate(
     data: dict[str, Any], *, migrations: dict[str, Migration] | None = None
 ) -> dict[str, Any]:
-    """`data` brought to `SCHEMA_VERSION` by the registered steps (default: `MIGRATIONS`)."""
+    """`data` brought to `SCHEMA_VERSION` by the registered steps (default: `MIGRATIONS`).
+
+    Each step gets its own deep copy, so a step that mutates its argument
+    cannot change the caller's data (or what an earlier step returned).
+    """
     steps = MIGRATIONS if migrations is None else migrations
     version = data["schema_version"]
     while version != SCHEMA_VERSION:
@@ -232,7 +250,7 @@ def migrate(
             raise SnapshotError(
                 None, f"snapshot schema {version} is not supported (no migration to a newer one)"
             )
-        data = step(data)
+        data = step(copy.deepcopy(data))
         produced = data.get("schema_version")
         if not isinstance(produced, str) or _version(produced) <= _version(version):
             raise RuntimeError(f"the migration from {version} produced version {produced!r}")
@@ -251,6 +269,8 @@ def _validated(content: dict[str, Any]) -> RunState:
 
 
 def _schema_error(error: Any) -> SnapshotError:
+    if error["type"] == "run_state":  # RunState's own checks: they name the path
+        return SnapshotError(error["ctx"]["path"], error["ctx"]["problem"])
     loc = error["loc"]
     # In a discriminated union pydantic puts the item's `type` tag after the index.
     if len(loc) > 2 and loc[0] == "items":
@@ -288,15 +308,13 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     """The state of `state`'s run as it was at the end of turn `at_turn`, ready to run again.
 
     Keeps the items up to (not including) the model reply of turn `at_turn + 1`:
-    turn N's decisions and tool results stay, and calls of turn N still
-    undecided there are pending again. `new_input`, if given, is appended as
-    the next user message. The fork records its source in `origin`
-    (`loop.resume` keeps it) and keeps the source's `run_id` until resumed.
-    Decision signals held or refused after the cut, and queued messages, go
-    with the cut turns.
-    Status is running and error cleared. If turn N's reply was the final
-    answer, its final output is kept and the resumed run completes at once;
-    with `new_input` the model is asked again, as for a session's next message.
+    turn N's decisions and tool results stay, its calls still undecided there
+    are pending again. `new_input`, if given, is the next user message. The fork
+    records its source in `origin` (`loop.resume` keeps it) and keeps the
+    source's `run_id` until resumed. Signals held or refused after the cut, and
+    queued messages, go with the cut turns. Status is running, error cleared.
+    If turn N's reply was the final answer, its final output is kept and the
+    resumed run completes at once; with `new_input` the model is asked again.
 
     Usage restarts at zero: usage is a run total, with no per-turn record, so
     the source's spend up to the cut cannot be derived; copying the totals

@@ -1,20 +1,42 @@
 """RunState: the whole state of one agent run, as plain, versioned data.
 
 It is what the workflow holds in memory, what `get_state` returns and what
-`export` writes. Every model refuses unknown fields, so a snapshot that does
-not match this schema fails to load instead of being silently defaulted.
+`export` writes. Every model refuses unknown fields, timestamps must carry an
+offset, and RunState checks that its items agree with each other
+(`workflows.state_checks`), so a snapshot that does not match fails to load
+instead of being silently defaulted. Snapshot files and workflow input
+(`workflows.snapshot.loads`, `SnapshotInput`) are also validated strictly (no
+coercion: `"3"` is not a turn); decision records always are.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictStr
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.0"
-"""The RunState schema this code writes ("MAJOR.MINOR"; minor = additive)."""
+from workflows import state_checks
+from workflows.migrations import MIGRATIONS
+
+SCHEMA_VERSION = "1.1"
+"""The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
+1.1 added `ToolCall.idempotency_key`."""
+
+
+_OLDER_MINORS = {v for v in MIGRATIONS if v.split(".")[0] == SCHEMA_VERSION.split(".")[0]}
 
 
 class _Model(BaseModel):
@@ -151,6 +173,11 @@ class ToolCall(_Model):
     """The arguments exactly as the model wrote them (JSON text, possibly malformed)."""
     needs_approval: bool = False
     """Whether the tool's approval policy asked for a decision before this call runs."""
+    idempotency_key: str | None = Field(None, min_length=1)
+    """The key `run_tool` gets for this call, recorded when the call is carried
+    open into another run (resume or fork): the key of the run that proposed it,
+    kept across any number of resumes, so a tool that deduplicates by key runs
+    it once. None: this run's id + the call id. (Added in 1.1.)"""
 
 
 class UserMessage(_Model):
@@ -167,7 +194,7 @@ class AssistantMessage(_Model):
     turn: int = Field(ge=1)
     content: str | None = None
     tool_calls: list[ToolCall] = []
-    at: datetime
+    at: AwareDatetime
     """Workflow time at which the reply was recorded."""
 
 
@@ -196,7 +223,7 @@ class Decision(_Model):
     decision of `approver`, or the approval deadline passing."""
     arguments: dict[str, JsonValue] | None = None
     """Arguments edited by the approver; they replace the model's for this call."""
-    at: datetime
+    at: AwareDatetime
 
 
 class DecisionAttempt(_Model):
@@ -208,7 +235,7 @@ class DecisionAttempt(_Model):
     reason: StrictStr | None = None
     always: StrictBool = False
     arguments: dict[str, JsonValue] | None = None
-    at: datetime
+    at: AwareDatetime
     """Workflow time at which the signal was handled."""
     refused_because: str | None = None
     """Why it cannot apply; None while it is held for a call not yet seen."""
@@ -242,7 +269,7 @@ class RunOrigin(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    schema_version: Literal["1.1"] = SCHEMA_VERSION
     run_id: str
     """The workflow id."""
     agent: AgentSpec
@@ -272,5 +299,27 @@ class RunState(_Model):
     (a model call was under way); applied when the reply names the call."""
     refused_decisions: list[DecisionAttempt] = []
     """Signals that could not apply, with the reason: the audit of refusals."""
-    created_at: datetime
-    updated_at: datetime
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _older_minor(cls, version: Any) -> Any:
+        """An older minor version of this major reads as the current one: minors only
+        add optional fields (enforced by `schemas.generate`), so such a state is valid
+        as is, e.g. one a running workflow carried over before an upgrade."""
+        return SCHEMA_VERSION if version in _OLDER_MINORS else version
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> RunState:
+        """Refuse items that contradict each other (see `workflows.state_checks`)."""
+        problem = state_checks.first_problem(self)
+        if problem is not None:
+            raise _refusal(*problem)
+        return self
+
+
+def _refusal(path: str, problem: str) -> PydanticCustomError:
+    """A validation error that keeps the JSON path (`workflows.snapshot` reports it as is)."""
+    context = {"path": path, "problem": problem}
+    return PydanticCustomError("run_state", "invalid snapshot at {path}: {problem}", context)

@@ -1,0 +1,335 @@
+"""Markdown for bench/RESULTS.md, time and memory of runs: 1. per-turn overhead,
+2. parallel tools, 3. concurrency, where the time goes. Pure functions; no measuring."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bench.common import median, percentile
+from bench.report import (
+    FLOOR,
+    LOCAL,
+    OURS,
+    OVERHEAD_GOAL,
+    PARALLEL_GOAL,
+    RSS_GOAL_MB,
+    RSS_GOAL_RUNS,
+    Goal,
+    Section,
+    ms,
+    ratio,
+    table,
+    verdict,
+    within,
+)
+
+if TYPE_CHECKING:
+    from bench.overhead import Timings
+
+
+# --- 1 and 2 --------------------------------------------------------------------------
+
+
+def overhead_row(label: str, t: Timings) -> list[str]:
+    floor_ratio = ratio(t.wall[OURS], t.wall[FLOOR])
+    return [
+        label,
+        ms(median(t.wall[OURS])),
+        ms(median(t.wall[LOCAL])),
+        ms(median(t.wall[FLOOR])),
+        f"{ratio(t.wall[OURS], t.wall[LOCAL]):.2f}",
+        f"**{floor_ratio:.2f}** {verdict(within(floor_ratio, OVERHEAD_GOAL))}",
+        f"{ms(median(t.server_cpu[OURS]))} / {ms(median(t.server_cpu[FLOOR]))}",
+        str(len(t.wall[OURS])),
+    ]
+
+
+def eager_share(t: Timings, kind: str) -> str:
+    eager, received = t.eager.get(kind, (0, 0))
+    return f"{eager} of {received}" if received else "none polled"
+
+
+def option_rows(t: Timings) -> list[list[str]]:
+    """worker.py's defaults, then each other kind of AgentWorkflow run measured with them."""
+    kinds = [OURS, *(k for k in t.wall if k not in (OURS, LOCAL, FLOOR))]
+    return [
+        [
+            "**worker.py defaults**" if kind == OURS else kind,
+            ms(median(t.wall[kind])),
+            f"{ratio(t.wall[kind], t.wall[OURS]):.2f}",
+            f"{ratio(t.wall[kind], t.wall[FLOOR]):.2f}",
+            ms(median(t.process_cpu[kind])),
+            eager_share(t, kind),
+            str(len(t.wall[kind])),
+        ]
+        for kind in kinds
+    ]
+
+
+def overhead_goals(timings: dict[str, Timings], par: dict) -> tuple[Goal, ...]:
+    goals = [
+        Goal(
+            f"1. per-turn overhead, model latency {label}",
+            f"AgentWorkflow / floor ≤ {OVERHEAD_GOAL}",
+            f"{r:.2f} ({ms(median(t.wall[OURS]))} / {ms(median(t.wall[FLOOR]))} ms per turn)",
+            within(r, OVERHEAD_GOAL),
+        )
+        for label, t in timings.items()
+        for r in [ratio(t.wall[OURS], t.wall[FLOOR])]
+    ]
+    span = median(par["span"]) / par["ms"]
+    goals.append(
+        Goal(
+            f"2. parallel tools: {par['tools']} x {par['ms']} ms in one turn",
+            f"first start → last end ≤ {PARALLEL_GOAL} x one tool",
+            f"{span:.2f} x",
+            within(span, PARALLEL_GOAL),
+        )
+    )
+    return tuple(goals)
+
+
+def overhead_section(turns: int, timings: dict[str, Timings], par: dict) -> Section:
+    zero = next(iter(timings.values()))
+    parts = [
+        "## 1. Per-turn overhead",
+        "",
+        f"A run of {turns} turns: {turns} model calls (scripted server over HTTP), an `echo` "
+        f"tool call after each but the last, plus `describe_agent`: {2 * turns} activities. "
+        f"Floor: `bench/floor.py`, {turns} turns x 2 no-op activities ({2 * turns}), the "
+        '"model" one sleeping the same latency. In-process: `run_locally`, same loop and '
+        "activity code, no Temporal. Workers in the bench process, all serving throughout, "
+        "`build_worker`'s defaults unless an option says otherwise. "
+        "Every kind of run is in every repetition (rotating order); ratios are medians of "
+        "the ratios within a repetition.",
+        "",
+        table(
+            [
+                "model latency",
+                f"{OURS} ms/turn",
+                f"{LOCAL} ms/turn",
+                f"{FLOOR} ms/turn",
+                "ours / in-process",
+                f"ours / floor (goal ≤ {OVERHEAD_GOAL})",
+                "dev-server CPU ms/turn ours / floor",
+                "reps",
+            ],
+            [overhead_row(label, t) for label, t in timings.items()],
+        ),
+        "",
+        "Eager activity dispatch, read from the SDK metric "
+        f"`temporal_activity_task_received{{eager}}` (all runs at {next(iter(timings))}): "
+        f"{OURS} {eager_share(zero, OURS)} activity tasks eager, floor "
+        f"{eager_share(zero, FLOOR)}.",
+    ]
+    if len(option_rows(zero)) > 1:
+        parts += [
+            "",
+            "### Worker options, measured in the same repetitions (zero latency)",
+            "",
+            table(
+                [
+                    "option",
+                    "ms/turn",
+                    "/ worker.py defaults",
+                    "/ floor",
+                    "bench-process CPU ms/turn",
+                    "activity tasks eager",
+                    "reps",
+                ],
+                option_rows(zero),
+            ),
+            "",
+            "Bench-process CPU: the worker, the client and the scripted model, all in this "
+            "process. A local activity is not an activity task: it is not counted as one.",
+        ]
+    span, many, one = median(par["span"]), median(par["many"]), median(par["one"])
+    parts += [
+        "",
+        "## 2. Parallel tools",
+        "",
+        f"One turn with {par['tools']} `nap({par['ms']} ms)` calls, against the same run with "
+        f"one call; medians of {len(par['many'])} runs each.",
+        "",
+        table(
+            [
+                f"{par['tools']} tools: first start → last end",
+                f"run with {par['tools']}",
+                "run with 1",
+                "difference",
+            ],
+            [[f"{ms(span)} ms", f"{ms(many)} ms", f"{ms(one)} ms", f"{ms(many - one)} ms"]],
+        ),
+    ]
+    return Section("\n".join(parts), overhead_goals(timings, par))
+
+
+# --- 3 ------------------------------------------------------------------------------
+
+
+def per_run_mb(r: dict) -> float:
+    """RSS per parked run past the first `warm` ones (which also pay one-time costs)."""
+    return (r["rss_parked"] - r["rss_warm"]) / (r["runs"] - r["warm"])
+
+
+def rss_goal(r: dict) -> Goal:
+    """Judged only on RSS_GOAL_RUNS or more parked runs; else the linear extrapolation."""
+    what = f"3. worker RSS, {RSS_GOAL_RUNS:,} runs parked (worker.py defaults)"
+    target = f"≤ {RSS_GOAL_MB} MB"
+    if r["runs"] >= RSS_GOAL_RUNS:
+        return Goal(what, target, f"{r['rss_parked']:.0f} MB", r["rss_parked"] <= RSS_GOAL_MB)
+    guess = r["rss_parked"] + per_run_mb(r) * (RSS_GOAL_RUNS - r["runs"])
+    return Goal(
+        what,
+        target,
+        f"not judged: {r['runs']:,} runs parked, {r['rss_parked']:.0f} MB "
+        f"(extrapolated to {RSS_GOAL_RUNS:,}: {guess:.0f} MB)",
+        None,
+    )
+
+
+def concurrency_column(r: dict) -> list[str]:
+    one, burst = r["one_by_one_ms"], r["burst_ms"]
+    ok = verdict(r["rss_parked"] <= RSS_GOAL_MB) if r["runs"] >= RSS_GOAL_RUNS else ""
+    return [
+        f"{r['park_s']:.1f} s",
+        f"{r['rss_idle']:.0f} → **{r['rss_parked']:.0f} MB** {ok}".rstrip(),
+        f"{r['rss_warm']:.0f} MB, then {per_run_mb(r) * 1024:.0f} KB per run",
+        f"{r['rss_peak']:.0f} / {r['rss_end']:.0f} MB",
+        f"**{ms(median(one))} / {ms(percentile(one, 99))} ms**",
+        f"{r['signals_s']:.1f} s",
+        f"**{r['drain_s']:.1f} s** ({len(burst) / r['drain_s']:.0f} runs/s)",
+        f"{ms(median(burst))} / {ms(percentile(burst, 99))} ms",
+        f"{r['cpu_park']:.1f} / {r['cpu_total']:.1f} s",
+    ]
+
+
+def concurrency_section(results: dict[str, dict]) -> Section:
+    first = next(iter(results.values()))
+    runs = first["runs"]
+    labels = [
+        f"start {runs:,} runs until all are parked",
+        f"worker RSS: idle → all parked (goal ≤ {RSS_GOAL_MB} MB at {RSS_GOAL_RUNS:,})",
+        f"worker RSS after the first {first['warm']} parked runs, then per run",
+        "worker RSS peak / at the end",
+        f"approval → tool start, one at a time ({len(first['one_by_one_ms'])} runs): p50 / p99",
+        f"the other {len(first['burst_ms']):,} approved at once: all signals sent in",
+        "… time to drain (first signal → last run closed, server clock)",
+        "… approval → tool start during that burst: p50 / p99",
+        "worker CPU: until parked / in all",
+    ]
+    columns = [concurrency_column(r) for r in results.values()]
+    rows = [[label, *(c[i] for c in columns)] for i, label in enumerate(labels)]
+    markdown = "\n".join(
+        [
+            "## 3. Concurrency",
+            "",
+            f"{runs:,} runs of the `approval` agent, each parked on one approval, held by one "
+            "worker process (`python worker.py --agents bench.agents`, its defaults; other "
+            "columns through `bench/tuned_worker.py`). Approval → tool start: `time.time()` "
+            "before the signal is sent (client) and in the tool's first line (worker), on one "
+            "machine; p50 / p99 are over the runs. One measurement per column (each takes "
+            "minutes), not a median of several.",
+            "",
+            table(["", *results], rows),
+        ]
+    )
+    return Section(markdown, (rss_goal(first),))
+
+
+# --- where the time goes ------------------------------------------------------------------
+
+
+def profile_table(p: dict) -> str:
+    turns, ours, floor = p["turns"], p["ours"], p["floor"]
+    names = list(dict.fromkeys([*ours["phases"], *floor["phases"]]))
+
+    def phase(side: dict, key: str, name: str) -> str:
+        return ms(side[key].get(name, 0) / turns)
+
+    rows = [
+        [
+            name,
+            phase(ours, "phases", name),
+            phase(ours, "first", name),
+            phase(floor, "phases", name),
+        ]
+        for name in names
+    ]
+    rows.append(
+        [
+            "**total (server clock)**",
+            *(
+                ms(sum(side[key].values()) / turns)
+                for side, key in ((ours, "phases"), (ours, "first"), (floor, "phases"))
+            ),
+        ]
+    )
+    rows += [
+        [label, ms(ours[key]), "", ms(floor[key])]
+        for label, key in (
+            (f"wall, {p['runs']} runs (client clock)", "wall_ms"),
+            ("**worker process CPU**", "worker_cpu_ms"),
+            ("dev-server CPU", "server_cpu_ms"),
+        )
+    ]
+    header = [
+        "",
+        f"{OURS} (median of {p['runs']} runs)",
+        f"{OURS}: first run of the process",
+        f"floor (median of {p['runs']})",
+    ]
+    return table(header, rows)
+
+
+def profile_section(p: dict) -> Section:
+    parts = [
+        "## Where the time goes",
+        "",
+        f"Each worker in its own process (`python worker.py`; the floor: `python -m bench.floor`),"
+        f" {p['turns']} turns per run, zero model latency; ms per turn. Server clock: history "
+        "timestamps of each run, median per phase over the measured runs (after "
+        f"{p['warmup']} warm-up runs); the first run of the fresh worker process apart.",
+        "",
+        profile_table(p),
+    ]
+    if "profile" in p:
+        categories, leaves, total = p["profile"]
+        parts += [
+            "",
+            f"py-spy, worker process, 250 Hz, samples of the thread holding the GIL "
+            f"(Python at work; {total:,} samples); a sample counts for the first group "
+            "(top to bottom) matching any frame of its stack:",
+            "",
+            table(
+                ["what the worker was doing", "share of busy samples"],
+                [[label, f"{n / total:.0%}"] for label, n in categories],
+            ),
+            "",
+            table(
+                ["function (leaf frame)", "share"],
+                [[f"`{f}`", f"{n / total:.0%}"] for f, n in leaves],
+            ),
+        ]
+    elif "profile_error" in p:
+        parts += ["", f"py-spy failed: `{p['profile_error'].strip()}`"]
+    else:
+        parts += ["", "py-spy is not installed (`pip install -e '.[bench]'`): no samples."]
+    if "model_client" in p:
+        parts += [
+            "",
+            "The `openai` client's share, alone: one request to the scripted server with the "
+            "conversation of an N-turn run (`bench/states.py`), through "
+            "`chat.completions.create` (what `call_model` does) and through "
+            '`client.post("/chat/completions", body=..., cast_to=ChatCompletion)` with the '
+            f"same body; medians of {p['model_client_reps']}:",
+            "",
+            table(
+                ["turns", "messages", "`create` ms", "`post` ms", "create / post"],
+                [
+                    [str(t), str(n), ms(c * 1000), ms(q * 1000), f"{c / q:.1f}"]
+                    for t, n, c, q in p["model_client"]
+                ],
+            ),
+        ]
+    return Section("\n".join(parts))

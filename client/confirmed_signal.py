@@ -1,0 +1,69 @@
+"""Send an approve/reject signal and find out what the run did with it.
+
+A signal gets no answer from Temporal: it is accepted as soon as it is in the
+run's history. The run applies it, holds it (its call is not proposed yet) or
+refuses it, and keeps the outcome in its state (`workflows.decisions`). Reading
+the state right after the signal shows that outcome: a query waits for the
+workflow task that applies the signal.
+"""
+
+from __future__ import annotations
+
+from client.agent_client import AgentClient
+from client.errors import AgentClientError, DecisionRefused
+from workflows.payloads import DecideInput
+from workflows.state import Decision, DecisionAttempt, RunState
+
+
+async def send_decision(
+    agents: AgentClient, run_id: str, request: DecideInput
+) -> Decision | DecisionAttempt:
+    """Signal `request` to run `run_id`; returns the recorded Decision, or the
+    DecisionAttempt the run holds for a call not proposed yet. Raises
+    `DecisionRefused` with the run's reason if the run refused it."""
+    before = await agents.state(run_id)
+    options = request.model_dump(exclude={"decision", "call_id"})
+    if request.decision == "approve":
+        await agents.approve(run_id, request.call_id, **options)
+    else:
+        options.pop("arguments")
+        await agents.reject(run_id, request.call_id, **options)
+    outcome = outcome_of(before, await agents.state(run_id), request)
+    if outcome is None:
+        raise AgentClientError(
+            f"{request.decision} for call {request.call_id!r} of run {run_id!r} was sent, "
+            "but the run's state does not show it"
+        )
+    if isinstance(outcome, DecisionAttempt) and outcome.refused_because is not None:
+        raise DecisionRefused(run_id, request.call_id, outcome.refused_because)
+    return outcome
+
+
+def outcome_of(
+    before: RunState, after: RunState, request: DecideInput
+) -> Decision | DecisionAttempt | None:
+    """What `after` (the state once the signal was applied) shows of `request`: a
+    refusal added since `before`, a held attempt, or the call's decision by this
+    approver (an exact repeat of a recorded decision is not refused: it is that)."""
+
+    def mine(entry: Decision | DecisionAttempt) -> bool:
+        return (entry.call_id, entry.decision, entry.approver) == (
+            request.call_id,
+            request.decision,
+            request.approver,
+        )
+
+    refused = [r for r in after.refused_decisions[len(before.refused_decisions) :] if mine(r)]
+    if refused:
+        return refused[-1]
+    held = [h for h in after.held_decisions if mine(h)]
+    if held:
+        return held[-1]
+    return next(
+        (
+            i
+            for i in after.items
+            if isinstance(i, Decision) and i.via in ("signal", "update") and mine(i)
+        ),
+        None,
+    )

@@ -1,0 +1,122 @@
+"""Checks that a RunState's parts agree with each other, beyond what the schema says.
+
+A digest anyone can recompute (SHA-256) does not stop an edited snapshot from
+loading, so RunState refuses one whose items contradict each other: a decision
+for a call no reply proposed, made before the reply, on a call that needs no
+approval, a second decision on one call, a rule decision with no `always`
+decision behind it; a tool result for an unknown call; turns that do not match
+the replies; negative usage. Every check holds for every state the loop
+produces (the golden fixtures and the end-to-end tests are made by it).
+
+One pass over the items (O(items + calls)). Works on attributes only, so
+`workflows.state` can call it without an import cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workflows.state import Decision, RunState, ToolCall
+
+Problem = tuple[str, str]
+"""(JSON path, what is wrong)."""
+
+_MADE_BY_PERSON = ("signal", "update")
+
+
+def first_problem(state: RunState) -> Problem | None:
+    """The first contradiction in `state`, or None if its parts agree."""
+    for name in ("model_calls", "input_tokens", "output_tokens", "total_tokens"):
+        if getattr(state.usage, name) < 0:
+            return f"$.usage.{name}", "usage cannot be negative"
+    proposed_at = {
+        call.call_id: index
+        for index, item in reversed(list(enumerate(state.items)))
+        if item.type == "assistant_message"
+        for call in item.tool_calls
+    }
+    walk = _Walk(proposed_at)
+    for index, item in enumerate(state.items):
+        problem = walk.step(index, item)
+        if problem is not None:
+            return problem
+    if state.turn != walk.replies:
+        return "$.turn", f"turn is {state.turn} but the items hold {walk.replies} model replies"
+    return None
+
+
+@dataclass
+class _Walk:
+    """What the items so far established: the latest reply's calls and their decisions."""
+
+    proposed_at: dict[str, int]
+    """Call id -> index of the first reply proposing it."""
+    replies: int = 0
+    window: dict[str, list[ToolCall]] = field(default_factory=dict)
+    """The latest reply's calls by id (a model may repeat an id within a reply)."""
+    decided: dict[str, list[Decision]] = field(default_factory=dict)
+    """Decisions on the latest reply's calls."""
+    known: set[str] = field(default_factory=set)
+    """Every call id proposed so far."""
+    rules: set[tuple[str, str, str]] = field(default_factory=set)
+    """(tool, decision, approver) of each `always` decision so far."""
+
+    def step(self, index: int, item: Any) -> Problem | None:
+        path = f"$.items[{index}]"
+        if item.type == "assistant_message":
+            self.replies += 1
+            if item.turn != self.replies:
+                return f"{path}.turn", f"reply of turn {item.turn}, expected {self.replies}"
+            self.window, self.decided = {}, {}
+            for call in item.tool_calls:
+                self.window.setdefault(call.call_id, []).append(call)
+                self.known.add(call.call_id)
+        elif item.type == "tool_result" and item.call_id not in self.known:
+            return f"{path}.call_id", f"result for tool call {item.call_id!r}{self._unseen(item)}"
+        elif item.type == "decision":
+            return self._decision(path, index, item)
+        return None
+
+    def _decision(self, path: str, index: int, decision: Decision) -> Problem | None:
+        call_id = decision.call_id
+        calls = self.window.get(call_id)
+        if calls is None:
+            if call_id in self.known:
+                why = " of an earlier turn (a decision follows the reply that proposed its call)"
+            else:
+                why = self._unseen(decision)
+            return f"{path}.call_id", f"decision for tool call {call_id!r}{why}"
+        if not any(call.needs_approval for call in calls):
+            return f"{path}.call_id", f"decision for tool call {call_id!r}, which needs no approval"
+        earlier = self.decided.setdefault(call_id, [])
+        if len(earlier) >= len(calls):
+            first = earlier[0]
+            return (
+                f"{path}.call_id",
+                f"second decision for tool call {call_id!r} "
+                f"(already decided: {first.decision} by {first.approver})",
+            )
+        earlier.append(decision)
+        return self._rule(path, decision, calls[0].tool)
+
+    def _rule(self, path: str, decision: Decision, tool: str) -> Problem | None:
+        key = (tool, decision.decision, decision.approver)
+        if decision.via == "rule" and key not in self.rules:
+            return (
+                f"{path}.via",
+                f"rule decision with no earlier `always` {decision.decision} "
+                f"by {decision.approver} on {tool} behind it",
+            )
+        if decision.via == "timeout" and decision.decision != "reject":
+            return f"{path}.decision", "a decision at the approval deadline can only reject"
+        if decision.always and decision.via in _MADE_BY_PERSON:
+            self.rules.add(key)
+        return None
+
+    def _unseen(self, item: Any) -> str:
+        later = self.proposed_at.get(item.call_id)
+        if later is None:
+            return ", which no reply proposed"
+        return f" comes before the reply that proposed it (items[{later}])"
