@@ -22,7 +22,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from openai import AsyncOpenAI
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime
@@ -36,6 +35,7 @@ from activities.registry import AgentRegistry
 from activities.run_tool import ToolActivities
 from client.codec import CodecError, CodecKeys, data_converter_from_env, keys_from_env
 from client.errors import AgentClientError
+from client.operations import check_search_attributes
 from workflows import search_attributes
 from workflows.agent_workflow import AgentWorkflow
 from workflows.contract import DEFAULT_TASK_QUEUE
@@ -130,26 +130,6 @@ async def start_dev_server(
         dev_server_startup_timeout=timedelta(seconds=30),
         runtime=runtime,
     )
-
-
-async def check_search_attributes(client: Client) -> None:
-    """Fail early, with the fix, if the server lacks the contract's search attributes."""
-    response = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    known = set(response.custom_attributes) | set(response.system_attributes)
-    missing = [k for k in search_attributes.ALL if k.name not in known]
-    if missing:
-        commands = "; ".join(
-            f"temporal operator search-attribute create --name {k.name} "
-            f"--type {'Keyword' if k.indexed_value_type.name == 'KEYWORD' else 'Int'}"
-            for k in missing
-        )
-        raise WorkerSetupError(
-            f"namespace '{client.namespace}' lacks search attributes "
-            f"{', '.join(k.name for k in missing)}; register them with `agentctl setup` "
-            f"or: {commands}"
-        )
 
 
 def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:

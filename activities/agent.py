@@ -34,6 +34,8 @@ class Agent:
     """A session waiting this long for a message ends; None: it waits forever."""
     turns_per_workflow_run: int = 100
     """Model calls before the run continues as new (earlier if Temporal suggests it)."""
+    history_bytes_per_workflow_run: int | None = None
+    """History bytes before the run continues as new; None: when Temporal suggests it."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -62,6 +64,7 @@ class Agent:
             tool_output_limit=self.tool_output_limit,
             session_idle_timeout=self.session_idle_timeout,
             turns_per_workflow_run=self.turns_per_workflow_run,
+            history_bytes_per_workflow_run=self.history_bytes_per_workflow_run,
         )
 
     def tool(self, name: str) -> Tool | None:

@@ -32,6 +32,9 @@ from workflows.state import AssistantMessage, Item, ToolResult, Usage, UserMessa
 MAX_RETRY_AFTER = timedelta(seconds=300)
 """Longest provider-requested wait we honour; a longer `retry-after` is cut to this."""
 
+REQUEST_TIMEOUT_MARGIN = timedelta(seconds=2)
+"""How much sooner than the activity's start-to-close timeout the HTTP request gives up."""
+
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 
 
@@ -75,6 +78,9 @@ class ModelActivities:
         }
         if request.tools:
             options["tools"] = to_tools(request.tools)
+        timeout = request_timeout(self._client.timeout)
+        if timeout is not None:
+            options["timeout"] = timeout
         try:
             completion = await self._client.chat.completions.create(**options)
         except openai.APIStatusError as err:
@@ -170,9 +176,9 @@ def to_reply(completion: Any) -> ModelReply:
                     call_id=call.id, tool=call.function.name, arguments=call.function.arguments
                 )
             )
-        usage = completion.usage
-        prompt = usage.prompt_tokens if usage else 0
-        output = usage.completion_tokens if usage else 0
+        usage = completion.usage  # absent, or counts left out: counted as 0
+        prompt = (usage.prompt_tokens if usage else 0) or 0
+        output = (usage.completion_tokens if usage else 0) or 0
         return ModelReply(
             content=message.content,
             tool_calls=calls,
@@ -186,6 +192,20 @@ def to_reply(completion: Any) -> ModelReply:
         )
     except (AttributeError, TypeError, ValueError) as err:
         raise _reply_error(f"the reply has an unusable shape: {err}") from err
+
+
+def request_timeout(client_timeout: object) -> float | None:
+    """Seconds the HTTP request may take: the client's own timeout, but no more than
+    the attempt's start-to-close timeout less a margin, so that a slow provider ends
+    as a retryable timeout of ours rather than an attempt Temporal has already given
+    up on. None: the client's timeout as it is (no budget, or the client has none)."""
+    if not activity.in_activity():  # called directly (client.local_run, tests)
+        return None
+    budget = activity.info().start_to_close_timeout
+    own = getattr(client_timeout, "read", client_timeout)  # an httpx.Timeout, or seconds
+    if budget is None or not isinstance(own, int | float):
+        return None
+    return min(float(own), max((budget - REQUEST_TIMEOUT_MARGIN).total_seconds(), 1.0))
 
 
 def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> timedelta | None:

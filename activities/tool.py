@@ -141,4 +141,5 @@ def retry_spec(policy: RetryPolicy) -> RetrySpec:
             policy.maximum_interval.total_seconds() if policy.maximum_interval else interval * 100
         ),
         maximum_attempts=policy.maximum_attempts,
+        non_retryable_error_types=list(policy.non_retryable_error_types or []),
     )

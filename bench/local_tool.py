@@ -4,7 +4,7 @@ A local activity runs in the worker that runs the workflow task, and its result
 is recorded with the next workflow task completion: no activity task through
 the server and one workflow task less per turn. Registered under its own name
 (`BenchLocalToolAgent`) so it never mixes with the pinned `AgentWorkflow`.
-The change it measures would be, in `workflows/agent_workflow.py` `_run_tool`:
+The change it measures would be, in `workflows/activity_calls.py` `run_tool`:
 `workflow.execute_local_activity` instead of `workflow.execute_activity` for
 tools declared fast (e.g. `@tool(local=True)`), same timeout and retry policy.
 """
@@ -19,7 +19,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import contract, loop
-    from workflows.agent_workflow import AgentWorkflow, _retry_policy, _root_message
+    from workflows.activity_calls import retry_policy, root_message
+    from workflows.agent_workflow import AgentWorkflow
     from workflows.payloads import AgentResult, ToolOutcome
     from workflows.state import RunState, ToolCall
 
@@ -48,12 +49,12 @@ class LocalToolAgentWorkflow(AgentWorkflow):
                 loop.tool_request(state, call),
                 result_type=ToolOutcome,
                 start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
-                retry_policy=_retry_policy(spec.retry),
+                retry_policy=retry_policy(spec.retry),
                 summary=f"tool {call.tool}",
             )
         except ActivityError as err:
             return ToolOutcome(
                 call_id=call.call_id,
-                content=f"Error: tool '{call.tool}' failed: {_root_message(err)}",
+                content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
                 is_error=True,
             )

@@ -8,14 +8,13 @@ in another language would send.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Literal, TypeVar
+from typing import Literal
 from uuid import uuid4
 
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -38,6 +37,7 @@ from client.errors import (
     run_ended,
     run_failed,
 )
+from client.inputs import agent_input, checked
 from client.operations import RunOperations
 from workflows import contract, details
 from workflows import search_attributes as sa
@@ -52,8 +52,6 @@ from workflows.payloads import (
     StatusView,
 )
 from workflows.state import Decision, RunState
-
-_M = TypeVar("_M", AgentInput, DecideInput, DecisionSignal)
 
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
 """Visibility query of the runs that wait for a decision."""
@@ -121,9 +119,9 @@ class AgentClient(RunOperations):
 
         With `session`, the run waits for further messages (`message`) after each
         answer until `end_session`."""
-        agent_input = _agent_input(agent, input, context=context, max_turns=max_turns)
-        agent_input.session = session
-        return await self._start(agent_input, run_id, input)
+        start_input = agent_input(agent, input, context=context, max_turns=max_turns)
+        start_input.session = session
+        return await self._start(start_input, run_id, input)
 
     # --- reading -------------------------------------------------------------------
 
@@ -282,7 +280,7 @@ class AgentClient(RunOperations):
         await self._signal(
             run_id,
             contract.SIGNAL_APPROVE,
-            _checked(
+            checked(
                 DecisionSignal,
                 call_id=call_id,
                 approver=approver,
@@ -305,7 +303,7 @@ class AgentClient(RunOperations):
         await self._signal(
             run_id,
             contract.SIGNAL_REJECT,
-            _checked(
+            checked(
                 DecisionSignal, call_id=call_id, approver=approver, reason=reason, always=always
             ),
         )
@@ -330,7 +328,7 @@ class AgentClient(RunOperations):
         refuses it (unknown or already decided call, approver not allowed,
         arguments not valid for the tool, run ended).
         """
-        payload = _checked(
+        payload = checked(
             DecideInput,
             call_id=call_id,
             decision=decision,
@@ -385,45 +383,3 @@ class AgentClient(RunOperations):
             raise AgentClientError(f"query on run {run_id!r} failed: {err.message}") from err
         except WorkflowQueryRejectedError as err:
             raise AgentClientError(f"query on run {run_id!r} rejected: {err}") from err
-
-
-def _agent_input(
-    agent: str, input: str, *, context: JsonValue, max_turns: int | None
-) -> AgentInput:
-    """The workflow input, refused here (not by the workflow) if it is not valid JSON data."""
-    problem = _json_problem(context, "context")
-    if problem:
-        raise AgentClientError(f"context must be JSON data: {problem}")
-    return _checked(AgentInput, agent=agent, input=input, context=context, max_turns=max_turns)
-
-
-def _json_problem(value: object, path: str) -> str | None:
-    """Where `value` stops being plain JSON data (None if it is JSON all through)."""
-    if value is None or isinstance(value, str | bool | int):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path} is {value}, not a JSON number"
-    if isinstance(value, list):
-        problems = (_json_problem(v, f"{path}[{i}]") for i, v in enumerate(value))
-        return next((p for p in problems if p), None)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{path} has the key {key!r}; JSON keys are strings"
-            if problem := _json_problem(item, f"{path}.{key}"):
-                return problem
-        return None
-    return (
-        f"{path} is of type {type(value).__name__}; use dict, list, str, int, float, bool or None"
-    )
-
-
-def _checked(model: type[_M], **fields: object) -> _M:
-    """Build a payload model; a validation error becomes one readable line."""
-    try:
-        return model(**fields)
-    except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in err.errors()
-        )
-        raise AgentClientError(f"invalid {model.__name__}: {problems}") from err

@@ -17,29 +17,21 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
-from pydantic import BaseModel, JsonValue, TypeAdapter
+from pydantic import JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
 
-from client import cli_ops, render, snapshots
+from client import cli_ops, cli_snapshots, render, snapshots
 from client.agent_client import AgentClient
+from client.cli_snapshots import StartedRun, read_file
 from client.confirmed_signal import send_decision
-from client.errors import AgentClientError, InvalidSnapshot
+from client.errors import AgentClientError
 from workflows import contract
-from workflows.payloads import AgentResult, DecideInput, PendingApproval
-from workflows.snapshot import json_schema
+from workflows.payloads import DecideInput, PendingApproval
 from workflows.state import Decision
 
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"
-
-
-class StartedRun(BaseModel):
-    """What `agentctl start --json` prints: the new run's id (and its result with --wait)."""
-
-    run_id: str
-    result: AgentResult | None = None
 
 
 Command = Callable[[argparse.Namespace, AgentClient], Awaitable[str]]
@@ -191,44 +183,6 @@ async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
     return result.model_dump_json(indent=2) if args.json else render.result(result)
 
 
-async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
-    snapshot = await agents.export(args.run_id)
-    if args.output is None:
-        return snapshot.rstrip("\n")
-    try:
-        Path(args.output).write_text(snapshot, encoding="utf-8")
-    except OSError as err:
-        raise AgentClientError(f"cannot write {args.output}: {err.strerror or err}") from err
-    print(f"exported run {args.run_id} to {args.output}", file=sys.stderr)
-    return ""
-
-
-async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
-    run_id = await agents.resume(args.snapshot, run_id=args.id)
-    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
-
-
-async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
-    # args.snapshot is the fork already (made in _run, before connecting).
-    run_id = await agents.resume(args.snapshot, run_id=args.id)
-    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
-
-
-def _validate(args: argparse.Namespace) -> str:
-    text = read_file(args.file)
-    try:
-        verdict = snapshots.validate(text)
-    except InvalidSnapshot as err:
-        if args.json:  # the verdict on stdout for programs, the error line on stderr
-            print(json.dumps({"valid": False, "path": err.path, "problem": err.problem}, indent=2))
-        raise
-    return json.dumps({"valid": True, "verdict": verdict}, indent=2) if args.json else verdict
-
-
-def _schema(args: argparse.Namespace) -> str:
-    return json.dumps(json_schema(), indent=2, ensure_ascii=False)
-
-
 # --- arguments ----------------------------------------------------------------------
 
 
@@ -253,14 +207,6 @@ def parse_arguments(text: str) -> dict[str, JsonValue]:
     if not isinstance(value, dict):
         raise AgentClientError("--args must be a JSON object of the tool's arguments")
     return value
-
-
-def read_file(name: str) -> bytes:
-    """A snapshot file's bytes (`-`: standard input)."""
-    try:
-        return sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
-    except OSError as err:
-        raise AgentClientError(f"cannot read {name}: {err.strerror or err}") from err
 
 
 def default_approver() -> str:
@@ -346,26 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")
     for name, fn in (("approve", _approve), ("reject", _reject)):
         _decision_arguments(command(name, fn, f"{name} a pending tool call"), edits=fn is _approve)
-    _snapshot_commands(command, offline)
+    cli_snapshots.add_commands(command, offline, turn=_turn)
     cli_ops.add_commands(command)
     return parser
-
-
-def _snapshot_commands(command: Callable, offline: Callable) -> None:
-    export = command("export", _export, "write a run's snapshot (RunState + integrity digest)")
-    export.add_argument("run_id", metavar="RUN_ID")
-    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
-    check = offline("validate", _validate, "check a snapshot file: integrity, version, schema")
-    check.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
-    resume = command("resume", _resume, "start a new run that continues a snapshot")
-    resume.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
-    resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")
-    fork = command("fork", _fork, "start a new run from a snapshot as it was at turn N")
-    fork.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
-    fork.add_argument("--at-turn", type=_turn, required=True, metavar="N")
-    fork.add_argument("--input", metavar="TEXT", help="the user's next message")
-    fork.add_argument("--id", metavar="NEW_ID", help="id of the new run")
-    offline("schema", _schema, "print the JSON Schema of snapshot files")
 
 
 def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:

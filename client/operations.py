@@ -18,6 +18,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
+    ListSearchAttributesResponse,
 )
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey
@@ -268,27 +269,52 @@ class RunOperations:
             found = await operator.list_search_attributes(
                 ListSearchAttributesRequest(namespace=target)
             )
-            report = SetupReport(namespace=target)
-            missing: dict[str, int] = {}
-            for key in sa.ALL:
-                wanted = int(key.indexed_value_type)
-                have = found.custom_attributes.get(key.name, found.system_attributes.get(key.name))
-                if have is None:
-                    missing[key.name] = wanted
-                elif int(have) != wanted:
-                    raise SearchAttributeConflict(
-                        target, key.name, _type_name(have), _type_name(wanted)
-                    )
-                else:
-                    report.existing.append(key.name)
+            missing, existing = _compare(target, found)
+            report = SetupReport(namespace=target, existing=existing)
             if missing:
                 await operator.add_search_attributes(
-                    AddSearchAttributesRequest(namespace=target, search_attributes=missing)
+                    AddSearchAttributesRequest(
+                        namespace=target,
+                        search_attributes={k.name: int(k.indexed_value_type) for k in missing},
+                    )
                 )
-                report.created = list(missing)
+                report.created = [k.name for k in missing]
             return report
         except RPCError as err:
             raise AgentClientError(
                 f"cannot set up search attributes on namespace {target!r}: "
                 f"{err.status.name}: {err.message}"
             ) from err
+
+
+async def check_search_attributes(client: Client) -> None:
+    """Fail early, with the fix, if the client's namespace lacks a search attribute of
+    the contract (`AgentClientError`) or has one of another type (`SearchAttributeConflict`)."""
+    found = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    missing, _ = _compare(client.namespace, found)
+    if missing:
+        raise AgentClientError(
+            f"namespace '{client.namespace}' lacks search attributes "
+            f"{', '.join(k.name for k in missing)}; register them with `agentctl setup` "
+            f"or: {'; '.join(create_commands(tuple(missing)))}"
+        )
+
+
+def _compare(
+    namespace: str, found: ListSearchAttributesResponse
+) -> tuple[list[SearchAttributeKey], list[str]]:
+    """The contract's attributes the namespace lacks, and the names of those it has;
+    raises `SearchAttributeConflict` for one it has with another type."""
+    missing, existing = [], []
+    for key in sa.ALL:
+        wanted = int(key.indexed_value_type)
+        have = found.custom_attributes.get(key.name, found.system_attributes.get(key.name))
+        if have is None:
+            missing.append(key)
+        elif int(have) != wanted:
+            raise SearchAttributeConflict(namespace, key.name, _type_name(have), _type_name(wanted))
+        else:
+            existing.append(key.name)
+    return missing, existing

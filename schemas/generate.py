@@ -1,4 +1,5 @@
-"""Write the JSON Schema of the current snapshot version: `python -m schemas.generate [--check]`.
+"""Write the JSON Schema of the current snapshot version and of the contract's payloads:
+`python -m schemas.generate [--check]`.
 
 `schemas/runstate-<version>.schema.json` is the published schema of a released
 version and never changes in substance: if the model no longer produces it,
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from workflows.migrations import MIGRATIONS
+from workflows.payload_schemas import PAYLOADS, payload_schema
 from workflows.snapshot import json_schema
 from workflows.state import SCHEMA_VERSION
 
@@ -49,7 +51,8 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """How `new` (a minor version) does more than add optional fields to `old`, the
     previous minor of the same major: one line per change, with its JSON pointer.
 
-    Allowed: new properties (not required) and new `$defs`; documentation; the
+    Allowed: new properties (not required) and new `$defs`, with their defaults in
+    the `default` of an enclosing object; documentation; the
     version itself (`$id`, `title`, the `schema_version` constant). Anything else
     (a removed or changed keyword, a new required field, a new constraint) is not.
     """
@@ -67,9 +70,15 @@ def _changes(old: Any, new: Any, pointer: str) -> list[str]:
     found = [f"{pointer}/{k}: removed" for k in old if k not in new]
     for key in old.keys() & new.keys():
         found += _changes(old[key], new[key], f"{pointer}/{key}")
-    extendable = pointer.endswith("/properties") or pointer == "/$defs"
+    extendable = pointer.endswith("/properties") or pointer == "/$defs" or _in_default(pointer)
     found += [f"{pointer}/{k}: added" for k in new.keys() - old.keys() if not extendable]
     return sorted(found)
+
+
+def _in_default(pointer: str) -> bool:
+    """Inside a `default` value: a new optional field adds its default there too."""
+    parts = pointer.split("/")
+    return any(p == "default" and parts[i - 1] != "properties" for i, p in enumerate(parts))
 
 
 def release_problems() -> list[str]:
@@ -114,18 +123,47 @@ def substance(schema: Any) -> Any:
     return schema
 
 
+def payload_path(name: str) -> Path:
+    """Where the schema of a contract payload (`workflows.payload_schemas`) is committed."""
+    return SCHEMA_DIR / "payloads" / f"{name}.schema.json"
+
+
+def payload_problems(*, write: bool) -> list[str]:
+    """Stale or missing payload schemas (written instead, with `write`)."""
+    problems = []
+    for name in PAYLOADS:
+        path, text = payload_path(name), render(payload_schema(name))
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        if write:
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+        else:
+            problems.append(f"{path.name} is missing or stale: run python -m schemas.generate")
+    return problems
+
+
 def main(argv: list[str] | None = None, *, path: Path | None = None) -> int:
-    """Write (or with --check, verify) the schema of SCHEMA_VERSION at `path`; 0 on success."""
+    """Write (or with --check, verify) the schema of SCHEMA_VERSION at `path`, then
+    (only for the default path) the contract's payload schemas, and check every
+    released version; 0 on success."""
     parser = argparse.ArgumentParser(prog="python -m schemas.generate", description=__doc__)
     parser.add_argument("--check", action="store_true", help="verify only, write nothing")
     args = parser.parse_args(argv)
-    if path is None:
-        problems = release_problems()
-        for problem in problems:
-            print(problem, file=sys.stderr)
-        if problems:
-            return 1
-    path = path or schema_path()
+    status = _write_current(path or schema_path(), check=args.check)
+    if status or path is not None:
+        return status
+    for problem in payload_problems(write=not args.check):
+        print(problem, file=sys.stderr)
+        status = 1
+    problems = release_problems()
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems or status else 0
+
+
+def _write_current(path: Path, *, check: bool) -> int:
     schema = json_schema()
     text = render(schema)
     if path.exists():
@@ -136,7 +174,7 @@ def main(argv: list[str] | None = None, *, path: Path | None = None) -> int:
         if path.read_text(encoding="utf-8") == text:
             print(f"{path.name} is up to date")
             return 0
-    if args.check:
+    if check:
         print(f"{path.name} is missing or stale: run python -m schemas.generate", file=sys.stderr)
         return 1
     path.write_text(text, encoding="utf-8")

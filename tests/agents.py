@@ -110,3 +110,18 @@ concierge = dataclasses.replace(
 
 sleepy = dataclasses.replace(assistant, name="sleepy", session_idle_timeout=timedelta(seconds=1))
 """A session that ends after 1 s without a message."""
+
+frugal = dataclasses.replace(
+    assistant, name="frugal", history_bytes_per_workflow_run=6_000, turns_per_workflow_run=1_000
+)
+"""Continues as new once a workflow run's history passes 6,000 bytes."""
+
+
+@tool(retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=["LookupError"]))
+def find(key: str, ctx: ToolContext) -> str:
+    """Look `key` up; a missing key raises LookupError, which is never retried."""
+    CALLS.append(("find", {"key": key}, ctx.idempotency_key))
+    raise LookupError(f"no {key}")
+
+
+assistant = dataclasses.replace(assistant, tools=[*assistant.tools, find])

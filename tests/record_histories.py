@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from openai import AsyncOpenAI
@@ -17,9 +19,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.registry import AgentRegistry
 from examples.scripted_openai import Call, Fault, Reply, ScriptedModelServer
+from tests.test_approval_edges import completion
 from worker import build_worker, temporal_binary
 from workflows import contract, search_attributes
 from workflows.payloads import AgentInput, DecisionSignal, EndSessionSignal, MessageSignal
+from workflows.state import RunState
 
 HISTORIES = Path(__file__).parent / "histories"
 AWAITING = "awaiting_approval"
@@ -79,12 +83,75 @@ SCENARIOS = {
             ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
         ],
     ),
+    # v2: raw input and signal decoding (a malformed signal refused), a reply whose
+    # call ids clash (the unique-call-ids patch), and an approval.
+    "protocol_edges_v2": (
+        "assistant",
+        False,
+        [
+            completion(("c1", "add", {"a": 1, "b": 1})),
+            completion(
+                ("c1", "send_email", {"to": "a", "body": "b"}), ("", "add", {"a": 2, "b": 2})
+            ),
+            Reply(content="done"),
+        ],
+        [
+            (AWAITING, contract.SIGNAL_APPROVE, {"call_id": "c1~t2.1", "always": "true"}),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1~t2.1", approver="ann")),
+        ],
+    ),
+    # v2: both workflow runs of a session that continues as new with an approval
+    # pending (decided in the second run).
+    "continue_as_new_pending_approval_v2": (
+        "concierge",
+        True,
+        [
+            Reply(content="a"),
+            Reply(tool_calls=(Call("send_email", {"to": "bob", "body": "x"}, "c1"),)),
+            Reply(content="sent"),
+        ],
+        [
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="email bob")),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
+            ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
+        ],
+    ),
+}
+
+RESUMED = {
+    # v2: a run started from another run's snapshot (resume_from, schema 1.1) with
+    # an approval pending; approved in the new run, where the tool runs once.
+    "resumed_pending_approval_v2": (
+        [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")],
+        DecisionSignal(call_id="c1", approver="ann"),
+    ),
 }
 
 
-async def record(
-    client: Client, name: str, agent: str, session: bool, script: list, actions: list
-) -> None:
+def _path(name: str, run: int, runs: int) -> Path:
+    return HISTORIES / (f"{name}.json" if runs == 1 else f"{name}.run{run}.json")
+
+
+async def _save(client: Client, name: str, handle) -> None:
+    """Write every workflow run of `handle`'s chain, oldest first (never overwriting)."""
+    runs = (await get_state(handle)).workflow_runs
+    histories = [
+        await client.get_workflow_handle(handle.id, run_id=r).fetch_history() for r in runs
+    ]
+    for number, history in enumerate(histories, start=1):
+        path = _path(name, number, len(histories))
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text(history.to_json())
+        print(f"recorded {path} ({len(history.events)} events)")
+
+
+async def get_state(handle) -> RunState:
+    return await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+
+
+@asynccontextmanager
+async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str]:
     with ScriptedModelServer() as server:
         server.script(*script)
         model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
@@ -95,27 +162,64 @@ async def record(
             task_queue=f"record-{name}",
         )
         async with worker:
-            handle = await client.start_workflow(
-                contract.WORKFLOW_TYPE,
-                AgentInput(agent=agent, input="go", session=session),
-                id=f"history-{name}",
-                task_queue=f"record-{name}",
-            )
-            for status, signal_name, payload in actions:
-                while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
-                    await asyncio.sleep(0.1)
-                await handle.signal(signal_name, payload)
-            try:
-                await handle.result()
-            except WorkflowFailureError:
-                pass
-            first_run = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
-            history = await first_run.fetch_history()
-    path = HISTORIES / f"{name}.json"
-    if path.exists():
-        sys.exit(f"{path} exists: recorded histories are never overwritten")
-    path.write_text(history.to_json())
-    print(f"recorded {path} ({len(history.events)} events)")
+            yield f"record-{name}"
+
+
+async def _act(handle, actions: list) -> None:
+    for status, signal_name, payload in actions:
+        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
+            await asyncio.sleep(0.1)
+        await handle.signal(signal_name, payload)
+    try:
+        await handle.result()
+    except WorkflowFailureError:
+        pass
+
+
+async def record(
+    client: Client, name: str, agent: str, session: bool, script: list, actions: list
+) -> None:
+    async with _serving(client, name, script) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent=agent, input="go", session=session),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        await _act(handle, actions)
+        if name.endswith("_v1"):  # v1 files hold the first run only
+            first = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+            path = HISTORIES / f"{name}.json"
+            path.write_text((await first.fetch_history()).to_json())
+            print(f"recorded {path}")
+        else:
+            await _save(client, name, handle)
+
+
+async def record_resumed(client: Client, name: str, script: list, decision) -> None:
+    async with _serving(client, name, script) as task_queue:
+        source = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="go"),
+            id=f"history-{name}-source",
+            task_queue=task_queue,
+        )
+        while (await source.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+            await asyncio.sleep(0.1)
+        snapshot = await get_state(source)
+        await source.terminate("snapshot taken")
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="", resume_from=snapshot),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        await _act(handle, [(AWAITING, contract.SIGNAL_APPROVE, decision)])
+        await _save(client, name, handle)
+
+
+def _recorded(name: str) -> bool:
+    return any(HISTORIES.glob(f"{name}.json")) or any(HISTORIES.glob(f"{name}.run*.json"))
 
 
 async def main() -> None:
@@ -126,8 +230,11 @@ async def main() -> None:
     )
     try:
         for name, (agent, session, script, actions) in SCENARIOS.items():
-            if not (HISTORIES / f"{name}.json").exists():
+            if not _recorded(name):
                 await record(env.client, name, agent, session, script, actions)
+        for name, (script, decision) in RESUMED.items():
+            if not _recorded(name):
+                await record_resumed(env.client, name, script, decision)
     finally:
         await env.shutdown()
 

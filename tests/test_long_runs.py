@@ -24,11 +24,12 @@ from workflows import contract, search_attributes
 from workflows.payloads import (
     AgentInput,
     AgentResult,
+    DecideInput,
     DecisionSignal,
     EndSessionSignal,
     MessageSignal,
 )
-from workflows.state import RunState, RunStatus, ToolResult, UserMessage
+from workflows.state import Decision, RunState, RunStatus, ToolResult, UserMessage
 
 BLOB_LIMIT = 1024 * 1024
 """The lowered server limit on one payload (the default is 2 MiB)."""
@@ -204,6 +205,56 @@ async def test_history_per_turn_does_not_grow_with_the_conversation(limited_work
     assert max(sizes) < 64 * 1024 + 2048, sizes
     tail = sizes[-8:]
     assert max(tail) <= 1.5 * min(tail), sizes
+
+
+async def test_temporal_suggestion_switches_and_decide_works_by_workflow_id(
+    limited_worker, model_server
+):
+    """`assistant` has a budget of 100 turns: only Temporal's suggestion (at 60
+    events on this server) switches it; the update needs no run id."""
+    model_server.responder = echo
+    handle = await start_session(limited_worker, "assistant", "m0")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    turn = 0
+    while len((await state_of(handle)).workflow_runs) < 2:
+        turn += 1
+        assert turn < 30, "Temporal never suggested continue-as-new"
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content=f"m{turn}"))
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="email:eve"))
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    [pending] = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+    decision = await handle.execute_update(
+        contract.UPDATE_DECIDE,
+        DecideInput(call_id=pending["call_id"], decision="approve", approver="ann"),
+        result_type=Decision,
+    )
+    assert decision.via == "update"
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    await handle.signal(contract.SIGNAL_END_SESSION, EndSessionSignal())
+    await handle.result()
+    final = await state_of(handle)
+    assert user_messages(final) == [f"m{i}" for i in range(turn + 1)] + ["email:eve"]
+    assert [c[0] for c in agents.CALLS] == ["send_email"]
+
+
+async def test_history_size_budget_switches_runs(worker, model_server):
+    """`frugal` continues as new past 6,000 bytes of history (default server limits)."""
+    model_server.responder = echo
+    handle = await start_session(worker, "frugal", "m0")
+    for i in range(1, 6):
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content=f"m{i}"))
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    await handle.signal(contract.SIGNAL_END_SESSION, EndSessionSignal())
+    await handle.result()
+    final = await state_of(handle)
+    assert user_messages(final) == [f"m{i}" for i in range(6)]
+    # The state carried into each run is already over the budget, so each run
+    # switches after its one turn (never before one: that could loop forever),
+    # and the last waits for the next message in a run of its own.
+    assert len(final.workflow_runs) == final.turn + 1 == 7
 
 
 async def test_agentctl_runs_a_session_start_message_end(limited_worker, model_server):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from workflows import decisions, loop
+from workflows import decisions, loop, proposed_calls
 from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
 from workflows.state import (
     AgentSpec,
@@ -245,7 +245,7 @@ def test_empty_or_reused_call_ids_are_made_unique_in_the_run():
     loop.record_model_reply(state, reply(("c1", "lookup", "{}")), now=T0)
     loop.record_tool_outcomes(state, [ToolOutcome(call_id="c1", content="one")], now=T0)
     again = reply(("c1", "lookup", "{}"), ("", "lookup", "{}"), ("", "lookup", "{}"))
-    assert loop.has_colliding_call_ids(state, again)
+    assert proposed_calls.has_colliding_call_ids(state, again)
     loop.record_model_reply(state, again, now=T0)
     step = loop.next_step(state)
     assert isinstance(step, loop.RunTools)
@@ -254,6 +254,6 @@ def test_empty_or_reused_call_ids_are_made_unique_in_the_run():
 
 def test_unique_call_ids_are_left_alone():
     state = fresh()
-    assert not loop.has_colliding_call_ids(
+    assert not proposed_calls.has_colliding_call_ids(
         state, reply(("a", "lookup", "{}"), ("b", "lookup", "{}"))
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import socket
@@ -248,6 +249,20 @@ async def test_timeout_is_retryable_model_unavailable(model_server):
     assert "timed out" in error.message
     assert not error.non_retryable
     await impatient.close()
+
+
+async def test_request_gives_up_before_the_attempts_start_to_close_timeout(client, model_server):
+    model_server.script(Hang(10))
+    environment = ActivityEnvironment()
+    environment.info = dataclasses.replace(
+        environment.info, start_to_close_timeout=timedelta(seconds=3)
+    )
+    began = time.monotonic()
+    with pytest.raises(ApplicationError) as caught:
+        await environment.run(ModelActivities(client).call_model, request())
+    assert 0.5 < time.monotonic() - began < 2.5  # 3 s less the 2 s margin
+    assert caught.value.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert "timed out" in caught.value.message
 
 
 # --- bad requests: non-retryable -------------------------------------------------

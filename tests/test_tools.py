@@ -74,6 +74,15 @@ def test_unbounded_retry_policy_is_refused():
             return ""
 
 
+def test_retry_policy_keeps_its_non_retryable_error_types():
+    @tool(retry_policy=RetryPolicy(maximum_attempts=4, non_retryable_error_types=["KeyError"]))
+    def pick(key: str) -> str:
+        """Pick."""
+        return key
+
+    assert pick.spec().retry.non_retryable_error_types == ["KeyError"]
+
+
 def test_agent_refuses_two_tools_with_one_name():
     with pytest.raises(ValueError, match="two tools are called 'refund'"):
         Agent(name="a", instructions="", tools=[refund, refund])
@@ -93,6 +102,7 @@ def test_registry_loads_every_agent_of_a_module():
     assert AgentRegistry.from_modules(["tests.agents"]).names() == [
         "assistant",
         "concierge",
+        "frugal",
         "sleepy",
     ]
 

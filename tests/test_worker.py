@@ -11,9 +11,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
+from client.errors import AgentClientError
+from client.operations import check_search_attributes
 from examples.scripted_openai import Reply
-from worker import check_search_attributes
+from worker import temporal_binary
 from workflows import contract
 from workflows.payloads import AgentInput, AgentResult
 
@@ -79,6 +82,20 @@ async def test_search_attribute_check_passes_on_a_server_that_has_them(env):
     await check_search_attributes(env.client)
 
 
+async def test_search_attribute_check_names_what_is_missing_and_the_fix():
+    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary())
+    try:
+        with pytest.raises(AgentClientError) as caught:
+            await check_search_attributes(bare.client)
+    finally:
+        await bare.shutdown()
+    assert caught.value.message.startswith(
+        "namespace 'default' lacks search attributes AgentName, AgentStatus, "
+        "AgentPendingApprovals, AgentTurn; register them with `agentctl setup` or: "
+        "temporal operator search-attribute create --name AgentName --type Keyword;"
+    )
+
+
 async def test_demo_runs_offline_end_to_end(tmp_path):
     code, out, err = await run(
         "-m",
@@ -124,7 +141,7 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     )
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert b"serving agents assistant, concierge, sleepy on task queue" in line, line
+        assert b"serving agents assistant, concierge, frugal, sleepy on task queue" in line, line
         handle = await env.client.start_workflow(
             contract.WORKFLOW_TYPE,
             AgentInput(agent="assistant", input="hi"),

@@ -197,7 +197,7 @@ async def test_unknown_agent_fails_the_run_with_a_clear_error(worker):
     with pytest.raises(WorkflowFailureError) as caught:
         await handle.result()
     assert (
-        "unknown agent 'ghost'; this worker serves: assistant, concierge, sleepy"
+        "unknown agent 'ghost'; this worker serves: assistant, concierge, frugal, sleepy"
         in caught.value.cause.message
     )
 
@@ -277,3 +277,11 @@ async def test_current_details_show_status_and_the_pending_tool(worker, model_se
     assert details.startswith("**awaiting_approval** · assistant · turn 1 · 15 tokens")
     assert "- `send_email(to=ops, body=b)` — call id `e1`" in details
     await handle.terminate("test over")
+
+
+async def test_tool_error_of_a_non_retryable_type_goes_to_the_model_at_once(worker, model_server):
+    model_server.script(Reply(tool_calls=(Call("find", {"key": "k9"}, "f1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    assert [c[0] for c in agents.CALLS] == ["find"]  # its policy allows 5 attempts
+    assert "no k9" in tool_results(await state_of(handle))["f1"].content

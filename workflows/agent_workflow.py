@@ -9,48 +9,47 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Literal, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, ValidationError
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
 
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
 with workflow.unsafe.imports_passed_through():
-    from workflows import contract, decisions, details, loop, metrics
+    from workflows import (
+        activity_calls,
+        contract,
+        decisions,
+        details,
+        loop,
+        metrics,
+        proposed_calls,
+        raw_payloads,
+    )
     from workflows import search_attributes as sa
     from workflows.payloads import (
         AgentInput,
         AgentResult,
         DecideInput,
         DecisionSignal,
-        DescribeAgentInput,
         EndSessionSignal,
         MessageSignal,
         ModelReply,
         PendingApproval,
         StatusView,
         ToolOutcome,
-        problems,
     )
     from workflows.state import (
-        AgentSpec,
         Decision,
         DecisionAttempt,
         ErrorInfo,
-        RetrySpec,
         RunState,
         RunStatus,
         ToolCall,
         Usage,
     )
-
-_M = TypeVar("_M", bound=BaseModel)
-
-DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
-DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
 
 # Patches (workflow.patched): behaviour changed after histories were recorded.
 PATCH_UNIQUE_CALL_IDS = "unique-call-ids"
@@ -73,10 +72,10 @@ class AgentWorkflow:
 
     @workflow.init
     def __init__(self, raw_input: RawValue) -> None:
-        decoded = _decode(raw_input, AgentInput)
+        decoded = raw_payloads.decode(raw_input, AgentInput)
         self._input: AgentInput | None = decoded if isinstance(decoded, AgentInput) else None
         self._input_problem = decoded if isinstance(decoded, str) else None
-        self._agent_name = _field(raw_input, "agent")
+        self._agent_name = raw_payloads.string_field(raw_input, "agent")
         self._state: RunState | None = None
         self._signals = 0
         """Counts signals and updates handled, to wake the loop when it waits."""
@@ -166,21 +165,7 @@ class AgentWorkflow:
                 now=workflow.now(),
                 continue_as_new=continued,
             )
-        try:
-            spec = await workflow.execute_activity(
-                contract.ACTIVITY_DESCRIBE_AGENT,
-                DescribeAgentInput(agent=agent_input.agent),
-                result_type=AgentSpec,
-                start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
-                retry_policy=DESCRIBE_AGENT_RETRY,
-                summary=f"describe agent {agent_input.agent}",
-            )
-        except ActivityError as err:
-            raise ApplicationError(
-                f"cannot start agent '{agent_input.agent}': {_root_message(err)}",
-                type=contract.ERROR_RUN_FAILED,
-                non_retryable=True,
-            ) from err
+        spec = await activity_calls.describe_agent(agent_input.agent)
         state = loop.new_state(
             spec, agent_input, run_id=workflow.info().workflow_id, now=workflow.now()
         )
@@ -202,9 +187,9 @@ class AgentWorkflow:
                 await self._continue_as_new(state)
             if isinstance(step, loop.CallModel):
                 reply = await self._call_model(state, step)
-                unique = not loop.has_colliding_call_ids(state, reply) or workflow.patched(
-                    PATCH_UNIQUE_CALL_IDS
-                )
+                unique = not proposed_calls.has_colliding_call_ids(
+                    state, reply
+                ) or workflow.patched(PATCH_UNIQUE_CALL_IDS)
                 loop.record_model_reply(state, reply, now=workflow.now(), unique_ids=unique)
                 metrics.turn(state.agent.name)
             elif isinstance(step, loop.RunTools):
@@ -216,9 +201,17 @@ class AgentWorkflow:
                 await self._await_decisions(state, step)
 
     def _switch_due(self, state: RunState, first_turn: int) -> bool:
-        """Temporal suggests continue-as-new, or this workflow run used its turn budget."""
-        budget_used = state.turn - first_turn >= state.agent.turns_per_workflow_run
-        return budget_used or workflow.info().is_continue_as_new_suggested()
+        """This workflow run used its turn or history-size budget, or Temporal suggests
+        continue-as-new."""
+        info = workflow.info()
+        if state.turn == first_turn:
+            return False  # nothing done in this workflow run yet: switching could loop
+        if state.turn - first_turn >= state.agent.turns_per_workflow_run:
+            return True
+        size_budget = state.agent.history_bytes_per_workflow_run
+        if size_budget is not None and info.get_current_history_size() >= size_budget:
+            return True
+        return info.is_continue_as_new_suggested()
 
     async def _continue_as_new(self, state: RunState) -> None:
         """Carry the whole state into a new workflow run of the same workflow id.
@@ -263,49 +256,21 @@ class AgentWorkflow:
                 raise ApplicationError(error.message, error.details, type=error.type) from None
 
     async def _call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
-        spec = state.agent
-        try:
-            return await workflow.execute_activity(
-                contract.ACTIVITY_CALL_MODEL,
-                step.request,
-                result_type=ModelReply,
-                start_to_close_timeout=timedelta(seconds=spec.model_timeout_seconds),
-                retry_policy=_retry_policy(
-                    spec.model_retry,
-                    non_retryable=[contract.ERROR_MODEL_REQUEST, contract.ERROR_MODEL_REPLY],
-                ),
-                summary=f"model {spec.model} · turn {step.request.turn}",
-            )
-        except ActivityError as err:
-            error = _error_info(err)
-            loop.fail(state, error, now=workflow.now())
+        reply = await activity_calls.call_model(state.agent, step.request)
+        if isinstance(reply, ErrorInfo):
+            loop.fail(state, reply, now=workflow.now())
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
             raise ApplicationError(
-                f"model call failed: {error.message}",
-                error.details,
-                type=error.type,
+                f"model call failed: {reply.message}",
+                reply.details,
+                type=reply.type,
                 non_retryable=True,
-            ) from err
+            )
+        return reply
 
     async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
-        spec = state.agent.tool(call.tool)
-        assert spec is not None, "malformed calls are answered by the loop, never run"
-        try:
-            return await workflow.execute_activity(
-                contract.ACTIVITY_RUN_TOOL,
-                loop.tool_request(state, call),
-                result_type=ToolOutcome,
-                start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
-                retry_policy=_retry_policy(spec.retry),
-                summary=f"tool {details.tool_call_summary(call.tool, call.arguments)}",
-            )
-        except ActivityError as err:
-            return ToolOutcome(
-                call_id=call.call_id,
-                content=f"Error: tool '{call.tool}' failed: {_root_message(err)}",
-                is_error=True,
-            )
+        return await activity_calls.run_tool(state, call)
 
     def _publish(self, state: RunState) -> None:
         """Keep the UI's current details and the search attributes current."""
@@ -340,9 +305,11 @@ class AgentWorkflow:
         # A signal gets no answer, so nothing here may raise: what cannot apply
         # is held or recorded as refused in the state (see workflows.decisions).
         self._signals += 1
-        payload = _decode(raw, DecisionSignal)
+        payload = raw_payloads.decode(raw, DecisionSignal)
         if isinstance(payload, str):
-            refused = decisions.malformed_attempt(decision, _json(raw), payload, now=workflow.now())
+            refused = decisions.malformed_attempt(
+                decision, raw_payloads.as_json(raw), payload, now=workflow.now()
+            )
             if self._state is None:
                 self._early_signals.append(refused)
             else:
@@ -441,55 +408,3 @@ class AgentWorkflow:
     def get_pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a decision."""
         return [] if self._state is None else decisions.pending_approvals(self._state)
-
-
-def _decode(raw: RawValue, model: type[_M]) -> _M | str:
-    """The payload as `model`, or why it is not one (one line)."""
-    try:
-        return workflow.payload_converter().from_payload(raw.payload, model)
-    except ValidationError as err:
-        return problems(err)
-    except Exception as err:  # not JSON at all, or another encoding
-        return f"cannot decode the payload: {_root_message(err)}"
-
-
-def _json(raw: RawValue) -> object:
-    """The payload as plain JSON, or None if it is not JSON."""
-    try:
-        return workflow.payload_converter().from_payload(raw.payload, None)
-    except Exception:
-        return None
-
-
-def _field(raw: RawValue, name: str) -> str | None:
-    """A string field of a JSON object payload, if it has one."""
-    data = _json(raw)
-    value = data.get(name) if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=spec.initial_interval_seconds),
-        backoff_coefficient=spec.backoff_coefficient,
-        maximum_interval=timedelta(seconds=spec.maximum_interval_seconds),
-        maximum_attempts=spec.maximum_attempts,
-        non_retryable_error_types=non_retryable,
-    )
-
-
-def _root_message(err: BaseException) -> str:
-    """The message of the innermost cause (the activity's own error)."""
-    while err.__cause__ is not None:
-        err = err.__cause__
-    return getattr(err, "message", None) or str(err)
-
-
-def _error_info(err: ActivityError) -> ErrorInfo:
-    cause = err.cause
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
-        return ErrorInfo(
-            type=cause.type or "ApplicationError", message=cause.message, details=details
-        )
-    return ErrorInfo(type=type(cause).__name__, message=_root_message(err))

@@ -8,22 +8,20 @@ performs the steps, so this module can be tested and replayed on its own.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 
 from workflows import decisions
-from workflows.approval_policy import requires_decision
 from workflows.payloads import (
     AgentInput,
     ModelReply,
     ModelRequest,
-    ModelToolCall,
     StatusView,
     ToolOutcome,
     ToolRequest,
     ToolSchema,
 )
+from workflows.proposed_calls import malformed_problem, proposed_call, unique_call_ids
 from workflows.state import (
     AgentSpec,
     AssistantMessage,
@@ -257,18 +255,18 @@ def record_model_reply(
     by an `always` rule, and apply decision signals that were waiting for them.
 
     With `unique_ids`, a call whose id is empty or already used in the run gets a
-    new one (see `unique_call_ids`); the model sees the new id with the call and
-    its result, so the conversation stays consistent.
+    new one (`workflows.proposed_calls.unique_call_ids`); the model sees the new id
+    with the call and its result, so the conversation stays consistent.
     """
     state.turn += 1
     state.usage = state.usage.plus(reply.usage)
     proposed = unique_call_ids(state, reply) if unique_ids else reply.tool_calls
-    calls = [_proposed_call(state.agent, c) for c in proposed]
+    calls = [proposed_call(state.agent, c) for c in proposed]
     state.items.append(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
     )
     for call in calls:
-        problem = malformed_call_problem(state.agent, call)
+        problem = malformed_problem(state.agent, call)
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:
@@ -279,34 +277,6 @@ def record_model_reply(
     if not calls:
         state.final_output = reply.content or ""
     state.updated_at = now
-
-
-def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:
-    """True if a call of `reply` has an empty id or one already used in the run."""
-    return list(unique_call_ids(state, reply)) != list(reply.tool_calls)
-
-
-def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
-    """The reply's calls, each with an id unique in the run.
-
-    Call ids key decisions, results and idempotency keys, so they must be unique;
-    models and proxies are not always careful (an empty id, an id counted from
-    1 again after a restart). A clashing id becomes `<id>~t<turn>.<index>`.
-    """
-    used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
-    calls = []
-    for index, call in enumerate(reply.tool_calls, start=1):
-        call_id = call.call_id
-        if not call_id or call_id in used:
-            base = f"{call_id or 'call'}~t{state.turn}.{index}"
-            call_id, n = base, 1
-            while call_id in used:
-                n += 1
-                call_id = f"{base}.{n}"
-            call = call.model_copy(update={"call_id": call_id})
-        used.add(call_id)
-        calls.append(call)
-    return calls
 
 
 def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: datetime) -> None:
@@ -382,39 +352,7 @@ def last_reply(state: RunState) -> AssistantMessage | None:
     return next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
 
 
-def malformed_call_problem(spec: AgentSpec, call: ToolCall) -> str | None:
-    """Why a call cannot run at all (unknown tool, arguments not a JSON object), or None."""
-    if spec.tool(call.tool) is None:
-        known = ", ".join(t.name for t in spec.tools) or "none"
-        return f"Error: unknown tool '{call.tool}'. Available tools: {known}."
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as err:
-        return (
-            f"Error: arguments for tool '{call.tool}' are not valid JSON ({err.msg}). "
-            "Retry with a JSON object."
-        )
-    if not isinstance(arguments, dict):
-        return f"Error: arguments for tool '{call.tool}' must be a JSON object."
-    return None
-
-
 # --- helpers -------------------------------------------------------------------------
-
-
-def _proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
-    """The model's call, with whether the tool's approval policy asks for a decision."""
-    tool = spec.tool(call.tool)
-    needs = False
-    if tool is not None and tool.needs_approval:
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
-            arguments = None
-        needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
-    return ToolCall(
-        call_id=call.call_id, tool=call.tool, arguments=call.arguments, needs_approval=needs
-    )
 
 
 def _unresolved_calls(state: RunState, reply: AssistantMessage | None) -> list[ToolCall]:

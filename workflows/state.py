@@ -33,7 +33,8 @@ from workflows.migrations import MIGRATIONS
 
 SCHEMA_VERSION = "1.1"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
-1.1 added `ToolCall.idempotency_key`."""
+1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types` and
+`AgentSpec.history_bytes_per_workflow_run`."""
 
 
 _OLDER_MINORS = {v for v in MIGRATIONS if v.split(".")[0] == SCHEMA_VERSION.split(".")[0]}
@@ -79,6 +80,9 @@ class RetrySpec(_Model):
     """Upper bound on the delay between attempts."""
     maximum_attempts: int = Field(3, ge=1)
     """Attempts in all, the first included; 1 means no retry."""
+    non_retryable_error_types: list[str] = []
+    """Error types (a tool's exception class name, an ApplicationError type) never
+    retried. Added in 1.1."""
 
 
 class ApprovalCondition(_Model):
@@ -140,6 +144,10 @@ class AgentSpec(_Model):
     """A session waiting this long for the next message ends; None: it waits forever."""
     turns_per_workflow_run: int = Field(100, ge=1)
     """Model calls after which the run continues as new (earlier if Temporal suggests it)."""
+    history_bytes_per_workflow_run: int | None = Field(None, ge=1)
+    """History size after which the run continues as new; None: Temporal's own
+    suggestion decides (its server limit `limit.historySize.suggestContinueAsNew`).
+    Added in 1.1."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""

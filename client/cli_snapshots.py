@@ -1,0 +1,98 @@
+"""agentctl's snapshot commands: `export`, `validate`, `resume`, `fork`, `schema`
+(see `client.cli`; `resume` and `fork` get the snapshot checked, and the fork
+made, before connecting)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from client import snapshots
+from client.agent_client import AgentClient
+from client.errors import AgentClientError, InvalidSnapshot
+from workflows.payload_schemas import PAYLOADS, payload_schema
+from workflows.payloads import AgentResult
+from workflows.snapshot import json_schema
+
+
+class StartedRun(BaseModel):
+    """What `agentctl start --json` prints: the new run's id (and its result with --wait)."""
+
+    run_id: str
+    result: AgentResult | None = None
+
+
+async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
+    snapshot = await agents.export(args.run_id)
+    if args.output is None:
+        return snapshot.rstrip("\n")
+    try:
+        Path(args.output).write_text(snapshot, encoding="utf-8")
+    except OSError as err:
+        raise AgentClientError(f"cannot write {args.output}: {err.strerror or err}") from err
+    print(f"exported run {args.run_id} to {args.output}", file=sys.stderr)
+    return ""
+
+
+async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
+    run_id = await agents.resume(args.snapshot, run_id=args.id)
+    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
+
+
+async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
+    # args.snapshot is the fork already (made in _run, before connecting).
+    run_id = await agents.resume(args.snapshot, run_id=args.id)
+    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
+
+
+def _validate(args: argparse.Namespace) -> str:
+    text = read_file(args.file)
+    try:
+        verdict = snapshots.validate(text)
+    except InvalidSnapshot as err:
+        if args.json:  # the verdict on stdout for programs, the error line on stderr
+            print(json.dumps({"valid": False, "path": err.path, "problem": err.problem}, indent=2))
+        raise
+    return json.dumps({"valid": True, "verdict": verdict}, indent=2) if args.json else verdict
+
+
+def _schema(args: argparse.Namespace) -> str:
+    schema = json_schema() if args.payload is None else payload_schema(args.payload)
+    return json.dumps(schema, indent=2, ensure_ascii=False)
+
+
+def read_file(name: str) -> bytes:
+    """A snapshot file's bytes (`-`: standard input)."""
+    try:
+        return sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as err:
+        raise AgentClientError(f"cannot read {name}: {err.strerror or err}") from err
+
+
+def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], int]) -> None:
+    """Add export, validate, resume, fork and schema to agentctl's parser."""
+    export = command("export", _export, "write a run's snapshot (RunState + integrity digest)")
+    export.add_argument("run_id", metavar="RUN_ID")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    check = offline("validate", _validate, "check a snapshot file: integrity, version, schema")
+    check.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    resume = command("resume", _resume, "start a new run that continues a snapshot")
+    resume.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")
+    fork = command("fork", _fork, "start a new run from a snapshot as it was at turn N")
+    fork.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    fork.add_argument("--at-turn", type=turn, required=True, metavar="N")
+    fork.add_argument("--input", metavar="TEXT", help="the user's next message")
+    fork.add_argument("--id", metavar="NEW_ID", help="id of the new run")
+    schema = offline("schema", _schema, "print the JSON Schema of snapshot files or a payload")
+    schema.add_argument(
+        "payload",
+        nargs="?",
+        choices=list(PAYLOADS),
+        help="a payload of the contract instead (signal, update, query, workflow input)",
+    )

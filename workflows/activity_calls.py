@@ -1,0 +1,110 @@
+"""The workflow's activity calls: each with its timeout, retry policy and UI summary
+taken from the run's frozen agent spec, and its failures put in the run's terms.
+
+Workflow code (deterministic); it names activities by their contract names and
+never imports their implementations.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import contract, details, loop
+    from workflows.payloads import DescribeAgentInput, ModelReply, ModelRequest, ToolOutcome
+    from workflows.state import AgentSpec, ErrorInfo, RetrySpec, RunState, ToolCall
+
+DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
+DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
+
+
+async def describe_agent(agent: str) -> AgentSpec:
+    """The agent's spec from a worker that serves it; a failure fails the run."""
+    try:
+        return await workflow.execute_activity(
+            contract.ACTIVITY_DESCRIBE_AGENT,
+            DescribeAgentInput(agent=agent),
+            result_type=AgentSpec,
+            start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
+            retry_policy=DESCRIBE_AGENT_RETRY,
+            summary=f"describe agent {agent}",
+        )
+    except ActivityError as err:
+        raise ApplicationError(
+            f"cannot start agent '{agent}': {root_message(err)}",
+            type=contract.ERROR_RUN_FAILED,
+            non_retryable=True,
+        ) from err
+
+
+async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | ErrorInfo:
+    """The model's reply, or why the model call failed for good (retries spent, or
+    a request the provider refuses)."""
+    try:
+        return await workflow.execute_activity(
+            contract.ACTIVITY_CALL_MODEL,
+            request,
+            result_type=ModelReply,
+            start_to_close_timeout=timedelta(seconds=spec.model_timeout_seconds),
+            retry_policy=retry_policy(
+                spec.model_retry,
+                non_retryable=[contract.ERROR_MODEL_REQUEST, contract.ERROR_MODEL_REPLY],
+            ),
+            summary=f"model {spec.model} · turn {request.turn}",
+        )
+    except ActivityError as err:
+        return error_info(err)
+
+
+async def run_tool(state: RunState, call: ToolCall) -> ToolOutcome:
+    """The tool's output; a tool that failed for good gives the model its error."""
+    spec = state.agent.tool(call.tool)
+    assert spec is not None, "malformed calls are answered by the loop, never run"
+    try:
+        return await workflow.execute_activity(
+            contract.ACTIVITY_RUN_TOOL,
+            loop.tool_request(state, call),
+            result_type=ToolOutcome,
+            start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+            retry_policy=retry_policy(spec.retry),
+            summary=f"tool {details.tool_call_summary(call.tool, call.arguments)}",
+        )
+    except ActivityError as err:
+        return ToolOutcome(
+            call_id=call.call_id,
+            content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
+            is_error=True,
+        )
+
+
+def retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:
+    """Temporal's RetryPolicy for a spec's plain-data policy, plus `non_retryable` types."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=spec.initial_interval_seconds),
+        backoff_coefficient=spec.backoff_coefficient,
+        maximum_interval=timedelta(seconds=spec.maximum_interval_seconds),
+        maximum_attempts=spec.maximum_attempts,
+        non_retryable_error_types=[*spec.non_retryable_error_types, *(non_retryable or [])],
+    )
+
+
+def root_message(err: BaseException) -> str:
+    """The message of the innermost cause (the activity's own error)."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return getattr(err, "message", None) or str(err)
+
+
+def error_info(err: ActivityError) -> ErrorInfo:
+    """Why an activity failed, for RunState.error (the provider's details kept)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+        return ErrorInfo(
+            type=cause.type or "ApplicationError", message=cause.message, details=details
+        )
+    return ErrorInfo(type=type(cause).__name__, message=root_message(err))

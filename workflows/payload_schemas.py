@@ -1,0 +1,50 @@
+"""The JSON Schema of every payload of the contract (DESIGN.md), for services in
+other languages: what to send with each signal and update, what each query and
+the workflow answer. Made by pydantic from the models the workflow itself uses;
+committed under `schemas/payloads/` (`python -m schemas.generate`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from workflows.payloads import (
+    AgentInput,
+    AgentResult,
+    DecideInput,
+    DecisionSignal,
+    EndSessionSignal,
+    MessageSignal,
+    PendingApproval,
+    StatusView,
+)
+from workflows.state import Decision
+
+PAYLOADS: dict[str, tuple[Any, str]] = {
+    "workflow-input": (AgentInput, "AgentWorkflow input"),
+    "workflow-result": (AgentResult, "AgentWorkflow result"),
+    "approve": (DecisionSignal, "`approve` signal"),
+    "reject": (DecisionSignal, "`reject` signal"),
+    "decide": (DecideInput, "`decide` update input"),
+    "decide-result": (Decision, "`decide` update result: the recorded decision"),
+    "send_message": (MessageSignal, "`send_message` signal"),
+    "end_session": (EndSessionSignal, "`end_session` signal"),
+    "get_status": (StatusView, "`get_status` query result"),
+    "get_pending_approvals": (list[PendingApproval], "`get_pending_approvals` query result"),
+}
+"""Payload name (file `schemas/payloads/<name>.schema.json`) → (type, what it is).
+`get_state` answers a RunState: its schema is `schemas/runstate-<version>.schema.json`."""
+
+
+def payload_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema (2020-12) of the named payload; KeyError for an unknown name."""
+    model, title = PAYLOADS[name]
+    schema = TypeAdapter(model).json_schema(mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:durable-agents:payload:{name}",
+        **schema,
+        "title": title,
+    }

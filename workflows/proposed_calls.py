@@ -1,0 +1,72 @@
+"""The calls a model reply proposes, as the run records them: ids unique in the
+run, whether the tool's approval policy asks for a decision, and whether a call
+can run at all. Pure functions, used by `workflows.loop`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workflows.approval_policy import requires_decision
+from workflows.payloads import ModelReply, ModelToolCall
+from workflows.state import AgentSpec, AssistantMessage, RunState, ToolCall
+
+
+def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
+    """The model's call, with whether the tool's approval policy asks for a decision."""
+    tool = spec.tool(call.tool)
+    needs = False
+    if tool is not None and tool.needs_approval:
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = None
+        needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
+    return ToolCall(
+        call_id=call.call_id, tool=call.tool, arguments=call.arguments, needs_approval=needs
+    )
+
+
+def malformed_problem(spec: AgentSpec, call: ToolCall) -> str | None:
+    """Why a call cannot run at all (unknown tool, arguments not a JSON object), or None."""
+    if spec.tool(call.tool) is None:
+        known = ", ".join(t.name for t in spec.tools) or "none"
+        return f"Error: unknown tool '{call.tool}'. Available tools: {known}."
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as err:
+        return (
+            f"Error: arguments for tool '{call.tool}' are not valid JSON ({err.msg}). "
+            "Retry with a JSON object."
+        )
+    if not isinstance(arguments, dict):
+        return f"Error: arguments for tool '{call.tool}' must be a JSON object."
+    return None
+
+
+def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:
+    """True if a call of `reply` has an empty id or one already used in the run."""
+    return list(unique_call_ids(state, reply)) != list(reply.tool_calls)
+
+
+def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
+    """The reply's calls, each with an id unique in the run.
+
+    Call ids key decisions, results and idempotency keys, so they must be unique;
+    models and proxies are not always careful (an empty id, an id counted from
+    1 again after a restart). A clashing id becomes `<id>~t<turn>.<index>`.
+    """
+    used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
+    calls = []
+    for index, call in enumerate(reply.tool_calls, start=1):
+        call_id = call.call_id
+        if not call_id or call_id in used:
+            base = f"{call_id or 'call'}~t{state.turn}.{index}"
+            call_id, n = base, 1
+            while call_id in used:
+                n += 1
+                call_id = f"{base}.{n}"
+            call = call.model_copy(update={"call_id": call_id})
+        used.add(call_id)
+        calls.append(call)
+    return calls

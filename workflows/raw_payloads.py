@@ -1,0 +1,48 @@
+"""Decoding payloads the workflow takes raw (its input, the decision signals).
+
+Decoded by the SDK, a payload that does not fit its model fails the workflow
+task again and again (the input) or is dropped with only a worker log line (a
+signal). Taken as `RawValue` and decoded here, it gets an answer: the run fails
+with InvalidAgentInput, a signal is recorded as refused, with the reason.
+Workflow code: uses the workflow's own payload converter, deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from temporalio import workflow
+from temporalio.common import RawValue
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.payloads import problems
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def decode(raw: RawValue, model: type[_M]) -> _M | str:
+    """The payload as `model`, or why it is not one (one line)."""
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, model)
+    except ValidationError as err:
+        return problems(err)
+    except Exception as err:  # not JSON at all, or another encoding
+        while err.__cause__ is not None:
+            err = err.__cause__
+        return f"cannot decode the payload: {err}"
+
+
+def as_json(raw: RawValue) -> object:
+    """The payload as plain JSON, or None if it is not JSON."""
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, None)
+    except Exception:
+        return None
+
+
+def string_field(raw: RawValue, name: str) -> str | None:
+    """A string field of a JSON object payload, if it has one."""
+    data = as_json(raw)
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
