@@ -38,7 +38,7 @@ from workflows.payloads import AgentInput, AgentResult
 def converter(store: str = "off", *, threshold: int | None = None) -> DataConverter:
     """worker.py's data converter (`data_converter_from_env`: pydantic, the codec with
     encryption off, the payload store) with the store in directory `store` ("off":
-    none) taking payloads of `threshold` bytes or more (default 128 KiB)."""
+    none) taking payloads of `threshold` bytes or more (default 16 KiB)."""
     env = {"AGENT_PAYLOAD_STORE": store}
     if threshold is not None:
         env["AGENT_PAYLOAD_THRESHOLD"] = str(threshold)

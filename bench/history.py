@@ -4,8 +4,8 @@ Runs of the `history` agent (continue-as-new after 100 model calls or when
 Temporal suggests it), each tool turn returning SIZE bytes:
 - 20 KB outputs, `--turns` tool turns then an answer (issue 5), and 1 KB outputs,
   100 turns (issue 7), with the designed converter: pydantic + codec + payload
-  store (ExternalStorage, directory driver, default 128 KiB threshold);
-- in a full run, the 1 KB run again with a 16 KiB threshold (an option), and the
+  store (ExternalStorage, directory driver, default 16 KiB threshold);
+- in a full run, the 1 KB run again with a 128 KiB threshold (the old default), and the
   naive design for contrast: 20 KB outputs, no payload store, `--naive-turns`
   (120) turns. A run whose workflow task fails twice (Temporal would retry it
   forever, e.g. a payload over its 2 MB limit) is stopped and reported with
@@ -34,8 +34,9 @@ from bench import common, report, report_data
 from bench.report import Section
 from examples.scripted_openai import Call
 
-SMALL_THRESHOLD = 16 * 1024
-"""The payload-store threshold measured as an option (default: 128 KiB)."""
+OTHER_THRESHOLD = 128 * 1024
+"""The payload-store threshold measured as an option (the default was 128 KiB until
+this bench showed 16 KiB keeps history flat at the same wall time)."""
 CAUSE_PREFIX = "WORKFLOW_TASK_FAILED_CAUSE_"
 STALL_S = 60.0
 """Seconds a run may take beyond one per turn before it is called stuck."""
@@ -128,10 +129,10 @@ async def section(
             runs.append(await history(client, size=size, turns=n, label="payload store"))
         stored = sum(p.stat().st_size for p in Path(store).rglob("*") if p.is_file())
         if not quick:
-            print(f"history option: payload threshold {SMALL_THRESHOLD:,} bytes", flush=True)
-            converter = common.converter(store, threshold=SMALL_THRESHOLD)
+            print(f"history option: payload threshold {OTHER_THRESHOLD:,} bytes", flush=True)
+            converter = common.converter(store, threshold=OTHER_THRESHOLD)
             small = await Client.connect(target, data_converter=converter)
-            label = f"store, threshold {SMALL_THRESHOLD // 1024} KiB"
+            label = f"store, threshold {OTHER_THRESHOLD // 1024} KiB"
             runs.append(await history(small, size=1_000, turns=100, label=label))
     if not quick:
         print(f"history: naive, {naive_turns} turns, no payload store", flush=True)

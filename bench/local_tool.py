@@ -11,15 +11,11 @@ tools declared fast (e.g. `@tool(local=True)`), same timeout and retry policy.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contract, loop
-    from workflows.activity_calls import retry_policy, root_message
+    from workflows.activity_calls import run_tool
     from workflows.agent_workflow import AgentWorkflow
     from workflows.payloads import AgentResult, ToolOutcome
     from workflows.state import RunState, ToolCall
@@ -41,20 +37,4 @@ class LocalToolAgentWorkflow(AgentWorkflow):
         return await super().run(raw_input)
 
     async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
-        spec = state.agent.tool(call.tool)
-        assert spec is not None
-        try:
-            return await workflow.execute_local_activity(
-                contract.ACTIVITY_RUN_TOOL,
-                loop.tool_request(state, call),
-                result_type=ToolOutcome,
-                start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
-                retry_policy=retry_policy(spec.retry),
-                summary=f"tool {call.tool}",
-            )
-        except ActivityError as err:
-            return ToolOutcome(
-                call_id=call.call_id,
-                content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
-                is_error=True,
-            )
+        return await run_tool(state, call, execute=workflow.execute_local_activity)

@@ -88,7 +88,7 @@ def history_section(runs: list[dict], stored: int) -> Section:
             "continue-as-new after 100 model calls or when Temporal suggests it. A turn: the "
             "events from one `call_model` scheduling to the next (the model call, its workflow "
             "tasks, the tool call, search-attribute upserts). Payload store: pydantic + codec + "
-            "ExternalStorage (payloads ≥ 128 KiB unless said otherwise go to the store; history "
+            "ExternalStorage (payloads ≥ 16 KiB unless said otherwise go to the store; history "
             "keeps a reference). Naive: the same converter without the store. One run each "
             "(history sizes do not vary between runs).",
             "",

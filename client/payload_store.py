@@ -8,7 +8,7 @@
   credentials and region from the standard AWS configuration): for a fleet.
 - `off`: no external storage; payloads over Temporal's limits then fail.
 
-Payloads of at least `AGENT_PAYLOAD_THRESHOLD` bytes (default 128 KiB) are stored
+Payloads of at least `AGENT_PAYLOAD_THRESHOLD` bytes (default 16 KiB) are stored
 there and history keeps a small reference, so a long conversation or a 5 MB tool
 output never passes through history in full.
 """
@@ -39,7 +39,10 @@ from temporalio.converter import (
 
 from client.errors import AgentClientError
 
-DEFAULT_THRESHOLD = 128 * 1024
+DEFAULT_THRESHOLD = 16 * 1024
+"""Payloads of this many bytes or more go to the store. 16 KiB keeps a turn's
+history flat from the first turns on (1 KB tool outputs, turn 100: 3.9 KB of
+history against 129.8 KB at 128 KiB; same wall time: bench/RESULTS.md section 4)."""
 CHUNK_SIZE = 64 * 1024
 
 

@@ -7,7 +7,9 @@ never imports their implementations.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -60,12 +62,16 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
         return error_info(err)
 
 
-async def run_tool(state: RunState, call: ToolCall) -> ToolOutcome:
-    """The tool's output; a tool that failed for good gives the model its error."""
+async def run_tool(
+    state: RunState, call: ToolCall, *, execute: Callable[..., Awaitable[Any]] | None = None
+) -> ToolOutcome:
+    """The tool's output; a tool that failed for good gives the model its error.
+    `execute`: how to run the activity (default `workflow.execute_activity`; the
+    benchmarks measure `workflow.execute_local_activity`)."""
     spec = state.agent.tool(call.tool)
     assert spec is not None, "malformed calls are answered by the loop, never run"
     try:
-        return await workflow.execute_activity(
+        return await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,
             loop.tool_request(state, call),
             result_type=ToolOutcome,
