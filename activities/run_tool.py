@@ -14,7 +14,7 @@ from activities import telemetry
 from activities.registry import AgentRegistry
 from activities.tool import Tool, ToolContext
 from workflows.contract import ACTIVITY_DESCRIBE_AGENT, ACTIVITY_RUN_TOOL, ERROR_UNKNOWN_AGENT
-from workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest
+from workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
 from workflows.state import AgentSpec
 
 RAISED = "raised"
@@ -65,7 +65,7 @@ class ToolActivities:
             return _error(request, f"Error: arguments are not valid JSON ({err.msg}).")
         except ValidationError as err:
             telemetry.count_tool_failure(found.name, "invalid_arguments")
-            return _error(request, f"Error: invalid arguments for '{found.name}': {_brief(err)}")
+            return _error(request, f"Error: invalid arguments for '{found.name}': {problems(err)}")
         ctx = ToolContext(
             idempotency_key=request.idempotency_key,
             run_id=request.run_id,
@@ -106,13 +106,6 @@ def _attempt_limit() -> float | None:
 
 def _error(request: ToolRequest, message: str) -> ToolOutcome:
     return ToolOutcome(call_id=request.call_id, content=message, is_error=True)
-
-
-def _brief(err: ValidationError) -> str:
-    """One line per problem: `amount: Input should be a valid number`."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()
-    )
 
 
 def _as_text(tool: str, result: object) -> str:

@@ -188,8 +188,8 @@ async def measure(client: Client, *, runs: int) -> dict:
 
 
 async def model_client_cost(*, reps: int) -> list[tuple[int, int, float, float]]:
-    """ms per request through `chat.completions.create` (what `call_model` does: openai
-    first transforms every message of the params) against `post` with the same body."""
+    """ms per request through `chat.completions.create` (openai first transforms every
+    message of the params) against `post` with the same body (what `call_model` does)."""
     rows = []
     with common.scripted_model(lambda request: Reply(content="ok")) as client:
         for turns in (10, 100, 300):

@@ -320,9 +320,10 @@ def profile_section(p: dict) -> Section:
             "",
             "The `openai` client's share, alone: one request to the scripted server with the "
             "conversation of an N-turn run (`bench/states.py`), through "
-            "`chat.completions.create` (what `call_model` does) and through "
-            '`client.post("/chat/completions", body=..., cast_to=ChatCompletion)` with the '
-            f"same body; medians of {p['model_client_reps']}:",
+            "`chat.completions.create` (openai first transforms every message of the "
+            'params) and through `client.post("/chat/completions", body=..., '
+            "cast_to=ChatCompletion)` with the same body (what `call_model` does since this "
+            f"measurement); medians of {p['model_client_reps']}:",
             "",
             table(
                 ["turns", "messages", "`create` ms", "`post` ms", "create / post"],

@@ -271,6 +271,7 @@ class AgentClient(RunOperations):
         reason: str | None = None,
         always: bool = False,
         arguments: dict[str, JsonValue] | None = None,
+        sender: str | None = None,
     ) -> None:
         """Send the `approve` signal (fire-and-forget; use `decide` to get an answer).
 
@@ -287,6 +288,7 @@ class AgentClient(RunOperations):
                 reason=reason,
                 always=always,
                 arguments=arguments,
+                sender=sender,
             ),
         )
 
@@ -298,15 +300,18 @@ class AgentClient(RunOperations):
         approver: str,
         reason: str | None = None,
         always: bool = False,
+        sender: str | None = None,
     ) -> None:
         """Send the `reject` signal; the model gets the reason as the call's result."""
-        await self._signal(
-            run_id,
-            contract.SIGNAL_REJECT,
-            checked(
-                DecisionSignal, call_id=call_id, approver=approver, reason=reason, always=always
-            ),
+        payload = checked(
+            DecisionSignal,
+            call_id=call_id,
+            approver=approver,
+            reason=reason,
+            always=always,
+            sender=sender,
         )
+        await self._signal(run_id, contract.SIGNAL_REJECT, payload)
 
     async def decide(
         self,
@@ -319,10 +324,12 @@ class AgentClient(RunOperations):
         always: bool = False,
         arguments: dict[str, JsonValue] | None = None,
         request_id: str | None = None,
+        sender: str | None = None,
     ) -> Decision:
         """Approve or reject through the `decide` update; returns the recorded decision.
 
         `arguments` (approvals only) replace the model's for this call.
+        `sender` names the program in the audit (agentctl: "agentctl").
         `request_id` is the update id: a retry with the same id gets the first
         answer instead of a refusal. Raises `DecisionRefused` when the workflow
         refuses it (unknown or already decided call, approver not allowed,
@@ -336,6 +343,7 @@ class AgentClient(RunOperations):
             reason=reason,
             always=always,
             arguments=arguments,
+            sender=sender,
         )
         with self._translating(run_id):
             try:

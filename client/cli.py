@@ -156,7 +156,7 @@ async def _reject(args: argparse.Namespace, agents: AgentClient) -> str:
 
 async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) -> str:
     options = {"approver": args.approver or default_approver(), "reason": args.reason}
-    options["always"] = args.always
+    options.update(always=args.always, sender=PROG)
     if decision == "approve":
         options["arguments"] = args.arguments
     if args.request_id is not None and not args.wait:

@@ -223,10 +223,12 @@ def _golden_1_1() -> RunState:
     """1.0's, but turn 2's calls were proposed by run support-3 and carried open into
     this run by a resume: they keep support-3's idempotency keys (new in 1.1); a
     tool's retry policy names error types never retried, and the agent has a
-    history-size budget (new in 1.1)."""
+    history-size budget, and a decision names the program that sent it (new in 1.1)."""
     state = _golden_1_0()
     state.agent.history_bytes_per_workflow_run = 2_000_000
     state.agent.tools[0].retry.non_retryable_error_types = ["LookupError"]
+    first_decision = next(i for i in state.items if isinstance(i, Decision))
+    first_decision.sender = "agentctl"
     state.origin = RunOrigin(run_id="support-3", turn=2, mode="resume")
     for call in state.items[5].tool_calls:  # type: ignore[union-attr]
         call.idempotency_key = f"support-3:{call.call_id}"

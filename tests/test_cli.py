@@ -235,7 +235,8 @@ async def test_signal_the_run_refuses_exits_1_with_the_runs_reason(ctl, model_se
     first = await ctl("reject", run_id, "call_email", "--as", "alice", "--request-id", "r-1")
     assert first.code == 1 and "--request-id goes with --wait" in first.stderr
     decided = await ctl("reject", run_id, "call_email", "--as", "alice", "--json")
-    assert decided.code == 0 and decided.json()["via"] == "signal"
+    assert decided.code == 0
+    assert (decided.json()["via"], decided.json()["sender"]) == ("signal", "agentctl")
     late = await ctl("approve", run_id, "call_email", "--as", "bob")
     assert late.code == 1
     assert error_lines(late.stderr)[0].endswith("already decided (reject by alice)")

@@ -88,6 +88,7 @@ def apply(state: RunState, request: DecideInput, *, via: Via, now: datetime) -> 
         reason=request.reason,
         always=request.always,
         via=via,
+        sender=request.sender,
         arguments=request.arguments,
         at=now,
     )

@@ -71,6 +71,8 @@ class DecisionSignal(_Payload):
     always: bool = False
     arguments: dict[str, JsonValue] | None = None
     """Approve with these arguments instead of the model's (validated against the tool)."""
+    sender: str | None = None
+    """The program sending the decision (`agentctl`, a service's name), kept in the audit."""
 
 
 class DecideInput(DecisionSignal):

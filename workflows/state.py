@@ -33,8 +33,8 @@ from workflows.migrations import MIGRATIONS
 
 SCHEMA_VERSION = "1.1"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
-1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types` and
-`AgentSpec.history_bytes_per_workflow_run`."""
+1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
+`AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions."""
 
 
 _OLDER_MINORS = {v for v in MIGRATIONS if v.split(".")[0] == SCHEMA_VERSION.split(".")[0]}
@@ -229,6 +229,8 @@ class Decision(_Model):
     via: Literal["signal", "update", "rule", "timeout"]
     """How it was made: a signal, the `decide` update, an earlier `always`
     decision of `approver`, or the approval deadline passing."""
+    sender: StrictStr | None = None
+    """The program that sent it, as it said (`agentctl`, a service's name). Added in 1.1."""
     arguments: dict[str, JsonValue] | None = None
     """Arguments edited by the approver; they replace the model's for this call."""
     at: AwareDatetime
@@ -242,6 +244,8 @@ class DecisionAttempt(_Model):
     approver: StrictStr
     reason: StrictStr | None = None
     always: StrictBool = False
+    sender: StrictStr | None = None
+    """The program that sent it, as it said. Added in 1.1."""
     arguments: dict[str, JsonValue] | None = None
     at: AwareDatetime
     """Workflow time at which the signal was handled."""
