@@ -8,10 +8,12 @@ CHROMIUM ?= /usr/bin/chromium
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# Runtime packages at the versions of the worker image's lock (deploy/requirements.lock),
+# so tests run what ships and tests/test_deploy.py's lock check holds on any day.
+$(VENV)/.installed: pyproject.toml deploy/requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -c deploy/requirements.lock -e '.[test]'
 	touch $@
 
 # tests/test_ui_browser.py drives Debian's Chromium (Playwright never downloads a browser):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import dataclasses
 import os
 import re
@@ -47,6 +48,8 @@ from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
     PayloadCodec,
+    SerializationContext,
+    WithSerializationContext,
 )
 
 from client.codec_chunks import CHUNKED_ENCODING, ChunkCipher, ChunkFormatError, can_chunk
@@ -178,7 +181,7 @@ def keys_from_env(env: Mapping[str, str] | None = None) -> CodecKeys | None:
     return None
 
 
-class EncryptionCodec(PayloadCodec):
+class EncryptionCodec(PayloadCodec, WithSerializationContext):
     """AES-256-GCM over the whole serialized payload; the key id travels in the metadata.
 
     The format is that of Temporal's encryption samples (Go, TypeScript, Python),
@@ -189,7 +192,8 @@ class EncryptionCodec(PayloadCodec):
     Payloads whose data has at least `chunk_threshold` bytes (when set: the
     payload store's threshold) are encrypted in deterministic chunks instead
     (`client.codec_chunks`, encoding `binary/encrypted-chunked`), so that the
-    payload store can dedup what successive payloads share.
+    payload store can dedup what successive payloads share; their chunk key is the
+    workflow's own (`with_context`: the SDK passes the workflow id it encodes for).
 
     With `keys=None` it encrypts nothing and refuses, with a clear error,
     encrypted payloads it cannot read. Payloads that are not encrypted always
@@ -203,6 +207,18 @@ class EncryptionCodec(PayloadCodec):
         """Data size from which payloads are encrypted in chunks. Default None: never."""
         self._ciphers = {k: AESGCM(v) for k, v in keys.keys.items()} if keys else {}
         self._chunk_ciphers = {k: ChunkCipher(v) for k, v in keys.keys.items()} if keys else {}
+        self._scope = ""
+        """The workflow whose payloads this instance encodes ("" outside any)."""
+
+    def with_context(self, context: SerializationContext) -> EncryptionCodec:
+        """This codec for the payloads of one workflow (its chunks get that
+        workflow's key); the ciphers are shared, not rebuilt."""
+        workflow_id = getattr(context, "workflow_id", None) or ""
+        if workflow_id == self._scope:
+            return self
+        scoped = copy.copy(self)
+        scoped._scope = workflow_id
+        return scoped
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         """Encrypt every payload with the primary key (unchanged when encryption is off)."""
@@ -225,7 +241,7 @@ class EncryptionCodec(PayloadCodec):
     def _encrypt(self, payload: Payload, key_id: str) -> Payload:
         threshold = self.chunk_threshold
         if threshold is not None and len(payload.data) >= threshold and can_chunk(payload):
-            sealed = self._chunk_ciphers[key_id].seal(payload, key_id=key_id)
+            sealed = self._chunk_ciphers[key_id].seal(payload, key_id=key_id, scope=self._scope)
             sealed.metadata[KEY_ID_METADATA] = key_id.encode()
             return sealed
         nonce = secrets.token_bytes(NONCE_BYTES)

@@ -18,12 +18,17 @@ and the SHA-256 of its whole data (which binds the chunks' order and number)
 travel in an `encryption-header` metadata entry sealed with AES-GCM under a
 random nonce, as small payloads are.
 
+The chunk key is derived per workflow (its id, the `scope`, is in the sealed
+header, so a reader needs no other context): chunks repeat within one run's
+history and its continue-as-new successors, never across runs.
+
 What it gives away: to someone who can read history or the store but has no
-key, which chunks of which payloads are equal (e.g. that turn 9's request
-begins with turn 8's), and payload sizes (AES-GCM shows those too). Not the
-content, and no way to test a guess: the chunk key is secret (this is keyed
-deterministic encryption, not convergent encryption with a key derived from
-the content). AES-SIV never reuses a nonce across different plaintexts.
+key, which chunks of one workflow's payloads are equal (e.g. that turn 9's
+request begins with turn 8's), and payload sizes (AES-GCM shows those too); not
+the content. The chunk keys are secret (keyed deterministic encryption, not
+convergent encryption with a key derived from the content), and per workflow,
+so text an attacker gets into their own run cannot be matched against another
+run's chunks. AES-SIV never reuses a nonce across different plaintexts.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ CHUNK_BYTES = 64 * 1024 - SIV_TAG_BYTES
 FORMAT_VERSION = 1
 NONCE_BYTES = 12
 _SIV_INFO = b"durable-agents payload chunks AES-SIV v1"
+_MAX_SCOPES = 4096
+"""Derived chunk keys kept per cipher (one per workflow seen lately)."""
 
 
 class ChunkFormatError(ValueError):
@@ -58,16 +65,30 @@ class ChunkCipher:
     """Seals and opens chunked payloads for one codec key."""
 
     def __init__(self, key: bytes) -> None:
+        self._key = key
         self._header = AESGCM(key)
-        siv_key = HKDF(algorithm=SHA256(), length=64, salt=None, info=_SIV_INFO).derive(key)
-        self._chunks = AESSIV(siv_key)
+        self._chunk_ciphers: dict[str, AESSIV] = {}
 
-    def seal(self, payload: Payload, *, key_id: str) -> Payload:
-        """`payload` encrypted chunk by chunk (its data must not be empty); the caller
-        adds the key id to the metadata, as for every encrypted payload."""
+    def _chunks(self, scope: str) -> AESSIV:
+        """The AES-SIV cipher of one workflow's chunks (keys derived once, then kept)."""
+        cipher = self._chunk_ciphers.get(scope)
+        if cipher is None:
+            if len(self._chunk_ciphers) >= _MAX_SCOPES:
+                self._chunk_ciphers.clear()
+            info = _SIV_INFO + b"|" + scope.encode()
+            siv_key = HKDF(algorithm=SHA256(), length=64, salt=None, info=info).derive(self._key)
+            cipher = self._chunk_ciphers[scope] = AESSIV(siv_key)
+        return cipher
+
+    def seal(self, payload: Payload, *, key_id: str, scope: str) -> Payload:
+        """`payload` encrypted chunk by chunk (its data must not be empty) with the key
+        of `scope` (the workflow id; "" outside any workflow); the caller adds the key
+        id to the metadata, as for every encrypted payload."""
         data = payload.data
+        chunks = self._chunks(scope)
         header = {
             "v": FORMAT_VERSION,
+            "scope": scope,
             "metadata": {k: base64.b64encode(v).decode() for k, v in payload.metadata.items()},
             "chunk_bytes": CHUNK_BYTES,
             "size": len(data),
@@ -77,10 +98,10 @@ class ChunkCipher:
         sealed_header = self._header.encrypt(
             nonce, json.dumps(header).encode(), _header_aad(key_id)
         )
-        chunks = (data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES))
+        parts = (data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES))
         return Payload(
             metadata={"encoding": CHUNKED_ENCODING, HEADER_METADATA: nonce + sealed_header},
-            data=b"".join(self._chunks.encrypt(chunk, None) for chunk in chunks),
+            data=b"".join(chunks.encrypt(chunk, None) for chunk in parts),
         )
 
     def open(self, payload: Payload, *, key_id: str) -> Payload:
@@ -95,7 +116,8 @@ class ChunkCipher:
         header = _parse_header(plain_header)
         step = header["chunk_bytes"] + SIV_TAG_BYTES
         data = payload.data
-        parts = [self._chunks.decrypt(data[i : i + step], None) for i in range(0, len(data), step)]
+        chunks = self._chunks(header["scope"])
+        parts = [chunks.decrypt(data[i : i + step], None) for i in range(0, len(data), step)]
         plain = b"".join(parts)
         if len(plain) != header["size"] or hashlib.sha256(plain).hexdigest() != header["sha256"]:
             raise ChunkFormatError("chunked payload's chunks do not add up to its header")
@@ -122,6 +144,7 @@ def _parse_header(text: bytes) -> dict:
             and header["chunk_bytes"] > 0
             and isinstance(header["size"], int)
             and isinstance(header["sha256"], str)
+            and isinstance(header["scope"], str)
         )
     except (ValueError, KeyError, TypeError):
         valid = False

@@ -92,7 +92,9 @@ class LocalDirectoryDriver(StorageDriver):
     def _put(self, blob: bytes) -> str:
         digest = hashlib.sha256(blob).hexdigest()
         path = self._path(digest)
-        if not path.exists():  # content-addressed: an existing file holds these bytes
+        # Content-addressed: an existing file of the right size holds these bytes (one
+        # of another size was cut short, by a crash before this store synced: replace it).
+        if not path.exists() or path.stat().st_size != len(blob):
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomically(path, blob)
         return digest
@@ -195,6 +197,11 @@ def _write_atomically(path: Path, blob: bytes) -> None:
             file.flush()
             os.fsync(file.fileno())  # history will name this part: it must survive a crash
         os.replace(partial, path)
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the rename itself must survive a crash too
+        finally:
+            os.close(directory)
     except OSError:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
@@ -215,9 +222,11 @@ def external_storage(env: Mapping[str, str] | None = None) -> ExternalStorage | 
     threshold_text = env.get("AGENT_PAYLOAD_THRESHOLD", str(DEFAULT_THRESHOLD))
     try:
         threshold = int(threshold_text)
+        if threshold < 1:
+            raise ValueError
     except ValueError:
         raise PayloadStoreError(
-            f"AGENT_PAYLOAD_THRESHOLD must be a number of bytes, not {threshold_text!r}"
+            f"AGENT_PAYLOAD_THRESHOLD must be a positive number of bytes, not {threshold_text!r}"
         ) from None
     if where == "off":
         return None

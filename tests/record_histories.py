@@ -100,6 +100,25 @@ SCENARIOS = {
             (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1~t2.1", approver="ann")),
         ],
     ),
+    # v3: the same with the quiet-refused-signals, provider-safe-call-ids and
+    # switch-while-waiting patches: a malformed and a null signal recorded as
+    # refused without waking the run, ids renamed as `<id>_t<turn>_<index>`.
+    "protocol_edges_v3": (
+        "assistant",
+        False,
+        [
+            completion(("c1", "add", {"a": 1, "b": 1})),
+            completion(
+                ("c1", "send_email", {"to": "a", "body": "b"}), ("", "add", {"a": 2, "b": 2})
+            ),
+            Reply(content="done"),
+        ],
+        [
+            (AWAITING, contract.SIGNAL_APPROVE, {"call_id": "c1_t2_1", "always": "true"}),
+            (AWAITING, contract.SIGNAL_REJECT, None),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1_t2_1", approver="ann")),
+        ],
+    ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (

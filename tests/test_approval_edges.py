@@ -60,8 +60,39 @@ async def test_malformed_decision_signals_are_recorded_as_refused(worker, model_
             "invalid approve payload: (root): Input should be an object",
         ),
     ]
+    await temporal_cli(worker, "workflow", "signal", "--workflow-id", handle.id, "--name", "reject")
+    await handle.signal(contract.SIGNAL_APPROVE, None)  # a null payload
+    refused = (await state_of(handle)).refused_decisions[3:]
+    assert [r.refused_because for r in refused] == [
+        "invalid reject payload: no payload",
+        "invalid approve payload: the payload is null, not an object",
+    ]
     await signal_from_cli(worker, handle, "approve", '{"call_id": "e1", "approver": "go"}')
     assert (await handle.result()).status is RunStatus.COMPLETED
+
+
+async def test_refused_signals_do_not_restart_the_approval_timer(worker, model_server):
+    model_server.script(Reply(tool_calls=(Call("wire", {"amount": 1}, "w1"),)), Reply("ok"))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    for _ in range(5):  # a service retrying a decision the run refuses
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="w9", approver="x"))
+    await handle.result()  # the 1 s deadline rejected w1
+    events = [e.event_type for e in (await handle.fetch_history()).events]
+    assert events.count(EventType.EVENT_TYPE_TIMER_STARTED) == 1
+    assert events.count(EventType.EVENT_TYPE_TIMER_CANCELED) == 0
+    assert len((await state_of(handle)).refused_decisions) == 5
+
+
+async def test_workflow_started_without_input_fails_at_once(worker):
+    run_id = f"empty-{uuid.uuid4().hex[:8]}"
+    await temporal_cli(
+        worker, "workflow", "start", "--type", contract.WORKFLOW_TYPE,
+        "--task-queue", worker.task_queue, "--workflow-id", run_id,
+    )  # fmt: skip
+    with pytest.raises(WorkflowFailureError) as caught:
+        await asyncio.wait_for(worker.client.get_workflow_handle(run_id).result(), 15)
+    assert caught.value.cause.message == "invalid AgentWorkflow input: no payload"
 
 
 async def test_invalid_workflow_input_fails_the_run_at_once(worker):
@@ -139,11 +170,11 @@ async def test_empty_and_reused_call_ids_get_ids_unique_in_the_run(worker, model
     assert (await handle.result()).status is RunStatus.COMPLETED
     state = await state_of(handle)
     ids = [c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls]
-    assert ids == ["c1", "c1~t2.1", "call~t2.2"]
+    assert ids == ["c1", "c1_t2_1", "call_t2_2"]
     assert {k: r.content for k, r in tool_results(state).items()} == {
         "c1": "2",
-        "c1~t2.1": "4",
-        "call~t2.2": "6",
+        "c1_t2_1": "4",
+        "call_t2_2": "6",
     }
     sent = model_server.requests[-1]["messages"]
     assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ids
@@ -159,6 +190,10 @@ async def test_calls_of_one_reply_run_concurrently(worker, model_server):
     assert max(start_1, start_2) < min(end_1, end_2)  # they overlapped
 
 
+def positions(events: list, event_type: EventType.ValueType) -> list[int]:
+    return [i for i, e in enumerate(events) if e == event_type]
+
+
 async def test_decision_before_the_approval_point_is_applied_once(worker, model_server):
     """The reply proposes a slow tool and one needing approval: the approval sent
     while the slow tool runs (before the run waits for it) is applied."""
@@ -167,13 +202,18 @@ async def test_decision_before_the_approval_point_is_applied_once(worker, model_
         Reply(content="ok"),
     )
     handle = await start(worker)
-    while not agents.CALLS:  # the nap has started
-        await asyncio.sleep(0.05)
+    async with asyncio.timeout(15):
+        while not agents.CALLS:  # the nap has started
+            await asyncio.sleep(0.05)
     await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver="ann"))
     assert (await handle.result()).status is RunStatus.COMPLETED
     assert [c[0] for c in agents.CALLS] == ["nap", "send_email"]
     state = await state_of(handle)
     assert state.refused_decisions == [] and state.held_decisions == []
+    events = [e.event_type for e in (await handle.fetch_history()).events]
+    signaled = events.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+    completed = positions(events, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+    assert completed[2] > signaled  # the nap (3rd activity) ended after the approval came
 
 
 async def test_decision_sent_with_the_start_is_held_until_the_call_is_proposed(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
+from temporalio.converter import WorkflowSerializationContext
 
 from client.codec import (
     CodecDataError,
@@ -70,6 +71,23 @@ def test_shared_prefix_encrypts_to_the_same_ciphertext_chunk_for_chunk():
     assert other_key.encode_sync([turn_8])[0].data[:whole] != first.data[:whole]
 
 
+def test_each_workflow_seals_its_chunks_with_its_own_key():
+    """Chunks repeat within one workflow (the store dedups them), never across
+    workflows: text an attacker puts into their own run cannot be matched against
+    another run's chunks. A reader needs no context: the header names the workflow."""
+    payload = big("the same text in two runs ", 2 * CHUNK_BYTES)
+    whole = 2 * SEALED_CHUNK
+
+    def sealed_in(workflow_id: str) -> Payload:
+        context = WorkflowSerializationContext(namespace="default", workflow_id=workflow_id)
+        return chunking().with_context(context).encode_sync([payload])[0]
+
+    mine, again, theirs = sealed_in("run-a"), sealed_in("run-a"), sealed_in("run-b")
+    assert mine.data[:whole] == again.data[:whole]
+    assert mine.data[:whole] != theirs.data[:whole]
+    assert chunking().decode_sync([mine, theirs]) == [payload, payload]
+
+
 def _sealed(text: str = "order matters ") -> Payload:
     return chunking().encode_sync([big(text, 3 * CHUNK_BYTES + 10)])[0]
 
@@ -121,7 +139,7 @@ def test_production_converter_has_codec_and_store_and_chunks_what_the_store_take
     assert converter.payload_codec.chunk_threshold == 5000
     off = data_converter_from_env({**env, "AGENT_PAYLOAD_STORE": "off"})
     assert off.external_storage is None and off.payload_codec.chunk_threshold is None
-    with pytest.raises(PayloadStoreError, match="must be a number of bytes"):
+    with pytest.raises(PayloadStoreError, match="must be a positive number of bytes"):
         data_converter_from_env({**env, "AGENT_PAYLOAD_THRESHOLD": "lots"})
 
 
@@ -137,9 +155,11 @@ def _request(turns: int, rng: random.Random, items: list) -> ModelRequest:
 async def _stored_per_turn(directory: Path, env: dict[str, str], turns: int) -> list[int]:
     """Bytes the store holds after each turn's model request (the whole conversation)."""
     converter = data_converter_from_env({**env, "AGENT_PAYLOAD_STORE": str(directory)})
+    run = WorkflowSerializationContext(namespace="default", workflow_id="run-1")
+    in_workflow = converter.with_context(run)  # as the worker encodes a run's requests
     rng, items, totals = random.Random(7), [UserMessage(content="go")], []
     for turn in range(1, turns + 1):
-        [payload] = await converter.encode([_request(turn, rng, items)])
+        [payload] = await in_workflow.encode([_request(turn, rng, items)])
         totals.append(sum(p.stat().st_size for p in directory.rglob("*") if p.is_file()))
     assert payload.ByteSize() < 1024  # history would keep a reference to the store
     [back] = await converter.decode([payload], [ModelRequest])

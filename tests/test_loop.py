@@ -249,7 +249,7 @@ def test_empty_or_reused_call_ids_are_made_unique_in_the_run():
     loop.record_model_reply(state, again, now=T0)
     step = loop.next_step(state)
     assert isinstance(step, loop.RunTools)
-    assert [c.call_id for c in step.calls] == ["c1~t2.1", "call~t2.2", "call~t2.3"]
+    assert [c.call_id for c in step.calls] == ["c1_t2_1", "call_t2_2", "call_t2_3"]
 
 
 def test_unique_call_ids_are_left_alone():

@@ -82,8 +82,10 @@ def test_configuration_from_the_environment(tmp_path):
     assert storage.payload_size_threshold == 1000
     assert isinstance(storage.drivers[0], LocalDirectoryDriver)
     assert external_storage({"AGENT_PAYLOAD_STORE": "off"}) is None
-    with pytest.raises(PayloadStoreError, match="must be a number of bytes"):
+    with pytest.raises(PayloadStoreError, match="must be a positive number of bytes"):
         external_storage({"AGENT_PAYLOAD_THRESHOLD": "lots"})
+    with pytest.raises(PayloadStoreError, match="positive number of bytes, not '-5'"):
+        external_storage({"AGENT_PAYLOAD_THRESHOLD": "-5"})
     with pytest.raises(PayloadStoreError, match="needs a bucket name"):
         external_storage({"AGENT_PAYLOAD_STORE": "s3://"})
 
@@ -99,3 +101,13 @@ async def test_concurrent_stores_of_the_same_payload_all_succeed(tmp_path):
     assert back == same
     leftovers = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".partial")]
     assert leftovers == []
+
+
+def test_a_part_cut_short_by_a_crash_is_written_again(tmp_path):
+    driver = LocalDirectoryDriver(tmp_path)
+    blob = b"x" * 1000
+    digest = driver._put(blob)
+    part = driver._path(digest)
+    part.write_bytes(blob[:10])  # what an unsynced write could leave after a crash
+    assert driver._put(blob) == digest
+    assert part.read_bytes() == blob

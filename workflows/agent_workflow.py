@@ -8,6 +8,7 @@ named in `workflows.contract` (this module never imports activity code).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Literal
 
@@ -22,13 +23,13 @@ with workflow.unsafe.imports_passed_through():
         activity_calls,
         contract,
         decisions,
-        details,
         loop,
         metrics,
+        patches,
         proposed_calls,
         raw_payloads,
+        visibility,
     )
-    from workflows import search_attributes as sa
     from workflows.payloads import (
         AgentInput,
         AgentResult,
@@ -51,14 +52,6 @@ with workflow.unsafe.imports_passed_through():
         Usage,
     )
 
-# Patches (workflow.patched): behaviour changed after histories were recorded.
-PATCH_UNIQUE_CALL_IDS = "unique-call-ids"
-"""Empty or reused tool call ids from the model get a run-unique id."""
-PATCH_PUBLISH_START_FAILURE = "publish-start-failure"
-"""A run that fails or is cancelled before its state exists still sets its search attributes."""
-PATCH_RESUME_UNDER_OWN_ID = "resume-under-own-id"
-"""A snapshot resumed under its source's own id is a resume, not a continue-as-new."""
-
 
 @workflow.defn(name=contract.WORKFLOW_TYPE)
 class AgentWorkflow:
@@ -71,7 +64,7 @@ class AgentWorkflow:
     # dropped with only a worker log line.
 
     @workflow.init
-    def __init__(self, raw_input: RawValue) -> None:
+    def __init__(self, raw_input: RawValue = raw_payloads.NONE) -> None:
         decoded = raw_payloads.decode(raw_input, AgentInput)
         self._input: AgentInput | None = decoded if isinstance(decoded, AgentInput) else None
         self._input_problem = decoded if isinstance(decoded, str) else None
@@ -83,10 +76,10 @@ class AgentWorkflow:
         """Decision signals received before the run's state existed (refused ones too)."""
         self._early_messages: list[str] = []
         self._early_end: str | None = None
-        self._published: tuple[object, ...] | None = None
+        self._published: visibility.Published | None = None
 
     @workflow.run
-    async def run(self, raw_input: RawValue) -> AgentResult:
+    async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
         """Run the agent until it answers, fails, is cancelled or runs out of turns."""
         state = await self._start()
         self._state = state
@@ -94,9 +87,8 @@ class AgentWorkflow:
         for early in self._early_signals:
             if isinstance(early, DecisionAttempt):
                 state.refused_decisions.append(early)
-            else:
-                waiting = loop.awaiting_model(state)
-                decisions.receive_signal(state, early, model_call_pending=waiting, now=now)
+            else:  # held if its call is not known yet: the first model reply may name it
+                decisions.receive_signal(state, early, model_call_pending=True, now=now)
         self._early_signals.clear()
         for content in self._early_messages:
             loop.receive_message(state, content, now=workflow.now())
@@ -119,6 +111,14 @@ class AgentWorkflow:
     async def _start(self) -> RunState:
         """The run's initial state; a run that cannot start fails (or is cancelled)
         with its search attributes saying so."""
+        continued_from = workflow.info().continued_run_id
+        if self._input is None and continued_from is not None:
+            # The state our own code carried over does not load: a bug to fix, not a
+            # bad input. Fail the workflow task, so a fixed worker takes the run on.
+            raise RuntimeError(
+                f"the state carried over from run {continued_from} does not load: "
+                f"{self._input_problem}"
+            )
         try:
             if self._input is None:
                 raise ApplicationError(
@@ -135,14 +135,8 @@ class AgentWorkflow:
             raise
 
     def _publish_unstarted(self, status: RunStatus, why: str) -> None:
-        if not workflow.patched(PATCH_PUBLISH_START_FAILURE):
-            return
-        agent = self._agent_name or "(unknown)"
-        workflow.set_current_details(f"**{status.value}** · {agent} · {why}")
-        workflow.upsert_search_attributes(
-            [sa.AGENT_NAME.value_set(agent), sa.AGENT_STATUS.value_set(status.value)]
-        )
-        metrics.finished(agent, status.value)
+        if workflow.patched(patches.PATCH_PUBLISH_START_FAILURE):
+            visibility.publish_unstarted(self._agent_name or "(unknown)", status, why)
 
     async def _initial_state(self, agent_input: AgentInput) -> RunState:
         snapshot = agent_input.resume_from
@@ -157,7 +151,7 @@ class AgentWorkflow:
             if not continued and snapshot.run_id == info.workflow_id:
                 # Runs started before this patch took a snapshot under its own id
                 # for a continue-as-new (no origin, a failed run stayed failed).
-                continued = not workflow.patched(PATCH_RESUME_UNDER_OWN_ID)
+                continued = not workflow.patched(patches.PATCH_RESUME_UNDER_OWN_ID)
             return loop.resume(
                 snapshot,
                 run_id=info.workflow_id,
@@ -173,7 +167,10 @@ class AgentWorkflow:
         return state
 
     async def _drive(self, state: RunState) -> None:
-        first_turn = state.turn
+        info = workflow.info()
+        self._first_turn = state.turn
+        self._first_length = info.get_current_history_length()
+        self._first_size = info.get_current_history_size()
         while True:
             loop.deliver_messages(state, now=workflow.now())
             step = loop.next_step(state)
@@ -183,14 +180,16 @@ class AgentWorkflow:
                 loop.finish(state, step.status, now=workflow.now())
                 metrics.finished(state.agent.name, step.status.value)
                 return
-            if loop.may_continue_as_new(step) and self._switch_due(state, first_turn):
+            if loop.may_continue_as_new(step) and self._switch_due(state):
                 await self._continue_as_new(state)
             if isinstance(step, loop.CallModel):
                 reply = await self._call_model(state, step)
-                unique = not proposed_calls.has_colliding_call_ids(
-                    state, reply
-                ) or workflow.patched(PATCH_UNIQUE_CALL_IDS)
-                loop.record_model_reply(state, reply, now=workflow.now(), unique_ids=unique)
+                colliding = proposed_calls.has_colliding_call_ids(state, reply)
+                unique = not colliding or workflow.patched(patches.PATCH_UNIQUE_CALL_IDS)
+                safe = not colliding or workflow.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
+                loop.record_model_reply(
+                    state, reply, now=workflow.now(), unique_ids=unique, safe_ids=safe
+                )
                 metrics.turn(state.agent.name)
             elif isinstance(step, loop.RunTools):
                 outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
@@ -200,18 +199,26 @@ class AgentWorkflow:
             else:
                 await self._await_decisions(state, step)
 
-    def _switch_due(self, state: RunState, first_turn: int) -> bool:
+    def _switch_due(self, state: RunState) -> bool:
         """This workflow run used its turn or history-size budget, or Temporal suggests
-        continue-as-new."""
+        continue-as-new. Never before its history has grown: a state carried over
+        that is already past a limit would otherwise switch again and again."""
         info = workflow.info()
-        if state.turn == first_turn:
-            return False  # nothing done in this workflow run yet: switching could loop
-        if state.turn - first_turn >= state.agent.turns_per_workflow_run:
+        if state.turn - self._first_turn >= state.agent.turns_per_workflow_run:
             return True
-        size_budget = state.agent.history_bytes_per_workflow_run
-        if size_budget is not None and info.get_current_history_size() >= size_budget:
+        if info.get_current_history_length() <= self._first_length:
+            return False
+        budget = state.agent.history_bytes_per_workflow_run
+        if budget is not None and info.get_current_history_size() - self._first_size >= budget:
             return True
         return info.is_continue_as_new_suggested()
+
+    def _woken(self, state: RunState, seen: int) -> Callable[[], bool]:
+        """The condition a wait ends on: a signal or update that changed the state, or
+        (runs started since the patch) a switch falling due while the run waits."""
+        if not workflow.patched(patches.PATCH_SWITCH_WHILE_WAITING):
+            return lambda: self._signals > seen
+        return lambda: self._signals > seen or self._switch_due(state)
 
     async def _continue_as_new(self, state: RunState) -> None:
         """Carry the whole state into a new workflow run of the same workflow id.
@@ -227,23 +234,23 @@ class AgentWorkflow:
 
     async def _await_input(self, state: RunState) -> None:
         """Wait for the session's next message, an end, or the idle timeout."""
-        seen = self._signals
         idle = state.agent.session_idle_timeout
         try:
             await workflow.wait_condition(
-                lambda: self._signals > seen, timeout=idle, timeout_summary="session idle timeout"
+                self._woken(state, self._signals),
+                timeout=idle,
+                timeout_summary="session idle timeout",
             )
         except TimeoutError:
             loop.end_session(state, reason=f"idle for {idle}", now=workflow.now())
 
     async def _await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> None:
         """Wait for a decision, or until the earliest approval deadline passes."""
-        seen = self._signals
         deadlines = [d for _, d in decisions.deadlines(state)]
         timeout = max(min(deadlines) - workflow.now(), timedelta(0)) if deadlines else None
         try:
             await workflow.wait_condition(
-                lambda: self._signals > seen,
+                self._woken(state, self._signals),
                 timeout=timeout,
                 timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
             )
@@ -274,39 +281,29 @@ class AgentWorkflow:
 
     def _publish(self, state: RunState) -> None:
         """Keep the UI's current details and the search attributes current."""
-        workflow.set_current_details(details.render(state))
-        pending = len(decisions.pending_calls(state))
-        values = (state.agent.name, state.status.value, pending, state.turn)
-        if values == self._published:
-            return
-        self._published = values
-        workflow.upsert_search_attributes(
-            [
-                sa.AGENT_NAME.value_set(state.agent.name),
-                sa.AGENT_STATUS.value_set(state.status.value),
-                sa.AGENT_PENDING_APPROVALS.value_set(pending),
-                sa.AGENT_TURN.value_set(state.turn),
-            ]
-        )
+        self._published = visibility.publish(state, last=self._published)
 
     # --- decisions -----------------------------------------------------------
 
     @workflow.signal(name=contract.SIGNAL_APPROVE)
-    def approve(self, payload: RawValue) -> None:
+    def approve(self, payload: RawValue = raw_payloads.NONE) -> None:
         """Approve a pending tool call (fire-and-forget); payload: `DecisionSignal`."""
         self._decide_by_signal(payload, "approve")
 
     @workflow.signal(name=contract.SIGNAL_REJECT)
-    def reject(self, payload: RawValue) -> None:
+    def reject(self, payload: RawValue = raw_payloads.NONE) -> None:
         """Reject a pending tool call; the model gets the reason as the call's result."""
         self._decide_by_signal(payload, "reject")
 
     def _decide_by_signal(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
         # A signal gets no answer, so nothing here may raise: what cannot apply
         # is held or recorded as refused in the state (see workflows.decisions).
-        self._signals += 1
+        # Only one that changes the state wakes the loop: refusals, repeated for
+        # days by a misconfigured service, must not restart its timers each time.
         payload = raw_payloads.decode(raw, DecisionSignal)
         if isinstance(payload, str):
+            if not workflow.patched(patches.PATCH_QUIET_REFUSALS):
+                return  # runs started before it: the SDK dropped such signals
             refused = decisions.malformed_attempt(
                 decision, raw_payloads.as_json(raw), payload, now=workflow.now()
             )
@@ -317,14 +314,19 @@ class AgentWorkflow:
             return
         request = DecideInput(**payload.model_dump(), decision=decision)
         if self._state is None:
+            self._signals += 1
             self._early_signals.append(request)
             return
+        before = (len(self._state.items), len(self._state.held_decisions))
         recorded = decisions.receive_signal(
             self._state,
             request,
             model_call_pending=loop.awaiting_model(self._state),
             now=workflow.now(),
         )
+        changed = (len(self._state.items), len(self._state.held_decisions)) != before
+        if changed or not workflow.patched(patches.PATCH_QUIET_REFUSALS):
+            self._signals += 1
         if recorded is not None:
             self._record_wait(recorded)
 
@@ -361,8 +363,11 @@ class AgentWorkflow:
     # --- sessions ---------------------------------------------------------------
 
     @workflow.signal(name=contract.SIGNAL_SEND_MESSAGE)
-    def send_message(self, payload: MessageSignal) -> None:
+    def send_message(self, payload: MessageSignal | None = None) -> None:
         """The user's next message in a session (queued while the agent works)."""
+        if payload is None:  # sent without a payload (or a null one): there is no message
+            workflow.logger.warning("send_message without content dropped")
+            return
         self._signals += 1
         if self._state is None:
             self._early_messages.append(payload.content)
@@ -373,10 +378,10 @@ class AgentWorkflow:
         loop.receive_message(self._state, payload.content, now=workflow.now())
 
     @workflow.signal(name=contract.SIGNAL_END_SESSION)
-    def end_session(self, payload: EndSessionSignal) -> None:
+    def end_session(self, payload: EndSessionSignal | None = None) -> None:
         """End a session: the run completes once its current exchange is answered."""
         self._signals += 1
-        reason = payload.reason or "ended by signal"
+        reason = (payload.reason if payload is not None else None) or "ended by signal"
         if self._state is None:
             self._early_end = reason
         elif not self._state.status.is_final:

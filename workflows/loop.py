@@ -249,7 +249,12 @@ def may_continue_as_new(step: Step) -> bool:
 
 
 def record_model_reply(
-    state: RunState, reply: ModelReply, *, now: datetime, unique_ids: bool = True
+    state: RunState,
+    reply: ModelReply,
+    *,
+    now: datetime,
+    unique_ids: bool = True,
+    safe_ids: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
@@ -260,7 +265,7 @@ def record_model_reply(
     """
     state.turn += 1
     state.usage = state.usage.plus(reply.usage)
-    proposed = unique_call_ids(state, reply) if unique_ids else reply.tool_calls
+    proposed = unique_call_ids(state, reply, safe=safe_ids) if unique_ids else reply.tool_calls
     calls = [proposed_call(state.agent, c) for c in proposed]
     state.items.append(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)

@@ -49,23 +49,28 @@ def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:
     return list(unique_call_ids(state, reply)) != list(reply.tool_calls)
 
 
-def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
+def unique_call_ids(
+    state: RunState, reply: ModelReply, *, safe: bool = True
+) -> list[ModelToolCall]:
     """The reply's calls, each with an id unique in the run.
 
     Call ids key decisions, results and idempotency keys, so they must be unique;
     models and proxies are not always careful (an empty id, an id counted from
-    1 again after a restart). A clashing id becomes `<id>~t<turn>.<index>`.
+    1 again after a restart). A clashing id becomes `<id>_t<turn>_<index>`: letters,
+    digits, `_` and `-` only, which every provider accepts back in the conversation
+    (`safe`; runs recorded before that used `<id>~t<turn>.<index>`).
     """
     used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
+    sep, dot = ("_", "_") if safe else ("~", ".")
     calls = []
     for index, call in enumerate(reply.tool_calls, start=1):
         call_id = call.call_id
         if not call_id or call_id in used:
-            base = f"{call_id or 'call'}~t{state.turn}.{index}"
+            base = f"{call_id or 'call'}{sep}t{state.turn}{dot}{index}"
             call_id, n = base, 1
             while call_id in used:
                 n += 1
-                call_id = f"{base}.{n}"
+                call_id = f"{base}{dot}{n}"
             call = call.model_copy(update={"call_id": call_id})
         used.add(call_id)
         calls.append(call)

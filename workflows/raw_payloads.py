@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
@@ -21,20 +22,32 @@ with workflow.unsafe.imports_passed_through():
 _M = TypeVar("_M", bound=BaseModel)
 
 
+NONE = RawValue(Payload())
+"""The default of a raw parameter: the sender sent no payload at all. (The SDK
+takes a parameter raw only when its type is exactly `RawValue`.)"""
+
+
 def decode(raw: RawValue, model: type[_M]) -> _M | str:
     """The payload as `model`, or why it is not one (one line)."""
+    if raw is NONE:
+        return "no payload"
     try:
-        return workflow.payload_converter().from_payload(raw.payload, model)
+        value = workflow.payload_converter().from_payload(raw.payload, model)
     except ValidationError as err:
         return problems(err)
     except Exception as err:  # not JSON at all, or another encoding
         while err.__cause__ is not None:
             err = err.__cause__
         return f"cannot decode the payload: {err}"
+    if not isinstance(value, model):  # null (`binary/null`), raw bytes (`binary/plain`)
+        return f"the payload is {'null' if value is None else type(value).__name__}, not an object"
+    return value
 
 
 def as_json(raw: RawValue) -> object:
-    """The payload as plain JSON, or None if it is not JSON."""
+    """The payload as plain JSON, or None if there is none or it is not JSON."""
+    if raw is NONE:
+        return None
     try:
         return workflow.payload_converter().from_payload(raw.payload, None)
     except Exception:

@@ -1,0 +1,20 @@
+"""The `workflow.patched` ids of AgentWorkflow: each names behaviour that changed after
+runs had started (and histories were recorded), and is checked where it applies.
+Never rename or remove one while a run started before it may still be replayed.
+"""
+
+from __future__ import annotations
+
+PATCH_UNIQUE_CALL_IDS = "unique-call-ids"
+"""Empty or reused tool call ids from the model get a run-unique id."""
+PATCH_PROVIDER_SAFE_CALL_IDS = "provider-safe-call-ids"
+"""Those ids use only letters, digits, `_` and `-` (`<id>_t<turn>_<index>`)."""
+PATCH_QUIET_REFUSALS = "quiet-refused-signals"
+"""A malformed decision signal is recorded as refused (the SDK used to drop it), and a
+decision signal that changes nothing (refused, malformed) no longer wakes the loop."""
+PATCH_SWITCH_WHILE_WAITING = "switch-while-waiting"
+"""A run waiting for a decision or a message continues as new once a switch is due."""
+PATCH_PUBLISH_START_FAILURE = "publish-start-failure"
+"""A run that fails or is cancelled before its state exists still sets its search attributes."""
+PATCH_RESUME_UNDER_OWN_ID = "resume-under-own-id"
+"""A snapshot resumed under its source's own id is a resume, not a continue-as-new."""

@@ -1,0 +1,42 @@
+"""What operators see of a run in the Temporal UI: its current details (markdown,
+`workflows.details`) and the contract's search attributes, kept current by the
+workflow. Workflow code (deterministic)."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import decisions, details, metrics
+    from workflows import search_attributes as sa
+    from workflows.state import RunState, RunStatus
+
+Published = tuple[str, str, int, int]
+"""The search-attribute values last set: agent, status, pending approvals, turn."""
+
+
+def publish(state: RunState, *, last: Published | None) -> Published:
+    """Set the current details, and the search attributes if they changed since
+    `last` (an upsert is a history event); returns what they are now."""
+    workflow.set_current_details(details.render(state))
+    pending = len(decisions.pending_calls(state))
+    values = (state.agent.name, state.status.value, pending, state.turn)
+    if values != last:
+        workflow.upsert_search_attributes(
+            [
+                sa.AGENT_NAME.value_set(state.agent.name),
+                sa.AGENT_STATUS.value_set(state.status.value),
+                sa.AGENT_PENDING_APPROVALS.value_set(pending),
+                sa.AGENT_TURN.value_set(state.turn),
+            ]
+        )
+    return values
+
+
+def publish_unstarted(agent: str, status: RunStatus, why: str) -> None:
+    """A run that ended (failed, cancelled) before it had a state: name and status."""
+    workflow.set_current_details(f"**{status.value}** · {agent} · {why}")
+    workflow.upsert_search_attributes(
+        [sa.AGENT_NAME.value_set(agent), sa.AGENT_STATUS.value_set(status.value)]
+    )
+    metrics.finished(agent, status.value)
