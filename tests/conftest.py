@@ -3,6 +3,7 @@ scripted OpenAI-compatible HTTP server and a real worker on a fresh task queue."
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,19 @@ from examples.scripted_openai import ScriptedModelServer
 from tests import agents
 from worker import build_worker, temporal_binary
 from workflows import search_attributes
+
+
+@pytest.fixture(scope="session", autouse=True)
+def payload_store_of_the_session(tmp_path_factory) -> Iterator[None]:
+    """Workers and agentctl started by tests store large payloads in a directory of
+    the session's, never in the user's `~/.cache` (AGENT_PAYLOAD_STORE is inherited)."""
+    before = os.environ.get("AGENT_PAYLOAD_STORE")
+    os.environ["AGENT_PAYLOAD_STORE"] = str(tmp_path_factory.mktemp("payload-store"))
+    yield
+    if before is None:
+        os.environ.pop("AGENT_PAYLOAD_STORE", None)
+    else:
+        os.environ["AGENT_PAYLOAD_STORE"] = before
 
 
 @pytest.fixture(scope="session")
