@@ -28,6 +28,13 @@ from workflows.state import RunState
 HISTORIES = Path(__file__).parent / "histories"
 AWAITING = "awaiting_approval"
 
+EDGES = [
+    completion(("c1", "add", {"a": 1, "b": 1})),
+    completion(("c1", "send_email", {"to": "a", "body": "b"}), ("", "add", {"a": 2, "b": 2})),
+    Reply(content="done"),
+]
+"""A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
+
 SCENARIOS = {
     # name: (agent, session, model script, [(status to wait for, signal, payload)])
     "approve_always_reject_v1": (
@@ -88,13 +95,7 @@ SCENARIOS = {
     "protocol_edges_v2": (
         "assistant",
         False,
-        [
-            completion(("c1", "add", {"a": 1, "b": 1})),
-            completion(
-                ("c1", "send_email", {"to": "a", "body": "b"}), ("", "add", {"a": 2, "b": 2})
-            ),
-            Reply(content="done"),
-        ],
+        EDGES,
         [
             (AWAITING, contract.SIGNAL_APPROVE, {"call_id": "c1~t2.1", "always": "true"}),
             (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1~t2.1", approver="ann")),
@@ -106,13 +107,7 @@ SCENARIOS = {
     "protocol_edges_v3": (
         "assistant",
         False,
-        [
-            completion(("c1", "add", {"a": 1, "b": 1})),
-            completion(
-                ("c1", "send_email", {"to": "a", "body": "b"}), ("", "add", {"a": 2, "b": 2})
-            ),
-            Reply(content="done"),
-        ],
+        EDGES,
         [
             (AWAITING, contract.SIGNAL_APPROVE, {"call_id": "c1_t2_1", "always": "true"}),
             (AWAITING, contract.SIGNAL_REJECT, None),
