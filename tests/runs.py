@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import uuid
 
@@ -45,6 +46,13 @@ async def wait_for_status(
 
 def tool_results(state: RunState) -> dict[str, ToolResult]:
     return {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (for servers a test starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 async def temporal_cli(worker, *args: str) -> str:

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from workflows.canonical import canonical_json
 from workflows.migrations import MIGRATIONS
 from workflows.state import (
@@ -42,6 +44,11 @@ REFUND_PARAMETERS = {
     "properties": {"order_id": {"type": "integer"}, "amount": {"type": "number"}},
     "required": ["order_id", "amount"],
 }
+
+
+def case(make: Callable[[], str | bytes], message: str, id: str) -> Any:
+    """A refusal case: `make` builds the file, `message` is the refusal expected."""
+    return pytest.param(make, message, id=id)
 
 
 def at(seconds: float) -> datetime:

@@ -5,7 +5,6 @@ moto's server (real HTTP, the real aioboto3 client; nothing leaves the machine).
 from __future__ import annotations
 
 import dataclasses
-import socket
 from collections.abc import Iterator
 
 import aioboto3
@@ -21,18 +20,12 @@ from temporalio.converter import ExternalStorage
 from client.payload_store import _LazyS3Driver, with_payload_store
 from examples.scripted_openai import Call, Reply
 from tests.conftest import serving
-from tests.runs import start, state_of
+from tests.runs import free_port, start, state_of
 from workflows.state import RunStatus, ToolResult
 
 THRESHOLD = 4096
 TURNS = 30
 OUTPUT = 20_000
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

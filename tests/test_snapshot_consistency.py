@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tests.snapshot_golden import (
     KEY,
+    case,
     edited,
     golden_state,
     golden_text,
@@ -30,10 +31,6 @@ def _timeout_approval(doc: dict[str, Any]) -> None:
     doc["items"][7] |= {"via": "timeout", "decision": "approve"}
 
 
-def _case(make: Callable[[], str | bytes], message: str, id: str) -> Any:
-    return pytest.param(make, message, id=id)
-
-
 # Edits that keep the schema but make the items contradict each other: with a
 # recomputed SHA-256 digest (anyone can compute one) they pass the integrity check.
 MALLORY = {
@@ -45,92 +42,92 @@ MALLORY = {
     "at": "2026-03-01T09:01:32Z",
 }
 INCONSISTENT = [
-    _case(
+    case(
         lambda: edited(set_at("items.1.at", "2026-03-01T09:00:01.250000")),
         "invalid snapshot at $.items[1].at: Input should have timezone info",
         "naive-reply-time",
     ),
-    _case(
+    case(
         lambda: edited(set_at("created_at", "2026-03-01T09:00:00")),
         "invalid snapshot at $.created_at: Input should have timezone info",
         "naive-created-at",
     ),
-    _case(
+    case(
         lambda: edited(set_at("refused_decisions.0.at", "2026-03-01T09:01:31")),
         "invalid snapshot at $.refused_decisions[0].at: Input should have timezone info",
         "naive-attempt-time",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.7.call_id", "c9")),
         "invalid snapshot at $.items[7].call_id: decision for tool call 'c9', "
         "which no reply proposed",
         "decision-for-unknown-call",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.call_id", "c1")),
         "invalid snapshot at $.items[3].call_id: decision for tool call 'c1', "
         "which needs no approval",
         "decision-for-call-without-approval",
     ),
-    _case(
+    case(
         lambda: edited(insert_item(8, MALLORY)),
         "invalid snapshot at $.items[8].call_id: second decision for tool call 'c3' "
         "(already decided: approve by alice)",
         "second-decision-overriding-the-first",
     ),
-    _case(
+    case(
         lambda: edited(move_item(3, 1)),
         "invalid snapshot at $.items[1].call_id: decision for tool call 'c2' comes before "
         "the reply that proposed it (items[2])",
         "decision-before-its-call",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.7.call_id", "c2")),
         "invalid snapshot at $.items[7].call_id: decision for tool call 'c2' of an earlier "
         "turn (a decision follows the reply that proposed its call)",
         "decision-for-a-call-of-an-earlier-turn",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.2.call_id", "c7")),
         "invalid snapshot at $.items[2].call_id: result for tool call 'c7', "
         "which no reply proposed",
         "result-for-unknown-call",
     ),
-    _case(
+    case(
         lambda: edited(move_item(2, 1)),
         "invalid snapshot at $.items[1].call_id: result for tool call 'c1' comes before "
         "the reply that proposed it (items[2])",
         "result-before-its-call",
     ),
-    _case(
+    case(
         lambda: edited(set_at("turn", 3)),
         "invalid snapshot at $.turn: turn is 3 but the items hold 2 model replies",
         "turn-not-matching-the-replies",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.5.turn", 3)),
         "invalid snapshot at $.items[5].turn: reply of turn 3, expected 2",
         "reply-turns-out-of-sequence",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.always", False)),
         "invalid snapshot at $.items[6].via: rule decision with no earlier `always` approve "
         "by alice on refund behind it",
         "rule-without-always-decision",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.6.approver", "mallory")),
         "invalid snapshot at $.items[6].via: rule decision with no earlier `always` approve "
         "by mallory on refund behind it",
         "rule-of-another-approver",
     ),
-    _case(
+    case(
         lambda: edited(_timeout_approval),
         "invalid snapshot at $.items[7].decision: a decision at the approval deadline can "
         "only reject",
         "approval-by-timeout",
     ),
-    _case(
+    case(
         lambda: edited(set_at("usage.input_tokens", -5)),
         "invalid snapshot at $.usage.input_tokens: usage cannot be negative",
         "negative-usage",

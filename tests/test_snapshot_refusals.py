@@ -5,38 +5,42 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
-from tests.snapshot_golden import KEY, drop_at, edited, golden_state, golden_text, set_at, sign
+from tests.snapshot_golden import (
+    KEY,
+    case,
+    drop_at,
+    edited,
+    golden_state,
+    golden_text,
+    set_at,
+    sign,
+)
 from workflows.snapshot import SnapshotError, dumps, loads, validate
 
 # --- refusals -------------------------------------------------------------------------
 
 
-def _case(make: Callable[[], str | bytes], message: str, id: str) -> Any:
-    return pytest.param(make, message, id=id)
-
-
 REFUSALS = [
-    _case(
+    case(
         lambda: edited(set_at("schema_version", "2.0")),
         "snapshot schema 2.0 is newer than this reader (1.x); upgrade",
         "newer-major",
     ),
-    _case(
+    case(
         lambda: edited(set_at("schema_version", "1.2")),
         "snapshot schema 1.2 is newer than this reader (1.1); upgrade",
         "newer-minor",
     ),
-    _case(
+    case(
         lambda: edited(drop_at("schema_version")),
         "invalid snapshot at $: schema_version is missing",
         "missing-version",
     ),
     *(
-        _case(
+        case(
             lambda v=v: edited(set_at("schema_version", v)),
             'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.1", got '
             + json.dumps(v),
@@ -44,132 +48,132 @@ REFUSALS = [
         )
         for v in ["1", "1.0.0", "v1.0", "01.0", "1.x", 1.0, None]
     ),
-    _case(
+    case(
         lambda: edited(set_at("schema_version", "0.9")),
         "snapshot schema 0.9 is not supported (no migration to a newer one)",
         "old-version-without-migration",
     ),
-    _case(
+    case(
         lambda: '{\n  "schema_version": "1.0",\n}',
         "snapshot is not valid JSON: "
         "Expecting property name enclosed in double quotes at line 3, column 1",
         "invalid-json",
     ),
-    _case(
+    case(
         lambda: "[1]",
         "invalid snapshot at $: a snapshot is a JSON object, not an array",
         "not-an-object",
     ),
-    _case(
+    case(
         lambda: '{"schema_version": "1.0", "schema_version": "1.0"}',
         "snapshot is not valid JSON: duplicate key 'schema_version'",
         "duplicate-key",
     ),
-    _case(
+    case(
         lambda: '{"schema_version": "1.0", "turn": NaN}',
         "snapshot is not valid JSON: NaN is not a JSON number",
         "nan",
     ),
-    _case(
+    case(
         lambda: b'{"schema_version": "1.0\xff"}',
         "snapshot is not UTF-8 text (byte 23)",
         "not-utf8",
     ),
-    _case(
+    case(
         lambda: edited(set_at("turn", "3")),
         "invalid snapshot at $.turn: Input should be a valid integer",
         "string-for-int",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.1.tool_calls.0.needs_approval", 1)),
         "invalid snapshot at $.items[1].tool_calls[0].needs_approval: "
         "Input should be a valid boolean",
         "int-for-bool",
     ),
-    _case(
+    case(
         lambda: edited(drop_at("items.2.call_id")),
         "invalid snapshot at $.items[2].call_id: required field is missing",
         "missing-field",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.0.sender", "eve")),
         "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.1)",
         "unknown-field",
     ),
-    _case(
+    case(
         lambda: edited(set_at("context.weird key", float("nan")), resign=False),
         "snapshot is not valid JSON: NaN is not a JSON number",
         "nan-in-context",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.2.type", "handoff")),
         "invalid snapshot at $.items[2]: unknown item type 'handoff' "
         "(expected 'user_message', 'assistant_message', 'tool_result', 'decision')",
         "unknown-item-type",
     ),
-    _case(
+    case(
         lambda: edited(drop_at("items.2.type")),
         "invalid snapshot at $.items[2]: item has no type",
         "item-without-type",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.decision", "maybe")),
         "invalid snapshot at $.items[3].decision: Input should be 'approve' or 'reject'",
         "decision-maybe",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.always", "yes")),
         "invalid snapshot at $.items[3].always: Input should be a valid boolean",
         "always-yes",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.approver", 7)),
         "invalid snapshot at $.items[3].approver: Input should be a valid string",
         "approver-number",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.via", "email")),
         "invalid snapshot at $.items[3].via: "
         "Input should be 'signal', 'update', 'rule' or 'timeout'",
         "via-unknown",
     ),
-    _case(
+    case(
         lambda: edited(drop_at("items.6.via")),
         "invalid snapshot at $.items[6].via: required field is missing",
         "via-missing",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.arguments", '{"amount": 1}')),
         "invalid snapshot at $.items[3].arguments: Input should be an object",
         "edited-arguments-as-text",
     ),
-    _case(
+    case(
         lambda: edited(set_at("refused_decisions.0.always", 0)),
         "invalid snapshot at $.refused_decisions[0].always: Input should be a valid boolean",
         "refused-attempt-int-for-bool",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.arguments.amount", 15.0), resign=False),
         "snapshot was modified after export (digest mismatch)",
         "edited-approved-arguments",
     ),
-    _case(
+    case(
         lambda: edited(set_at("items.3.decision", "reject"), resign=False),
         "snapshot was modified after export (digest mismatch)",
         "edited-decision",
     ),
-    _case(
+    case(
         lambda: edited(set_at("context.customer.tier", "platinum"), resign=False),
         "snapshot was modified after export (digest mismatch)",
         "edited-context",
     ),
-    _case(
+    case(
         lambda: edited(set_at("integrity", {"algorithm": "md5", "digest": "0" * 32}), resign=False),
         'invalid snapshot at $.integrity: expected {"algorithm": "sha256" or "hmac-sha256", '
         '"digest": 64 lowercase hex digits}',
         "malformed-integrity",
     ),
-    _case(
+    case(
         lambda: edited(drop_at("integrity"), resign=False),
         "invalid snapshot at $: integrity is missing (the snapshot was not made by export)",
         "missing-integrity",

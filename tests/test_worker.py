@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 import uuid
 from pathlib import Path
@@ -16,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from client.errors import AgentClientError
 from client.operations import check_search_attributes
 from examples.scripted_openai import Reply
+from tests.runs import free_port
 from worker import temporal_binary
 from workflows import contract
 from workflows.payloads import AgentInput, AgentResult
@@ -34,12 +34,6 @@ async def run(*args: str, env: dict[str, str] | None = None, timeout: float = 12
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode, out.decode(), err.decode()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def without_openai_key() -> dict[str, str]:

@@ -218,7 +218,9 @@ def idempotency_key(state: RunState, call_id: str) -> str:
 
     A call the model proposed before this run started from a snapshot keeps the
     source run's key, so a tool that deduplicates by key runs it once even if the
-    source run had already started it.
+    source run had already started it. Since 1.1 `resume` stamps that key on the
+    call itself (it then survives further resumes); this rule still serves calls
+    of 1.0 states resumed before, which carry no stamp.
     """
     origin = state.origin
     reply = last_reply(state)
