@@ -30,7 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
 
 from activities import telemetry
-from activities.model_api import ModelActivities
+from activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from activities.registry import AgentRegistry
 from activities.run_tool import ToolActivities
 from client.codec import CodecError, CodecKeys, data_converter_from_env, keys_from_env
@@ -46,6 +46,10 @@ DEV_DB = Path(".temporal") / "dev.db"
 DRAIN_GRACE = timedelta(seconds=30)
 DEV_CODEC_PORT = 8081
 HEALTH_INTERVAL = timedelta(seconds=10)
+STICKY_TIMEOUT = timedelta(seconds=5)
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+"""Longest a heartbeat is held back by the SDK (its default: 80% of the heartbeat
+timeout, which leaves a 5 s timeout one late beat from expiring)."""
 
 
 class WorkerSetupError(Exception):
@@ -62,6 +66,8 @@ def build_worker(
     plugins: Sequence[Plugin] = (),
     sandbox_passthrough: Sequence[str] = ("workflows",),
     max_cached_workflows: int = 1000,
+    max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
+    sticky_timeout: timedelta = STICKY_TIMEOUT,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents.
 
@@ -78,12 +84,20 @@ def build_worker(
     guard it. `()` gives the SDK's default restrictions.
 
     `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
-    their tasks; an evicted run replays its history on its next task."""
+    their tasks; an evicted run replays its history on its next task.
+
+    `max_model_calls` (default 64): model calls in flight at once to the endpoint;
+    the rest wait, heartbeating (so an outage's end does not bring every waiting run
+    to the provider at once). `sticky_timeout` (default 5 s, Temporal's is 10 s):
+    how long a run's next task waits for the worker that has it cached before any
+    worker takes it (replaying its history): what a run cached on a dead worker
+    loses. Heartbeats are sent at least every `HEARTBEAT_THROTTLE`, so a dead
+    worker's activities are noticed within their heartbeat timeout."""
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
     restrictions = SandboxRestrictions.default.with_passthrough_modules(*sandbox_passthrough)
     tools = ToolActivities(registry)
-    model = ModelActivities(model_client)
+    model = ModelActivities(model_client, max_concurrent=max_model_calls)
     return Worker(
         client,
         task_queue=task_queue,
@@ -93,6 +107,9 @@ def build_worker(
         plugins=list(plugins),
         workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
         max_cached_workflows=max_cached_workflows,
+        sticky_queue_schedule_to_start_timeout=sticky_timeout,
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
     )
 
 
@@ -217,6 +234,7 @@ async def serve(args: argparse.Namespace) -> None:
             task_queue=args.task_queue,
             drain=timedelta(seconds=args.drain_seconds),
             plugins=[p.plugin for p in plugins],
+            max_model_calls=args.max_model_calls or None,
         )
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -361,6 +379,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"are cancelled (env AGENT_DRAIN_SECONDS; default {DRAIN_GRACE.total_seconds():g})",
     )
     parser.add_argument(
+        "--max-model-calls",
+        type=_count,
+        default=os.environ.get("AGENT_MAX_MODEL_CALLS", str(DEFAULT_MAX_CONCURRENT)),
+        metavar="N",
+        help="model calls in flight at once from this worker; others wait (env "
+        f"AGENT_MAX_MODEL_CALLS; default {DEFAULT_MAX_CONCURRENT}; 0: no limit)",
+    )
+    parser.add_argument(
         "--metrics-port",
         default=os.environ.get("AGENT_METRICS_PORT") or None,
         metavar="[HOST:]PORT",
@@ -384,6 +410,16 @@ def _seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
     if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
     return value
 

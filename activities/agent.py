@@ -8,10 +8,14 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from activities.tool import Tool, retry_spec
-from workflows.state import AgentSpec
+from activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
+from workflows.state import AgentSpec, RetrySpec
 
-DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=8, maximum_interval=timedelta(seconds=60))
+DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
+"""Transient model failures are retried every minute at most; the budget below, not
+the attempts, ends the retries (6 h at one a minute is 360 attempts)."""
+DEFAULT_MODEL_RETRY_BUDGET = timedelta(hours=6)
+"""How long a model call is retried through a provider outage before the run fails."""
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,13 @@ class Agent:
     model_timeout: timedelta = timedelta(seconds=120)
     """Start-to-close timeout of one model call attempt."""
     model_retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_MODEL_RETRY)
-    """Retries of transient model failures (429, 5xx, timeouts); must be bounded."""
+    """Retries of transient model failures (429, 5xx, timeouts, garbled replies); must
+    be bounded. Requests the provider refuses (400, 401, 404) are never retried."""
+    model_retry_budget: timedelta | None = DEFAULT_MODEL_RETRY_BUDGET
+    """Retries of one model call stop this long after it was first scheduled (an
+    outage longer than this fails the run); None: attempts alone bound them."""
+    model_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT
+    """A model call whose worker is silent this long is retried on another worker."""
     tool_output_limit: int = 64_000
     """Characters of one tool result shown to the model (the rest is cut, marked)."""
     session_idle_timeout: timedelta | None = None
@@ -60,7 +70,11 @@ class Agent:
             tools=[t.spec() for t in self.tools],
             max_turns=self.max_turns,
             model_timeout_seconds=self.model_timeout.total_seconds(),
-            model_retry=retry_spec(self.model_retry_policy),
+            model_retry=RetrySpec(
+                **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),
+                budget_seconds=_seconds(self.model_retry_budget),
+            ),
+            model_heartbeat_timeout_seconds=_seconds(self.model_heartbeat_timeout),
             tool_output_limit=self.tool_output_limit,
             session_idle_timeout=self.session_idle_timeout,
             turns_per_workflow_run=self.turns_per_workflow_run,
@@ -70,3 +84,7 @@ class Agent:
     def tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return next((t for t in self.tools if t.name == name), None)
+
+
+def _seconds(duration: timedelta | None) -> float | None:
+    return duration.total_seconds() if duration is not None else None

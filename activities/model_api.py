@@ -7,9 +7,11 @@ timeouts, connection errors) are retryable and honour the provider's
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import math
+import random
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -21,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import telemetry
+from activities.heartbeat import heartbeating
 from workflows.contract import (
     ACTIVITY_CALL_MODEL,
     ERROR_MODEL_REPLY,
@@ -41,6 +44,15 @@ REQUEST_TIMEOUT_MARGIN = timedelta(seconds=2)
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 
+DEFAULT_MAX_CONCURRENT = 64
+"""Model calls one worker has in flight at once to one endpoint, by default."""
+
+UNUSABLE_REPLY_ATTEMPTS = 3
+"""Attempts after which a JSON reply that is not a completion fails the call."""
+
+PREVIEW_CHARS = 120
+"""Characters of an unusable reply quoted in the error."""
+
 
 class ModelActivities:
     """Holds the `openai` client for the `call_model` activity.
@@ -50,19 +62,31 @@ class ModelActivities:
     client would multiply attempts and hide them from Temporal.
     """
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
+    def __init__(
+        self, client: openai.AsyncOpenAI, *, max_concurrent: int | None = DEFAULT_MAX_CONCURRENT
+    ) -> None:
+        """`max_concurrent`: model calls this worker has in flight at once to this
+        client's endpoint (others wait, heartbeating); None: no limit of its own."""
         if getattr(client, "max_retries", None) != 0:
             raise ValueError(
                 "the openai client must be created with max_retries=0 "
                 f"(got {getattr(client, 'max_retries', None)!r}): Temporal owns retries"
             )
+        if max_concurrent is not None and max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
         self._client = client
+        self._slots = asyncio.Semaphore(max_concurrent) if max_concurrent else None
 
     @activity.defn(name=ACTIVITY_CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelReply:
         """Ask the model for its next reply to the conversation in `request`."""
         try:
-            reply = await self._ask(request)
+            async with heartbeating():
+                if self._slots is None:
+                    reply = await self._ask(request)
+                else:
+                    async with self._slots:
+                        reply = await self._ask(request)
         except ApplicationError as err:
             telemetry.count_model_call(request.model, outcome=err.type or "error")
             raise
@@ -97,20 +121,18 @@ class ModelActivities:
         except openai.APIStatusError as err:
             raise _status_error(err) from err
         except openai.APITimeoutError as err:
-            raise ApplicationError(
-                f"model unavailable: request timed out: {err.message}",
-                type=ERROR_MODEL_UNAVAILABLE,
-            ) from err
+            raise unavailable(f"request timed out: {err.message}") from err
         except openai.APIConnectionError as err:
             detail = f": {err.__cause__}" if err.__cause__ else ""
-            raise ApplicationError(
-                f"model unavailable: {err.message.rstrip('.')}{detail}",
-                type=ERROR_MODEL_UNAVAILABLE,
-            ) from err
+            raise unavailable(f"{err.message.rstrip('.')}{detail}") from err
         except openai.APIResponseValidationError as err:
             raise _reply_error(f"the reply does not match the API: {err.message}") from err
-        except json.JSONDecodeError as err:
-            raise _reply_error(f"the reply is not JSON: {err}") from err
+        except json.JSONDecodeError as err:  # cut off, or a page that is not JSON
+            raise unavailable(
+                f"the reply is not JSON ({err.msg} at character {err.pos}): {_preview(err.doc)}"
+            ) from err
+        if not isinstance(completion, ChatCompletion):  # a proxy's page, sent as text
+            raise unavailable(f"the reply is not a chat completion: {_preview(completion)}")
         return to_reply(completion)
 
 
@@ -245,11 +267,10 @@ def _status_error(err: openai.APIStatusError) -> ApplicationError:
     provider_message = _provider_message(err)
     details = {"status_code": status, "provider_message": provider_message}
     if status in _TRANSIENT_STATUS or status >= 500:
-        return ApplicationError(
-            f"model unavailable: HTTP {status}: {provider_message}",
+        return unavailable(
+            f"HTTP {status}: {provider_message}",
             details,
-            type=ERROR_MODEL_UNAVAILABLE,
-            next_retry_delay=retry_delay(err.response.headers),
+            delay=retry_delay(err.response.headers),
         )
     return ApplicationError(
         f"model request refused: HTTP {status}: {provider_message}",
@@ -269,7 +290,51 @@ def _provider_message(err: openai.APIStatusError) -> str:
     return err.message
 
 
+def unavailable(
+    message: str, details: dict[str, Any] | None = None, *, delay: timedelta | None = None
+) -> ApplicationError:
+    """A transient failure (retried within the call's retry policy and time budget)
+    after `delay` (the provider's `retry-after`), else after the policy's backoff
+    with jitter, so that runs an outage held back do not all return at once."""
+    return ApplicationError(
+        f"model unavailable: {message}",
+        *([details] if details is not None else []),
+        type=ERROR_MODEL_UNAVAILABLE,
+        next_retry_delay=delay or jittered_backoff(),
+    )
+
+
+def jittered_backoff(rng: random.Random | None = None) -> timedelta | None:
+    """The retry policy's delay before the next attempt, times a random 0.5-1.0
+    ("equal jitter"); None outside an activity or without a policy."""
+    if not activity.in_activity():
+        return None
+    info = activity.info()
+    policy = info.retry_policy
+    if policy is None:
+        return None
+    base = policy.initial_interval.total_seconds() * policy.backoff_coefficient ** (
+        min(info.attempt, 64) - 1
+    )
+    if policy.maximum_interval is not None:
+        base = min(base, policy.maximum_interval.total_seconds())
+    return timedelta(seconds=base * (rng or random).uniform(0.5, 1.0))
+
+
 def _reply_error(message: str) -> ApplicationError:
+    """A JSON reply that is not a usable completion: tried again a few times (a
+    gateway's hiccup), then a non-retryable ModelReplyError (a broken endpoint)."""
+    attempt = activity.info().attempt if activity.in_activity() else UNUSABLE_REPLY_ATTEMPTS
+    if attempt < UNUSABLE_REPLY_ATTEMPTS:
+        return unavailable(f"unusable reply (attempt {attempt}): {message}")
     return ApplicationError(
         f"unusable model reply: {message}", type=ERROR_MODEL_REPLY, non_retryable=True
     )
+
+
+def _preview(body: object) -> str:
+    """What arrived, for an error message: its kind, size and start."""
+    text = body if isinstance(body, str) else json.dumps(body, default=repr)
+    start = " ".join(text[:PREVIEW_CHARS].split())
+    more = "…" if len(text) > PREVIEW_CHARS else ""
+    return f"{len(text):,} characters: {start!r}{more}"

@@ -11,6 +11,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import telemetry
+from activities.heartbeat import heartbeating
 from activities.registry import AgentRegistry
 from activities.tool import Tool, ToolContext
 from workflows.contract import ACTIVITY_DESCRIBE_AGENT, ACTIVITY_RUN_TOOL, ERROR_UNKNOWN_AGENT
@@ -85,7 +86,7 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object
     attempt is cut here too, as a `ToolTimeout` (for a sync tool, only its wait stops)."""
     deadline = asyncio.timeout(_attempt_limit())
     try:
-        async with deadline:
+        async with deadline, heartbeating(ctx.progress):
             return await found.invoke(arguments, ctx)
     except BaseException as err:  # CancelledError too: cancels, shutdown
         if deadline.expired():

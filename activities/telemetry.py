@@ -51,6 +51,8 @@ CANCELLED = "cancelled"
 TIMED_OUT = "timed_out"
 """Failure reason: the attempt ran past its timeout (`run_tool` enforces a tool's
 start-to-close timeout itself; a heartbeat timeout comes as a cancellation)."""
+IGNORED_CANCEL = "ignored_cancel"
+"""Failure reason: a cancelled sync tool went on running in its thread."""
 WORKER_SHUTDOWN = "worker_shutdown"
 """Failure reason: the worker shut down before the attempt finished (after its drain)."""
 UNKNOWN_TOOL = "(unknown)"
@@ -109,6 +111,8 @@ def failure_reason(err: BaseException, *, default: str) -> str:
     (`timed_out`, `worker_shutdown`, `cancelled`), else `default`."""
     if not isinstance(err, asyncio.CancelledError):
         return default
+    if getattr(err, "tool", None) is not None:  # activities.tool.ToolIgnoredCancel
+        return IGNORED_CANCEL
     details = activity.cancellation_details() if activity.in_activity() else None
     if details is not None and details.timed_out:
         return TIMED_OUT

@@ -9,7 +9,11 @@ not part of the schema.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,23 +22,49 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from temporalio.common import RetryPolicy
 
+from activities.heartbeat import Progress
 from workflows.state import ApprovalPolicy, RetrySpec, ToolSpec
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""A tool or model call silent this long is taken for dead and retried elsewhere."""
+CANCEL_GRACE = timedelta(seconds=2)
+"""How long a cancelled sync tool may take to notice `ToolContext.cancelled` before
+it is reported as ignoring the cancel."""
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may know about the call it serves."""
+    """What a tool may know about the call it serves, and how it reports progress."""
 
     idempotency_key: str
-    """Workflow id + tool call id: the same on every retry and after continue-as-new."""
+    """Workflow id + tool call id: the same on every retry and after continue-as-new.
+    A tool with side effects must deduplicate on it against a durable store: an
+    attempt whose result was lost (its worker died, the server was unreachable)
+    runs again."""
     run_id: str
     call_id: str
     agent: str
     context: JsonValue = None
     """The JSON context the run was started with."""
+    progress: Progress = field(default_factory=Progress, repr=False, compare=False)
+    cancel_requested: threading.Event = field(
+        default_factory=threading.Event, repr=False, compare=False
+    )
+
+    def heartbeat(self, *details: Any) -> None:
+        """Report progress: `details` (JSON values) ride on the tool's next heartbeat,
+        shown in the Temporal UI; the activity heartbeats on its own either way."""
+        self.progress.details = details
+
+    @property
+    def cancelled(self) -> bool:
+        """The run was cancelled (or the attempt timed out) while this call ran: a
+        sync tool should stop at its next safe point (an async tool is cancelled)."""
+        return self.cancel_requested.is_set()
 
 
 @dataclass(frozen=True)
@@ -52,6 +82,10 @@ class Tool:
     retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_TOOL_RETRY)
     context_param: str | None = None
     """Name of the parameter that receives the ToolContext, if any."""
+    heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT
+    """The tool's activity heartbeats; an attempt silent this long (its worker died)
+    is retried at once. None: no heartbeat timeout (an async tool that blocks its
+    event loop for long needs that, or a larger one)."""
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""
@@ -63,6 +97,11 @@ class Tool:
             approval=self.approval or ApprovalPolicy(),
             timeout_seconds=self.timeout.total_seconds(),
             retry=retry_spec(self.retry_policy),
+            heartbeat_timeout_seconds=(
+                self.heartbeat_timeout.total_seconds()
+                if self.heartbeat_timeout is not None
+                else None
+            ),
         )
 
     async def invoke(self, arguments: BaseModel, ctx: ToolContext) -> Any:
@@ -72,7 +111,33 @@ class Tool:
             kwargs[self.context_param] = ctx
         if inspect.iscoroutinefunction(self.fn):
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+        running = asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
+        )
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            # A thread cannot be stopped from outside: the tool is told, and given
+            # a moment to stop; one that runs on is reported, not hidden.
+            ctx.cancel_requested.set()
+            done, _ = await asyncio.wait({running}, timeout=CANCEL_GRACE.total_seconds())
+            if not done:
+                logger.warning(
+                    "tool %r (call %s) was cancelled but is still running in its thread: "
+                    "check ToolContext.cancelled to stop it",
+                    self.name,
+                    ctx.call_id,
+                )
+                raise ToolIgnoredCancel(self.name) from None
+            raise
+
+
+class ToolIgnoredCancel(asyncio.CancelledError):
+    """A cancelled sync tool that did not stop within CANCEL_GRACE."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(f"tool {tool!r} ignored the cancel and runs on in its thread")
+        self.tool = tool
 
 
 def tool(
@@ -82,11 +147,13 @@ def tool(
     needs_approval: bool | ApprovalPolicy = False,
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
+    heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
     `needs_approval` is True (every call waits for a decision) or an
     ApprovalPolicy (conditions on the arguments, allowed approvers, a timeout).
+    `heartbeat_timeout`: see `Tool.heartbeat_timeout`.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -102,6 +169,7 @@ def tool(
             timeout=timeout,
             retry_policy=policy,
             context_param=context_param,
+            heartbeat_timeout=heartbeat_timeout,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -12,6 +12,7 @@ from __future__ import annotations
 from client.agent_client import AgentClient
 from client.errors import AgentClientError, DecisionRefused
 from workflows.payloads import DecideInput
+from workflows.refusals import total_refused_decisions
 from workflows.state import Decision, DecisionAttempt, RunState
 
 
@@ -53,7 +54,9 @@ def outcome_of(
             request.approver,
         )
 
-    refused = [r for r in after.refused_decisions[len(before.refused_decisions) :] if mine(r)]
+    added = total_refused_decisions(after) - total_refused_decisions(before)
+    recent = after.refused_decisions[-added:] if added > 0 else []
+    refused = [r for r in recent if mine(r)]
     if refused:
         return refused[-1]
     held = [h for h in after.held_decisions if mine(h)]

@@ -2,7 +2,8 @@
 
 Tests, the offline demo and manual tries point the official `openai` client at
 it (`base_url=server.base_url`); the client talks real HTTP, nothing is mocked.
-Each request to `POST /v1/chat/completions` (non-streaming) is answered by the
+Each request to `POST /v1/chat/completions` (non-streaming; also under a path
+prefix, `/NAME/v1/chat/completions`, to tell clients apart) is answered by the
 next scripted step, else by the responder, else with a loud HTTP 500.
 
 A step is one of:
@@ -94,6 +95,10 @@ class Raw:
 
     body: dict[str, Any] | str
     status: int = 200
+    content_type: str = "application/json"
+    cut_at: int | None = None
+    """Send only this many bytes of the body (its full length announced), then close:
+    a reply cut off on the way."""
 
 
 Step = Reply | Fault | Hang | Raw
@@ -116,6 +121,13 @@ class ScriptedModelServer:
         """Every chat-completions request body received (parsed), in order."""
         self.errors: list[str] = []
         """Problems on the server side (script exhausted, responder raised, ...)."""
+        self.routes: list[str] = []
+        """The path before `/v1/chat/completions` of each request, in order: a client
+        whose base URL is `.../NAME/v1` is told apart by it ("" for the plain one)."""
+        self.in_flight = 0
+        """Requests being answered right now."""
+        self.max_in_flight = 0
+        """The most requests answered at once so far."""
         self._host = host
         self._port = port
         self._steps: deque[Step] = deque()
@@ -180,9 +192,10 @@ class ScriptedModelServer:
 
     # --- used by the handler threads -------------------------------------------
 
-    def _record_and_pick(self, body: dict) -> Step:
+    def _record_and_pick(self, body: dict, route: str = "") -> Step:
         with self._lock:
             self.requests.append(body)
+            self.routes.append(route)
             step = self._steps.popleft() if self._steps else None
         if step is not None:
             return step
@@ -267,9 +280,20 @@ class _Handler(BaseHTTPRequestHandler):
         model = self.server.model
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
-        if self.path.split("?")[0] != COMPLETIONS_PATH:
+        path = self.path.split("?")[0]
+        if not path.endswith(COMPLETIONS_PATH):
             self._send_error(404, f"no route for POST {self.path}", "not_found")
             return
+        with model._lock:
+            model.in_flight += 1
+            model.max_in_flight = max(model.max_in_flight, model.in_flight)
+        try:
+            self._answer(model, raw, path.removesuffix(COMPLETIONS_PATH))
+        finally:
+            with model._lock:
+                model.in_flight -= 1
+
+    def _answer(self, model: ScriptedModelServer, raw: bytes, route: str) -> None:
         try:
             body = json.loads(raw)
             if not isinstance(body, dict):
@@ -282,7 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
             model._failure(message)
             self._send_error(400, message, "unsupported")
             return
-        step = model._record_and_pick(body)
+        step = model._record_and_pick(body, route)
         if isinstance(step, Reply):
             model._sleep(step.delay_seconds)
             self._send_json(200, model._completion(body, step))
@@ -292,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
             model._sleep(step.seconds)
             self.close_connection = True
         else:
-            self._send_json(step.status, step.body)
+            self._send_json(step.status, step.body, content_type=step.content_type, cut=step.cut_at)
 
     def _send_error(
         self,
@@ -306,16 +330,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, error, headers)
 
     def _send_json(
-        self, status: int, payload: dict | str, headers: Mapping[str, str] | None = None
+        self,
+        status: int,
+        payload: dict | str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        content_type: str = "application/json",
+        cut: int | None = None,
     ) -> None:
         data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(data if cut is None else data[:cut])
+        if cut is not None:
+            self.close_connection = True
 
 
 def echo_responder(body: dict) -> Reply:

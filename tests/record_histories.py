@@ -23,9 +23,18 @@ from tests.test_approval_edges import completion
 from worker import build_worker, temporal_binary
 from workflows import contract, search_attributes
 from workflows.payloads import AgentInput, DecisionSignal, EndSessionSignal, MessageSignal
-from workflows.state import RunState
+from workflows.state import REFUSALS_KEPT, RunState
 
 HISTORIES = Path(__file__).parent / "histories"
+
+
+class Several:
+    """A signal sent with more than one argument."""
+
+    def __init__(self, *args: object) -> None:
+        self.args = list(args)
+
+
 AWAITING = "awaiting_approval"
 
 EDGES = [
@@ -114,6 +123,29 @@ SCENARIOS = {
             (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1_t2_1", approver="ann")),
         ],
     ),
+    # v4: signals any sender can get wrong, taken by the dynamic handler (any-signal-
+    # arguments): an approve with two arguments, an unknown name, a message without
+    # content, a flood of refused decisions past the kept limit (bounded-refusals);
+    # then a tool with a heartbeat timeout (heartbeats) approved and run.
+    "signal_safety_v4": (
+        "assistant",
+        False,
+        [
+            Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)),
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "c2"),)),
+            Reply(content="done"),
+        ],
+        [
+            (AWAITING, contract.SIGNAL_APPROVE, Several({"call_id": "c1", "approver": "m"}, 2)),
+            (AWAITING, "aprove", {"call_id": "c1", "approver": "ann"}),
+            (AWAITING, contract.SIGNAL_SEND_MESSAGE, {"text": "hi"}),
+            *(
+                (AWAITING, contract.SIGNAL_REJECT, DecisionSignal(call_id=f"x{n}", approver="m"))
+                for n in range(REFUSALS_KEPT + 5)
+            ),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
+        ],
+    ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (
@@ -183,7 +215,10 @@ async def _act(handle, actions: list) -> None:
     for status, signal_name, payload in actions:
         while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
             await asyncio.sleep(0.1)
-        await handle.signal(signal_name, payload)
+        if isinstance(payload, Several):
+            await handle.signal(signal_name, args=payload.args)
+        else:
+            await handle.signal(signal_name, payload)
     try:
         await handle.result()
     except WorkflowFailureError:

@@ -24,6 +24,7 @@ from workflows.state import (
     Decision,
     DecisionAttempt,
     ErrorInfo,
+    RefusedSignal,
     RetrySpec,
     RunOrigin,
     RunState,
@@ -242,7 +243,32 @@ def _golden_1_1() -> RunState:
     return state
 
 
-_GOLDEN: dict[str, Callable[[], RunState]] = {"1.0": _golden_1_0, "1.1": _golden_1_1}
+def _golden_1_2() -> RunState:
+    """1.1's, with what 1.2 added: heartbeat timeouts on the model and a tool, a
+    retry time budget, and the bounded refusal audit (dropped counts, a refused
+    signal of an unknown name)."""
+    state = _golden_1_1()
+    state.agent.model_heartbeat_timeout_seconds = 5.0
+    state.agent.model_retry.budget_seconds = 21_600.0
+    state.agent.tools[0].heartbeat_timeout_seconds = 5.0
+    state.refused_decisions_dropped = 50
+    state.refused_signals = [
+        RefusedSignal(
+            signal="aprove",
+            payload='{"call_id":"c4","approver":"carol"}',
+            refused_because="unknown signal 'aprove'",
+            at=at(92),
+        )
+    ]
+    state.refused_signals_dropped = 3
+    return state
+
+
+_GOLDEN: dict[str, Callable[[], RunState]] = {
+    "1.0": _golden_1_0,
+    "1.1": _golden_1_1,
+    "1.2": _golden_1_2,
+}
 
 
 def golden_text(version: str = SCHEMA_VERSION) -> str:

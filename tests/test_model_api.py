@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import email.utils
 import json
+import random
 import socket
 import time
 import urllib.error
@@ -14,10 +16,16 @@ from datetime import UTC, datetime, timedelta
 
 import openai
 import pytest
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.model_api import MAX_RETRY_AFTER, ModelActivities
+from activities.model_api import (
+    MAX_RETRY_AFTER,
+    UNUSABLE_REPLY_ATTEMPTS,
+    ModelActivities,
+    jittered_backoff,
+)
 from examples.scripted_openai import EXHAUSTED, Call, Fault, Hang, Raw, Reply, ScriptedModelServer
 from workflows import contract
 from workflows.payloads import ModelRequest, ToolSchema
@@ -153,20 +161,89 @@ async def test_empty_instructions_and_no_tools_are_left_out_of_the_request(clien
 
 
 @pytest.mark.parametrize(
-    "body, problem",
+    "raw, problem",
     [
-        ({"id": "x", "object": "chat.completion", "created": 0, "choices": []}, "no choices"),
-        ({}, "no choices"),
-        ("<html>proxy error</html>", "not JSON"),
+        (Raw("<html>502 bad gateway</html>", content_type="text/html"), "not a chat completion"),
+        (Raw("<html>proxy error</html>"), "not JSON (Expecting value at character 0)"),
+        (Raw('{"id": "x", "choices": [{"ind'), "not JSON (Unterminated string"),
+        (Raw("[1, 2]"), "not a chat completion"),
     ],
-    ids=["no-choices", "empty-object", "not-json"],
+    ids=["html-page", "html-as-json", "cut-json", "json-array"],
 )
-async def test_unusable_reply_is_a_non_retryable_reply_error(client, model_server, body, problem):
-    model_server.script(Raw(body))
+async def test_garbled_reply_is_transient_and_says_what_arrived(client, model_server, raw, problem):
+    model_server.script(raw)
     error = await failure(client)
-    assert error.type == contract.ERROR_MODEL_REPLY
-    assert error.non_retryable
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE
+    assert not error.non_retryable
     assert problem in error.message
+    body = raw.body if isinstance(raw.body, str) else ""
+    assert f"{len(body):,} characters" in error.message and body[:10] in error.message
+
+
+async def test_reply_cut_off_mid_body_is_a_transient_connection_error(client, model_server):
+    model_server.script(Raw({"id": "x", "object": "chat.completion", "choices": []}, cut_at=12))
+    error = await failure(client)
+    assert error.type == contract.ERROR_MODEL_UNAVAILABLE and not error.non_retryable
+    assert "peer closed connection" in error.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"id": "x", "object": "chat.completion", "created": 0, "choices": []}, {}],
+    ids=["no-choices", "empty-object"],
+)
+async def test_json_reply_without_choices_is_retried_then_fails_for_good(
+    client, model_server, body
+):
+    activities = ModelActivities(client)
+    env = ActivityEnvironment()
+    for attempt in range(1, UNUSABLE_REPLY_ATTEMPTS + 1):
+        env.info = dataclasses.replace(ActivityEnvironment.default_info(), attempt=attempt)
+        model_server.script(Raw(body))
+        with pytest.raises(ApplicationError) as caught:
+            await env.run(activities.call_model, request())
+        error = caught.value
+        assert "no choices" in error.message
+        last = attempt == UNUSABLE_REPLY_ATTEMPTS
+        assert error.type == (
+            contract.ERROR_MODEL_REPLY if last else contract.ERROR_MODEL_UNAVAILABLE
+        )
+        assert error.non_retryable == last
+
+
+async def test_transient_failures_back_off_with_jitter_within_the_policy():
+    env = ActivityEnvironment()
+    policy = RetryPolicy(
+        initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=60)
+    )
+    delays = []
+    for attempt in (1, 3, 10):
+        env.info = dataclasses.replace(
+            ActivityEnvironment.default_info(), attempt=attempt, retry_policy=policy
+        )
+        delays.append(env.run(jittered_backoff, random.Random(attempt)).total_seconds())
+    assert 1.0 <= delays[0] <= 2.0  # 2 s x [0.5, 1]
+    assert 4.0 <= delays[1] <= 8.0  # 8 s x [0.5, 1]
+    assert 30.0 <= delays[2] <= 60.0  # capped at 60 s, then jittered
+    spread = {env.run(jittered_backoff, random.Random(seed)) for seed in range(20)}
+    assert len(spread) == 20  # runs held back by one outage do not return in step
+
+
+async def test_model_calls_beyond_the_worker_limit_wait_their_turn(client, model_server):
+    model_server.script(*(Reply(content=str(i), delay_seconds=0.3) for i in range(4)))
+    activities = ModelActivities(client, max_concurrent=2)
+    started = time.monotonic()
+    replies = await asyncio.gather(
+        *(ActivityEnvironment().run(activities.call_model, request()) for _ in range(4))
+    )
+    elapsed = time.monotonic() - started
+    assert sorted(r.content for r in replies) == ["0", "1", "2", "3"]
+    assert elapsed >= 0.6  # two rounds of two, not one round of four
+
+
+def test_max_concurrent_must_be_positive(client):
+    with pytest.raises(ValueError, match="max_concurrent must be at least 1, not 0"):
+        ModelActivities(client, max_concurrent=0)
 
 
 # --- transient failures: retryable ------------------------------------------------

@@ -36,6 +36,7 @@ from workflows.state import (
     Usage,
     UserMessage,
 )
+from workflows.state_checks import _ALL_ANSWERED
 
 # --- round trip ---------------------------------------------------------------------
 
@@ -170,6 +171,11 @@ TOOLS = st.builds(
 
 def _state(conversation: tuple[list[Any], int], **fields: Any) -> RunState:
     items, turn = conversation
+    answered = {i.call_id for i in items if isinstance(i, ToolResult)}
+    replies = [i for i in items if isinstance(i, AssistantMessage)]
+    open_calls = replies and any(c.call_id not in answered for c in replies[-1].tool_calls)
+    if open_calls and fields["status"].value in _ALL_ANSWERED:
+        fields["status"] = RunStatus.CANCELLED  # a state the loop can reach with open calls
     return RunState(items=items, turn=turn, **fields)
 
 
@@ -284,8 +290,8 @@ def test_non_json_context_is_refused_on_write():
 
 
 def test_validate_gives_a_one_line_verdict():
-    assert validate(golden_text()) == "valid, schema 1.1, run support-7, 10 items, status failed"
+    assert validate(golden_text()) == "valid, schema 1.2, run support-7, 10 items, status failed"
     assert validate(golden_text("1.0")) == (
-        "valid, schema 1.0 (migrated to 1.1), run support-7, 10 items, status failed"
+        "valid, schema 1.0 (migrated to 1.2), run support-7, 10 items, status failed"
     )
-    assert validate(dumps(golden_state(), key=KEY), key=KEY).startswith("valid, schema 1.1")
+    assert validate(dumps(golden_state(), key=KEY), key=KEY).startswith("valid, schema 1.2")

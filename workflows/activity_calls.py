@@ -14,9 +14,10 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contract, details, loop
+    from workflows import contract, details, loop, patches
     from workflows.payloads import DescribeAgentInput, ModelReply, ModelRequest, ToolOutcome
     from workflows.state import AgentSpec, ErrorInfo, RetrySpec, RunState, ToolCall
 
@@ -57,6 +58,7 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
                 non_retryable=[contract.ERROR_MODEL_REQUEST, contract.ERROR_MODEL_REPLY],
             ),
             summary=f"model {spec.model} · turn {request.turn}",
+            **_liveness(spec.model_heartbeat_timeout_seconds, spec.model_retry),
         )
     except ActivityError as err:
         return error_info(err)
@@ -78,6 +80,11 @@ async def run_tool(
             start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
             retry_policy=retry_policy(spec.retry),
             summary=f"tool {details.tool_call_summary(call.tool, call.arguments)}",
+            **_liveness(
+                spec.heartbeat_timeout_seconds if execute is None else None,  # local: none
+                spec.retry,
+                wait_for_cancel=True,
+            ),
         )
     except ActivityError as err:
         return ToolOutcome(
@@ -85,6 +92,29 @@ async def run_tool(
             content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
             is_error=True,
         )
+
+
+def _liveness(
+    heartbeat_seconds: float | None, retry: RetrySpec, *, wait_for_cancel: bool = False
+) -> dict[str, Any]:
+    """Heartbeat timeout, retry time budget and cancellation of an activity call,
+    as the spec says (runs started since the patch; a spec older than schema 1.2
+    has none of them, so its calls are scheduled as they always were).
+
+    `wait_for_cancel`: a cancelled run waits until the activity has stopped (it
+    hears of the cancel at its next heartbeat), so that `cancelled` is true when
+    reported and no side effect of the call happens after it."""
+    wanted = heartbeat_seconds is not None or retry.budget_seconds is not None
+    if not wanted or not workflow.patched(patches.PATCH_HEARTBEATS):
+        return {}
+    options: dict[str, Any] = {}
+    if heartbeat_seconds is not None:
+        options["heartbeat_timeout"] = timedelta(seconds=heartbeat_seconds)
+        if wait_for_cancel:
+            options["cancellation_type"] = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+    if retry.budget_seconds is not None:
+        options["schedule_to_close_timeout"] = timedelta(seconds=retry.budget_seconds)
+    return options
 
 
 def retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:

@@ -8,7 +8,7 @@ named in `workflows.contract` (this module never imports activity code).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Literal
 
@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         patches,
         proposed_calls,
         raw_payloads,
+        refusals,
         visibility,
     )
     from workflows.payloads import (
@@ -43,9 +44,11 @@ with workflow.unsafe.imports_passed_through():
         ToolOutcome,
     )
     from workflows.state import (
+        PREVIEW_CHARS,
         Decision,
         DecisionAttempt,
         ErrorInfo,
+        RefusedSignal,
         RunState,
         RunStatus,
         ToolCall,
@@ -76,6 +79,8 @@ class AgentWorkflow:
         """Decision signals received before the run's state existed (refused ones too)."""
         self._early_messages: list[str] = []
         self._early_end: str | None = None
+        self._early_refusals: list[RefusedSignal] = []
+        """Other signals refused before the run's state existed."""
         self._published: visibility.Published | None = None
 
     @workflow.run
@@ -90,6 +95,8 @@ class AgentWorkflow:
             else:  # held if its call is not known yet: the first model reply may name it
                 decisions.receive_signal(state, early, model_call_pending=True, now=now)
         self._early_signals.clear()
+        state.refused_signals.extend(self._early_refusals)
+        self._trim_refusals(state)
         for content in self._early_messages:
             loop.receive_message(state, content, now=workflow.now())
         if self._early_end is not None:
@@ -285,15 +292,71 @@ class AgentWorkflow:
 
     # --- decisions -----------------------------------------------------------
 
-    @workflow.signal(name=contract.SIGNAL_APPROVE)
-    def approve(self, payload: RawValue = raw_payloads.NONE) -> None:
-        """Approve a pending tool call (fire-and-forget); payload: `DecisionSignal`."""
-        self._decide_by_signal(payload, "approve")
+    # --- signals ------------------------------------------------------------------
 
-    @workflow.signal(name=contract.SIGNAL_REJECT)
-    def reject(self, payload: RawValue = raw_payloads.NONE) -> None:
-        """Reject a pending tool call; the model gets the reason as the call's result."""
-        self._decide_by_signal(payload, "reject")
+    @workflow.signal(dynamic=True)
+    def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """Every signal, whatever its name and arguments, dispatched here by name.
+
+        Named handlers are not used on purpose: the SDK calls one with every argument
+        sent, and a signal with one argument too many (any SDK, or the `temporal`
+        CLI, can send that) would raise in the handler and fail every later workflow
+        task of the run, since the signal stays in its history. Nothing here raises:
+        what the run cannot use is recorded as refused (`workflows.refusals`).
+        """
+        handlers = {
+            contract.SIGNAL_APPROVE: lambda raw: self._decide_by_signal(raw, "approve"),
+            contract.SIGNAL_REJECT: lambda raw: self._decide_by_signal(raw, "reject"),
+            contract.SIGNAL_SEND_MESSAGE: self._send_message,
+            contract.SIGNAL_END_SESSION: self._end_session,
+        }
+        handler = handlers.get(name)
+        if handler is not None and len(args) <= 1:
+            handler(args[0] if args else raw_payloads.NONE)
+        elif workflow.patched(patches.PATCH_ANY_SIGNAL):
+            # Before the patch the SDK buffered unknown names, and failed the run's
+            # workflow tasks on extra arguments: no recorded run got past one.
+            why = (
+                f"{len(args)} arguments; the signal takes one payload"
+                if handler is not None
+                else f"unknown signal {name!r}; this workflow takes: {', '.join(handlers)}"
+            )
+            self._refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
+
+    def _refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
+        """Record a signal the run cannot use; it does not wake the loop."""
+        if name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT):
+            decision: Literal["approve", "reject"] = (
+                "approve" if name == contract.SIGNAL_APPROVE else "reject"
+            )
+            attempt = decisions.malformed_attempt(
+                decision, raw_payloads.as_json(raw), why, now=workflow.now()
+            )
+            self._record_refused_decision(attempt)
+            return
+        entry = RefusedSignal(
+            signal=name,
+            payload=raw_payloads.preview(raw, PREVIEW_CHARS),
+            refused_because=why,
+            at=workflow.now(),
+        )
+        if self._state is None:
+            self._early_refusals.append(entry)
+        else:
+            self._state.refused_signals.append(entry)
+            self._trim_refusals(self._state)
+
+    def _record_refused_decision(self, attempt: DecisionAttempt) -> None:
+        if self._state is None:
+            self._early_signals.append(attempt)
+        else:
+            self._state.refused_decisions.append(attempt)
+            self._trim_refusals(self._state)
+
+    def _trim_refusals(self, state: RunState) -> None:
+        """Keep the refusal audit bounded (runs started since the patch)."""
+        if refusals.over_limit(state) and workflow.patched(patches.PATCH_BOUNDED_REFUSALS):
+            refusals.trim(state)
 
     def _decide_by_signal(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
         # A signal gets no answer, so nothing here may raise: what cannot apply
@@ -304,13 +367,11 @@ class AgentWorkflow:
         if isinstance(payload, str):
             if not workflow.patched(patches.PATCH_QUIET_REFUSALS):
                 return  # runs started before it: the SDK dropped such signals
-            refused = decisions.malformed_attempt(
-                decision, raw_payloads.as_json(raw), payload, now=workflow.now()
+            self._record_refused_decision(
+                decisions.malformed_attempt(
+                    decision, raw_payloads.as_json(raw), payload, now=workflow.now()
+                )
             )
-            if self._state is None:
-                self._early_signals.append(refused)
-            else:
-                self._state.refused_decisions.append(refused)
             return
         request = DecideInput(**payload.model_dump(), decision=decision)
         if self._state is None:
@@ -324,6 +385,7 @@ class AgentWorkflow:
             model_call_pending=loop.awaiting_model(self._state),
             now=workflow.now(),
         )
+        self._trim_refusals(self._state)
         changed = (len(self._state.items), len(self._state.held_decisions)) != before
         if changed or not workflow.patched(patches.PATCH_QUIET_REFUSALS):
             self._signals += 1
@@ -362,11 +424,14 @@ class AgentWorkflow:
 
     # --- sessions ---------------------------------------------------------------
 
-    @workflow.signal(name=contract.SIGNAL_SEND_MESSAGE)
-    def send_message(self, payload: MessageSignal | None = None) -> None:
+    def _send_message(self, raw: RawValue) -> None:
         """The user's next message in a session (queued while the agent works)."""
-        if payload is None:  # sent without a payload (or a null one): there is no message
-            workflow.logger.warning("send_message without content dropped")
+        payload = raw_payloads.decode(raw, MessageSignal)
+        if isinstance(payload, str):  # none, null or not a message: there is no message
+            if workflow.patched(patches.PATCH_ANY_SIGNAL):
+                self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
+            else:  # before the patch the SDK (or this handler) dropped it
+                workflow.logger.warning("send_message without content dropped")
             return
         self._signals += 1
         if self._state is None:
@@ -377,11 +442,18 @@ class AgentWorkflow:
             return
         loop.receive_message(self._state, payload.content, now=workflow.now())
 
-    @workflow.signal(name=contract.SIGNAL_END_SESSION)
-    def end_session(self, payload: EndSessionSignal | None = None) -> None:
-        """End a session: the run completes once its current exchange is answered."""
+    def _end_session(self, raw: RawValue) -> None:
+        """End a session: the run completes once its current exchange is answered.
+        No payload (or null) ends it too, with a reason of its own."""
+        payload = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, EndSessionSignal)
+        if isinstance(payload, str):
+            if workflow.patched(patches.PATCH_ANY_SIGNAL):
+                self._refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
+            return  # before the patch the SDK dropped it
         self._signals += 1
-        reason = (payload.reason if payload is not None else None) or "ended by signal"
+        reason = (payload.reason if isinstance(payload, EndSessionSignal) else None) or (
+            "ended by signal"
+        )
         if self._state is None:
             self._early_end = reason
         elif not self._state.status.is_final:

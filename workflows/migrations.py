@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1 (the newest).
+validates it. Released: 1.0, 1.1, 1.2 (the newest).
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -37,5 +37,12 @@ def _1_0_to_1_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.1"}
 
 
-MIGRATIONS: dict[str, Migration] = {"1.0": _1_0_to_1_1}
+def _1_1_to_1_2(data: dict[str, Any]) -> dict[str, Any]:
+    """1.2 added optional fields only (heartbeat timeouts, a retry time budget, the
+    bounded refusal audit): nothing to convert. A 1.1 run keeps its specs as they
+    were (no heartbeat timeout, attempts alone bound retries)."""
+    return {**data, "schema_version": "1.2"}
+
+
+MIGRATIONS: dict[str, Migration] = {"1.0": _1_0_to_1_1, "1.1": _1_1_to_1_2}
 """Released version -> the step from it to the next version."""

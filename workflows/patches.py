@@ -18,3 +18,12 @@ PATCH_PUBLISH_START_FAILURE = "publish-start-failure"
 """A run that fails or is cancelled before its state exists still sets its search attributes."""
 PATCH_RESUME_UNDER_OWN_ID = "resume-under-own-id"
 """A snapshot resumed under its source's own id is a resume, not a continue-as-new."""
+PATCH_ANY_SIGNAL = "any-signal-arguments"
+"""Signals are taken by one dynamic handler: one with extra arguments, an unknown name
+or a payload that is not the signal's is recorded as refused (it used to fail every
+workflow task of the run, to be buffered, or to be dropped)."""
+PATCH_BOUNDED_REFUSALS = "bounded-refusals"
+"""`refused_decisions` and `refused_signals` keep their newest entries, counting the rest."""
+PATCH_HEARTBEATS = "heartbeats"
+"""Model and tool calls get the spec's heartbeat timeout and retry time budget, and a
+cancelled run waits for its running tools to stop (schema 1.2 specs)."""

@@ -9,6 +9,7 @@ Workflow code: uses the workflow's own payload converter, deterministic.
 
 from __future__ import annotations
 
+import json
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -59,3 +60,26 @@ def string_field(raw: RawValue, name: str) -> str | None:
     data = as_json(raw)
     value = data.get(name) if isinstance(data, dict) else None
     return value if isinstance(value, str) else None
+
+
+def preview(raw: RawValue, limit: int) -> str | None:
+    """The start of a payload as compact JSON text (at most `limit` characters), or
+    its encoding and size when it is not JSON; None if nothing was sent."""
+    if raw is NONE:
+        return None
+    data = as_json(raw)
+    if data is None and raw.payload.data not in (b"", b"null"):
+        encoding = raw.payload.metadata.get("encoding", b"?").decode(errors="replace")
+        return f"<{encoding}, {len(raw.payload.data)} bytes>"[:limit]
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_null(raw: RawValue) -> bool:
+    """Nothing was sent, or JSON null (`binary/null`, or `null` as JSON)."""
+    if raw is NONE:
+        return True
+    encoding = raw.payload.metadata.get("encoding", b"")
+    return encoding == b"binary/null" or (
+        encoding == b"json/plain" and raw.payload.data.strip() == b"null"
+    )

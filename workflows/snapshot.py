@@ -354,6 +354,7 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
         after = state.items[cut].at  # type: ignore[union-attr]  # the first reply cut
         forked.held_decisions = [d for d in forked.held_decisions if d.at < after]
         forked.refused_decisions = [d for d in forked.refused_decisions if d.at < after]
+        forked.refused_signals = [s for s in forked.refused_signals if s.at < after]
         forked.queued_messages = []
     return forked
 

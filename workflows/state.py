@@ -31,10 +31,21 @@ from pydantic_core import PydanticCustomError
 from workflows import state_checks
 from workflows.migrations import MIGRATIONS
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
-`AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions."""
+`AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
+1.2 added heartbeat timeouts (`ToolSpec.heartbeat_timeout_seconds`,
+`AgentSpec.model_heartbeat_timeout_seconds`), `RetrySpec.budget_seconds`, the
+bounded audit of refusals (`refused_decisions_dropped`, `refused_signals`,
+`refused_signals_dropped`)."""
+
+REFUSALS_KEPT = 50
+"""Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
+are dropped and counted, so a flood of bad signals cannot grow the state."""
+
+PREVIEW_CHARS = 200
+"""Characters of a refused signal's payload kept in its audit entry."""
 
 
 _OLDER_MINORS = {v for v in MIGRATIONS if v.split(".")[0] == SCHEMA_VERSION.split(".")[0]}
@@ -83,6 +94,10 @@ class RetrySpec(_Model):
     non_retryable_error_types: list[str] = []
     """Error types (a tool's exception class name, an ApplicationError type) never
     retried. Added in 1.1."""
+    budget_seconds: float | None = Field(None, gt=0)
+    """Retries stop once this long has passed since the call was first scheduled
+    (Temporal's schedule-to-close timeout), whichever of it and `maximum_attempts`
+    comes first; None: attempts alone bound them. Added in 1.2."""
 
 
 class ApprovalCondition(_Model):
@@ -122,6 +137,10 @@ class ToolSpec(_Model):
     """Start-to-close timeout of one attempt of the tool's activity."""
     retry: RetrySpec = RetrySpec()
     """How often a raising tool is tried before its error goes to the model."""
+    heartbeat_timeout_seconds: float | None = Field(None, gt=0)
+    """The tool's activity heartbeats while it runs; an attempt silent this long
+    (its worker died) is retried at once, and a cancel reaches it. None: no
+    heartbeat timeout (runs of builds before 1.2). Added in 1.2."""
 
 
 class AgentSpec(_Model):
@@ -137,6 +156,8 @@ class AgentSpec(_Model):
     """Start-to-close timeout of one model call attempt."""
     model_retry: RetrySpec = RetrySpec(maximum_attempts=8, maximum_interval_seconds=60.0)
     """Retries of transient model failures (429, 5xx, timeouts, connection errors)."""
+    model_heartbeat_timeout_seconds: float | None = Field(None, gt=0)
+    """As `ToolSpec.heartbeat_timeout_seconds`, for model calls. Added in 1.2."""
     tool_output_limit: int = Field(64_000, ge=1)
     """Characters of one tool result the model is shown; the rest is cut, with a
     marker saying so (the run state keeps the whole output)."""
@@ -236,6 +257,20 @@ class Decision(_Model):
     at: AwareDatetime
 
 
+class RefusedSignal(_Model):
+    """A signal the run could not use: an unknown name, a payload that is not the
+    signal's, or more than one argument. Decision signals are audited in
+    `refused_decisions` instead. Added in 1.2."""
+
+    signal: StrictStr
+    """The signal's name, as sent."""
+    payload: StrictStr | None = None
+    """The start of what was sent, as JSON text (at most `PREVIEW_CHARS`); None: nothing."""
+    refused_because: StrictStr
+    at: AwareDatetime
+    """Workflow time at which the signal was handled."""
+
+
 class DecisionAttempt(_Model):
     """A decision signal not recorded as a Decision: held or refused."""
 
@@ -281,7 +316,7 @@ class RunOrigin(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.1"] = SCHEMA_VERSION
+    schema_version: Literal["1.2"] = SCHEMA_VERSION
     run_id: str
     """The workflow id."""
     agent: AgentSpec
@@ -310,7 +345,14 @@ class RunState(_Model):
     """Signals naming a call the model had not yet proposed when they arrived
     (a model call was under way); applied when the reply names the call."""
     refused_decisions: list[DecisionAttempt] = []
-    """Signals that could not apply, with the reason: the audit of refusals."""
+    """Decision signals that could not apply, with the reason: the audit of
+    refusals (the newest `REFUSALS_KEPT`)."""
+    refused_decisions_dropped: int = Field(0, ge=0)
+    """Older refused decisions dropped from `refused_decisions`. Added in 1.2."""
+    refused_signals: list[RefusedSignal] = []
+    """Other signals that could not be used (the newest `REFUSALS_KEPT`). Added in 1.2."""
+    refused_signals_dropped: int = Field(0, ge=0)
+    """Older entries dropped from `refused_signals`. Added in 1.2."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

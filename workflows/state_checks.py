@@ -5,8 +5,10 @@ loading, so RunState refuses one whose items contradict each other: a decision
 for a call no reply proposed, made before the reply, on a call that needs no
 approval, a second decision on one call, a rule decision with no `always`
 decision behind it; a tool result for an unknown call; turns that do not match
-the replies; negative usage. Every check holds for every state the loop
-produces (the golden fixtures and the end-to-end tests are made by it).
+the replies; negative usage; a status the loop reaches only with every call
+answered (completed, max_turns_exceeded, awaiting_input) while one is not.
+Every check holds for every state the loop produces (the golden fixtures and
+the end-to-end tests are made by it).
 
 One pass over the items (O(items + calls)). Works on attributes only, so
 `workflows.state` can call it without an import cycle.
@@ -24,6 +26,9 @@ Problem = tuple[str, str]
 """(JSON path, what is wrong)."""
 
 _MADE_BY_PERSON = ("signal", "update")
+
+_ALL_ANSWERED = ("completed", "max_turns_exceeded", "awaiting_input")
+"""Statuses the loop reaches only once every call of the latest reply is answered."""
 
 
 def first_problem(state: RunState) -> Problem | None:
@@ -44,6 +49,13 @@ def first_problem(state: RunState) -> Problem | None:
             return problem
     if state.turn != walk.replies:
         return "$.turn", f"turn is {state.turn} but the items hold {walk.replies} model replies"
+    unanswered = [c for c in walk.window if c not in walk.answered]
+    if unanswered and state.status.value in _ALL_ANSWERED:
+        return (
+            "$.status",
+            f"status {state.status.value} while tool call {unanswered[0]!r} is unanswered "
+            "(a run resumed from it would drop the call)",
+        )
     return None
 
 
@@ -60,6 +72,8 @@ class _Walk:
     """Decisions on the latest reply's calls."""
     known: set[str] = field(default_factory=set)
     """Every call id proposed so far."""
+    answered: set[str] = field(default_factory=set)
+    """Call ids with a result since the latest reply."""
     rules: set[tuple[str, str, str]] = field(default_factory=set)
     """(tool, decision, approver) of each `always` decision so far."""
 
@@ -69,12 +83,15 @@ class _Walk:
             self.replies += 1
             if item.turn != self.replies:
                 return f"{path}.turn", f"reply of turn {item.turn}, expected {self.replies}"
-            self.window, self.decided = {}, {}
+            self.window, self.decided, self.answered = {}, {}, set()
             for call in item.tool_calls:
                 self.window.setdefault(call.call_id, []).append(call)
                 self.known.add(call.call_id)
-        elif item.type == "tool_result" and item.call_id not in self.known:
-            return f"{path}.call_id", f"result for tool call {item.call_id!r}{self._unseen(item)}"
+        elif item.type == "tool_result":
+            if item.call_id not in self.known:
+                why = f"result for tool call {item.call_id!r}{self._unseen(item)}"
+                return f"{path}.call_id", why
+            self.answered.add(item.call_id)
         elif item.type == "decision":
             return self._decision(path, index, item)
         return None

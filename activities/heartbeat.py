@@ -1,0 +1,51 @@
+"""Heartbeats while an activity works, sent for it.
+
+With a heartbeat timeout, Temporal notices an attempt whose worker died within
+that timeout (not at its start-to-close timeout, minutes later) and retries it
+on another worker; and a cancel of the run reaches the attempt only through a
+heartbeat's answer. So model and tool activities heartbeat on their own, from a
+task beside the work, with whatever progress the work last reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from temporalio import activity
+
+BEATS_PER_TIMEOUT = 3
+"""Heartbeats sent per heartbeat timeout: a beat or two may be late without the
+attempt being taken for dead."""
+
+
+class Progress:
+    """The details the next heartbeat carries (set from any thread)."""
+
+    def __init__(self) -> None:
+        self.details: tuple[Any, ...] = ()
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(progress: Progress | None = None) -> AsyncIterator[None]:
+    """Heartbeat while the body runs, if the attempt has a heartbeat timeout."""
+    timeout = activity.info().heartbeat_timeout if activity.in_activity() else None
+    if not timeout:
+        yield
+        return
+    interval = timeout.total_seconds() / BEATS_PER_TIMEOUT
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat(*(progress.details if progress is not None else ()))
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(beat(), name="heartbeat")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

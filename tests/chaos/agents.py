@@ -1,0 +1,100 @@
+"""The agents the chaos suite runs in real worker processes: tools with durable,
+keyed side effects (`tests.chaos.ledger`) and tools that misbehave on purpose."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+from activities import Agent, ToolContext, tool
+from tests.chaos import ledger
+
+QUICK_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    maximum_interval=timedelta(seconds=2),
+    maximum_attempts=5,
+)
+
+
+def _work(ctx: ToolContext, seconds: float) -> None:
+    """Work for `seconds` in steps, reporting progress and stopping if cancelled."""
+    steps = max(int(seconds * 10), 1)
+    for step in range(steps):
+        if ctx.cancelled:
+            raise RuntimeError("cancelled")
+        ctx.heartbeat({"step": step, "of": steps})
+        time.sleep(seconds / steps)
+
+
+@tool(retry_policy=QUICK_RETRY)
+def charge(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """Charge `amount` after `seconds` of work; applied once per idempotency key."""
+    ledger.attempt(ctx.idempotency_key, "charge")
+    _work(ctx, seconds)
+    return "charged" if ledger.apply(ctx.idempotency_key, "charge") else "already charged"
+
+
+@tool(retry_policy=QUICK_RETRY, heartbeat_timeout=None)
+def charge_silently(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """`charge` without a heartbeat timeout: how tools behaved before heartbeats."""
+    ledger.attempt(ctx.idempotency_key, "charge_silently")
+    _work(ctx, seconds)
+    return "charged" if ledger.apply(ctx.idempotency_key, "charge_silently") else "already"
+
+
+@tool(needs_approval=True, retry_policy=QUICK_RETRY)
+def approved_charge(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """`charge`, after a person's approval."""
+    ledger.attempt(ctx.idempotency_key, "approved_charge")
+    _work(ctx, seconds)
+    return "charged" if ledger.apply(ctx.idempotency_key, "approved_charge") else "already"
+
+
+@tool(retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=2))
+def explode(ctx: ToolContext) -> str:
+    """Always raises."""
+    ledger.attempt(ctx.idempotency_key, "explode")
+    raise RuntimeError("boom")
+
+
+@tool(
+    timeout=timedelta(seconds=1),
+    retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=2),
+)
+async def hang(ctx: ToolContext) -> str:
+    """Never answers within its 1 s timeout."""
+    import asyncio
+
+    ledger.attempt(ctx.idempotency_key, "hang")
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@tool
+def not_json(ctx: ToolContext) -> object:
+    """Returns a value that is not JSON."""
+    return object()
+
+
+@tool
+def huge(megabytes: int, ctx: ToolContext) -> str:
+    """Returns `megabytes` MB of text."""
+    return "x" * (megabytes * 1_000_000)
+
+
+chaos = Agent(
+    name="chaos",
+    instructions="Chaos test agent.",
+    model="chaos-model",
+    tools=[charge, charge_silently, approved_charge, explode, hang, not_json, huge],
+    max_turns=4,
+    model_timeout=timedelta(seconds=10),
+    model_retry_policy=RetryPolicy(
+        initial_interval=timedelta(milliseconds=200),
+        maximum_interval=timedelta(seconds=2),
+        maximum_attempts=1000,
+    ),
+    model_retry_budget=timedelta(minutes=5),
+)

@@ -1,0 +1,58 @@
+"""Starting and watching chaos runs."""
+
+from __future__ import annotations
+
+import uuid
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+
+from workflows import contract
+from workflows.payloads import AgentInput, AgentResult, DecisionSignal, StatusView
+from workflows.state import RunStatus
+
+
+async def start(
+    client: Client, task_queue: str, text: str, prefix: str = "chaos"
+) -> WorkflowHandle:
+    return await client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="chaos", input=text),
+        id=f"{prefix}-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
+    )
+
+
+async def status(handle: WorkflowHandle) -> StatusView | None:
+    try:
+        return await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
+    except Exception:  # not started yet, or the server is away
+        return None
+
+
+async def approve_pending(handle: WorkflowHandle) -> int:
+    """Approve every call the run waits on; how many."""
+    try:
+        pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+    except Exception:
+        return 0
+    for item in pending:
+        await handle.signal(
+            contract.SIGNAL_APPROVE, DecisionSignal(call_id=item["call_id"], approver="chaos")
+        )
+    return len(pending)
+
+
+async def task_failures(handle: WorkflowHandle) -> int:
+    """Workflow task failures in the run's history (a kill only times tasks out)."""
+    events = [e async for e in handle.fetch_history_events()]
+    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+
+
+async def is_final(handle: WorkflowHandle) -> bool:
+    view = await status(handle)
+    return view is not None and view.status.is_final
+
+
+FINAL_OK = RunStatus.COMPLETED
