@@ -57,6 +57,10 @@ class Agent:
             if names.count(name) > 1:
                 raise ValueError(f"agent {self.name}: two tools are called '{name}'")
         retry_spec(self.model_retry_policy)
+        for name in ("model_retry_budget", "model_heartbeat_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= timedelta(0):
+                raise ValueError(f"agent {self.name}: {name} must be positive, not {value}")
         for t in self.tools:
             if not isinstance(t, Tool):
                 raise TypeError(f"agent {self.name}: {t!r} is not a @tool")

@@ -120,4 +120,4 @@ def _as_text(tool: str, result: object) -> str:
             f"tool result of type {type(result).__name__} is not JSON-serialisable: {err}",
             type="ToolResultNotSerialisable",
             non_retryable=True,
-        ) from err
+        ) from None  # the message says it all: the model is told the innermost cause

@@ -156,6 +156,9 @@ def tool(
     `heartbeat_timeout`: see `Tool.heartbeat_timeout`.
     """
 
+    if heartbeat_timeout is not None and heartbeat_timeout <= timedelta(0):
+        raise ValueError(f"heartbeat_timeout must be positive, not {heartbeat_timeout}")
+
     def wrap(f: Callable[..., Any]) -> Tool:
         arguments, context_param = _arguments_model(f)
         policy = retry_policy or DEFAULT_TOOL_RETRY

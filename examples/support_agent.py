@@ -9,8 +9,12 @@ would for this agent, so it survives retries and worker restarts.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import sqlite3
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
@@ -22,8 +26,11 @@ ORDERS = {
     "A12": {"item": "kettle", "paid": 40.0, "status": "delivered damaged"},
     "B7": {"item": "lamp", "paid": 25.0, "status": "delivered"},
 }
-REFUNDS: dict[str, dict] = {}
-"""Refunds issued, by idempotency key: a retried call refunds once."""
+REFUNDS_DB = Path(os.environ.get("SUPPORT_REFUNDS_DB", ".temporal/refunds.db"))
+"""The refunds issued, by idempotency key, in a durable store (SQLite here, your
+payments system's idempotency keys in production). It must be durable: an attempt
+whose worker died, or whose result the server never got, runs again in full on
+another worker, and an in-memory record would be gone by then."""
 
 
 @tool
@@ -43,10 +50,22 @@ def issue_refund(
     ctx: ToolContext,
 ) -> str:
     """Refund part or all of an order. A person must approve every refund."""
-    refund = REFUNDS.setdefault(
-        ctx.idempotency_key, {"order_id": order_id, "amount": amount, "reason": reason}
-    )
-    return f"Refunded {refund['amount']:.2f} EUR for order {refund['order_id']}."
+    order, paid = _refund_once(ctx.idempotency_key, order_id, amount, reason)
+    return f"Refunded {paid:.2f} EUR for order {order}."
+
+
+def _refund_once(key: str, order_id: str, amount: float, reason: str) -> tuple[str, float]:
+    """Record the refund under `key` unless it is there already; the refund on record."""
+    REFUNDS_DB.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(REFUNDS_DB, timeout=30)) as db, db:
+        db.execute(
+            "create table if not exists refunds "
+            "(key text primary key, order_id text, amount real, reason text)"
+        )
+        db.execute(
+            "insert or ignore into refunds values (?, ?, ?, ?)", (key, order_id, amount, reason)
+        )
+        return db.execute("select order_id, amount from refunds where key = ?", (key,)).fetchone()
 
 
 support = Agent(

@@ -117,3 +117,45 @@ def test_registry_loads_every_agent_of_a_module():
 def test_registry_refuses_modules_without_agents(module, message):
     with pytest.raises(ValueError, match=message):
         AgentRegistry.from_modules([module])
+
+
+def test_agent_spec_freezes_heartbeats_and_the_model_retry_budget():
+    spec = Agent(name="a", instructions="", tools=[refund]).spec()
+    assert spec.model_heartbeat_timeout_seconds == 5.0
+    assert spec.model_retry.budget_seconds == 6 * 3600
+    assert spec.model_retry.maximum_interval_seconds == 60.0
+    assert spec.tools[0].heartbeat_timeout_seconds == 5.0
+    quiet = Agent(
+        name="b",
+        instructions="",
+        tools=[tool(refund.fn, name="quiet", heartbeat_timeout=None)],
+        model_retry_budget=None,
+        model_heartbeat_timeout=None,
+    ).spec()
+    assert quiet.model_retry.budget_seconds is None
+    assert quiet.model_heartbeat_timeout_seconds is None
+    assert quiet.tools[0].heartbeat_timeout_seconds is None
+
+
+@pytest.mark.parametrize("bad", [timedelta(0), timedelta(seconds=-1)])
+def test_a_heartbeat_timeout_must_be_positive(bad):
+    with pytest.raises(ValueError, match="heartbeat_timeout must be positive"):
+        tool(refund.fn, name="x", heartbeat_timeout=bad)
+    with pytest.raises(ValueError, match="model_heartbeat_timeout must be positive"):
+        Agent(name="a", instructions="", model_heartbeat_timeout=bad)
+    with pytest.raises(ValueError, match="model_retry_budget must be positive"):
+        Agent(name="a", instructions="", model_retry_budget=bad)
+
+
+def test_the_example_refund_is_applied_once_per_key_in_a_durable_store(tmp_path, monkeypatch):
+    from examples import support_agent
+
+    monkeypatch.setattr(support_agent, "REFUNDS_DB", tmp_path / "refunds.db")
+    ctx = ToolContext(idempotency_key="r1:c1", run_id="r1", call_id="c1", agent="s")
+    first = support_agent.issue_refund.fn("A12", 40.0, "damaged", ctx)
+    again = support_agent.issue_refund.fn("A12", 99.0, "retried with other args", ctx)
+    assert first == again == "Refunded 40.00 EUR for order A12."
+    other = ToolContext(idempotency_key="r2:c1", run_id="r2", call_id="c1", agent="s")
+    assert support_agent.issue_refund.fn("B7", 25.0, "x", other) == (
+        "Refunded 25.00 EUR for order B7."
+    )

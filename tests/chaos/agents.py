@@ -3,6 +3,7 @@ keyed side effects (`tests.chaos.ledger`) and tools that misbehave on purpose.""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import timedelta
 
@@ -73,6 +74,15 @@ async def hang(ctx: ToolContext) -> str:
 
 
 @tool
+def stubborn(seconds: float, ctx: ToolContext) -> str:
+    """Works `seconds` without ever looking at `ctx.cancelled`."""
+    ledger.attempt(ctx.idempotency_key, "stubborn")
+    time.sleep(seconds)
+    ledger.apply(ctx.idempotency_key, "stubborn")
+    return "done anyway"
+
+
+@tool
 def not_json(ctx: ToolContext) -> object:
     """Returns a value that is not JSON."""
     return object()
@@ -88,7 +98,7 @@ chaos = Agent(
     name="chaos",
     instructions="Chaos test agent.",
     model="chaos-model",
-    tools=[charge, charge_silently, approved_charge, explode, hang, not_json, huge],
+    tools=[charge, charge_silently, approved_charge, explode, hang, stubborn, not_json, huge],
     max_turns=4,
     model_timeout=timedelta(seconds=10),
     model_retry_policy=RetryPolicy(
@@ -98,3 +108,6 @@ chaos = Agent(
     ),
     model_retry_budget=timedelta(minutes=5),
 )
+
+chaos_long = dataclasses.replace(chaos, name="chaos_long", turns_per_workflow_run=1)
+"""Continues as new after every model call: kills land around continue-as-new too."""

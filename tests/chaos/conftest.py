@@ -29,7 +29,10 @@ def responder(body: dict) -> Reply:
     if messages[-1]["role"] == "tool":
         return Reply(content=f"done: {messages[-1]['content'][:40]}")
     first = next(m for m in messages if m["role"] == "user")
-    wanted = json.loads(first["content"])
+    try:
+        wanted = json.loads(first["content"])
+    except ValueError:  # not a plan: just answer
+        return Reply(content="no plan")
     return Reply(
         tool_calls=(Call(wanted["tool"], wanted["args"]),),
         delay_seconds=wanted.get("model_delay", 0.0),

@@ -13,11 +13,11 @@ from workflows.state import RunStatus
 
 
 async def start(
-    client: Client, task_queue: str, text: str, prefix: str = "chaos"
+    client: Client, task_queue: str, text: str, prefix: str = "chaos", agent: str = "chaos"
 ) -> WorkflowHandle:
     return await client.start_workflow(
         contract.WORKFLOW_TYPE,
-        AgentInput(agent="chaos", input=text),
+        AgentInput(agent=agent, input=text),
         id=f"{prefix}-{uuid.uuid4().hex[:10]}",
         task_queue=task_queue,
         result_type=AgentResult,
@@ -56,3 +56,7 @@ async def is_final(handle: WorkflowHandle) -> bool:
 
 
 FINAL_OK = RunStatus.COMPLETED
+
+
+async def approve(handle: WorkflowHandle, call_id: str, approver: str = "ann") -> None:
+    await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id=call_id, approver=approver))

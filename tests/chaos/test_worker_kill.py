@@ -4,6 +4,7 @@ happens once."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 
@@ -12,7 +13,8 @@ import pytest
 from tests.chaos import ledger
 from tests.chaos.conftest import plan
 from tests.chaos.harness import summary, wait_until
-from tests.chaos.runs import approve_pending, is_final, start, task_failures
+from tests.chaos.runs import approve, approve_pending, is_final, start, task_failures
+from worker import STICKY_TIMEOUT
 from workflows.state import RunStatus
 
 FAILOVER_TARGET = 10.0
@@ -97,7 +99,8 @@ async def test_random_kills_across_twenty_runs(client, workers, ledger_path, rep
         tool = "approved_charge" if n % 3 == 0 else "charge"
         args = {"amount": n, "seconds": rng.uniform(0.5, 3)}
         text = plan(tool, args, model_delay=rng.uniform(0, 1.5))
-        handles.append(await start(client, workers.task_queue, text, prefix=f"kill{n}"))
+        agent = "chaos_long" if n % 2 else "chaos"  # continues as new after each model call
+        handles.append(await start(client, workers.task_queue, text, f"kill{n}", agent))
     kills: list[tuple[int, float]] = []
     spare = 2
     for _ in range(6):
@@ -124,15 +127,14 @@ async def test_random_kills_across_twenty_runs(client, workers, ledger_path, rep
         assert len(ledger.effects(ledger_path, handle.id)) == 1, handle.id
         assert await task_failures(handle) == 0
     report.add(
-        "kill -9 at random points, 20 runs, 6 kills (seed 20261125)",
+        "kill -9 at random points, 20 runs (half continuing as new each turn), 6 kills "
+        "(seed 20261125)",
         "all completed; each side effect once; no workflow-task failure",
         f"interrupted tool calls retried elsewhere: {summary(recoveries)}",
     )
 
 
 async def wait_for_a_moment() -> None:
-    import asyncio
-
     await asyncio.sleep(0.3)
 
 
@@ -149,3 +151,35 @@ def _recoveries(ledger_path, kills: list[tuple[int, float]]) -> list[float]:
             if later:
                 found.append(later[0][3] - killed_at)
     return found
+
+
+async def test_a_run_cached_on_a_dead_worker_moves_after_the_sticky_timeout(
+    client, workers, ledger_path, report
+):
+    a = await workers.start("a")
+    handle = await start(
+        client, workers.task_queue, plan("approved_charge", {"amount": 1, "seconds": 0})
+    )
+    [pending] = await wait_until(lambda: _pending(handle), 30, "the approval")
+    await workers.start("b")
+    killed_at = await a.kill()  # the run is cached on a, which polls its sticky queue no more
+    await approve(handle, pending["call_id"])
+    [attempt] = await wait_until(
+        lambda: ledger.attempts(ledger_path, handle.id), 30, "the approved tool to run on b"
+    )
+    moved = attempt[3] - killed_at
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    assert moved < STICKY_TIMEOUT.total_seconds() + 5
+    report.add(
+        "run cached on a worker killed while it waits for approval; approved right after",
+        "completed on the other worker",
+        f"the approved tool ran {moved:.1f} s after the kill "
+        f"(sticky queue timeout {STICKY_TIMEOUT.total_seconds():g} s; Temporal's default 10 s)",
+    )
+
+
+async def _pending(handle) -> list:
+    try:
+        return await handle.query("get_pending_approvals")
+    except Exception:
+        return []

@@ -1,0 +1,40 @@
+"""Tools that misbehave, in a real worker process: each failure goes back to the model
+as the call's result, and the run completes."""
+
+from __future__ import annotations
+
+import time
+
+from tests.chaos.conftest import plan
+from tests.chaos.runs import start, task_failures
+from workflows import contract
+from workflows.state import RunState, RunStatus, ToolResult
+
+FAULTS = {
+    "raises (2 attempts)": ("explode", {}, "failed: boom"),
+    "hangs past its 1 s timeout (2 attempts)": ("hang", {}, "timeout"),
+    "returns a value that is not JSON": ("not_json", {}, "not JSON-serialisable"),
+    "returns 5 MB": ("huge", {"megabytes": 5}, None),
+}
+
+
+async def test_tool_faults_go_back_to_the_model_and_the_run_completes(client, workers, report):
+    await workers.start("a")
+    figures = []
+    for name, (tool, args, error) in FAULTS.items():
+        started = time.monotonic()
+        handle = await start(client, workers.task_queue, plan(tool, args))
+        result = await handle.result()
+        took = time.monotonic() - started
+        assert result.status is RunStatus.COMPLETED, name
+        state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+        [outcome] = [i for i in state.items if isinstance(i, ToolResult)]
+        if error is None:
+            assert not outcome.is_error and len(outcome.content) == 5_000_000
+        else:
+            assert outcome.is_error and error in outcome.content, outcome.content
+        assert await task_failures(handle) == 0
+        figures.append(f"{name}: {took:.1f} s")
+    report.add(
+        "tool faults (one run each)", "all completed, errors told to the model", "; ".join(figures)
+    )
