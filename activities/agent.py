@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
+from durable_agents.workflows.state import AgentSpec, RetrySpec
 from temporalio.common import RetryPolicy
-
-from activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
-from workflows.state import AgentSpec, RetrySpec
 
 DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
 """Transient model failures are retried every minute at most; the budget below, not

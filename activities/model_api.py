@@ -18,20 +18,19 @@ from datetime import timedelta
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
-
-from activities import telemetry
-from activities.heartbeat import heartbeating
-from workflows.contract import (
+from durable_agents.activities import telemetry
+from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.workflows.contract import (
     ACTIVITY_CALL_MODEL,
     ERROR_MODEL_REPLY,
     ERROR_MODEL_REQUEST,
     ERROR_MODEL_UNAVAILABLE,
 )
-from workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
-from workflows.state import AssistantMessage, Item, ToolResult, Usage, UserMessage
+from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
+from durable_agents.workflows.state import AssistantMessage, Item, ToolResult, Usage, UserMessage
+from openai.types.chat import ChatCompletion
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 MAX_RETRY_AFTER = timedelta(seconds=300)
 """Longest provider-requested wait we honour; a longer `retry-after` is cut to this."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-from activities.agent import Agent
+from durable_agents.activities.agent import Agent
 
 
 class AgentRegistry:

@@ -6,17 +6,20 @@ import asyncio
 import json
 
 import pydantic_core
+from durable_agents.activities import telemetry
+from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.activities.tool import Tool, ToolContext
+from durable_agents.workflows.contract import (
+    ACTIVITY_DESCRIBE_AGENT,
+    ACTIVITY_RUN_TOOL,
+    ERROR_UNKNOWN_AGENT,
+)
+from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
+from durable_agents.workflows.state import AgentSpec
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
-
-from activities import telemetry
-from activities.heartbeat import heartbeating
-from activities.registry import AgentRegistry
-from activities.tool import Tool, ToolContext
-from workflows.contract import ACTIVITY_DESCRIBE_AGENT, ACTIVITY_RUN_TOOL, ERROR_UNKNOWN_AGENT
-from workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
-from workflows.state import AgentSpec
 
 RAISED = "raised"
 """`agent_tool_failures` reason: the tool raised (its retry policy applies)."""

@@ -17,10 +17,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from durable_agents.workflows.state import Usage
 from temporalio import activity
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-
-from workflows.state import Usage
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import SpanProcessor

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, get_type_hints
 
+from durable_agents.activities.heartbeat import Progress
+from durable_agents.workflows.state import ApprovalPolicy, RetrySpec, ToolSpec
 from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from temporalio.common import RetryPolicy
-
-from activities.heartbeat import Progress
-from workflows.state import ApprovalPolicy, RetrySpec, ToolSpec
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from activities import Agent, tool
+from durable_agents.activities import Agent, tool
 
 MANY_TURNS = 2_000
 """max_turns of the bench agents: the responder, not the agent, ends a run."""

@@ -19,6 +19,10 @@ from importlib.metadata import version
 from pathlib import Path
 from unittest import mock
 
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.codec import data_converter_from_env
+from durable_agents.workflows import contract, search_attributes
+from durable_agents.workflows.payloads import AgentInput, AgentResult
 from openai import AsyncOpenAI
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
@@ -26,13 +30,9 @@ from temporalio.converter import DataConverter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-import worker as worker_module
-from activities.registry import AgentRegistry
-from client.codec import data_converter_from_env
-from examples.scripted_openai import Call, Reply, ScriptedModelServer
-from worker import build_worker, temporal_binary
-from workflows import contract, search_attributes
-from workflows.payloads import AgentInput, AgentResult
+from durable_agents import worker as worker_module
+from durable_agents.testing import Call, Reply, ScriptedModelServer
+from durable_agents.worker import build_worker, temporal_binary
 
 
 def converter(store: str = "off", *, threshold: int | None = None) -> DataConverter:

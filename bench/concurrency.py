@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentResult, DecisionSignal
 from temporalio.client import Client, WorkflowHandle
 
 from bench import common, report, report_runtime, tuned_worker
 from bench.worker_process import worker_process
-from examples.scripted_openai import Call, Reply, ScriptedModelServer
-from workflows import contract
-from workflows.payloads import AgentResult, DecisionSignal
+from durable_agents.testing import Call, Reply, ScriptedModelServer
 
 CALL_ID = "stamp-1"
 CLIENT_CONCURRENCY = 64

@@ -32,7 +32,7 @@ from temporalio.service import RPCError
 
 from bench import common, report, report_data
 from bench.report import Section
-from examples.scripted_openai import Call
+from durable_agents.testing import Call
 
 OTHER_THRESHOLD = 128 * 1024
 """The payload-store threshold measured as an option (the default was 128 KiB until

@@ -15,10 +15,10 @@ from temporalio import workflow
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.activity_calls import run_tool
-    from workflows.agent_workflow import AgentWorkflow
-    from workflows.payloads import AgentResult, ToolOutcome
-    from workflows.state import RunState, ToolCall
+    from durable_agents.workflows.activity_calls import run_tool
+    from durable_agents.workflows.agent_workflow import AgentWorkflow
+    from durable_agents.workflows.payloads import AgentResult, ToolOutcome
+    from durable_agents.workflows.state import RunState, ToolCall
 
 WORKFLOW_TYPE = "BenchLocalToolAgent"
 

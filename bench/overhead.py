@@ -24,6 +24,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from durable_agents.activities.model_api import ModelActivities
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.local_run import run_locally
+from durable_agents.workflows import contract, loop
+from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.payloads import AgentInput
+from durable_agents.workflows.state import RunState, ToolResult
 from openai import AsyncOpenAI
 from temporalio.client import Client
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
@@ -33,18 +40,11 @@ from temporalio.worker import (
     UnsandboxedWorkflowRunner,
 )
 
-from activities.model_api import ModelActivities
-from activities.registry import AgentRegistry
 from bench import agents, common, report, report_runtime
 from bench.floor import FloorInput, FloorWorkflow, floor_worker
 from bench.local_tool import WORKFLOW_TYPE as LOCAL_TOOL_AGENT
 from bench.local_tool import LocalToolAgentWorkflow
-from client.local_run import run_locally
-from examples.scripted_openai import Call
-from workflows import contract, loop
-from workflows.agent_workflow import AgentWorkflow
-from workflows.payloads import AgentInput
-from workflows.state import RunState, ToolResult
+from durable_agents.testing import Call
 
 OURS, LOCAL, FLOOR = report.OURS, report.LOCAL, report.FLOOR
 TASK_RECEIVED = "temporal_activity_task_received"

@@ -24,16 +24,16 @@ import time
 import uuid
 from pathlib import Path
 
+from durable_agents.activities.model_api import to_messages
 from openai.types.chat import ChatCompletion
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.model_api import to_messages
 from bench import common, report, report_runtime, states
 from bench.floor import FloorInput, FloorWorkflow
 from bench.overhead import echo_calls
 from bench.worker_process import worker_process
-from examples.scripted_openai import Reply, ScriptedModelServer
+from durable_agents.testing import Reply, ScriptedModelServer
 
 TURNS = 10
 WARMUP = 4

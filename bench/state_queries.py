@@ -14,14 +14,14 @@ import asyncio
 import tempfile
 import time
 
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import StatusView
+from durable_agents.workflows.snapshot import dumps, loads
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.client import Client
 
 from bench import common, report_data, states
 from bench.report import Section
-from workflows import contract
-from workflows.payloads import StatusView
-from workflows.snapshot import dumps, loads
-from workflows.state import RunState, RunStatus
 
 QUERIES = 20
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from workflows.state import (
+from durable_agents.workflows.state import (
     AgentSpec,
     ApprovalCondition,
     ApprovalPolicy,

@@ -9,8 +9,8 @@ from unittest import mock
 
 from temporalio.worker import UnsandboxedWorkflowRunner
 
-import worker
 from bench import common
+from durable_agents import worker
 
 OPTIONS: dict[str, dict[str, object]] = {
     "no-passthrough": {"sandbox_passthrough": ()},

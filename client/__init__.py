@@ -3,9 +3,17 @@
 `client.local_run.run_locally` drives a run in-process from a snapshot, without Temporal.
 """
 
-from client.agent_client import AgentClient, PendingAcrossRuns, RunPendingApproval
-from client.connect import connect
-from client.errors import (
+# The repository's folder imported as a top-level package (from a checkout):
+if __name__ != "durable_agents.client":
+    raise ImportError(
+        f"import durable_agents.client, not {__name__}: everything installs under the "
+        "durable_agents namespace (agents: `from durable_agents import Agent, tool`)"
+    )
+
+
+from durable_agents.client.agent_client import AgentClient, PendingAcrossRuns, RunPendingApproval
+from durable_agents.client.connect import connect
+from durable_agents.client.errors import (
     AgentClientError,
     ConnectError,
     DecisionRefused,
@@ -13,7 +21,7 @@ from client.errors import (
     RunFailed,
     RunNotFound,
 )
-from client.snapshots import KEY_ENV
+from durable_agents.client.snapshots import KEY_ENV
 
 __all__ = [
     "KEY_ENV",

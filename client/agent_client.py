@@ -14,6 +14,31 @@ from datetime import datetime, timedelta
 from typing import Literal
 from uuid import uuid4
 
+from durable_agents.client import snapshots
+from durable_agents.client.connect import connect
+from durable_agents.client.errors import (
+    AgentClientError,
+    DecisionRefused,
+    failure_message,
+    from_rpc_error,
+    run_ended,
+    run_failed,
+)
+from durable_agents.client.inputs import agent_input, checked
+from durable_agents.client.operations import RunOperations
+from durable_agents.workflows import contract, details
+from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    AgentResult,
+    DecideInput,
+    DecisionSignal,
+    EndSessionSignal,
+    MessageSignal,
+    PendingApproval,
+    StatusView,
+)
+from durable_agents.workflows.state import Decision, RunState
 from pydantic import BaseModel, JsonValue
 from temporalio.client import (
     Client,
@@ -26,32 +51,6 @@ from temporalio.client import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
-
-from client import snapshots
-from client.connect import connect
-from client.errors import (
-    AgentClientError,
-    DecisionRefused,
-    failure_message,
-    from_rpc_error,
-    run_ended,
-    run_failed,
-)
-from client.inputs import agent_input, checked
-from client.operations import RunOperations
-from workflows import contract, details
-from workflows import search_attributes as sa
-from workflows.payloads import (
-    AgentInput,
-    AgentResult,
-    DecideInput,
-    DecisionSignal,
-    EndSessionSignal,
-    MessageSignal,
-    PendingApproval,
-    StatusView,
-)
-from workflows.state import Decision, RunState
 
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
 """Visibility query of the runs that wait for a decision."""

@@ -18,17 +18,16 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 
+from durable_agents.client import cli_ops, cli_snapshots, render, snapshots
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.cli_snapshots import StartedRun, read_file
+from durable_agents.client.confirmed_signal import send_decision
+from durable_agents.client.errors import AgentClientError
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DecideInput, PendingApproval
+from durable_agents.workflows.state import Decision
 from pydantic import JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
-
-from client import cli_ops, cli_snapshots, render, snapshots
-from client.agent_client import AgentClient
-from client.cli_snapshots import StartedRun, read_file
-from client.confirmed_signal import send_decision
-from client.errors import AgentClientError
-from workflows import contract
-from workflows.payloads import DecideInput, PendingApproval
-from workflows.state import Decision
 
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"

@@ -10,13 +10,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TextIO
 
+from durable_agents.client import render
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import AgentClientError, RunFailed
+from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
+from durable_agents.workflows.state import RunStatus
 from pydantic import TypeAdapter
-
-from client import render
-from client.agent_client import AgentClient
-from client.errors import AgentClientError, RunFailed
-from client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
-from workflows.state import RunStatus
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 

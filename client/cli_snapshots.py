@@ -10,14 +10,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from durable_agents.client import snapshots
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import AgentClientError, InvalidSnapshot
+from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
+from durable_agents.workflows.payloads import AgentResult
+from durable_agents.workflows.snapshot import json_schema
 from pydantic import BaseModel
-
-from client import snapshots
-from client.agent_client import AgentClient
-from client.errors import AgentClientError, InvalidSnapshot
-from workflows.payload_schemas import PAYLOADS, payload_schema
-from workflows.payloads import AgentResult
-from workflows.snapshot import json_schema
 
 
 class StartedRun(BaseModel):

@@ -17,7 +17,7 @@ RunState in plain text. Configuration, read by `keys_from_env`:
 
 No keys configured: encryption is off (payloads stay plain JSON), and an
 encrypted payload met on the way in raises `CodecKeyError` saying so.
-`python -m client.codec new-key KID` prints a fresh `KID:BASE64` entry.
+`python -m durable_agents.client.codec new-key KID` prints a fresh `KID:BASE64` entry.
 
 `data_converter_from_env` builds the data converter every process uses (worker,
 `AgentClient`, `agentctl`): pydantic JSON, this codec, and the payload store of
@@ -41,6 +41,14 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from durable_agents.client.codec_chunks import (
+    CHUNKED_ENCODING,
+    ChunkCipher,
+    ChunkFormatError,
+    can_chunk,
+)
+from durable_agents.client.errors import AgentClientError
+from durable_agents.client.payload_store import external_storage
 from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -51,10 +59,6 @@ from temporalio.converter import (
     SerializationContext,
     WithSerializationContext,
 )
-
-from client.codec_chunks import CHUNKED_ENCODING, ChunkCipher, ChunkFormatError, can_chunk
-from client.errors import AgentClientError
-from client.payload_store import external_storage
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 KEYS_FILE_ENV = "AGENT_CODEC_KEYS_FILE"
@@ -349,10 +353,10 @@ def new_key_entry(key_id: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m client.codec new-key KEY_ID`: print a fresh key entry."""
+    """`python -m durable_agents.client.codec new-key KEY_ID`: print a fresh key entry."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "new-key":
-        print("usage: python -m client.codec new-key KEY_ID", file=sys.stderr)
+        print("usage: python -m durable_agents.client.codec new-key KEY_ID", file=sys.stderr)
         return 2
     try:
         print(new_key_entry(args[1]))

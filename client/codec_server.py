@@ -1,6 +1,6 @@
 """Codec server: lets the Temporal UI and CLI show decrypted payloads to authorised people.
 
-`python -m client.codec_server --port 8081` serves Temporal's remote codec
+`python -m durable_agents.client.codec_server --port 8081` serves Temporal's remote codec
 protocol with the keys of `client.codec` (AGENT_CODEC_KEYS...):
 `POST …/encode` and `POST …/decode` take and return `{"payloads": [...]}`
 (Payloads as protobuf JSON: base64 `data` and metadata values); only the last
@@ -51,10 +51,9 @@ from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
+from durable_agents.client.codec import CodecError, CodecKeys, EncryptionCodec, keys_from_env
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
-
-from client.codec import CodecError, CodecKeys, EncryptionCodec, keys_from_env
 
 TOKEN_ENV = "AGENT_CODEC_SERVER_TOKEN"
 CORS_ENV = "AGENT_CODEC_SERVER_CORS_ORIGINS"
@@ -326,7 +325,9 @@ def for_dev_ui(keys: CodecKeys, *, port: int, ui_port: int) -> CodecServer:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the codec server until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m client.codec_server", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m durable_agents.client.codec_server", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(

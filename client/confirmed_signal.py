@@ -9,11 +9,11 @@ workflow task that applies the signal.
 
 from __future__ import annotations
 
-from client.agent_client import AgentClient
-from client.errors import AgentClientError, DecisionRefused
-from workflows.payloads import DecideInput
-from workflows.refusals import total_refused_decisions
-from workflows.state import Decision, DecisionAttempt, RunState
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import AgentClientError, DecisionRefused
+from durable_agents.workflows.payloads import DecideInput
+from durable_agents.workflows.refusals import total_refused_decisions
+from durable_agents.workflows.state import Decision, DecisionAttempt, RunState
 
 
 async def send_decision(

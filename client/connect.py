@@ -6,13 +6,12 @@ import dataclasses
 import re
 from typing import Any
 
+from durable_agents.client.codec import data_converter_from_env
+from durable_agents.client.errors import AgentClientError, ConnectError
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
-
-from client.codec import data_converter_from_env
-from client.errors import AgentClientError, ConnectError
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"

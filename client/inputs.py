@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 from typing import TypeVar
 
+from durable_agents.client.errors import AgentClientError
+from durable_agents.workflows.payloads import AgentInput, problems
 from pydantic import BaseModel, JsonValue, ValidationError
-
-from client.errors import AgentClientError
-from workflows.payloads import AgentInput, problems
 
 _M = TypeVar("_M", bound=BaseModel)
 

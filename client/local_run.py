@@ -15,20 +15,19 @@ import inspect
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
-
-from activities.registry import AgentRegistry
-from activities.run_tool import ToolActivities
-from workflows import contract, decisions, loop
-from workflows.payloads import (
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.activities.run_tool import ToolActivities
+from durable_agents.workflows import contract, decisions, loop
+from durable_agents.workflows.payloads import (
     DecideInput,
     ModelReply,
     ModelRequest,
     PendingApproval,
     ToolOutcome,
 )
-from workflows.state import ErrorInfo, RunState, ToolCall
+from durable_agents.workflows.state import ErrorInfo, RunState, ToolCall
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 ModelCall = Callable[[ModelRequest], Awaitable[ModelReply]]
 """What answers a model request, e.g. `ModelActivities(openai_client).call_model`."""

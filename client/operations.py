@@ -13,6 +13,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
+from durable_agents.client.errors import AgentClientError
+from durable_agents.workflows import contract
+from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.payloads import PendingApproval, StatusView
+from durable_agents.workflows.state import RunStatus
 from pydantic import BaseModel
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -23,12 +28,6 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
-
-from client.errors import AgentClientError
-from workflows import contract
-from workflows import search_attributes as sa
-from workflows.payloads import PendingApproval, StatusView
-from workflows.state import RunStatus
 
 WATCH_INTERVAL = timedelta(seconds=0.5)
 """How often `watch` asks a run for its status."""

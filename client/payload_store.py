@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from durable_agents.client.errors import AgentClientError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     DataConverter,
@@ -36,8 +37,6 @@ from temporalio.converter import (
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
-
-from client.errors import AgentClientError
 
 DEFAULT_THRESHOLD = 16 * 1024
 """Payloads of this many bytes or more go to the store. 16 KiB keeps a turn's

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from client.agent_client import PendingAcrossRuns
-from client.operations import RunSummary, WatchEvent
-from workflows.payloads import AgentResult, PendingApproval, StatusView
-from workflows.state import (
+from durable_agents.client.agent_client import PendingAcrossRuns
+from durable_agents.client.operations import RunSummary, WatchEvent
+from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
+from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
     Item,

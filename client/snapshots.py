@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 
-from client.errors import InvalidSnapshot
-from workflows import snapshot
-from workflows.state import RunState
+from durable_agents.client.errors import InvalidSnapshot
+from durable_agents.workflows import snapshot
+from durable_agents.workflows.state import RunState
 
 KEY_ENV = "AGENT_SNAPSHOT_KEY"
 """Environment variable holding the snapshot signing key (UTF-8 text; unset or empty: none)."""

@@ -19,8 +19,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from activities import Agent, ToolContext, tool
-from examples.scripted_openai import Call, Reply
+from durable_agents import Agent, ToolContext, tool
+from durable_agents.testing import Call, Reply
 
 ORDERS = {
     "A12": {"item": "kettle", "paid": 40.0, "status": "delivered damaged"},

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workflows.migrations import MIGRATIONS
-from workflows.payload_schemas import PAYLOADS, payload_schema
-from workflows.snapshot import json_schema
-from workflows.state import SCHEMA_VERSION
+from durable_agents.workflows.migrations import MIGRATIONS
+from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
+from durable_agents.workflows.snapshot import json_schema
+from durable_agents.workflows.state import SCHEMA_VERSION
 
 SCHEMA_DIR = Path(__file__).resolve().parent
 DRIFT = "RunState changed without a schema version bump: bump SCHEMA_VERSION and add a migration"

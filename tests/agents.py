@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from activities import Agent, ApprovalCondition, ApprovalPolicy, ToolContext, tool
+from durable_agents import Agent, ApprovalCondition, ApprovalPolicy, ToolContext, tool
 
 CALLS: list[tuple[str, dict, str]] = []
 """(tool, arguments, idempotency key) of every tool execution in this process."""

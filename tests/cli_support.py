@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from client import cli
+from durable_agents.client import cli
 
 AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
 UNREACHABLE = "127.0.0.1:1"

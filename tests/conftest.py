@@ -10,16 +10,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.workflows import search_attributes
 from openai import AsyncOpenAI
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.registry import AgentRegistry
-from examples.scripted_openai import ScriptedModelServer
+from durable_agents.testing import ScriptedModelServer
+from durable_agents.worker import build_worker, temporal_binary
 from tests import agents
-from worker import build_worker, temporal_binary
-from workflows import search_attributes
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from temporalio.common import RetryPolicy
 
-from activities import Agent, ToolContext, tool
+from durable_agents import Agent, ToolContext, tool
 
 
 @tool

@@ -13,6 +13,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
+from durable_agents.activities import telemetry
+from durable_agents.activities.registry import AgentRegistry
 from google.protobuf.duration_pb2 import Duration
 from openai import AsyncOpenAI
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
@@ -20,10 +22,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 
-from activities import telemetry
-from activities.registry import AgentRegistry
+from durable_agents.worker import build_worker
 from tests.test_worker import ROOT, free_port, without_openai_key
-from worker import build_worker
 
 T = TypeVar("T")
 

@@ -12,18 +12,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.workflows import contract, search_attributes
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecisionSignal,
+    EndSessionSignal,
+    MessageSignal,
+)
+from durable_agents.workflows.state import REFUSALS_KEPT, RunState
 from openai import AsyncOpenAI
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.registry import AgentRegistry
-from examples.scripted_openai import Call, Fault, Reply, ScriptedModelServer
+from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
+from durable_agents.worker import build_worker, temporal_binary
 from tests.test_approval_edges import completion
-from worker import build_worker, temporal_binary
-from workflows import contract, search_attributes
-from workflows.payloads import AgentInput, DecisionSignal, EndSessionSignal, MessageSignal
-from workflows.state import REFUSALS_KEPT, RunState
 
 HISTORIES = Path(__file__).parent / "histories"
 

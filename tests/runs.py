@@ -7,11 +7,10 @@ import socket
 import time
 import uuid
 
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput, AgentResult, StatusView
+from durable_agents.workflows.state import RunState, RunStatus, ToolResult
 from temporalio.client import WorkflowHandle
-
-from workflows import contract
-from workflows.payloads import AgentInput, AgentResult, StatusView
-from workflows.state import RunState, RunStatus, ToolResult
 
 
 async def start(worker, text: str = "hi", **options) -> WorkflowHandle:
@@ -57,7 +56,7 @@ def free_port() -> int:
 
 async def temporal_cli(worker, *args: str) -> str:
     """Run the `temporal` CLI against the worker's server; its stdout (fails on error)."""
-    from worker import temporal_binary
+    from durable_agents.worker import temporal_binary
 
     process = await asyncio.create_subprocess_exec(
         temporal_binary(),

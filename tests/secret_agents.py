@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from activities import Agent, tool
+from durable_agents import Agent, tool
 
 PROMPT_MARKER = "PROMPT-MARKER-7f3a"
 ARGUMENT_MARKER = "ARGUMENT-MARKER-91bc"

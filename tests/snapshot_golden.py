@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from workflows.canonical import canonical_json
-from workflows.migrations import MIGRATIONS
-from workflows.state import (
+from durable_agents.workflows.canonical import canonical_json
+from durable_agents.workflows.migrations import MIGRATIONS
+from durable_agents.workflows.state import (
     SCHEMA_VERSION,
     AgentSpec,
     ApprovalCondition,

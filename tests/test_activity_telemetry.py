@@ -10,20 +10,20 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import pytest
+from durable_agents.activities import telemetry
+from durable_agents.activities.model_api import ModelActivities
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.activities.run_tool import ERROR_TOOL_TIMEOUT, ToolActivities
+from durable_agents.workflows.payloads import ModelRequest, ToolRequest
+from durable_agents.workflows.state import UserMessage
 from openai import AsyncOpenAI
 from temporalio.activity import ActivityCancellationDetails
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import telemetry
-from activities.model_api import ModelActivities
-from activities.registry import AgentRegistry
-from activities.run_tool import ERROR_TOOL_TIMEOUT, ToolActivities
-from examples.scripted_openai import Reply
+from durable_agents.testing import Reply
 from tests.ops_support import Metered, eventually, metered_client, samples, total
 from tests.test_lifecycle import wait_for_file
-from workflows.payloads import ModelRequest, ToolRequest
-from workflows.state import UserMessage
 
 HALF_SECOND = timedelta(seconds=0.5)
 TOOLS = ToolActivities(AgentRegistry.from_modules(["tests.ops_agents"]))

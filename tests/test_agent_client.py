@@ -8,15 +8,15 @@ import uuid
 from typing import cast
 
 import pytest
+from durable_agents.client.errors import DecisionRefused, RunFailed, RunNotFound
+from durable_agents.workflows import contract, snapshot
+from durable_agents.workflows.payloads import StatusView
+from durable_agents.workflows.state import Decision, RunState, RunStatus
 from temporalio.client import Client
 
-from client import AgentClient, AgentClientError
-from client.errors import DecisionRefused, RunFailed, RunNotFound
-from examples.scripted_openai import Call, Reply
+from durable_agents import AgentClient, AgentClientError
+from durable_agents.testing import Call, Reply
 from tests import agents
-from workflows import contract, snapshot
-from workflows.payloads import StatusView
-from workflows.state import Decision, RunState, RunStatus
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
 WAIT_SECONDS = 10.0

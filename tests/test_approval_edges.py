@@ -10,18 +10,18 @@ import json
 import uuid
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.payloads import AgentInput, AgentResult, DecideInput, DecisionSignal
+from durable_agents.workflows.state import AssistantMessage, Decision, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from examples.scripted_openai import Call, Raw, Reply
+from durable_agents.testing import Call, Raw, Reply
 from tests import agents
 from tests.conftest import serving
 from tests.runs import start, state_of, temporal_cli, tool_results, wait_for_status
-from workflows import contract
-from workflows import search_attributes as sa
-from workflows.payloads import AgentInput, AgentResult, DecideInput, DecisionSignal
-from workflows.state import AssistantMessage, Decision, RunStatus
 
 
 def email(call_id: str) -> Call:

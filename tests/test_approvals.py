@@ -7,16 +7,16 @@ import asyncio
 import json
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DecideInput, DecisionSignal
+from durable_agents.workflows.state import Decision, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
 from tests import agents
 from tests.runs import start, state_of, temporal_cli, wait_for_status
-from workflows import contract
-from workflows.payloads import DecideInput, DecisionSignal
-from workflows.state import Decision, RunStatus
 
 
 def email(call_id: str, to: str = "a") -> Call:

@@ -6,10 +6,10 @@ import asyncio
 import uuid
 
 import pytest
+from durable_agents.client import PendingAcrossRuns, cli, render
+from durable_agents.client.agent_client import PENDING_QUERY
 
-from client import PendingAcrossRuns, cli, render
-from client.agent_client import PENDING_QUERY
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
 from tests.cli_support import (
     UNREACHABLE,
     WAIT_SECONDS,

@@ -7,8 +7,9 @@ import io
 import json
 import uuid
 
-from client import AgentClient, cli_ops
-from examples.scripted_openai import Call, Reply
+from durable_agents.client import AgentClient, cli_ops
+
+from durable_agents.testing import Call, Reply
 from tests import agents
 from tests.cli_support import agentctl, bound_to, error_lines, wait_for_status
 from tests.ops_support import eventually, fresh_namespace

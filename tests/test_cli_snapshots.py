@@ -9,9 +9,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from durable_agents.client import KEY_ENV
+from durable_agents.workflows import snapshot
+from durable_agents.workflows.canonical import canonical_json
+from durable_agents.workflows.snapshot import json_schema
+from durable_agents.workflows.state import SCHEMA_VERSION, RunState
 
-from client import KEY_ENV
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
 from tests import agents
 from tests.cli_support import (
     UNREACHABLE,
@@ -23,10 +27,6 @@ from tests.cli_support import (
     wait_for_status,
 )
 from tests.snapshot_golden import fixture_path
-from workflows import snapshot
-from workflows.canonical import canonical_json
-from workflows.snapshot import json_schema
-from workflows.state import SCHEMA_VERSION, RunState
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
 FIXTURE = fixture_path(SCHEMA_VERSION)

@@ -6,13 +6,8 @@ import base64
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from temporalio.api.common.v1 import Payload
-from temporalio.api.failure.v1 import Failure
-from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
-from temporalio.exceptions import ApplicationError
-
-from client import codec
-from client.codec import (
+from durable_agents.client import codec
+from durable_agents.client.codec import (
     CodecConfigError,
     CodecDataError,
     CodecKeyError,
@@ -21,7 +16,11 @@ from client.codec import (
     codec_data_converter,
     keys_from_env,
 )
-from workflows.payloads import AgentInput
+from durable_agents.workflows.payloads import AgentInput
+from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
+from temporalio.exceptions import ApplicationError
 
 RAW_A = b"a" * 32
 RAW_B = b"b" * 32

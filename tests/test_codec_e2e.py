@@ -18,6 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.codec import (
+    KEYS_ENV,
+    PRIMARY_ENV,
+    CodecKeyError,
+    CodecKeys,
+    EncryptionCodec,
+    codec_data_converter,
+)
+from durable_agents.client.codec_server import CodecServer, CodecServerConfig
+from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.state import RunStatus
 from openai import AsyncOpenAI
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
@@ -27,18 +40,8 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
-from activities.registry import AgentRegistry
-from client.agent_client import AgentClient
-from client.codec import (
-    KEYS_ENV,
-    PRIMARY_ENV,
-    CodecKeyError,
-    CodecKeys,
-    EncryptionCodec,
-    codec_data_converter,
-)
-from client.codec_server import CodecServer, CodecServerConfig
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
+from durable_agents.worker import build_worker, temporal_binary
 from tests.runs import tool_results
 from tests.secret_agents import (
     ANSWER_MARKER,
@@ -49,9 +52,6 @@ from tests.secret_agents import (
     PROMPT_MARKER,
     REASON_MARKER,
 )
-from worker import build_worker, temporal_binary
-from workflows.agent_workflow import AgentWorkflow
-from workflows.state import RunStatus
 
 KEY_OLD = "k-2025:" + base64.b64encode(b"o" * 32).decode()
 KEY_NEW = "k-2026:" + base64.b64encode(b"n" * 32).decode()

@@ -11,10 +11,11 @@ import asyncio
 import json
 
 import pytest
+from durable_agents.client.errors import RunFailed
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 
-from client.errors import RunFailed
-from examples.scripted_openai import Call, Fault, Reply
+from durable_agents.testing import Call, Fault, Reply
 from tests.secret_agents import (
     ARGUMENT_MARKER,
     CONTEXT_MARKER,
@@ -33,7 +34,6 @@ from tests.test_codec_e2e import (
     _wait_for_pending,
     _worker,
 )
-from workflows.state import RunStatus
 
 
 @pytest.fixture(params=["encrypted", "plain"])

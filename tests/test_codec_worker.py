@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.codec import CodecKeys, codec_data_converter
 from temporalio.client import Client
 
-from client.agent_client import AgentClient
-from client.codec import CodecKeys, codec_data_converter
-from examples.scripted_openai import Reply
+from durable_agents.testing import Reply
 from tests.test_worker import free_port, run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,11 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from workflows import decisions, loop
-from workflows.approval_policy import arguments_problem, requires_decision
-from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
-from workflows.state import (
+from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.approval_policy import arguments_problem, requires_decision
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecideInput,
+    ModelReply,
+    ModelToolCall,
+    ToolOutcome,
+)
+from durable_agents.workflows.state import (
     AgentSpec,
     ApprovalCondition,
     ApprovalPolicy,

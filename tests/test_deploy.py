@@ -23,14 +23,14 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from durable_agents.client.connect import connect
+from durable_agents.client.errors import ConnectError
+from durable_agents.workflows import search_attributes
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
-from client.connect import connect
-from client.errors import ConnectError
-from worker import DRAIN_GRACE
-from workflows import search_attributes
+from durable_agents.worker import DRAIN_GRACE
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -199,7 +199,7 @@ def test_codec_server_service_and_probes_match_its_port():
     found = resources_by_kind()
     pod = found[("Deployment", "agent-codec-server")]["spec"]["template"]["spec"]
     [container] = pod["containers"]
-    assert container["command"][:3] == ["python", "-m", "client.codec_server"]
+    assert container["command"][:3] == ["python", "-m", "durable_agents.client.codec_server"]
     port = int(container["command"][container["command"].index("--port") + 1])
     assert container["ports"] == [{"name": "http", "containerPort": port}]
     assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"

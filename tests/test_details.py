@@ -5,10 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-
-from workflows import details, loop
-from workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
-from workflows.state import AgentSpec, ErrorInfo, RunState, RunStatus, ToolSpec, Usage
+from durable_agents.workflows import details, loop
+from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
+from durable_agents.workflows.state import (
+    AgentSpec,
+    ErrorInfo,
+    RunState,
+    RunStatus,
+    ToolSpec,
+    Usage,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 OBJECT = {"type": "object"}

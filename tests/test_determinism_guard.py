@@ -27,6 +27,7 @@ FORBIDDEN_MODULES = {
     "requests",
     "activities",
     "client",
+    "durable_agents",
 }
 """Modules workflow code may not import (sources of time, randomness, I/O, or our
 activity and client code)."""
@@ -35,13 +36,42 @@ FORBIDDEN_CALLS = {"now", "utcnow", "today", "uuid1", "uuid4", "open", "sleep", 
 
 
 def imported_roots(tree: ast.AST) -> set[str]:
-    roots = set()
+    """Top-level modules imported; ours by their subpackage (`durable_agents.client`:
+    `client`), the package itself as `durable_agents` (its public face loads
+    activity and client code)."""
+    names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots |= {a.name.split(".")[0] for a in node.names}
+            names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+            names.add(node.module)
+    return {_root(name) for name in names}
+
+
+def _root(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "durable_agents" and len(parts) > 1:
+        return parts[1]
+    return parts[0]
+
+
+PURE = [
+    p
+    for p in WORKFLOWS
+    if p.stem
+    not in {
+        "agent_workflow",
+        "activity_calls",
+        "metrics",
+        "raw_payloads",
+        "search_attributes",
+        "visibility",
+    }
+]
+"""The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
+plain functions and data that run (and are tested) without Temporal. The others
+face Temporal: the workflow class, its activity calls, visibility and metrics, raw
+payloads."""
 
 
 def forbidden_calls(tree: ast.AST) -> list[str]:
@@ -75,3 +105,17 @@ def test_the_guard_catches_what_it_is_for():
     )
     assert imported_roots(bad) & FORBIDDEN_MODULES == {"time"}
     assert forbidden_calls(bad) == ["line 5: datetime.now()", "line 6: uuid4()", "line 8: open()"]
+
+
+@pytest.mark.parametrize("path", PURE, ids=lambda p: p.name)
+def test_pure_modules_do_not_import_temporalio(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert "temporalio" not in imported_roots(tree)
+
+
+def test_the_guard_sees_our_subpackages_through_the_namespace():
+    tree = ast.parse(
+        "from durable_agents.client.codec import x\nimport durable_agents\n"
+        "from durable_agents.workflows import loop\n"
+    )
+    assert imported_roots(tree) == {"client", "durable_agents", "workflows"}

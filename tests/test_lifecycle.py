@@ -8,12 +8,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput
 from temporalio.api.enums.v1 import EventType
 
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
 from tests.ops_support import worker_process
-from workflows import contract
-from workflows.payloads import AgentInput
 
 
 async def wait_for_file(path: Path, timeout: float = 30) -> None:

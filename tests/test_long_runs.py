@@ -10,18 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import EventType
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
-
-from client.payload_store import with_payload_store
-from examples.scripted_openai import Call, Reply
-from tests import agents
-from tests.conftest import RunningWorker, serving
-from tests.runs import state_of, wait_for_status
-from worker import temporal_binary
-from workflows import contract, search_attributes
-from workflows.payloads import (
+from durable_agents.client.payload_store import with_payload_store
+from durable_agents.workflows import contract, search_attributes
+from durable_agents.workflows.payloads import (
     AgentInput,
     AgentResult,
     DecideInput,
@@ -29,7 +20,16 @@ from workflows.payloads import (
     EndSessionSignal,
     MessageSignal,
 )
-from workflows.state import Decision, RunState, RunStatus, ToolResult, UserMessage
+from durable_agents.workflows.state import Decision, RunState, RunStatus, ToolResult, UserMessage
+from temporalio.api.enums.v1 import EventType
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from durable_agents.testing import Call, Reply
+from durable_agents.worker import temporal_binary
+from tests import agents
+from tests.conftest import RunningWorker, serving
+from tests.runs import state_of, wait_for_status
 
 BLOB_LIMIT = 1024 * 1024
 """The lowered server limit on one payload (the default is 2 MiB)."""

@@ -6,11 +6,15 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from pydantic import ValidationError
-
-from workflows import decisions, loop, proposed_calls
-from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
-from workflows.state import (
+from durable_agents.workflows import decisions, loop, proposed_calls
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecideInput,
+    ModelReply,
+    ModelToolCall,
+    ToolOutcome,
+)
+from durable_agents.workflows.state import (
     AgentSpec,
     Decision,
     ErrorInfo,
@@ -21,6 +25,7 @@ from workflows.state import (
     Usage,
     UserMessage,
 )
+from pydantic import ValidationError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEMA = {"type": "object", "properties": {}}

@@ -16,20 +16,27 @@ from datetime import UTC, datetime, timedelta
 
 import openai
 import pytest
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
-
-from activities.model_api import (
+from durable_agents.activities.model_api import (
     MAX_RETRY_AFTER,
     UNUSABLE_REPLY_ATTEMPTS,
     ModelActivities,
     jittered_backoff,
 )
-from examples.scripted_openai import EXHAUSTED, Call, Fault, Hang, Raw, Reply, ScriptedModelServer
-from workflows import contract
-from workflows.payloads import ModelRequest, ToolSchema
-from workflows.state import AssistantMessage, Decision, ToolCall, ToolResult, Usage, UserMessage
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import ModelRequest, ToolSchema
+from durable_agents.workflows.state import (
+    AssistantMessage,
+    Decision,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from durable_agents.testing import EXHAUSTED, Call, Fault, Hang, Raw, Reply, ScriptedModelServer
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 ADD = ToolSchema(

@@ -12,17 +12,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
+from durable_agents.activities import telemetry
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client import AgentClient
+from durable_agents.client.errors import RunFailed
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput, AgentResult
+from durable_agents.workflows.state import RunStatus
 from openai import AsyncOpenAI
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
-from activities import telemetry
-from activities.registry import AgentRegistry
-from client import AgentClient
-from client.errors import RunFailed
-from examples.scripted_openai import Call, Fault, Reply
+from durable_agents.testing import Call, Fault, Reply
+from durable_agents.worker import build_worker
 from tests.ops_support import (
     Metered,
     eventually,
@@ -35,10 +39,6 @@ from tests.ops_support import (
 from tests.runs import start
 from tests.test_agent_client import wait_for_status
 from tests.test_worker import free_port, run, without_openai_key
-from worker import build_worker
-from workflows import contract
-from workflows.payloads import AgentInput, AgentResult
-from workflows.state import RunStatus
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="e1")
 STALL = Call("stall", {"seconds": 4}, call_id="s1")

@@ -8,17 +8,17 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from durable_agents.client.errors import RunFailed
+from durable_agents.client.operations import SearchAttributeConflict, create_commands, list_query
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 
-from client import AgentClient, AgentClientError
-from client.errors import RunFailed
-from client.operations import SearchAttributeConflict, create_commands, list_query
-from examples.scripted_openai import Call, Reply
+from durable_agents import AgentClient, AgentClientError
+from durable_agents.testing import Call, Reply
 from tests import agents
 from tests.ops_support import eventually, fresh_namespace
 from tests.test_agent_client import wait_for_status
-from workflows.state import RunStatus
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="e1")
 

@@ -7,11 +7,11 @@ import json
 
 import jsonschema
 import pytest
+from durable_agents.client import cli
+from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
 
-from client import cli
 from schemas import generate
 from tests.test_readme_commands import readme_commands
-from workflows.payload_schemas import PAYLOADS, payload_schema
 
 
 def test_committed_payload_schemas_are_current():

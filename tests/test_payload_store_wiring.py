@@ -9,13 +9,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.workflows.payloads import ToolOutcome
+from durable_agents.workflows.state import RunStatus
 
-from client.agent_client import AgentClient
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
 from tests.runs import tool_results
 from tests.test_codec_worker import base_env, read_until, start_worker, stop
-from workflows.payloads import ToolOutcome
-from workflows.state import RunStatus
 
 BLOB = 5_000_000
 REFERENCE = b"temporal.api.sdk.v1.ExternalStorageReference"

@@ -6,9 +6,10 @@ import re
 import shlex
 from pathlib import Path
 
-from examples.scripted_openai import Call, Reply
+from durable_agents.workflows.state import Decision, RunStatus
+
+from durable_agents.testing import Call, Reply
 from tests.runs import start, state_of, temporal_cli, wait_for_status
-from workflows.state import Decision, RunStatus
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from durable_agents.workflows.agent_workflow import AgentWorkflow
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
-
-from workflows.agent_workflow import AgentWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 

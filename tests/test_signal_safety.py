@@ -6,14 +6,14 @@ dynamic signal handler: the run's every later workflow task failed."""
 from __future__ import annotations
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
 from tests.runs import start, state_of, temporal_cli, wait_for_status
-from workflows import contract
-from workflows.payloads import DecisionSignal
-from workflows.state import REFUSALS_KEPT, RunState, RunStatus
 
 
 def email(call_id: str) -> Call:

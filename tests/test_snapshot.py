@@ -7,18 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from tests.snapshot_golden import (
-    KEY,
-    golden_state,
-    golden_text,
-)
-from workflows.canonical import canonical_json
-from workflows.decisions import rule_decision
-from workflows.snapshot import SnapshotError, dumps, loads, validate
-from workflows.state import (
+from durable_agents.workflows.canonical import canonical_json
+from durable_agents.workflows.decisions import rule_decision
+from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
+from durable_agents.workflows.state import (
     SCHEMA_VERSION,
     AgentSpec,
     ApprovalCondition,
@@ -36,7 +28,15 @@ from workflows.state import (
     Usage,
     UserMessage,
 )
-from workflows.state_checks import _ALL_ANSWERED
+from durable_agents.workflows.state_checks import _ALL_ANSWERED
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.snapshot_golden import (
+    KEY,
+    golden_state,
+    golden_text,
+)
 
 # --- round trip ---------------------------------------------------------------------
 

@@ -10,6 +10,9 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
+from durable_agents.workflows.snapshot_input import SnapshotInput
+from durable_agents.workflows.state import RunState
 from pydantic import TypeAdapter, ValidationError
 
 from tests.snapshot_golden import (
@@ -22,9 +25,6 @@ from tests.snapshot_golden import (
     move_item,
     set_at,
 )
-from workflows.snapshot import SnapshotError, dumps, loads, validate
-from workflows.snapshot_input import SnapshotInput
-from workflows.state import RunState
 
 
 def _timeout_approval(doc: dict[str, Any]) -> None:

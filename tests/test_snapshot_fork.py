@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
-
-from tests.snapshot_golden import OBJECT, T0, at
-from workflows import decisions, loop
-from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
-from workflows.snapshot import SnapshotError, dumps, fork, loads
-from workflows.state import (
+from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecideInput,
+    ModelReply,
+    ModelToolCall,
+    ToolOutcome,
+)
+from durable_agents.workflows.snapshot import SnapshotError, dumps, fork, loads
+from durable_agents.workflows.state import (
     AgentSpec,
     Decision,
     DecisionAttempt,
@@ -19,6 +23,8 @@ from workflows.state import (
     Usage,
     UserMessage,
 )
+
+from tests.snapshot_golden import OBJECT, T0, at
 
 # --- fork -----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 import pytest
+from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
 
 from tests.snapshot_golden import (
     KEY,
@@ -18,7 +19,6 @@ from tests.snapshot_golden import (
     set_at,
     sign,
 )
-from workflows.snapshot import SnapshotError, dumps, loads, validate
 
 # --- refusals -------------------------------------------------------------------------
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecideInput,
+    ModelReply,
+    ModelToolCall,
+    ToolOutcome,
+)
+from durable_agents.workflows.snapshot import dumps, fork, loads
+from durable_agents.workflows.state import Decision, ErrorInfo, RunOrigin, RunState, RunStatus
+
 from tests.snapshot_golden import T0, at
 from tests.test_snapshot_fork import SPEC, USAGE
-from workflows import decisions, loop
-from workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall, ToolOutcome
-from workflows.snapshot import dumps, fork, loads
-from workflows.state import Decision, ErrorInfo, RunOrigin, RunState, RunStatus
 
 
 def _reply(*calls: tuple[str, str]) -> ModelReply:

@@ -7,16 +7,16 @@ import json
 import uuid
 
 import pytest
+from durable_agents.client import AgentClient
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentResult
+from durable_agents.workflows.state import Decision, RunOrigin, RunStatus
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from client import AgentClient
-from examples.scripted_openai import Call, Fault, Reply
+from durable_agents.testing import Call, Fault, Reply
 from tests import agents
 from tests.test_snapshots_e2e import EMAIL, client, executions, wait_for, waiting_run
-from workflows import contract
-from workflows.payloads import AgentResult
-from workflows.state import Decision, RunOrigin, RunStatus
 
 __all__ = ["client"]  # the fixture, shared with test_snapshots_e2e
 

@@ -8,13 +8,19 @@ from typing import Any
 
 import jsonschema
 import pytest
+from durable_agents.workflows import loop
+from durable_agents.workflows.migrations import MIGRATIONS
+from durable_agents.workflows.snapshot import dumps, json_schema, loads, migrate, validate
+from durable_agents.workflows.state import (
+    SCHEMA_VERSION,
+    AssistantMessage,
+    Decision,
+    RunOrigin,
+    RunStatus,
+)
 
 from schemas import generate
 from tests.snapshot_golden import RELEASED, at, fixture_path, golden_state, golden_text, sign
-from workflows import loop
-from workflows.migrations import MIGRATIONS
-from workflows.snapshot import dumps, json_schema, loads, migrate, validate
-from workflows.state import SCHEMA_VERSION, AssistantMessage, Decision, RunOrigin, RunStatus
 
 # --- golden fixtures and schemas, one per released version ---------------------------
 

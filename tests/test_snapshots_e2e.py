@@ -8,21 +8,21 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from durable_agents.activities.model_api import ModelActivities
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client import AgentClient, AgentClientError, InvalidSnapshot, RunFailed
+from durable_agents.client.local_run import run_locally
+from durable_agents.workflows import decisions, loop, search_attributes, snapshot
+from durable_agents.workflows.payloads import AgentInput, DecideInput, StatusView
+from durable_agents.workflows.state import Decision, RunOrigin, RunStatus, UserMessage
 from openai import AsyncOpenAI
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.model_api import ModelActivities
-from activities.registry import AgentRegistry
-from client import AgentClient, AgentClientError, InvalidSnapshot, RunFailed
-from client.local_run import run_locally
-from examples.scripted_openai import Call, Fault, Reply
+from durable_agents.testing import Call, Fault, Reply
+from durable_agents.worker import build_worker, temporal_binary
 from tests import agents
 from tests.snapshot_golden import RELEASED, golden_text
-from worker import build_worker, temporal_binary
-from workflows import decisions, loop, search_attributes, snapshot
-from workflows.payloads import AgentInput, DecideInput, StatusView
-from workflows.state import Decision, RunOrigin, RunStatus, UserMessage
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
 ADD = Call("add", {"a": 2, "b": 3}, call_id="call_add")

@@ -6,11 +6,10 @@ from datetime import timedelta
 from typing import Annotated
 
 import pytest
+from durable_agents.activities import Agent, ToolContext, tool
+from durable_agents.activities.registry import AgentRegistry
 from pydantic import Field
 from temporalio.common import RetryPolicy
-
-from activities import Agent, ToolContext, tool
-from activities.registry import AgentRegistry
 
 
 @tool(needs_approval=True, timeout=timedelta(seconds=5))

@@ -15,18 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from durable_agents.client import AgentClient
+from durable_agents.workflows.state import RunStatus
 from playwright.async_api import BrowserContext, Error, async_playwright, expect
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from client import AgentClient
-from examples.scripted_openai import Call, Reply
+from durable_agents.testing import Call, Reply
+from durable_agents.worker import start_dev_server
 from tests.conftest import serving
 from tests.ops_support import eventually
 from tests.test_agent_client import wait_for_status
 from tests.test_worker import free_port
-from worker import start_dev_server
-from workflows.state import RunStatus
 
 CHROMIUM = Path(os.environ.get("AGENT_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [

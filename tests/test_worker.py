@@ -10,15 +10,15 @@ import uuid
 from pathlib import Path
 
 import pytest
+from durable_agents.client.errors import AgentClientError
+from durable_agents.client.operations import check_search_attributes
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput, AgentResult
 from temporalio.testing import WorkflowEnvironment
 
-from client.errors import AgentClientError
-from client.operations import check_search_attributes
-from examples.scripted_openai import Reply
+from durable_agents.testing import Reply
+from durable_agents.worker import temporal_binary
 from tests.runs import free_port
-from worker import temporal_binary
-from workflows import contract
-from workflows.payloads import AgentInput, AgentResult
 
 ROOT = Path(__file__).resolve().parent.parent
 

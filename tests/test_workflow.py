@@ -8,16 +8,16 @@ import time
 import uuid
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput, DecisionSignal, PendingApproval
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from examples.scripted_openai import Call, Fault, Reply
+from durable_agents.testing import Call, Fault, Reply
 from tests import agents
 from tests.runs import start, state_of, temporal_cli, tool_results, wait_for_status
-from workflows import contract
-from workflows.payloads import AgentInput, DecisionSignal, PendingApproval
-from workflows.state import RunStatus
 
 
 async def test_plain_answer_completes_with_output_and_usage(worker, model_server):

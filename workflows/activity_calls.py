@@ -17,9 +17,14 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contract, details, loop, patches
-    from workflows.payloads import DescribeAgentInput, ModelReply, ModelRequest, ToolOutcome
-    from workflows.state import AgentSpec, ErrorInfo, RetrySpec, RunState, ToolCall
+    from durable_agents.workflows import contract, details, loop, patches
+    from durable_agents.workflows.payloads import (
+        DescribeAgentInput,
+        ModelReply,
+        ModelRequest,
+        ToolOutcome,
+    )
+    from durable_agents.workflows.state import AgentSpec, ErrorInfo, RetrySpec, RunState, ToolCall
 
 DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
 DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)

@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
 with workflow.unsafe.imports_passed_through():
-    from workflows import (
+    from durable_agents.workflows import (
         activity_calls,
         contract,
         decisions,
@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         refusals,
         visibility,
     )
-    from workflows.payloads import (
+    from durable_agents.workflows.payloads import (
         AgentInput,
         AgentResult,
         DecideInput,
@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         StatusView,
         ToolOutcome,
     )
-    from workflows.state import (
+    from durable_agents.workflows.state import (
         PREVIEW_CHARS,
         Decision,
         DecisionAttempt,

@@ -8,7 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from workflows.state import ApprovalCondition, ApprovalPolicy, ToolSpec
+from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy, ToolSpec
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,

@@ -19,9 +19,9 @@ import json
 from datetime import datetime, timedelta
 from typing import Literal
 
-from workflows.approval_policy import arguments_problem
-from workflows.payloads import DecideInput, PendingApproval
-from workflows.state import (
+from durable_agents.workflows.approval_policy import arguments_problem
+from durable_agents.workflows.payloads import DecideInput, PendingApproval
+from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
     DecisionAttempt,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 
-from workflows import decisions
-from workflows.state import AssistantMessage, RunState, ToolResult
+from durable_agents.workflows import decisions
+from durable_agents.workflows.state import AssistantMessage, RunState, ToolResult
 
 SHORT = 80
 """Widest text (arguments, tool result) in the current details before it is cut."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from workflows import decisions
-from workflows.payloads import (
+from durable_agents.workflows import decisions
+from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
     ModelRequest,
@@ -21,8 +21,12 @@ from workflows.payloads import (
     ToolRequest,
     ToolSchema,
 )
-from workflows.proposed_calls import malformed_problem, proposed_call, unique_call_ids
-from workflows.state import (
+from durable_agents.workflows.proposed_calls import (
+    malformed_problem,
+    proposed_call,
+    unique_call_ids,
+)
+from durable_agents.workflows.state import (
     AgentSpec,
     AssistantMessage,
     ErrorInfo,

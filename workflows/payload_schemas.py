@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
-
-from workflows.payloads import (
+from durable_agents.workflows.payloads import (
     AgentInput,
     AgentResult,
     DecideInput,
@@ -20,7 +18,8 @@ from workflows.payloads import (
     PendingApproval,
     StatusView,
 )
-from workflows.state import Decision
+from durable_agents.workflows.state import Decision
+from pydantic import TypeAdapter
 
 PAYLOADS: dict[str, tuple[Any, str]] = {
     "workflow-input": (AgentInput, "AgentWorkflow input"),

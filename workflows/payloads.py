@@ -10,10 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+from durable_agents.workflows.snapshot_input import SnapshotInput
+from durable_agents.workflows.state import Item, RunStatus, Usage
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
-
-from workflows.snapshot_input import SnapshotInput
-from workflows.state import Item, RunStatus, Usage
 
 
 class _Payload(BaseModel):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from workflows.approval_policy import requires_decision
-from workflows.payloads import ModelReply, ModelToolCall
-from workflows.state import AgentSpec, AssistantMessage, RunState, ToolCall
+from durable_agents.workflows.approval_policy import requires_decision
+from durable_agents.workflows.payloads import ModelReply, ModelToolCall
+from durable_agents.workflows.state import AgentSpec, AssistantMessage, RunState, ToolCall
 
 
 def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:

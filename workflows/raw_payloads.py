@@ -18,7 +18,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.payloads import problems
+    from durable_agents.workflows.payloads import problems
 
 _M = TypeVar("_M", bound=BaseModel)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from workflows.state import REFUSALS_KEPT, RefusedSignal, RunState
+from durable_agents.workflows.state import REFUSALS_KEPT, RefusedSignal, RunState
 
 
 def over_limit(state: RunState) -> bool:

@@ -18,11 +18,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import ValidationError
-
-from workflows.canonical import HMAC_SHA256, SHA256, integrity_block
-from workflows.migrations import MIGRATIONS, Migration
-from workflows.state import (
+from durable_agents.workflows.canonical import HMAC_SHA256, SHA256, integrity_block
+from durable_agents.workflows.migrations import MIGRATIONS, Migration
+from durable_agents.workflows.state import (
     SCHEMA_VERSION,
     AssistantMessage,
     RunOrigin,
@@ -32,6 +30,7 @@ from workflows.state import (
     Usage,
     UserMessage,
 )
+from pydantic import ValidationError
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
 _DIGEST = re.compile(r"[0-9a-f]{64}")

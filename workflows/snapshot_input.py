@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from durable_agents.workflows.snapshot import SnapshotError, load_data
+from durable_agents.workflows.state import RunState
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
-
-from workflows.snapshot import SnapshotError, load_data
-from workflows.state import RunState
 
 
 def state_of_document(value: Any) -> Any:

@@ -15,6 +15,8 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
+from durable_agents.workflows import state_checks
+from durable_agents.workflows.migrations import MIGRATIONS
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -27,9 +29,6 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-
-from workflows import state_checks
-from workflows.migrations import MIGRATIONS
 
 SCHEMA_VERSION = "1.2"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from workflows.state import Decision, RunState, ToolCall
+    from durable_agents.workflows.state import Decision, RunState, ToolCall
 
 Problem = tuple[str, str]
 """(JSON path, what is wrong)."""

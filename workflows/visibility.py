@@ -7,9 +7,9 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import decisions, details, metrics
-    from workflows import search_attributes as sa
-    from workflows.state import RunState, RunStatus
+    from durable_agents.workflows import decisions, details, metrics
+    from durable_agents.workflows import search_attributes as sa
+    from durable_agents.workflows.state import RunState, RunStatus
 
 Published = tuple[str, str, int, int]
 """The search-attribute values last set: agent, status, pending approvals, turn."""

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from activities import Agent, ToolContext, tool
+from durable_agents import Agent, ToolContext, tool
 from tests.chaos import ledger
 
 QUICK_RETRY = RetryPolicy(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from examples.scripted_openai import Call, Reply, ScriptedModelServer
+from durable_agents.testing import Call, Reply, ScriptedModelServer
 from tests.chaos import ledger
 from tests.chaos.harness import REPORT_ENV, DevServer, Report, WorkerProcess
 from tests.runs import free_port

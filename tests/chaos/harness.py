@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from durable_agents.client.codec import data_converter_from_env
+from durable_agents.workflows import search_attributes
 from temporalio.client import Client
 
-from client.codec import data_converter_from_env
+from durable_agents.worker import temporal_binary
 from tests.chaos import ledger
 from tests.runs import free_port
-from worker import temporal_binary
-from workflows import search_attributes
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_ENV = "CHAOS_REPORT"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import uuid
 
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal, StatusView
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-
-from workflows import contract
-from workflows.payloads import AgentInput, AgentResult, DecisionSignal, StatusView
-from workflows.state import RunStatus
 
 
 async def start(

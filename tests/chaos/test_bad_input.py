@@ -8,6 +8,8 @@ import json
 import uuid
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.client import (
     WorkflowFailureError,
     WorkflowQueryFailedError,
@@ -15,12 +17,10 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from durable_agents.worker import temporal_binary
 from tests.chaos.conftest import plan
 from tests.chaos.harness import wait_until
 from tests.chaos.runs import start, status, task_failures
-from worker import temporal_binary
-from workflows import contract
-from workflows.state import RunState, RunStatus
 
 SIGNALS = [
     # (what, signal name, CLI --input values; [] sends none)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 
+from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowFailureError
 
 from tests.chaos import ledger
 from tests.chaos.conftest import plan
 from tests.chaos.harness import wait_until
 from tests.chaos.runs import start, status
-from workflows.state import RunStatus
 
 
 async def _cancel_mid_tool(client, workers, ledger_path, tool: str, args: dict):

@@ -7,15 +7,15 @@ import asyncio
 import time
 
 import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
 
-from examples.scripted_openai import Fault
+from durable_agents.testing import Fault
 from tests.chaos import ledger
 from tests.chaos.conftest import plan, responder
 from tests.chaos.harness import wait_until
 from tests.chaos.runs import start, status
-from workflows import contract
-from workflows.payloads import DecisionSignal
-from workflows.state import REFUSALS_KEPT, RunState, RunStatus
 
 pytestmark = pytest.mark.chaos_slow
 

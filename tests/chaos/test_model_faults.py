@@ -8,12 +8,12 @@ import asyncio
 import time
 
 import pytest
+from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowFailureError
 
-from examples.scripted_openai import Fault, Hang, Raw
+from durable_agents.testing import Fault, Hang, Raw
 from tests.chaos.conftest import plan
 from tests.chaos.runs import start
-from workflows.state import RunStatus
 
 DONE = plan("charge", {"amount": 1, "seconds": 0})
 

@@ -7,13 +7,13 @@ import asyncio
 import time
 
 import pytest
+from durable_agents.workflows.payloads import AgentResult
+from durable_agents.workflows.state import RunStatus
 
 from tests.chaos import ledger
 from tests.chaos.conftest import plan
 from tests.chaos.harness import wait_until
 from tests.chaos.runs import approve_pending, is_final, start, task_failures
-from workflows.payloads import AgentResult
-from workflows.state import RunStatus
 
 pytestmark = pytest.mark.chaos_slow
 

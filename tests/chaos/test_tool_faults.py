@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 
+from durable_agents.workflows import contract
+from durable_agents.workflows.state import RunState, RunStatus, ToolResult
+
 from tests.chaos.conftest import plan
 from tests.chaos.runs import start, task_failures
-from workflows import contract
-from workflows.state import RunState, RunStatus, ToolResult
 
 FAULTS = {
     "raises (2 attempts)": ("explode", {}, "failed: boom"),

@@ -9,13 +9,13 @@ import random
 import time
 
 import pytest
+from durable_agents.workflows.state import RunStatus
 
+from durable_agents.worker import STICKY_TIMEOUT
 from tests.chaos import ledger
 from tests.chaos.conftest import plan
 from tests.chaos.harness import summary, wait_until
 from tests.chaos.runs import approve, approve_pending, is_final, start, task_failures
-from worker import STICKY_TIMEOUT
-from workflows.state import RunStatus
 
 FAILOVER_TARGET = 10.0
 """Seconds from kill -9 to the call's next attempt on another worker (the issue's goal)."""

@@ -16,7 +16,7 @@ A step is one of:
   connection);
 - `Raw`: send `body` verbatim with `status` (an unusable or malformed reply).
 
-Run `python -m examples.scripted_openai --port 8000` for an echo model.
+Run `python -m durable_agents.testing --port 8000` for an echo model.
 """
 
 from __future__ import annotations

