@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser test chaos demo lint clean
+.PHONY: install browser test typecheck chaos demo lint clean
 
 install: $(VENV)/.installed
 
@@ -29,10 +29,20 @@ browser:
 
 # The chaos suite's long scenarios (marked chaos_slow) run in `make chaos` only; its
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input) runs here.
-test: install browser
+test: install browser typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -m "not chaos_slow"
+
+# mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
+# lays it out: a view of links, since mypy cannot follow the editable install's mapping
+# of the repository's folders into durable_agents.
+typecheck: install
+	rm -rf .typecheck && mkdir -p .typecheck/durable_agents
+	ln -s $(CURDIR)/durable_agents/*.py .typecheck/durable_agents/
+	for d in workflows activities client; do ln -s $(CURDIR)/$$d .typecheck/durable_agents/$$d; done
+	cd .typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
+		-p durable_agents.workflows
 
 # Fault injection with real processes (tests/chaos/, about 6 minutes): writes bench/RELIABILITY.md.
 chaos: install
@@ -46,7 +56,7 @@ lint: install
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) .temporal .pytest_cache
+	rm -rf $(VENV) .temporal .pytest_cache .typecheck
 
 # Benchmarks (README: Benchmarks): about 12 minutes, writes bench/RESULTS.md.
 .PHONY: bench

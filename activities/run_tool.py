@@ -13,6 +13,8 @@ from durable_agents.activities.tool import Tool, ToolContext
 from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
     ACTIVITY_RUN_TOOL,
+    ERROR_TOOL_RESULT,
+    ERROR_TOOL_TIMEOUT,
     ERROR_UNKNOWN_AGENT,
 )
 from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
@@ -25,8 +27,6 @@ RAISED = "raised"
 """`agent_tool_failures` reason: the tool raised (its retry policy applies)."""
 UNSERIALISABLE = "unserialisable_result"
 """`agent_tool_failures` reason: the tool returned something that is not JSON."""
-ERROR_TOOL_TIMEOUT = "ToolTimeout"
-"""Error type of an attempt cut off at its start-to-close timeout (retryable)."""
 
 
 class ToolActivities:
@@ -121,6 +121,6 @@ def _as_text(tool: str, result: object) -> str:
         telemetry.count_tool_failure(tool, UNSERIALISABLE)
         raise ApplicationError(
             f"tool result of type {type(result).__name__} is not JSON-serialisable: {err}",
-            type="ToolResultNotSerialisable",
+            type=ERROR_TOOL_RESULT,
             non_retryable=True,
         ) from None  # the message says it all: the model is told the innermost cause

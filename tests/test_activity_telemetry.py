@@ -13,7 +13,8 @@ import pytest
 from durable_agents.activities import telemetry
 from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
-from durable_agents.activities.run_tool import ERROR_TOOL_TIMEOUT, ToolActivities
+from durable_agents.activities.run_tool import ToolActivities
+from durable_agents.workflows.contract import ERROR_TOOL_TIMEOUT
 from durable_agents.workflows.payloads import ModelRequest, ToolRequest
 from durable_agents.workflows.state import UserMessage
 from openai import AsyncOpenAI

@@ -62,6 +62,7 @@ PURE = [
     not in {
         "agent_workflow",
         "activity_calls",
+        "inbox",
         "metrics",
         "raw_payloads",
         "search_attributes",
@@ -70,8 +71,8 @@ PURE = [
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
 plain functions and data that run (and are tested) without Temporal. The others
-face Temporal: the workflow class, its activity calls, visibility and metrics, raw
-payloads."""
+face Temporal: the workflow class, its signal inbox and activity calls, visibility
+and metrics, raw payloads."""
 
 
 def forbidden_calls(tree: ast.AST) -> list[str]:

@@ -33,7 +33,7 @@ DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
 async def describe_agent(agent: str) -> AgentSpec:
     """The agent's spec from a worker that serves it; a failure fails the run."""
     try:
-        return await workflow.execute_activity(
+        spec: AgentSpec = await workflow.execute_activity(
             contract.ACTIVITY_DESCRIBE_AGENT,
             DescribeAgentInput(agent=agent),
             result_type=AgentSpec,
@@ -41,6 +41,7 @@ async def describe_agent(agent: str) -> AgentSpec:
             retry_policy=DESCRIBE_AGENT_RETRY,
             summary=f"describe agent {agent}",
         )
+        return spec
     except ActivityError as err:
         raise ApplicationError(
             f"cannot start agent '{agent}': {root_message(err)}",
@@ -53,7 +54,7 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
     """The model's reply, or why the model call failed for good (retries spent, or
     a request the provider refuses)."""
     try:
-        return await workflow.execute_activity(
+        reply: ModelReply = await workflow.execute_activity(
             contract.ACTIVITY_CALL_MODEL,
             request,
             result_type=ModelReply,
@@ -65,6 +66,7 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
             summary=f"model {spec.model} · turn {request.turn}",
             **_liveness(spec.model_heartbeat_timeout_seconds, spec.model_retry),
         )
+        return reply
     except ActivityError as err:
         return error_info(err)
 
@@ -75,10 +77,9 @@ async def run_tool(
     """The tool's output; a tool that failed for good gives the model its error.
     `execute`: how to run the activity (default `workflow.execute_activity`; the
     benchmarks measure `workflow.execute_local_activity`)."""
-    spec = state.agent.tool(call.tool)
-    assert spec is not None, "malformed calls are answered by the loop, never run"
+    spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
     try:
-        return await (execute or workflow.execute_activity)(
+        outcome: ToolOutcome = await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,
             loop.tool_request(state, call),
             result_type=ToolOutcome,
@@ -91,6 +92,7 @@ async def run_tool(
                 wait_for_cancel=True,
             ),
         )
+        return outcome
     except ActivityError as err:
         return ToolOutcome(
             call_id=call.call_id,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -23,32 +22,26 @@ with workflow.unsafe.imports_passed_through():
         activity_calls,
         contract,
         decisions,
+        inbox,
         loop,
         metrics,
         patches,
         proposed_calls,
         raw_payloads,
-        refusals,
         visibility,
     )
     from durable_agents.workflows.payloads import (
         AgentInput,
         AgentResult,
         DecideInput,
-        DecisionSignal,
-        EndSessionSignal,
-        MessageSignal,
         ModelReply,
         PendingApproval,
         StatusView,
         ToolOutcome,
     )
     from durable_agents.workflows.state import (
-        PREVIEW_CHARS,
         Decision,
-        DecisionAttempt,
         ErrorInfo,
-        RefusedSignal,
         RunState,
         RunStatus,
         ToolCall,
@@ -73,14 +66,7 @@ class AgentWorkflow:
         self._input_problem = decoded if isinstance(decoded, str) else None
         self._agent_name = raw_payloads.string_field(raw_input, "agent")
         self._state: RunState | None = None
-        self._signals = 0
-        """Counts signals and updates handled, to wake the loop when it waits."""
-        self._early_signals: list[DecideInput | DecisionAttempt] = []
-        """Decision signals received before the run's state existed (refused ones too)."""
-        self._early_messages: list[str] = []
-        self._early_end: str | None = None
-        self._early_refusals: list[RefusedSignal] = []
-        """Other signals refused before the run's state existed."""
+        self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
 
     @workflow.run
@@ -88,19 +74,7 @@ class AgentWorkflow:
         """Run the agent until it answers, fails, is cancelled or runs out of turns."""
         state = await self._start()
         self._state = state
-        now = workflow.now()
-        for early in self._early_signals:
-            if isinstance(early, DecisionAttempt):
-                state.refused_decisions.append(early)
-            else:  # held if its call is not known yet: the first model reply may name it
-                decisions.receive_signal(state, early, model_call_pending=True, now=now)
-        self._early_signals.clear()
-        state.refused_signals.extend(self._early_refusals)
-        self._trim_refusals(state)
-        for content in self._early_messages:
-            loop.receive_message(state, content, now=workflow.now())
-        if self._early_end is not None:
-            loop.end_session(state, reason=self._early_end, now=workflow.now())
+        self._inbox.bind(state)
         try:
             await self._drive(state)
         except asyncio.CancelledError:
@@ -224,8 +198,8 @@ class AgentWorkflow:
         """The condition a wait ends on: a signal or update that changed the state, or
         (runs started since the patch) a switch falling due while the run waits."""
         if not workflow.patched(patches.PATCH_SWITCH_WHILE_WAITING):
-            return lambda: self._signals > seen
-        return lambda: self._signals > seen or self._switch_due(state)
+            return lambda: self._inbox.woken > seen
+        return lambda: self._inbox.woken > seen or self._switch_due(state)
 
     async def _continue_as_new(self, state: RunState) -> None:
         """Carry the whole state into a new workflow run of the same workflow id.
@@ -244,7 +218,7 @@ class AgentWorkflow:
         idle = state.agent.session_idle_timeout
         try:
             await workflow.wait_condition(
-                self._woken(state, self._signals),
+                self._woken(state, self._inbox.woken),
                 timeout=idle,
                 timeout_summary="session idle timeout",
             )
@@ -257,7 +231,7 @@ class AgentWorkflow:
         timeout = max(min(deadlines) - workflow.now(), timedelta(0)) if deadlines else None
         try:
             await workflow.wait_condition(
-                self._woken(state, self._signals),
+                self._woken(state, self._inbox.woken),
                 timeout=timeout,
                 timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
             )
@@ -302,95 +276,9 @@ class AgentWorkflow:
         sent, and a signal with one argument too many (any SDK, or the `temporal`
         CLI, can send that) would raise in the handler and fail every later workflow
         task of the run, since the signal stays in its history. Nothing here raises:
-        what the run cannot use is recorded as refused (`workflows.refusals`).
+        what the run cannot use is recorded as refused (`workflows.inbox`).
         """
-        handlers = {
-            contract.SIGNAL_APPROVE: lambda raw: self._decide_by_signal(raw, "approve"),
-            contract.SIGNAL_REJECT: lambda raw: self._decide_by_signal(raw, "reject"),
-            contract.SIGNAL_SEND_MESSAGE: self._send_message,
-            contract.SIGNAL_END_SESSION: self._end_session,
-        }
-        handler = handlers.get(name)
-        if handler is not None and len(args) <= 1:
-            handler(args[0] if args else raw_payloads.NONE)
-        elif workflow.patched(patches.PATCH_ANY_SIGNAL):
-            # Before the patch the SDK buffered unknown names, and failed the run's
-            # workflow tasks on extra arguments: no recorded run got past one.
-            why = (
-                f"{len(args)} arguments; the signal takes one payload"
-                if handler is not None
-                else f"unknown signal {name!r}; this workflow takes: {', '.join(handlers)}"
-            )
-            self._refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
-
-    def _refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
-        """Record a signal the run cannot use; it does not wake the loop."""
-        if name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT):
-            decision: Literal["approve", "reject"] = (
-                "approve" if name == contract.SIGNAL_APPROVE else "reject"
-            )
-            attempt = decisions.malformed_attempt(
-                decision, raw_payloads.as_json(raw), why, now=workflow.now()
-            )
-            self._record_refused_decision(attempt)
-            return
-        entry = RefusedSignal(
-            signal=name,
-            payload=raw_payloads.preview(raw, PREVIEW_CHARS),
-            refused_because=why,
-            at=workflow.now(),
-        )
-        if self._state is None:
-            self._early_refusals.append(entry)
-        else:
-            self._state.refused_signals.append(entry)
-            self._trim_refusals(self._state)
-
-    def _record_refused_decision(self, attempt: DecisionAttempt) -> None:
-        if self._state is None:
-            self._early_signals.append(attempt)
-        else:
-            self._state.refused_decisions.append(attempt)
-            self._trim_refusals(self._state)
-
-    def _trim_refusals(self, state: RunState) -> None:
-        """Keep the refusal audit bounded (runs started since the patch)."""
-        if refusals.over_limit(state) and workflow.patched(patches.PATCH_BOUNDED_REFUSALS):
-            refusals.trim(state)
-
-    def _decide_by_signal(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
-        # A signal gets no answer, so nothing here may raise: what cannot apply
-        # is held or recorded as refused in the state (see workflows.decisions).
-        # Only one that changes the state wakes the loop: refusals, repeated for
-        # days by a misconfigured service, must not restart its timers each time.
-        payload = raw_payloads.decode(raw, DecisionSignal)
-        if isinstance(payload, str):
-            if not workflow.patched(patches.PATCH_QUIET_REFUSALS):
-                return  # runs started before it: the SDK dropped such signals
-            self._record_refused_decision(
-                decisions.malformed_attempt(
-                    decision, raw_payloads.as_json(raw), payload, now=workflow.now()
-                )
-            )
-            return
-        request = DecideInput(**payload.model_dump(), decision=decision)
-        if self._state is None:
-            self._signals += 1
-            self._early_signals.append(request)
-            return
-        before = (len(self._state.items), len(self._state.held_decisions))
-        recorded = decisions.receive_signal(
-            self._state,
-            request,
-            model_call_pending=loop.awaiting_model(self._state),
-            now=workflow.now(),
-        )
-        self._trim_refusals(self._state)
-        changed = (len(self._state.items), len(self._state.held_decisions)) != before
-        if changed or not workflow.patched(patches.PATCH_QUIET_REFUSALS):
-            self._signals += 1
-        if recorded is not None:
-            self._record_wait(recorded)
+        self._inbox.receive(name, args)
 
     @workflow.update(name=contract.UPDATE_DECIDE)
     def decide(self, payload: DecideInput) -> Decision:
@@ -400,18 +288,12 @@ class AgentWorkflow:
                 self._started_state(), payload, via="update", now=workflow.now()
             )
         except decisions.DecisionRefused as err:  # the validator ran: should not happen
-            raise ApplicationError(str(err), type="DecisionRefused", non_retryable=True) from err
-        self._signals += 1
-        self._record_wait(decision)
+            raise ApplicationError(
+                str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
+            ) from err
+        self._inbox.woken += 1
+        inbox.record_wait(self._started_state(), decision)
         return decision
-
-    def _record_wait(self, decision: Decision) -> None:
-        state = self._started_state()
-        reply = loop.last_reply(state)
-        calls = reply.tool_calls if reply is not None else []
-        call = next((c for c in calls if c.call_id == decision.call_id), None)
-        if reply is not None and call is not None:
-            metrics.approval_wait(state.agent.name, call.tool, decision.at - reply.at)
 
     @decide.validator
     def _validate_decide(self, payload: DecideInput) -> None:
@@ -421,43 +303,6 @@ class AgentWorkflow:
         if self._state is None:
             raise decisions.DecisionRefused("the run is still starting; no call is pending yet")
         return self._state
-
-    # --- sessions ---------------------------------------------------------------
-
-    def _send_message(self, raw: RawValue) -> None:
-        """The user's next message in a session (queued while the agent works)."""
-        payload = raw_payloads.decode(raw, MessageSignal)
-        if isinstance(payload, str):  # none, null or not a message: there is no message
-            if workflow.patched(patches.PATCH_ANY_SIGNAL):
-                self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
-            else:  # before the patch the SDK (or this handler) dropped it
-                workflow.logger.warning("send_message without content dropped")
-            return
-        self._signals += 1
-        if self._state is None:
-            self._early_messages.append(payload.content)
-            return
-        if self._state.status.is_final:
-            workflow.logger.warning("message for ended run %s dropped", self._state.run_id)
-            return
-        loop.receive_message(self._state, payload.content, now=workflow.now())
-
-    def _end_session(self, raw: RawValue) -> None:
-        """End a session: the run completes once its current exchange is answered.
-        No payload (or null) ends it too, with a reason of its own."""
-        payload = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, EndSessionSignal)
-        if isinstance(payload, str):
-            if workflow.patched(patches.PATCH_ANY_SIGNAL):
-                self._refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
-            return  # before the patch the SDK dropped it
-        self._signals += 1
-        reason = (payload.reason if isinstance(payload, EndSessionSignal) else None) or (
-            "ended by signal"
-        )
-        if self._state is None:
-            self._early_end = reason
-        elif not self._state.status.is_final:
-            loop.end_session(self._state, reason=reason, now=workflow.now())
 
     # --- queries ---------------------------------------------------------------
 

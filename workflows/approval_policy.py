@@ -47,8 +47,8 @@ def arguments_problem(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:
     and lengths (following local `$ref`s). The tool's own pydantic model still
     validates fully when the call runs.
     """
-    schema = tool.parameters
-    properties = schema.get("properties", {})
+    schema: dict[str, Any] = tool.parameters
+    properties: dict[str, Any] = schema.get("properties") or {}
     missing = [name for name in schema.get("required", []) if name not in arguments]
     if missing:
         return f"missing required argument(s): {', '.join(missing)}"
@@ -78,7 +78,8 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     ref = schema.get("$ref", "")
     if ref.startswith("#/$defs/"):
-        return root.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
+        found: dict[str, Any] = root.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
+        return found
     return schema
 
 

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from durable_agents.workflows.approval_policy import arguments_problem
+from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
 from durable_agents.workflows.payloads import DecideInput, PendingApproval
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -63,7 +64,7 @@ def check(state: RunState, request: DecideInput, *, model_call_pending: bool = F
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is already resolved")
     if not call.needs_approval:
         raise DecisionRefused(f"tool call {call_id} ({call.tool}) needs no approval")
-    policy = state.agent.tool(call.tool).approval  # type: ignore[union-attr]
+    policy = state.agent.require_tool(call.tool).approval
     if policy.approvers is not None and request.approver not in policy.approvers:
         raise DecisionRefused(
             f"{request.approver} may not decide {call.tool} calls "
@@ -72,7 +73,7 @@ def check(state: RunState, request: DecideInput, *, model_call_pending: bool = F
     if request.arguments is not None:
         if request.decision != "approve":
             raise DecisionRefused("only an approval can carry edited arguments")
-        problem = arguments_problem(state.agent.tool(call.tool), request.arguments)  # type: ignore[arg-type]
+        problem = arguments_problem(state.agent.require_tool(call.tool), request.arguments)
         if problem:
             raise DecisionRefused(f"edited arguments are not valid for {call.tool}: {problem}")
     return call
@@ -171,11 +172,11 @@ def expire(state: RunState, *, now: datetime) -> ErrorInfo | None:
     for call, deadline in deadlines(state):
         if deadline > now:
             continue
-        policy = state.agent.tool(call.tool).approval  # type: ignore[union-attr]
+        policy = state.agent.require_tool(call.tool).approval
         waited = _words(policy.timeout)  # type: ignore[arg-type]
         if policy.on_timeout == "fail":
             return ErrorInfo(
-                type="ApprovalTimeout",
+                type=ERROR_APPROVAL_TIMEOUT,
                 message=f"no decision on {call.tool} call {call.call_id} within {waited}",
                 details={"call_id": call.call_id, "tool": call.tool},
             )
@@ -198,7 +199,7 @@ def deadlines(state: RunState) -> list[tuple[ToolCall, datetime]]:
     reply = _last_reply(state)
     found = []
     for call in pending_calls(state):
-        timeout = state.agent.tool(call.tool).approval.timeout  # type: ignore[union-attr]
+        timeout = state.agent.require_tool(call.tool).approval.timeout
         if reply is not None and timeout is not None:
             found.append((call, reply.at + timeout))
     return found
@@ -258,7 +259,9 @@ def record(state: RunState, decision: Decision) -> None:
         )
 
 
-def _attempt(request: DecideInput, *, now: datetime, refused_because: str | None = None):
+def _attempt(
+    request: DecideInput, *, now: datetime, refused_because: str | None = None
+) -> DecisionAttempt:
     return DecisionAttempt(
         **request.model_dump(exclude={"decision"}),
         decision=request.decision,

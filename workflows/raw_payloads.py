@@ -37,9 +37,10 @@ def decode(raw: RawValue, model: type[_M]) -> _M | str:
     except ValidationError as err:
         return problems(err)
     except Exception as err:  # not JSON at all, or another encoding
-        while err.__cause__ is not None:
-            err = err.__cause__
-        return f"cannot decode the payload: {err}"
+        cause: BaseException = err
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        return f"cannot decode the payload: {cause}"
     if not isinstance(value, model):  # null (`binary/null`), raw bytes (`binary/plain`)
         return f"the payload is {'null' if value is None else type(value).__name__}, not an object"
     return value
@@ -50,7 +51,8 @@ def as_json(raw: RawValue) -> object:
     if raw is NONE:
         return None
     try:
-        return workflow.payload_converter().from_payload(raw.payload, None)
+        value: object = workflow.payload_converter().from_payload(raw.payload)
+        return value
     except Exception:
         return None
 

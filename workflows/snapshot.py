@@ -195,7 +195,11 @@ def _version(version: str) -> tuple[int, int]:
 
 
 def _verify(
-    data: dict[str, Any], *, key: bytes | None, allow_unverified: bool, signed_unchecked=False
+    data: dict[str, Any],
+    *,
+    key: bytes | None,
+    allow_unverified: bool,
+    signed_unchecked: bool = False,
 ) -> bool:
     """Check and remove the integrity block; False if there was none and that is allowed
     (or, with `signed_unchecked` and no key, if it is an HMAC, removed unchecked)."""
@@ -344,7 +348,8 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     forked.items = items
     forked.turn = at_turn
     forked.status = RunStatus.RUNNING
-    forked.final_output = (reply.content or "") if final and new_input is None else None
+    ended = reply is not None and final and new_input is None
+    forked.final_output = (reply.content or "") if reply is not None and ended else None
     forked.error = None
     forked.usage = Usage()
     forked.origin = RunOrigin(run_id=state.run_id, turn=at_turn, mode="fork")

@@ -173,6 +173,14 @@ class AgentSpec(_Model):
         """The tool called `name`, or None if the agent has no such tool."""
         return next((t for t in self.tools if t.name == name), None)
 
+    def require_tool(self, name: str) -> ToolSpec:
+        """The tool called `name`, for a call known to name one (the loop answers
+        calls of unknown tools itself, so they never run or wait for approval)."""
+        found = self.tool(name)
+        if found is None:
+            raise LookupError(f"agent {self.name} has no tool {name!r}")
+        return found
+
 
 class Usage(_Model):
     """Token usage summed over every model call of the run."""
@@ -315,7 +323,8 @@ class RunOrigin(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.2"] = SCHEMA_VERSION
+    schema_version: Literal["1.2"] = "1.2"
+    """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
     agent: AgentSpec

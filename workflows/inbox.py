@@ -1,0 +1,211 @@
+"""The run's signals, each taken by name from AgentWorkflow's one dynamic handler.
+
+A signal gets no answer, so nothing here raises: what the run cannot use (extra
+arguments, an unknown name, a payload that is not the signal's) is recorded as
+refused in its state, bounded (`workflows.refusals`); signals that arrive before
+the run's state exists are kept and applied when it does. Only a signal that
+changes the state wakes the loop (`woken`): refusals, repeated for days by a
+misconfigured service, must not restart its timers each time.
+
+Workflow code (deterministic): time from `workflow.now()`, versioned behaviour
+behind `workflow.patched` (`workflows.patches`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from temporalio import workflow
+from temporalio.common import RawValue
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agents.workflows import (
+        contract,
+        decisions,
+        loop,
+        metrics,
+        patches,
+        raw_payloads,
+        refusals,
+    )
+    from durable_agents.workflows.payloads import (
+        DecideInput,
+        DecisionSignal,
+        EndSessionSignal,
+        MessageSignal,
+    )
+    from durable_agents.workflows.state import (
+        PREVIEW_CHARS,
+        Decision,
+        DecisionAttempt,
+        RefusedSignal,
+        RunState,
+    )
+
+
+class Inbox:
+    """Takes the run's signals; `state` is None until the run has one."""
+
+    def __init__(self) -> None:
+        self.state: RunState | None = None
+        self.woken = 0
+        """Counts signals and updates that changed the state, to wake the loop."""
+        self._early_decisions: list[DecideInput | DecisionAttempt] = []
+        """Decision signals received before the run's state existed (refused ones too)."""
+        self._early_messages: list[str] = []
+        self._early_end: str | None = None
+        self._early_refusals: list[RefusedSignal] = []
+        """Other signals refused before the run's state existed."""
+
+    def bind(self, state: RunState) -> None:
+        """The run's state exists: apply what arrived before it."""
+        self.state = state
+        now = workflow.now()
+        for early in self._early_decisions:
+            if isinstance(early, DecisionAttempt):
+                state.refused_decisions.append(early)
+            else:  # held if its call is not known yet: the first model reply may name it
+                decisions.receive_signal(state, early, model_call_pending=True, now=now)
+        self._early_decisions.clear()
+        state.refused_signals.extend(self._early_refusals)
+        trim_refusals(state)
+        for content in self._early_messages:
+            loop.receive_message(state, content, now=workflow.now())
+        if self._early_end is not None:
+            loop.end_session(state, reason=self._early_end, now=workflow.now())
+
+    def receive(self, name: str, args: Sequence[RawValue]) -> None:
+        """A signal called `name` with `args`, whatever they are."""
+        handlers = {
+            contract.SIGNAL_APPROVE: lambda raw: self._decide(raw, "approve"),
+            contract.SIGNAL_REJECT: lambda raw: self._decide(raw, "reject"),
+            contract.SIGNAL_SEND_MESSAGE: self._send_message,
+            contract.SIGNAL_END_SESSION: self._end_session,
+        }
+        handler = handlers.get(name)
+        if handler is not None and len(args) <= 1:
+            handler(args[0] if args else raw_payloads.NONE)
+        elif workflow.patched(patches.PATCH_ANY_SIGNAL):
+            # Before the patch the SDK buffered unknown names, and failed the run's
+            # workflow tasks on extra arguments: no recorded run got past one.
+            why = (
+                f"{len(args)} arguments; the signal takes one payload"
+                if handler is not None
+                else f"unknown signal {name!r}; this workflow takes: {', '.join(handlers)}"
+            )
+            self._refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
+
+    def _refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
+        """Record a signal the run cannot use; it does not wake the loop."""
+        if name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT):
+            decision: Literal["approve", "reject"] = (
+                "approve" if name == contract.SIGNAL_APPROVE else "reject"
+            )
+            attempt = decisions.malformed_attempt(
+                decision, raw_payloads.as_json(raw), why, now=workflow.now()
+            )
+            self._record_refused_decision(attempt)
+            return
+        entry = RefusedSignal(
+            signal=name,
+            payload=raw_payloads.preview(raw, PREVIEW_CHARS),
+            refused_because=why,
+            at=workflow.now(),
+        )
+        if self.state is None:
+            self._early_refusals.append(entry)
+        else:
+            self.state.refused_signals.append(entry)
+            trim_refusals(self.state)
+
+    def _record_refused_decision(self, attempt: DecisionAttempt) -> None:
+        if self.state is None:
+            self._early_decisions.append(attempt)
+        else:
+            self.state.refused_decisions.append(attempt)
+            trim_refusals(self.state)
+
+    def _decide(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
+        # A signal gets no answer, so nothing here may raise: what cannot apply
+        # is held or recorded as refused in the state (see workflows.decisions).
+        # Only one that changes the state wakes the loop: refusals, repeated for
+        # days by a misconfigured service, must not restart its timers each time.
+        payload = raw_payloads.decode(raw, DecisionSignal)
+        if isinstance(payload, str):
+            if not workflow.patched(patches.PATCH_QUIET_REFUSALS):
+                return  # runs started before it: the SDK dropped such signals
+            self._record_refused_decision(
+                decisions.malformed_attempt(
+                    decision, raw_payloads.as_json(raw), payload, now=workflow.now()
+                )
+            )
+            return
+        request = DecideInput(**payload.model_dump(), decision=decision)
+        if self.state is None:
+            self.woken += 1
+            self._early_decisions.append(request)
+            return
+        before = (len(self.state.items), len(self.state.held_decisions))
+        recorded = decisions.receive_signal(
+            self.state,
+            request,
+            model_call_pending=loop.awaiting_model(self.state),
+            now=workflow.now(),
+        )
+        trim_refusals(self.state)
+        changed = (len(self.state.items), len(self.state.held_decisions)) != before
+        if changed or not workflow.patched(patches.PATCH_QUIET_REFUSALS):
+            self.woken += 1
+        if recorded is not None:
+            record_wait(self.state, recorded)
+
+    def _send_message(self, raw: RawValue) -> None:
+        """The user's next message in a session (queued while the agent works)."""
+        payload = raw_payloads.decode(raw, MessageSignal)
+        if isinstance(payload, str):  # none, null or not a message: there is no message
+            if workflow.patched(patches.PATCH_ANY_SIGNAL):
+                self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
+            else:  # before the patch the SDK (or this handler) dropped it
+                workflow.logger.warning("send_message without content dropped")
+            return
+        self.woken += 1
+        if self.state is None:
+            self._early_messages.append(payload.content)
+            return
+        if self.state.status.is_final:
+            workflow.logger.warning("message for ended run %s dropped", self.state.run_id)
+            return
+        loop.receive_message(self.state, payload.content, now=workflow.now())
+
+    def _end_session(self, raw: RawValue) -> None:
+        """End a session: the run completes once its current exchange is answered.
+        No payload (or null) ends it too, with a reason of its own."""
+        payload = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, EndSessionSignal)
+        if isinstance(payload, str):
+            if workflow.patched(patches.PATCH_ANY_SIGNAL):
+                self._refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
+            return  # before the patch the SDK dropped it
+        self.woken += 1
+        reason = (payload.reason if isinstance(payload, EndSessionSignal) else None) or (
+            "ended by signal"
+        )
+        if self.state is None:
+            self._early_end = reason
+        elif not self.state.status.is_final:
+            loop.end_session(self.state, reason=reason, now=workflow.now())
+
+
+def trim_refusals(state: RunState) -> None:
+    """Keep the refusal audit bounded (runs started since the patch)."""
+    if refusals.over_limit(state) and workflow.patched(patches.PATCH_BOUNDED_REFUSALS):
+        refusals.trim(state)
+
+
+def record_wait(state: RunState, decision: Decision) -> None:
+    """The approval-wait metric of a decision on a call of the latest reply."""
+    reply = loop.last_reply(state)
+    calls = reply.tool_calls if reply is not None else []
+    call = next((c for c in calls if c.call_id == decision.call_id), None)
+    if reply is not None and call is not None:
+        metrics.approval_wait(state.agent.name, call.tool, decision.at - reply.at)
