@@ -8,7 +8,7 @@ in another language would send.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Literal
@@ -25,7 +25,15 @@ from durable_agents.client.errors import (
     run_failed,
 )
 from durable_agents.client.inputs import agent_input, checked
-from durable_agents.client.operations import RunOperations
+from durable_agents.client.operations import (
+    LIST_LIMIT,
+    WATCH_INTERVAL,
+    RunOperations,
+    RunSummary,
+    SetupReport,
+    WatchEvent,
+)
+from durable_agents.client.run import AgentRun
 from durable_agents.workflows import contract, details
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import (
@@ -76,7 +84,7 @@ class PendingAcrossRuns(BaseModel):
     queue?): their approvals are not in `approvals`."""
 
 
-class AgentClient(RunOperations):
+class AgentClient:
     """Start agent runs and talk to them: queries, approve/reject signals, `decide` update;
     list, watch and cancel runs (`client.operations`)."""
 
@@ -85,6 +93,8 @@ class AgentClient(RunOperations):
         """The Temporal client (must use the pydantic data converter)."""
         self.task_queue = task_queue
         """Task queue new runs are started on."""
+        self.operations = RunOperations(self)
+        """List, watch and cancel runs; set up a namespace."""
 
     @classmethod
     async def connect(
@@ -113,32 +123,36 @@ class AgentClient(RunOperations):
         max_turns: int | None = None,
         run_id: str | None = None,
         session: bool = False,
-    ) -> str:
-        """Start a run of `agent` on `input`; returns its id (the workflow id).
+    ) -> AgentRun:
+        """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
 
         With `session`, the run waits for further messages (`message`) after each
         answer until `end_session`."""
         start_input = agent_input(agent, input, context=context, max_turns=max_turns)
         start_input.session = session
-        return await self._start(start_input, run_id, input)
+        return self.run(await self._start(start_input, run_id, input))
+
+    def run(self, run_id: str) -> AgentRun:
+        """A handle on the run `run_id` (no call is made)."""
+        return AgentRun(self, run_id)
 
     # --- reading -------------------------------------------------------------------
 
     async def status(self, run_id: str) -> StatusView:
         """Status, agent, turn, pending approvals and usage of a run."""
-        with self._translating(run_id):
+        with self.translating(run_id):
             return await self._handle(run_id).query(
                 contract.QUERY_GET_STATUS, result_type=StatusView
             )
 
     async def state(self, run_id: str) -> RunState:
         """The whole RunState of a run."""
-        with self._translating(run_id):
+        with self.translating(run_id):
             return await self._handle(run_id).query(contract.QUERY_GET_STATE, result_type=RunState)
 
     async def pending(self, run_id: str) -> list[PendingApproval]:
         """The tool calls of a run waiting for a decision."""
-        with self._translating(run_id):
+        with self.translating(run_id):
             return await self._handle(run_id).query(
                 contract.QUERY_GET_PENDING_APPROVALS, result_type=list[PendingApproval]
             )
@@ -152,7 +166,7 @@ class AgentClient(RunOperations):
         eventually consistent: a run that just started waiting may show up a
         moment later), then asks each for its pending calls, concurrently.
         """
-        with self._translating("*"):
+        with self.translating("*"):
             run_ids = [w.id async for w in self.client.list_workflows(PENDING_QUERY)]
         answers = await asyncio.gather(
             *(self._pending_within(r, query_timeout) for r in run_ids), return_exceptions=True
@@ -190,8 +204,8 @@ class AgentClient(RunOperations):
         *,
         run_id: str | None = None,
         key: bytes | None = None,
-    ) -> str:
-        """Start a new run that continues `snapshot` exactly where it was; returns its id.
+    ) -> AgentRun:
+        """Start a new run that continues `snapshot` exactly where it was; returns it.
 
         `snapshot` is snapshot file text (verified with `key` or
         `$AGENT_SNAPSHOT_KEY`, migrated, validated) or a RunState. Pending
@@ -208,7 +222,7 @@ class AgentClient(RunOperations):
             summary = f"fork of {state.run_id} at turn {origin.turn}"
         else:
             summary = f"resume of {state.run_id}"
-        return await self._start_from(state, run_id, summary)
+        return self.run(await self._start_from(state, run_id, summary))
 
     async def fork(
         self,
@@ -218,16 +232,17 @@ class AgentClient(RunOperations):
         input: str | None = None,
         run_id: str | None = None,
         key: bytes | None = None,
-    ) -> str:
+    ) -> AgentRun:
         """Start a new run from `snapshot` as it was at the end of turn `at_turn`.
 
-        `input`, if given, is the next user message. Returns the new run's id;
+        `input`, if given, is the next user message. Returns the new run;
         its state's `origin` names the source run and turn. Raises
         `InvalidSnapshot` if the snapshot is invalid or cannot be forked there.
         """
         state = snapshots.loads(snapshot, key=key)
         forked = snapshots.fork(state, at_turn=at_turn, new_input=input)
-        return await self._start_from(forked, run_id, f"fork of {state.run_id} at turn {at_turn}")
+        summary = f"fork of {state.run_id} at turn {at_turn}"
+        return self.run(await self._start_from(forked, run_id, summary))
 
     async def _start_from(self, state: RunState, run_id: str | None, summary: str) -> str:
         # The workflow ignores `input` when `resume_from` is set: the state carries it all.
@@ -240,7 +255,7 @@ class AgentClient(RunOperations):
         """Start AgentWorkflow; the UI's summary line is `agent: summary` (shortened,
         see `workflows.details.static_summary`)."""
         workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
-        with self._translating(workflow_id):
+        with self.translating(workflow_id):
             await self.client.start_workflow(
                 contract.WORKFLOW_TYPE,
                 agent_input,
@@ -252,7 +267,7 @@ class AgentClient(RunOperations):
 
     async def result(self, run_id: str) -> AgentResult:
         """Wait for the run to end; raises `RunFailed` if it failed or was cancelled."""
-        with self._translating(run_id):
+        with self.translating(run_id):
             try:
                 handle = self.client.get_workflow_handle(run_id, result_type=AgentResult)
                 return await handle.result()
@@ -344,7 +359,7 @@ class AgentClient(RunOperations):
             arguments=arguments,
             sender=sender,
         )
-        with self._translating(run_id):
+        with self.translating(run_id):
             try:
                 return await self._handle(run_id).execute_update(
                     contract.UPDATE_DECIDE, payload, id=request_id, result_type=Decision
@@ -367,8 +382,35 @@ class AgentClient(RunOperations):
         await self._signal(run_id, contract.SIGNAL_END_SESSION, EndSessionSignal(reason=reason))
 
     async def _signal(self, run_id: str, signal: str, payload: BaseModel) -> None:
-        with self._translating(run_id):
+        with self.translating(run_id):
             await self._handle(run_id).signal(signal, payload)
+
+    # --- operations (`RunOperations`) ---------------------------------------------
+
+    async def list_runs(
+        self,
+        *,
+        status: str | None = None,
+        agent: str | None = None,
+        query: str | None = None,
+        limit: int = LIST_LIMIT,
+    ) -> list[RunSummary]:
+        """See `RunOperations.list_runs`."""
+        return await self.operations.list_runs(status=status, agent=agent, query=query, limit=limit)
+
+    async def cancel(self, run_id: str, *, reason: str = "cancelled by agentctl") -> None:
+        """See `RunOperations.cancel`."""
+        await self.operations.cancel(run_id, reason=reason)
+
+    def watch(
+        self, run_id: str, *, interval: timedelta = WATCH_INTERVAL, every_poll: bool = False
+    ) -> AsyncIterator[WatchEvent]:
+        """See `RunOperations.watch`."""
+        return self.operations.watch(run_id, interval=interval, every_poll=every_poll)
+
+    async def setup_search_attributes(self, *, namespace: str | None = None) -> SetupReport:
+        """See `RunOperations.setup_search_attributes`."""
+        return await self.operations.setup_search_attributes(namespace=namespace)
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -376,8 +418,8 @@ class AgentClient(RunOperations):
         return self.client.get_workflow_handle(run_id)
 
     @contextmanager
-    def _translating(self, run_id: str) -> Iterator[None]:
-        """Turn the SDK's errors into one-line `AgentClientError`s."""
+    def translating(self, run_id: str) -> Iterator[None]:
+        """Turn the SDK's errors about `run_id` into one-line `AgentClientError`s."""
         try:
             yield
         except AgentClientError:

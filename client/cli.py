@@ -91,14 +91,16 @@ async def _run(args: argparse.Namespace) -> str:
 
 
 async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
-    run_id = await agents.start(
-        args.agent,
-        args.input,
-        context=args.context,
-        max_turns=args.max_turns,
-        run_id=args.id,
-        session=args.session,
-    )
+    run_id = (
+        await agents.start(
+            args.agent,
+            args.input,
+            context=args.context,
+            max_turns=args.max_turns,
+            run_id=args.id,
+            session=args.session,
+        )
+    ).id
     started = StartedRun(run_id=run_id)
     if args.wait:
         started.result = await agents.result(run_id)

@@ -39,13 +39,13 @@ async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
-    run_id = await agents.resume(args.snapshot, run_id=args.id)
+    run_id = (await agents.resume(args.snapshot, run_id=args.id)).id
     return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
 
 
 async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
     # args.snapshot is the fork already (made in _run, before connecting).
-    run_id = await agents.resume(args.snapshot, run_id=args.id)
+    run_id = (await agents.resume(args.snapshot, run_id=args.id)).id
     return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
 
 

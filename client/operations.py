@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows import contract
@@ -36,6 +36,10 @@ LIST_LIMIT = 100
 
 _FINAL_VALUES = {s.value for s in RunStatus if s.is_final}
 _WAITING = {RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT}
+
+
+if TYPE_CHECKING:
+    from durable_agents.client.agent_client import AgentClient
 
 
 class SearchAttributeConflict(AgentClientError):
@@ -170,12 +174,11 @@ def create_commands(keys: tuple[SearchAttributeKey, ...] = sa.ALL) -> list[str]:
 
 
 class RunOperations:
-    """List, watch and cancel runs; set up a namespace. Mixed into `AgentClient`."""
+    """List, watch and cancel runs; set up a namespace: `AgentClient.operations`
+    (the client's methods of the same names are thin wrappers)."""
 
-    client: Client
-    _translating: Callable[[str], AbstractContextManager[None]]
-    status: Callable[[str], Awaitable[StatusView]]
-    pending: Callable[[str], Awaitable[list[PendingApproval]]]
+    def __init__(self, agents: AgentClient) -> None:
+        self._agents = agents
 
     async def list_runs(
         self,
@@ -193,7 +196,9 @@ class RunOperations:
         """
         text = list_query(status=status, agent=agent, query=query)
         try:
-            return [summary_of(w) async for w in self.client.list_workflows(text, limit=limit)]
+            return [
+                summary_of(w) async for w in self._agents.client.list_workflows(text, limit=limit)
+            ]
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT:
                 raise AgentClientError(f"invalid visibility query {text!r}: {err.message}") from err
@@ -202,8 +207,8 @@ class RunOperations:
     async def cancel(self, run_id: str, *, reason: str = "cancelled by agentctl") -> None:
         """Ask the run to stop. It ends in status `cancelled` and runs no pending tool call;
         a tool already running is cancelled too (heartbeating tools see it at once)."""
-        handle = self.client.get_workflow_handle(run_id)
-        with self._translating(run_id):
+        handle = self._agents.client.get_workflow_handle(run_id)
+        with self._agents.translating(run_id):
             # The server accepts a cancellation of a closed run silently: say so instead.
             described = await handle.describe()
             if described.status not in (None, WorkflowExecutionStatus.RUNNING):
@@ -237,7 +242,7 @@ class RunOperations:
             if done:
                 event.done = True
                 if closed is None and view.status is RunStatus.AWAITING_APPROVAL:
-                    event.pending = await self.pending(run_id)
+                    event.pending = await self._agents.pending(run_id)
                 yield event
                 return
             if every_poll or view != last:
@@ -247,14 +252,14 @@ class RunOperations:
 
     async def _status_or_closed(self, run_id: str) -> tuple[StatusView, str | None]:
         """The run's status and, if it closed without a final one, Temporal's status."""
-        view = await self.status(run_id)
+        view = await self._agents.status(run_id)
         if view.status.is_final:
             return view, None
-        with self._translating(run_id):
-            described = await self.client.get_workflow_handle(run_id).describe()
+        with self._agents.translating(run_id):
+            described = await self._agents.client.get_workflow_handle(run_id).describe()
         if described.status in (None, WorkflowExecutionStatus.RUNNING):
             return view, None
-        view = await self.status(run_id)  # it may have set its final status meanwhile
+        view = await self._agents.status(run_id)  # it may have set its final status meanwhile
         return view, None if view.status.is_final else _temporal_status(described.status)
 
     async def setup_search_attributes(self, *, namespace: str | None = None) -> SetupReport:
@@ -262,8 +267,8 @@ class RunOperations:
         client's). Idempotent; raises `SearchAttributeConflict` if one exists with
         another type. Needs the operator service (self-hosted or dev server; on
         Temporal Cloud use `tcld` or the Cloud UI)."""
-        target = namespace or self.client.namespace
-        operator = self.client.operator_service
+        target = namespace or self._agents.client.namespace
+        operator = self._agents.client.operator_service
         try:
             found = await operator.list_search_attributes(
                 ListSearchAttributesRequest(namespace=target)

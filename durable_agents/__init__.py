@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from durable_agents.activities.tool import Tool, ToolContext, tool
     from durable_agents.client.agent_client import AgentClient
     from durable_agents.client.errors import AgentClientError, DecisionRefused, RunFailed
+    from durable_agents.client.run import AgentRun
     from durable_agents.plugin import AgentsPlugin
     from durable_agents.workflows.payloads import AgentInput, AgentResult
     from durable_agents.workflows.state import (
@@ -35,6 +36,7 @@ _EXPORTS = {
     "AgentClientError": "durable_agents.client.errors",
     "AgentInput": "durable_agents.workflows.payloads",
     "AgentResult": "durable_agents.workflows.payloads",
+    "AgentRun": "durable_agents.client.run",
     "AgentsPlugin": "durable_agents.plugin",
     "ApprovalCondition": "durable_agents.workflows.state",
     "ApprovalPolicy": "durable_agents.workflows.state",
@@ -53,6 +55,7 @@ __all__ = [
     "AgentClientError",
     "AgentInput",
     "AgentResult",
+    "AgentRun",
     "AgentsPlugin",
     "ApprovalCondition",
     "ApprovalPolicy",

@@ -50,7 +50,9 @@ def run_id() -> str:
 
 async def test_approved_call_runs_and_the_run_completes(client, model_server) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
-    rid = await client.start("assistant", "mail a@b.c", context={"user": "u1"}, run_id=run_id())
+    rid = (
+        await client.start("assistant", "mail a@b.c", context={"user": "u1"}, run_id=run_id())
+    ).id
 
     view = await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
     assert (view.agent, view.turn, view.pending_approvals) == ("assistant", 1, 1)
@@ -69,7 +71,7 @@ async def test_approved_call_runs_and_the_run_completes(client, model_server) ->
 
 async def test_rejected_call_is_not_run(client, model_server) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="ok, not sent"))
-    rid = await client.start("assistant", "mail a@b.c")
+    rid = (await client.start("assistant", "mail a@b.c")).id
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
 
     await client.reject(rid, "call_email", approver="bob", reason="no")
@@ -81,7 +83,7 @@ async def test_rejected_call_is_not_run(client, model_server) -> None:
 async def test_start_uses_agent_prefixed_id_and_summary(client, worker, model_server) -> None:
     model_server.script(Reply(content="hello"))
     text = "x" * 100
-    rid = await client.start("assistant", text)
+    rid = (await client.start("assistant", text)).id
 
     assert rid.startswith("assistant-") and len(rid) == len("assistant-") + 12
     description = await worker.client.get_workflow_handle(rid).describe()
@@ -93,7 +95,7 @@ async def test_start_uses_agent_prefixed_id_and_summary(client, worker, model_se
 async def test_decide_returns_decision_and_refuses_a_second_one(client, model_server) -> None:
     second = Call("send_email", {"to": "x@y.z", "body": "yo"}, call_id="call_second")
     model_server.script(Reply(tool_calls=(EMAIL, second)), Reply(content="done"))
-    rid = await client.start("assistant", "two mails")
+    rid = (await client.start("assistant", "two mails")).id
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
 
     decision = await client.decide(rid, "call_email", "approve", approver="carol", always=False)
@@ -116,7 +118,7 @@ async def test_export_is_the_get_state_snapshot_with_its_digest(
     client, worker, model_server
 ) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
-    rid = await client.start("assistant", "mail", context={"k": [1, 2]})
+    rid = (await client.start("assistant", "mail", context={"k": [1, 2]})).id
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
 
     exported = await client.export(rid)
@@ -134,7 +136,7 @@ async def test_export_is_the_get_state_snapshot_with_its_digest(
 
 async def test_approve_with_edited_arguments_runs_the_tool_with_them(client, model_server) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
-    rid = await client.start("assistant", "mail")
+    rid = (await client.start("assistant", "mail")).id
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
     edit = {"to": "a@b.c", "body": "shorter"}
 
@@ -152,7 +154,7 @@ async def test_a_retried_decide_with_the_same_request_id_gets_the_first_answer(
 ) -> None:
     other = Call("send_email", {"to": "x@y.z", "body": "yo"}, call_id="call_other")
     model_server.script(Reply(tool_calls=(EMAIL, other)), Reply(content="done"))
-    rid = await client.start("assistant", "mail")  # call_other keeps the run open meanwhile
+    rid = (await client.start("assistant", "mail")).id  # call_other keeps the run open meanwhile
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
 
     first = await client.decide(rid, "call_email", "approve", approver="ann", request_id="req-1")
@@ -181,7 +183,7 @@ async def test_unknown_run_id_is_a_clear_error(client) -> None:
 
 
 async def test_failed_run_raises_run_failed_with_the_workflow_message(client) -> None:
-    rid = await client.start("nobody", "hi")
+    rid = (await client.start("nobody", "hi")).id
 
     with pytest.raises(RunFailed, match="nobody") as failed:
         await client.result(rid)
@@ -192,7 +194,7 @@ async def test_failed_run_raises_run_failed_with_the_workflow_message(client) ->
 
 async def test_duplicate_run_id_is_refused(client, model_server) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
-    rid = await client.start("assistant", "mail")
+    rid = (await client.start("assistant", "mail")).id
 
     with pytest.raises(AgentClientError, match="already exists"):
         await client.start("assistant", "again", run_id=rid)
@@ -231,3 +233,17 @@ async def test_invalid_start_options_are_refused_before_starting() -> None:
 async def test_empty_approver_is_refused_before_sending() -> None:
     with pytest.raises(AgentClientError, match="approver"):
         await offline_client().approve("r", "c", approver="")
+
+
+async def test_a_run_handle_reads_decides_and_waits(client, model_server) -> None:
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
+    run = await client.start("assistant", "mail a@b.c")
+    assert str(run) == run.id and client.run(run.id) == run
+    await wait_for_status(client, run.id, RunStatus.AWAITING_APPROVAL)
+    [call] = await run.pending()
+    decision = await run.decide(call.call_id, "approve", approver="ann", reason="fine")
+    assert (decision.call_id, decision.approver, decision.via) == (call.call_id, "ann", "update")
+    result = await run.result()
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "sent")
+    assert (await run.state()).final_output == "sent"
+    assert (await run.status()).status is RunStatus.COMPLETED

@@ -130,7 +130,7 @@ async def _secret_run(running: CodecWorker, model_server) -> str:
     """A completed run whose prompt, tool argument, tool output, tool failure and
     answer all carry markers; started by AgentClient (so with its UI summary)."""
     _script(model_server)
-    run_id = await running.agents.start("keeper", f"tell me about {PROMPT_MARKER}")
+    run_id = (await running.agents.start("keeper", f"tell me about {PROMPT_MARKER}")).id
     result = await running.agents.result(run_id)
     assert result.status is RunStatus.COMPLETED
     return run_id
@@ -311,7 +311,7 @@ async def test_temporal_cli_reads_and_approves_through_the_codec_server(
         Reply(tool_calls=(Call("disclose", {"topic": ARGUMENT_MARKER}, call_id="d1"),)),
         Reply(content="disclosed"),
     )
-    run_id = await codec_worker.agents.start("keeper", f"tell me about {PROMPT_MARKER}")
+    run_id = (await codec_worker.agents.start("keeper", f"tell me about {PROMPT_MARKER}")).id
     await _wait_for_pending(codec_worker.agents, run_id)
     server = CodecServer(
         ("127.0.0.1", 0), EncryptionCodec(KEYS), CodecServerConfig(tokens=("t0k",))

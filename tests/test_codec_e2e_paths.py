@@ -67,12 +67,14 @@ async def _session_run(running: CodecWorker, model_server) -> str:
         Reply(content="anything else?"),
     )
     agents = running.agents
-    run_id = await agents.start(
-        "keeper",
-        f"tell me about {PROMPT_MARKER}",
-        context={"account": CONTEXT_MARKER},
-        session=True,
-    )
+    run_id = (
+        await agents.start(
+            "keeper",
+            f"tell me about {PROMPT_MARKER}",
+            context={"account": CONTEXT_MARKER},
+            session=True,
+        )
+    ).id
     await _wait_for_pending(agents, run_id)
     await agents.decide(
         run_id,
@@ -121,7 +123,7 @@ async def test_a_model_refusal_that_echoes_the_prompt_fails_the_run_unreadably(
     env, running, model_server
 ):
     model_server.script(Fault(400, f"content policy: the prompt {REFUSAL_MARKER} is refused"))
-    run_id = await running.agents.start("keeper", f"tell me about {PROMPT_MARKER}")
+    run_id = (await running.agents.start("keeper", f"tell me about {PROMPT_MARKER}")).id
     with pytest.raises(RunFailed) as failed:
         await running.agents.result(run_id)
     assert REFUSAL_MARKER in failed.value.message  # the client, with the keys, reads it

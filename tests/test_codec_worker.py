@@ -119,7 +119,7 @@ async def test_worker_says_encryption_is_on_serves_encrypted_runs_and_keeps_a_he
             data_converter=codec_data_converter(CodecKeys.parse(KEY_ENTRY)),
         )
         agents = AgentClient(client, task_queue=task_queue)
-        run_id = await agents.start("keeper", "hello")
+        run_id = (await agents.start("keeper", "hello")).id
         assert (await asyncio.wait_for(agents.result(run_id), 30)).final_output == "done"
     finally:
         await stop(process)

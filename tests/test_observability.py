@@ -120,14 +120,14 @@ async def test_workflow_metrics_time_approval_waits_and_count_cancelled_runs(met
     async with metered_worker(metered, model_server) as queue:
         agents = AgentClient(metered.client, task_queue=queue)
         model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
-        approved = await agents.start("assistant", "mail a@b.c")
+        approved = (await agents.start("assistant", "mail a@b.c")).id
         await wait_for_status(agents, approved, RunStatus.AWAITING_APPROVAL)
         await asyncio.sleep(0.5)  # the wait is measured in workflow time: make it visible
         await agents.approve(approved, "e1", approver="ann")
         assert (await agents.result(approved)).final_output == "sent"
 
         model_server.script(Reply(tool_calls=(EMAIL,)))
-        cancelled = await agents.start("assistant", "mail a@b.c")
+        cancelled = (await agents.start("assistant", "mail a@b.c")).id
         await wait_for_status(agents, cancelled, RunStatus.AWAITING_APPROVAL)
         await agents.cancel(cancelled)
         with pytest.raises(RunFailed, match="was cancelled"):

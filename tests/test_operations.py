@@ -34,10 +34,10 @@ def new_id(prefix: str = "ops") -> str:
 
 async def test_list_runs_filters_by_status_agent_and_query(client, worker, model_server):
     model_server.script(Reply(tool_calls=(EMAIL,)))
-    waiting = await client.start("assistant", "mail a@b.c", run_id=new_id())
+    waiting = (await client.start("assistant", "mail a@b.c", run_id=new_id())).id
     await wait_for_status(client, waiting, RunStatus.AWAITING_APPROVAL)
     model_server.script(Reply(content="done", usage=(7, 3)))
-    done = await client.start("assistant", "hi", run_id=new_id())
+    done = (await client.start("assistant", "hi", run_id=new_id())).id
     await client.result(done)
     mine = f'TaskQueue = "{worker.task_queue}"'
 
@@ -81,7 +81,7 @@ async def test_list_query_combines_filters_and_refuses_bad_ones():
 
 async def test_a_terminated_run_leaves_the_list_of_waiting_runs(client, worker, model_server):
     model_server.script(Reply(tool_calls=(EMAIL,)))
-    rid = await client.start("assistant", "mail a@b.c", run_id=new_id())
+    rid = (await client.start("assistant", "mail a@b.c", run_id=new_id())).id
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
     this_run = f'WorkflowId = "{rid}"'
 
@@ -107,7 +107,7 @@ async def test_cancel_while_awaiting_approval_ends_cancelled_without_running_the
     client, worker, model_server
 ):
     model_server.script(Reply(tool_calls=(EMAIL,)))
-    rid = await client.start("assistant", "mail a@b.c", run_id=new_id())
+    rid = (await client.start("assistant", "mail a@b.c", run_id=new_id())).id
     await wait_for_status(client, rid, RunStatus.AWAITING_APPROVAL)
 
     await client.cancel(rid, reason="changed my mind")
@@ -134,7 +134,7 @@ async def test_cancel_while_awaiting_approval_ends_cancelled_without_running_the
 
 async def test_cancel_of_an_ended_or_unknown_run_is_one_clear_error(client, model_server):
     model_server.script(Reply(content="done"))
-    rid = await client.start("assistant", "hi", run_id=new_id())
+    rid = (await client.start("assistant", "hi", run_id=new_id())).id
     await client.result(rid)
     with pytest.raises(AgentClientError, match=f"run '{rid}' has already ended \\(completed\\)"):
         await client.cancel(rid)
@@ -146,7 +146,7 @@ async def test_watch_reports_changes_then_the_pending_calls(client, model_server
     model_server.script(
         Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),)), Reply(tool_calls=(EMAIL,))
     )
-    rid = await client.start("assistant", "add, then mail", run_id=new_id())
+    rid = (await client.start("assistant", "add, then mail", run_id=new_id())).id
     events = [e async for e in client.watch(rid)]
     assert [e.done for e in events] == [False] * (len(events) - 1) + [True]
     last = events[-1]
@@ -159,7 +159,7 @@ async def test_watch_reports_changes_then_the_pending_calls(client, model_server
 
 async def test_watch_of_a_finished_run_returns_at_once(client, model_server):
     model_server.script(Reply(content="done"))
-    rid = await client.start("assistant", "hi", run_id=new_id())
+    rid = (await client.start("assistant", "hi", run_id=new_id())).id
     await client.result(rid)
     [event] = [e async for e in client.watch(rid)]
     assert (event.done, event.view.status, event.pending) == (True, RunStatus.COMPLETED, [])
@@ -167,7 +167,7 @@ async def test_watch_of_a_finished_run_returns_at_once(client, model_server):
 
 async def test_watch_ends_when_the_run_is_terminated_mid_turn(client, worker, model_server):
     model_server.script(Reply(content="too late", delay_seconds=30))
-    rid = await client.start("assistant", "hi", run_id=new_id())
+    rid = (await client.start("assistant", "hi", run_id=new_id())).id
     events = []
     async with asyncio.timeout(20):
         async for event in client.watch(rid, interval=timedelta(seconds=0.1)):

@@ -62,7 +62,7 @@ async def test_five_megabyte_tool_output_through_worker_py_and_connect(
             Reply(tool_calls=(Call("blob", {"size": BLOB}, call_id="b1"),)),
             Reply(content="got it"),
         )
-        run_id = await agents.start("assistant", "make me a blob")
+        run_id = (await agents.start("assistant", "make me a blob")).id
         result = await agents.result(run_id)
         state = await agents.state(run_id)  # a query answer over the threshold: stored too
     finally:

@@ -26,12 +26,12 @@ EMAIL_AGAIN = Call("send_email", {"to": "c@d.e", "body": "again"}, call_id="call
 
 async def test_a_failed_run_resumed_under_its_own_id_runs_again(client: AgentClient, model_server):
     model_server.script(Fault(400, "bad request"), Reply(content="recovered"))
-    source = await client.start("assistant", "hi")
+    source = (await client.start("assistant", "hi")).id
     with pytest.raises(Exception, match="failed"):
         await client.result(source)
     text = await client.export(source)
 
-    again = await client.resume(text, run_id=source)
+    again = (await client.resume(text, run_id=source)).id
 
     assert again == source
     result = await client.result(source)
@@ -47,12 +47,12 @@ async def test_a_chain_of_resumes_runs_the_tool_once_under_the_first_runs_key(
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
     first, text = await waiting_run(client)
     await worker.client.get_workflow_handle(first).terminate("moved")
-    second = await client.resume(text)
+    second = (await client.resume(text)).id
     await wait_for(client, second, RunStatus.AWAITING_APPROVAL)
     text = await client.export(second)
     await worker.client.get_workflow_handle(second).terminate("moved again")
 
-    third = await client.resume(text)
+    third = (await client.resume(text)).id
 
     await wait_for(client, third, RunStatus.AWAITING_APPROVAL)
     await client.decide(third, "call_email", "approve", approver="ann")
@@ -70,14 +70,14 @@ async def test_an_always_rule_decides_new_calls_of_its_tool_after_a_resume(
         Reply(tool_calls=(EMAIL_AGAIN,)),
         Reply(content="done"),
     )
-    source = await client.start("assistant", "mail, refund, mail")
+    source = (await client.start("assistant", "mail, refund, mail")).id
     await wait_for(client, source, RunStatus.AWAITING_APPROVAL)
     await client.decide(source, "call_email", "approve", approver="ann", always=True)
     await wait_for(client, source, RunStatus.AWAITING_APPROVAL)  # now the refund
     text = await client.export(source)
     await worker.client.get_workflow_handle(source).terminate("moved")
 
-    resumed = await client.resume(text)
+    resumed = (await client.resume(text)).id
     await wait_for(client, resumed, RunStatus.AWAITING_APPROVAL)
     await client.decide(resumed, "call_refund", "approve", approver="boss")
 

@@ -51,7 +51,7 @@ async def wait_for(client: AgentClient, run_id: str, status: RunStatus) -> Statu
 
 async def waiting_run(client: AgentClient) -> tuple[str, str]:
     """A run waiting for approval of EMAIL, and its snapshot taken while it waits."""
-    run_id = await client.start("assistant", "mail a@b.c")
+    run_id = (await client.start("assistant", "mail a@b.c")).id
     await wait_for(client, run_id, RunStatus.AWAITING_APPROVAL)
     return run_id, await client.export(run_id)
 
@@ -67,9 +67,9 @@ async def test_export_of_completed_failed_and_cancelled_runs_loads(client, worke
     model_server.script(
         Reply(content="hello"), Fault(400, "bad request"), Reply(tool_calls=(EMAIL,))
     )
-    done = await client.start("assistant", "hi")
+    done = (await client.start("assistant", "hi")).id
     await client.result(done)
-    failed = await client.start("assistant", "break")
+    failed = (await client.start("assistant", "break")).id
     with pytest.raises(RunFailed):
         await client.result(failed)
     cancelled, _ = await waiting_run(client)
@@ -94,7 +94,7 @@ async def test_export_is_signed_with_the_key_from_the_environment(
     client, model_server, monkeypatch
 ):
     model_server.script(Reply(content="hello"))
-    run_id = await client.start("assistant", "hi")
+    run_id = (await client.start("assistant", "hi")).id
     await client.result(run_id)
     monkeypatch.setenv("AGENT_SNAPSHOT_KEY", "s3cret")
 
@@ -119,7 +119,7 @@ async def test_resumed_run_keeps_the_pending_approval_and_runs_the_tool_once(
     with pytest.raises(RunFailed, match="cancelled"):
         await client.result(source)
 
-    resumed = await client.resume(text)
+    resumed = (await client.resume(text)).id
 
     view = await wait_for(client, resumed, RunStatus.AWAITING_APPROVAL)
     assert (view.turn, view.usage.model_calls) == (1, 1)
@@ -143,7 +143,7 @@ async def test_decided_but_not_executed_call_runs_once_after_resume(client, work
     decisions.apply(state, approval, via="update", now=datetime.now(UTC))
     assert isinstance(loop.next_step(state), loop.RunTools)  # decided, not executed
 
-    resumed = await client.resume(snapshot.dumps(state))
+    resumed = (await client.resume(snapshot.dumps(state))).id
 
     assert (await client.result(resumed)).final_output == "sent"
     assert executions() == [("send_email", edit)]
@@ -167,7 +167,7 @@ async def test_resume_on_a_second_temporal_server_under_the_same_id(client, work
             second.client, registry=registry, model_client=openai_client, task_queue="agents-b"
         ):
             other = AgentClient(second.client, task_queue="agents-b")
-            resumed = await other.resume(text, run_id=source)  # a fresh server: a resume
+            resumed = (await other.resume(text, run_id=source)).id  # a fresh server: a resume
             await wait_for(other, resumed, RunStatus.AWAITING_APPROVAL)
             decision = await other.decide(resumed, "call_email", "approve", approver="ann")
             result = await other.result(resumed)
@@ -190,11 +190,11 @@ async def test_fork_at_an_earlier_turn_with_new_input_continues_from_there(clien
     model_server.script(
         Reply(tool_calls=(ADD,)), Reply(content="5"), Reply(content="you asked again: 5")
     )
-    source = await client.start("assistant", "add 2 and 3")
+    source = (await client.start("assistant", "add 2 and 3")).id
     assert (await client.result(source)).turn == 2
     text = await client.export(source)
 
-    forked = await client.fork(text, at_turn=1, input="are you sure?")
+    forked = (await client.fork(text, at_turn=1, input="are you sure?")).id
 
     result = await client.result(forked)
     assert (result.final_output, result.turn) == ("you asked again: 5", 2)
@@ -225,7 +225,7 @@ async def test_fork_refusal_is_a_clear_error(client, worker, model_server):
 async def test_golden_fixture_resumes_on_the_worker_and_completes(client, model_server, version):
     model_server.script(Reply(content="all done", usage=(20, 4)))
 
-    resumed = await client.resume(golden_text(version))
+    resumed = (await client.resume(golden_text(version))).id
 
     result = await client.result(resumed)
     assert (result.status, result.final_output, result.turn) == ("completed", "all done", 3)
@@ -241,7 +241,7 @@ async def test_golden_fixture_resumes_on_the_worker_and_completes(client, model_
 
 async def test_run_locally_drives_an_exported_snapshot_to_completion(client, worker, model_server):
     model_server.script(Reply(tool_calls=(EMAIL, ADD)), Reply(content="sent and added"))
-    source = await client.start("assistant", "mail and add")
+    source = (await client.start("assistant", "mail and add")).id
     await wait_for(client, source, RunStatus.AWAITING_APPROVAL)
     state = snapshot.loads(await client.export(source))
     await worker.client.get_workflow_handle(source).terminate("debugging locally")

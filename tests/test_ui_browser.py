@@ -95,10 +95,10 @@ async def test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_too
     model_server.script(Reply(tool_calls=(EMAIL,)))
     async with serving(ui_server.client, model_server) as worker:
         client = AgentClient(worker.client, task_queue=worker.task_queue)
-        waiting = await client.start("assistant", "Please mail ops about the refund")
+        waiting = (await client.start("assistant", "Please mail ops about the refund")).id
         await wait_for_status(client, waiting, RunStatus.AWAITING_APPROVAL)
         model_server.script(Reply(content="hello"))
-        done = await client.start("assistant", "just say hello")
+        done = (await client.start("assistant", "just say hello")).id
         await client.result(done)
         await eventually(  # the UI lists what the visibility store has indexed
             lambda: client.list_runs(status="awaiting_approval"),
