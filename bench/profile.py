@@ -24,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-from durable_agents.activities.model_api import to_messages
+from durable_agents.activities.chat_completions import to_messages
 from openai.types.chat import ChatCompletion
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client

@@ -16,14 +16,14 @@ from datetime import UTC, datetime, timedelta
 
 import openai
 import pytest
-from durable_agents.activities.model_api import (
+from durable_agents.activities.model_api import ModelActivities
+from durable_agents.activities.model_errors import (
     MAX_RETRY_AFTER,
     UNUSABLE_REPLY_ATTEMPTS,
-    ModelActivities,
     jittered_backoff,
 )
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import ModelRequest, ToolSchema
+from durable_agents.workflows.payloads import ModelReply, ModelRequest, ToolSchema
 from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
@@ -406,3 +406,27 @@ async def test_scripted_server_generates_unique_call_ids(client, model_server):
     first, second = await call(client), await call(client)
     ids = [c.call_id for c in first.tool_calls + second.tool_calls]
     assert ids == ["call_1", "call_2", "call_3"]
+
+
+class _CannedAPI:
+    """A ModelAPI of the test's own: what the seam asks of a second API."""
+
+    def __init__(self) -> None:
+        self.seen: list[ModelRequest] = []
+
+    async def complete(self, model_request: ModelRequest) -> ModelReply:
+        self.seen.append(model_request)
+        return ModelReply(content=f"{len(model_request.items)} items", usage=Usage(model_calls=1))
+
+
+async def test_another_model_api_plugs_into_the_same_activity():
+    api = _CannedAPI()
+    reply = await ActivityEnvironment().run(ModelActivities(api).call_model, request())
+    assert reply.content == "1 items"
+    assert [r.model for r in api.seen] == ["gpt-test"]
+
+
+def test_an_openai_client_that_retries_on_its_own_is_refused(model_server):
+    retrying = openai.AsyncOpenAI(base_url=model_server.base_url, api_key="test")  # 2 retries
+    with pytest.raises(ValueError, match=r"max_retries=0 \(got 2\): Temporal owns retries"):
+        ModelActivities(retrying)

@@ -1,0 +1,205 @@
+"""The Chat Completions API (`POST /chat/completions`) through the official `openai`
+client: the first `ModelAPI` (`activities.model_api`). RunState items become the
+request's messages, the reply becomes a `ModelReply`, and the provider's failures
+are sorted by `activities.model_errors`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+from durable_agents.activities.model_errors import (
+    preview,
+    reply_error,
+    request_timeout,
+    retry_delay,
+    unavailable,
+)
+from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
+from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
+from durable_agents.workflows.state import AssistantMessage, Item, ToolResult, Usage, UserMessage
+from openai.types.chat import ChatCompletion
+from temporalio.exceptions import ApplicationError
+
+COMPLETIONS_PATH = "/chat/completions"
+"""The Chat Completions endpoint, relative to the client's base URL."""
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+class ChatCompletionsAPI:
+    """Chat Completions through an `openai.AsyncOpenAI` client.
+
+    The client must be built with `max_retries=0`: Temporal's retry policy owns
+    retries (with backoff, limits and visibility in history); retries inside the
+    client would multiply attempts and hide them from Temporal.
+    """
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        if getattr(client, "max_retries", None) != 0:
+            raise ValueError(
+                "the openai client must be created with max_retries=0 "
+                f"(got {getattr(client, 'max_retries', None)!r}): Temporal owns retries"
+            )
+        self._client = client
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """The model's reply to the conversation in `request`."""
+        options: dict[str, Any] = {
+            "model": request.model,
+            "messages": to_messages(
+                request.instructions, request.items, tool_output_limit=request.tool_output_limit
+            ),
+        }
+        if request.tools:
+            options["tools"] = to_tools(request.tools)
+        timeout = request_timeout(self._client.timeout)
+        try:
+            # `client.post` with the finished body, not `chat.completions.create`:
+            # the same request, response type and errors, without the client's
+            # parameter transform, which walks every message of the conversation
+            # on every call (17x the cost at 300 turns: bench/RESULTS.md).
+            completion = await self._client.post(
+                COMPLETIONS_PATH,
+                body=options,
+                cast_to=ChatCompletion,
+                options={} if timeout is None else {"timeout": timeout},
+            )
+        except openai.APIStatusError as err:
+            raise _status_error(err) from err
+        except openai.APITimeoutError as err:
+            raise unavailable(f"request timed out: {err.message}") from err
+        except openai.APIConnectionError as err:
+            detail = f": {err.__cause__}" if err.__cause__ else ""
+            raise unavailable(f"{err.message.rstrip('.')}{detail}") from err
+        except openai.APIResponseValidationError as err:
+            raise reply_error(f"the reply does not match the API: {err.message}") from err
+        except json.JSONDecodeError as err:  # cut off, or a page that is not JSON
+            raise unavailable(
+                f"the reply is not JSON ({err.msg} at character {err.pos}): {preview(err.doc)}"
+            ) from err
+        if not isinstance(completion, ChatCompletion):  # a proxy's page, sent as text
+            raise unavailable(f"the reply is not a chat completion: {preview(completion)}")
+        return to_reply(completion)
+
+
+def to_messages(
+    instructions: str, items: list[Item], *, tool_output_limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The Chat Completions messages for the conversation (decisions are left out).
+
+    A tool result longer than `tool_output_limit` characters is cut, with a
+    marker that tells the model how much it does not see."""
+    messages: list[dict[str, Any]] = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    for item in items:
+        if isinstance(item, UserMessage):
+            messages.append({"role": "user", "content": item.content})
+        elif isinstance(item, AssistantMessage):
+            message: dict[str, Any] = {"role": "assistant", "content": item.content}
+            if item.tool_calls:
+                message["tool_calls"] = [
+                    {
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {"name": call.tool, "arguments": call.arguments},
+                    }
+                    for call in item.tool_calls
+                ]
+            messages.append(message)
+        elif isinstance(item, ToolResult):
+            content = _truncated(item.content, tool_output_limit)
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
+        # Decision items are our audit trail, not conversation: the model never sees them.
+    return messages
+
+
+def _truncated(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return (
+        f"{text[:limit]}\n[output truncated: showing the first {limit:,} of "
+        f"{len(text):,} characters]"
+    )
+
+
+def to_tools(tools: list[ToolSchema]) -> list[dict[str, Any]]:
+    """The Chat Completions `tools` parameter for the agent's tools."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+            },
+        }
+        for t in tools
+    ]
+
+
+def to_reply(completion: Any) -> ModelReply:
+    """Our ModelReply from a ChatCompletion; an unusable shape is a ModelReplyError."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise reply_error("the reply has no choices")
+    try:
+        choice = choices[0]
+        message = choice.message
+        calls = []
+        for call in message.tool_calls or []:
+            if call.type != "function" or not isinstance(call.function.arguments, str):
+                raise TypeError(f"unsupported tool call {call!r}")
+            calls.append(
+                ModelToolCall(
+                    call_id=call.id, tool=call.function.name, arguments=call.function.arguments
+                )
+            )
+        usage = completion.usage  # absent, or counts left out: counted as 0
+        prompt = (usage.prompt_tokens if usage else 0) or 0
+        output = (usage.completion_tokens if usage else 0) or 0
+        return ModelReply(
+            content=message.content,
+            tool_calls=calls,
+            usage=Usage(
+                model_calls=1,
+                input_tokens=prompt,
+                output_tokens=output,
+                total_tokens=(usage.total_tokens if usage else 0) or prompt + output,
+            ),
+            finish_reason=choice.finish_reason,
+        )
+    except (AttributeError, TypeError, ValueError) as err:
+        raise reply_error(f"the reply has an unusable shape: {err}") from err
+
+
+def _status_error(err: openai.APIStatusError) -> ApplicationError:
+    status = err.status_code
+    provider_message = _provider_message(err)
+    details = {"status_code": status, "provider_message": provider_message}
+    if status in _TRANSIENT_STATUS or status >= 500:
+        return unavailable(
+            f"HTTP {status}: {provider_message}",
+            details,
+            delay=retry_delay(err.response.headers),
+        )
+    return ApplicationError(
+        f"model request refused: HTTP {status}: {provider_message}",
+        details,
+        type=ERROR_MODEL_REQUEST,
+        non_retryable=True,
+    )
+
+
+def _provider_message(err: openai.APIStatusError) -> str:
+    """The provider's own error message, verbatim when it sent one."""
+    body = err.body
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return err.message

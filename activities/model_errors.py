@@ -1,0 +1,118 @@
+"""How model API failures are put for Temporal's retry policy, whatever the API:
+transient ones (429, 5xx, timeouts, connection errors, garbled replies) are
+retryable, after the provider's `retry-after` or the policy's backoff with jitter;
+the rest are non-retryable `ApplicationError`s with a `type` from the contract.
+Used by each `ModelAPI` implementation (`activities.chat_completions`).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import random
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from durable_agents.workflows.contract import ERROR_MODEL_REPLY, ERROR_MODEL_UNAVAILABLE
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+MAX_RETRY_AFTER = timedelta(seconds=300)
+"""Longest provider-requested wait we honour; a longer `retry-after` is cut to this."""
+
+REQUEST_TIMEOUT_MARGIN = timedelta(seconds=2)
+"""How much sooner than the activity's start-to-close timeout the HTTP request gives up."""
+
+UNUSABLE_REPLY_ATTEMPTS = 3
+"""Attempts after which a JSON reply that is not a completion fails the call."""
+
+PREVIEW_CHARS = 120
+"""Characters of an unusable reply quoted in the error."""
+
+
+def request_timeout(client_timeout: object) -> float | None:
+    """Seconds the HTTP request may take: the client's own timeout, but no more than
+    the attempt's start-to-close timeout less a margin, so that a slow provider ends
+    as a retryable timeout of ours rather than an attempt Temporal has already given
+    up on. None: the client's timeout as it is (no budget, or the client has none)."""
+    if not activity.in_activity():  # called directly (client.local_run, tests)
+        return None
+    budget = activity.info().start_to_close_timeout
+    own = getattr(client_timeout, "read", client_timeout)  # an httpx.Timeout, or seconds
+    if budget is None or not isinstance(own, int | float):
+        return None
+    return min(float(own), max((budget - REQUEST_TIMEOUT_MARGIN).total_seconds(), 1.0))
+
+
+def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> timedelta | None:
+    """The wait the provider asks for (`retry-after-ms`, then `retry-after` in seconds
+    or as an HTTP date), capped at MAX_RETRY_AFTER; None if absent or unusable."""
+    seconds: float | None = None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+            break
+        except ValueError:
+            if name == "retry-after":
+                parsed = email.utils.parsedate_tz(value)
+                if parsed is not None:
+                    seconds = email.utils.mktime_tz(parsed) - (time.time() if now is None else now)
+    if seconds is None or math.isnan(seconds) or seconds <= 0:
+        return None
+    return min(timedelta(seconds=min(seconds, 1e9)), MAX_RETRY_AFTER)
+
+
+def unavailable(
+    message: str, details: dict[str, Any] | None = None, *, delay: timedelta | None = None
+) -> ApplicationError:
+    """A transient failure (retried within the call's retry policy and time budget)
+    after `delay` (the provider's `retry-after`), else after the policy's backoff
+    with jitter, so that runs an outage held back do not all return at once."""
+    return ApplicationError(
+        f"model unavailable: {message}",
+        *([details] if details is not None else []),
+        type=ERROR_MODEL_UNAVAILABLE,
+        next_retry_delay=delay or jittered_backoff(),
+    )
+
+
+def jittered_backoff(rng: random.Random | None = None) -> timedelta | None:
+    """The retry policy's delay before the next attempt, times a random 0.5-1.0
+    ("equal jitter"); None outside an activity or without a policy."""
+    if not activity.in_activity():
+        return None
+    info = activity.info()
+    policy = info.retry_policy
+    if policy is None:
+        return None
+    base = policy.initial_interval.total_seconds() * policy.backoff_coefficient ** (
+        min(info.attempt, 64) - 1
+    )
+    if policy.maximum_interval is not None:
+        base = min(base, policy.maximum_interval.total_seconds())
+    return timedelta(seconds=base * (rng or random).uniform(0.5, 1.0))
+
+
+def reply_error(message: str) -> ApplicationError:
+    """A JSON reply that is not a usable completion: tried again a few times (a
+    gateway's hiccup), then a non-retryable ModelReplyError (a broken endpoint)."""
+    attempt = activity.info().attempt if activity.in_activity() else UNUSABLE_REPLY_ATTEMPTS
+    if attempt < UNUSABLE_REPLY_ATTEMPTS:
+        return unavailable(f"unusable reply (attempt {attempt}): {message}")
+    return ApplicationError(
+        f"unusable model reply: {message}", type=ERROR_MODEL_REPLY, non_retryable=True
+    )
+
+
+def preview(body: object) -> str:
+    """What arrived, for an error message: its kind, size and start."""
+    text = body if isinstance(body, str) else json.dumps(body, default=repr)
+    start = " ".join(text[:PREVIEW_CHARS].split())
+    more = "…" if len(text) > PREVIEW_CHARS else ""
+    return f"{len(text):,} characters: {start!r}{more}"
