@@ -20,7 +20,6 @@ from pathlib import Path
 from unittest import mock
 
 from durable_agents.activities.registry import AgentRegistry
-from durable_agents.client.codec import data_converter_from_env
 from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import AgentInput, AgentResult
 from openai import AsyncOpenAI
@@ -31,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from durable_agents import worker as worker_module
+from durable_agents.dataplane.codec import data_converter_from_env
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 

@@ -16,7 +16,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from durable_agents.client.codec import data_converter_from_env, new_key_entry
 from durable_agents.workflows import loop
 from pydantic import BaseModel
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -24,6 +23,7 @@ from temporalio.converter import DataConverter
 
 from bench import common, report_data, states
 from bench.report import Section
+from durable_agents.dataplane.codec import data_converter_from_env, new_key_entry
 
 REPS = 20
 

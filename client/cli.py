@@ -29,6 +29,8 @@ from durable_agents.workflows.state import Decision
 from pydantic import JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
 
+from durable_agents.dataplane.errors import DataPlaneError
+
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"
 
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         offline: OfflineCommand | None = getattr(args, "offline_fn", None)
         output = offline(args) if offline is not None else asyncio.run(_run(args))
-    except AgentClientError as err:
+    except (AgentClientError, DataPlaneError) as err:
         print(f"{PROG}: error: {err.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,7 +1,7 @@
 """Codec server: lets the Temporal UI and CLI show decrypted payloads to authorised people.
 
 `python -m durable_agents.client.codec_server --port 8081` serves Temporal's remote codec
-protocol with the keys of `client.codec` (AGENT_CODEC_KEYS...):
+protocol with the keys of `dataplane.codec` (AGENT_CODEC_KEYS...):
 `POST …/encode` and `POST …/decode` take and return `{"payloads": [...]}`
 (Payloads as protobuf JSON: base64 `data` and metadata values); only the last
 path segment counts, so `http://host:8081/{namespace}/decode` works too.
@@ -51,9 +51,10 @@ from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
-from durable_agents.client.codec import CodecError, CodecKeys, EncryptionCodec, keys_from_env
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
+
+from durable_agents.dataplane.codec import CodecError, CodecKeys, EncryptionCodec, keys_from_env
 
 TOKEN_ENV = "AGENT_CODEC_SERVER_TOKEN"
 CORS_ENV = "AGENT_CODEC_SERVER_CORS_ORIGINS"

@@ -6,12 +6,13 @@ import dataclasses
 import re
 from typing import Any
 
-from durable_agents.client.codec import data_converter_from_env
 from durable_agents.client.errors import AgentClientError, ConnectError
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
+
+from durable_agents.dataplane.codec import data_converter_from_env
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"

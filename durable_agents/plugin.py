@@ -6,7 +6,7 @@
 
 Built on Temporal's plugin API (`temporalio.plugin.SimplePlugin`): on the client it
 sets the data converter every process of ours shares (pydantic, the codec, the
-payload store: `durable_agents.client.codec.data_converter_from_env`); on a worker
+payload store: `durable_agents.dataplane.codec.data_converter_from_env`); on a worker
 of that client it adds `AgentWorkflow`, the model and tool activities, the sandbox
 pass-through and our liveness settings, next to whatever the worker already has.
 """
@@ -27,7 +27,7 @@ from durable_agents.activities.agent import Agent
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
-from durable_agents.client.codec import data_converter_from_env
+from durable_agents.dataplane.codec import data_converter_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"

@@ -6,8 +6,14 @@ import base64
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from durable_agents.client import codec
-from durable_agents.client.codec import (
+from durable_agents.workflows.payloads import AgentInput
+from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
+from temporalio.exceptions import ApplicationError
+
+from durable_agents.dataplane import codec
+from durable_agents.dataplane.codec import (
     CodecConfigError,
     CodecDataError,
     CodecKeyError,
@@ -16,11 +22,6 @@ from durable_agents.client.codec import (
     codec_data_converter,
     keys_from_env,
 )
-from durable_agents.workflows.payloads import AgentInput
-from temporalio.api.common.v1 import Payload
-from temporalio.api.failure.v1 import Failure
-from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
-from temporalio.exceptions import ApplicationError
 
 RAW_A = b"a" * 32
 RAW_B = b"b" * 32

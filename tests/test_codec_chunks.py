@@ -11,19 +11,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from durable_agents.client.codec import (
+from durable_agents.workflows.payloads import ModelRequest
+from durable_agents.workflows.state import AssistantMessage, ToolCall, ToolResult, UserMessage
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import WorkflowSerializationContext
+
+from durable_agents.dataplane.chunks import CHUNK_BYTES
+from durable_agents.dataplane.codec import (
     CodecDataError,
     CodecKeyError,
     CodecKeys,
     EncryptionCodec,
     data_converter_from_env,
 )
-from durable_agents.client.codec_chunks import CHUNK_BYTES
-from durable_agents.client.payload_store import CHUNK_SIZE, LocalDirectoryDriver, PayloadStoreError
-from durable_agents.workflows.payloads import ModelRequest
-from durable_agents.workflows.state import AssistantMessage, ToolCall, ToolResult, UserMessage
-from temporalio.api.common.v1 import Payload
-from temporalio.converter import WorkflowSerializationContext
+from durable_agents.dataplane.payload_store import (
+    CHUNK_SIZE,
+    LocalDirectoryDriver,
+    PayloadStoreError,
+)
 
 KEY_ENTRY = "k1:" + base64.b64encode(b"c" * 32).decode()
 KEYS = CodecKeys.parse(KEY_ENTRY)

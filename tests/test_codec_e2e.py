@@ -20,14 +20,6 @@ from pathlib import Path
 import pytest
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.agent_client import AgentClient
-from durable_agents.client.codec import (
-    KEYS_ENV,
-    PRIMARY_ENV,
-    CodecKeyError,
-    CodecKeys,
-    EncryptionCodec,
-    codec_data_converter,
-)
 from durable_agents.client.codec_server import CodecServer, CodecServerConfig
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.state import RunStatus
@@ -40,6 +32,14 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
+from durable_agents.dataplane.codec import (
+    KEYS_ENV,
+    PRIMARY_ENV,
+    CodecKeyError,
+    CodecKeys,
+    EncryptionCodec,
+    codec_data_converter,
+)
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import build_worker, temporal_binary
 from tests.runs import tool_results

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from durable_agents.client import codec_server
-from durable_agents.client.codec import CodecError, CodecKeys, EncryptionCodec
 from durable_agents.client.codec_server import CodecServer, CodecServerConfig, for_dev_ui
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
+
+from durable_agents.dataplane.codec import CodecError, CodecKeys, EncryptionCodec
 
 KEY = base64.b64encode(b"k" * 32).decode()
 KEYS = CodecKeys.parse(f"ops-1:{KEY}")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from durable_agents.client.agent_client import AgentClient
-from durable_agents.client.codec import CodecKeys, codec_data_converter
 from temporalio.client import Client
 
+from durable_agents.dataplane.codec import CodecKeys, codec_data_converter
 from durable_agents.testing import Reply
 from tests.test_worker import free_port, run
 

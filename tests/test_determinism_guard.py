@@ -27,6 +27,7 @@ FORBIDDEN_MODULES = {
     "requests",
     "activities",
     "client",
+    "dataplane",
     "durable_agents",
 }
 """Modules workflow code may not import (sources of time, randomness, I/O, or our
@@ -116,7 +117,7 @@ def test_pure_modules_do_not_import_temporalio(path: Path):
 
 def test_the_guard_sees_our_subpackages_through_the_namespace():
     tree = ast.parse(
-        "from durable_agents.client.codec import x\nimport durable_agents\n"
+        "from durable_agents.dataplane.codec import x\nimport durable_agents\n"
         "from durable_agents.workflows import loop\n"
     )
-    assert imported_roots(tree) == {"client", "durable_agents", "workflows"}
+    assert imported_roots(tree) == {"dataplane", "durable_agents", "workflows"}

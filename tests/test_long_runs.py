@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from durable_agents.client.payload_store import with_payload_store
 from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -25,6 +24,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.dataplane.payload_store import with_payload_store
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import temporal_binary
 from tests import agents

@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from durable_agents.client.payload_store import (
-    LocalDirectoryDriver,
-    PayloadStoreError,
-    external_storage,
-)
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     StorageDriverClaim,
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
+)
+
+from durable_agents.dataplane.payload_store import (
+    LocalDirectoryDriver,
+    PayloadStoreError,
+    external_storage,
 )
 
 STORE, RETRIEVE = StorageDriverStoreContext(), StorageDriverRetrieveContext()

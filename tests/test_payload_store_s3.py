@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import aioboto3
 import boto3
 import pytest
-from durable_agents.client.payload_store import _LazyS3Driver, with_payload_store
 from durable_agents.workflows.state import RunStatus, ToolResult
 from moto.server import ThreadedMotoServer
 from temporalio.client import Client
@@ -19,6 +18,7 @@ from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage
 
+from durable_agents.dataplane.payload_store import _LazyS3Driver, with_payload_store
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.runs import free_port, start, state_of

@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from durable_agents.client.codec import data_converter_from_env
 from durable_agents.workflows import search_attributes
 from temporalio.client import Client
 
+from durable_agents.dataplane.codec import data_converter_from_env
 from durable_agents.worker import temporal_binary
 from tests.chaos import ledger
 from tests.runs import free_port

@@ -17,11 +17,11 @@ RunState in plain text. Configuration, read by `keys_from_env`:
 
 No keys configured: encryption is off (payloads stay plain JSON), and an
 encrypted payload met on the way in raises `CodecKeyError` saying so.
-`python -m durable_agents.client.codec new-key KID` prints a fresh `KID:BASE64` entry.
+`python -m durable_agents.dataplane.codec new-key KID` prints a fresh `KID:BASE64` entry.
 
 `data_converter_from_env` builds the data converter every process uses (worker,
 `AgentClient`, `agentctl`): pydantic JSON, this codec, and the payload store of
-`client.payload_store`. Payloads big enough for the store are encrypted in
+`dataplane.payload_store`. Payloads big enough for the store are encrypted in
 deterministic chunks (`client.codec_chunks`) so that the store still keeps each
 repeated part of a growing conversation once.
 """
@@ -41,14 +41,6 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from durable_agents.client.codec_chunks import (
-    CHUNKED_ENCODING,
-    ChunkCipher,
-    ChunkFormatError,
-    can_chunk,
-)
-from durable_agents.client.errors import AgentClientError
-from durable_agents.client.payload_store import external_storage
 from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -59,6 +51,15 @@ from temporalio.converter import (
     SerializationContext,
     WithSerializationContext,
 )
+
+from durable_agents.dataplane.chunks import (
+    CHUNKED_ENCODING,
+    ChunkCipher,
+    ChunkFormatError,
+    can_chunk,
+)
+from durable_agents.dataplane.errors import DataPlaneError
+from durable_agents.dataplane.payload_store import external_storage
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 KEYS_FILE_ENV = "AGENT_CODEC_KEYS_FILE"
@@ -74,7 +75,7 @@ TAG_BYTES = 16
 _KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-class CodecError(AgentClientError):
+class CodecError(DataPlaneError):
     """Base class of the codec's errors; messages name key ids, never key material."""
 
 
@@ -332,9 +333,9 @@ def data_converter_from_env(
     """The data converter of every process of the project (worker, `AgentClient`,
     `agentctl`): `base` (pydantic JSON), the codec configured in the environment
     (encryption off when no keys are set) and the payload store (AGENT_PAYLOAD_STORE,
-    AGENT_PAYLOAD_THRESHOLD: `client.payload_store`). Payloads the store takes are
+    AGENT_PAYLOAD_THRESHOLD: `dataplane.payload_store`). Payloads the store takes are
     encrypted in chunks it can dedup. Raises `CodecConfigError` or `PayloadStoreError`
-    (both `AgentClientError`s) for an unusable configuration."""
+    (both `DataPlaneError`s) for an unusable configuration."""
     env = os.environ if env is None else env
     keys = keys_from_env(env)
     storage = external_storage(env)
@@ -353,10 +354,10 @@ def new_key_entry(key_id: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m durable_agents.client.codec new-key KEY_ID`: print a fresh key entry."""
+    """`python -m durable_agents.dataplane.codec new-key KEY_ID`: print a fresh key entry."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "new-key":
-        print("usage: python -m durable_agents.client.codec new-key KEY_ID", file=sys.stderr)
+        print("usage: python -m durable_agents.dataplane.codec new-key KEY_ID", file=sys.stderr)
         return 2
     try:
         print(new_key_entry(args[1]))

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from durable_agents.client.errors import AgentClientError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     DataConverter,
@@ -38,6 +37,8 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+from durable_agents.dataplane.errors import DataPlaneError
+
 DEFAULT_THRESHOLD = 16 * 1024
 """Payloads of this many bytes or more go to the store. 16 KiB keeps a turn's
 history flat from the first turns on (1 KB tool outputs, turn 100: 3.9 KB of
@@ -45,7 +46,7 @@ history against 129.8 KB at 128 KiB; same wall time: bench/RESULTS.md section 4)
 CHUNK_SIZE = 64 * 1024
 
 
-class PayloadStoreError(AgentClientError):
+class PayloadStoreError(DataPlaneError):
     """The payload store is misconfigured or a stored payload cannot be read."""
 
 
