@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
 from durable_agents.workflows.state import AgentSpec, RetrySpec
 from temporalio.common import RetryPolicy
@@ -66,28 +67,18 @@ class Agent:
 
     def spec(self) -> AgentSpec:
         """The plain-data description frozen into a run at its start."""
-        return AgentSpec(
-            name=self.name,
-            instructions=self.instructions,
-            model=self.model,
+        return derive(
+            AgentSpec,
+            self,
             tools=[t.spec() for t in self.tools],
-            max_turns=self.max_turns,
-            model_timeout_seconds=self.model_timeout.total_seconds(),
             model_retry=RetrySpec(
                 **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),
-                budget_seconds=_seconds(self.model_retry_budget),
+                budget_seconds=(
+                    self.model_retry_budget.total_seconds() if self.model_retry_budget else None
+                ),
             ),
-            model_heartbeat_timeout_seconds=_seconds(self.model_heartbeat_timeout),
-            tool_output_limit=self.tool_output_limit,
-            session_idle_timeout=self.session_idle_timeout,
-            turns_per_workflow_run=self.turns_per_workflow_run,
-            history_bytes_per_workflow_run=self.history_bytes_per_workflow_run,
         )
 
     def tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return next((t for t in self.tools if t.name == name), None)
-
-
-def _seconds(duration: timedelta | None) -> float | None:
-    return duration.total_seconds() if duration is not None else None

@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any, get_type_hints
 
 from durable_agents.activities.heartbeat import Progress
+from durable_agents.activities.spec_fields import derive
 from durable_agents.workflows.state import ApprovalPolicy, RetrySpec, ToolSpec
 from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from temporalio.common import RetryPolicy
@@ -88,19 +89,13 @@ class Tool:
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""
-        return ToolSpec(
-            name=self.name,
-            description=self.description,
+        return derive(
+            ToolSpec,
+            self,
             parameters=self.arguments.model_json_schema(),
             needs_approval=self.approval is not None,
             approval=self.approval or ApprovalPolicy(),
-            timeout_seconds=self.timeout.total_seconds(),
             retry=retry_spec(self.retry_policy),
-            heartbeat_timeout_seconds=(
-                self.heartbeat_timeout.total_seconds()
-                if self.heartbeat_timeout is not None
-                else None
-            ),
         )
 
     async def invoke(self, arguments: BaseModel, ctx: ToolContext) -> Any:

@@ -158,3 +158,20 @@ def test_the_example_refund_is_applied_once_per_key_in_a_durable_store(tmp_path,
     assert support_agent.issue_refund.fn("B7", 25.0, "x", other) == (
         "Refunded 25.00 EUR for order B7."
     )
+
+
+def test_every_spec_field_has_a_source_on_its_definition():
+    """A new option added to AgentSpec or ToolSpec without its Agent/Tool field fails here
+    instead of being frozen at its default."""
+    from durable_agents.activities.spec_fields import derive
+    from durable_agents.workflows.state import AgentSpec, ToolSpec
+
+    spec = Agent(name="a", instructions="i", tools=[refund]).spec()
+    assert set(spec.model_fields_set) == set(AgentSpec.model_fields)
+    assert set(spec.tools[0].model_fields_set) == set(ToolSpec.model_fields)
+
+    class Thin:
+        name = "x"
+
+    with pytest.raises(TypeError, match=r"Thin has no source for ToolSpec\.description"):
+        derive(ToolSpec, Thin())
