@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
-from durable_agents.workflows import contract, decisions, loop
+from durable_agents.workflows import contract, decisions, driver, loop
 from durable_agents.workflows.payloads import (
     DecideInput,
     ModelReply,
@@ -62,30 +62,48 @@ async def run_locally(
         workflow_run="local",
         now=_now(),
     )
-    tools = ToolActivities(registry)
-    for _ in range(max_steps):
-        loop.deliver_messages(state, now=_now())
-        step = loop.next_step(state)
-        state.status = loop.status_for(step)
-        if isinstance(step, loop.Finish):
-            loop.finish(state, step.status, now=_now())
-            return state
-        if isinstance(step, loop.CallModel):
-            try:
-                reply = await model(step.request)
-            except Exception as err:  # one attempt: what a worker would retry fails here
-                loop.fail(state, _error_info(err), now=_now())
-                return state
-            loop.record_model_reply(state, reply, now=_now())
-        elif isinstance(step, loop.RunTools):
-            outcomes = await asyncio.gather(*(_run_tool(tools, state, c) for c in step.calls))
-            loop.record_tool_outcomes(state, list(outcomes), now=_now())
-        elif isinstance(step, loop.AwaitDecisions):
-            if not await _decide(state, approve):
-                return state
-        else:  # AwaitInput: a session waits for the user's next message
-            return state
+    await driver.drive(
+        state, _LocalIO(model, ToolActivities(registry), approve), max_steps=max_steps
+    )
     return state
+
+
+class _LocalIO:
+    """The loop's steps performed in this process (`workflows.driver.LoopIO`)."""
+
+    def __init__(self, model: ModelCall, tools: ToolActivities, approve: Approve | None) -> None:
+        self._model, self._tools, self._approve = model, tools, approve
+
+    def stamp(self) -> datetime:
+        return _now()
+
+    def step_chosen(self, state: RunState, step: loop.Step) -> None:
+        pass  # nothing to publish
+
+    def finished(self, state: RunState) -> None:
+        pass
+
+    async def before_step(self, state: RunState, step: loop.Step) -> None:
+        pass  # no continue-as-new in-process
+
+    async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
+        try:
+            return await self._model(step.request)
+        except Exception as err:  # one attempt: what a worker would retry fails here
+            loop.fail(state, _error_info(err), now=_now())
+            return None
+
+    def record_reply(self, state: RunState, reply: ModelReply) -> None:
+        loop.record_model_reply(state, reply, now=_now())
+
+    async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
+        return list(await asyncio.gather(*(_run_tool(self._tools, state, c) for c in calls)))
+
+    async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
+        return await _decide(state, self._approve)
+
+    async def await_input(self, state: RunState) -> bool:
+        return False  # a session waits for the user's next message: stop here
 
 
 async def _decide(state: RunState, approve: Approve | None) -> bool:
@@ -105,8 +123,7 @@ async def _decide(state: RunState, approve: Approve | None) -> bool:
 async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> ToolOutcome:
     """One attempt of the `run_tool` activity, in an activity context like a worker's
     (a tool may heartbeat or read `activity.info()`)."""
-    spec = state.agent.tool(call.tool)
-    assert spec is not None, "malformed calls are answered by the loop, never run"
+    spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
     environment = ActivityEnvironment()
     environment.info = dataclasses.replace(
         environment.info,

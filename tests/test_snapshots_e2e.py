@@ -289,3 +289,34 @@ async def test_run_locally_stops_where_a_decision_is_needed(model_server):
     assert waiting.status == RunStatus.AWAITING_APPROVAL
     assert [p.call_id for p in decisions.pending_approvals(waiting)] == ["call_email"]
     assert agents.CALLS == []
+
+
+@pytest.mark.parametrize(
+    ("script", "session", "max_steps", "status"),
+    [
+        ([Fault(400, "bad request")], False, 100, RunStatus.FAILED),
+        ([Reply(content="hi")], True, 100, RunStatus.AWAITING_INPUT),
+        ([Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),)), Reply("3")], False, 2, "running"),
+    ],
+    ids=["model-refuses", "session-waits", "max-steps"],
+)
+async def test_run_locally_stops_where_the_driver_says(
+    model_server, script, session, max_steps, status
+):
+    model_server.script(*script)
+    start = loop.new_state(
+        agents.assistant.spec(),
+        AgentInput(agent="assistant", input="go", session=session),
+        run_id="local-2",
+        now=datetime.now(UTC),
+    )
+    async with AsyncOpenAI(base_url=model_server.base_url, api_key="t", max_retries=0) as openai:
+        ended = await run_locally(
+            start,
+            model=ModelActivities(openai).call_model,
+            registry=AgentRegistry([agents.assistant]),
+            max_steps=max_steps,
+        )
+    assert ended.status == status
+    if status is RunStatus.FAILED:
+        assert ended.error is not None and "HTTP 400: bad request" in ended.error.message

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         activity_calls,
         contract,
         decisions,
+        driver,
         inbox,
         loop,
         metrics,
@@ -152,33 +153,40 @@ class AgentWorkflow:
         self._first_turn = state.turn
         self._first_length = info.get_current_history_length()
         self._first_size = info.get_current_history_size()
-        while True:
-            loop.deliver_messages(state, now=workflow.now())
-            step = loop.next_step(state)
-            state.status = loop.status_for(step)
-            self._publish(state)
-            if isinstance(step, loop.Finish):
-                loop.finish(state, step.status, now=workflow.now())
-                metrics.finished(state.agent.name, step.status.value)
-                return
-            if loop.may_continue_as_new(step) and self._switch_due(state):
-                await self._continue_as_new(state)
-            if isinstance(step, loop.CallModel):
-                reply = await self._call_model(state, step)
-                colliding = proposed_calls.has_colliding_call_ids(state, reply)
-                unique = not colliding or workflow.patched(patches.PATCH_UNIQUE_CALL_IDS)
-                safe = not colliding or workflow.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
-                loop.record_model_reply(
-                    state, reply, now=workflow.now(), unique_ids=unique, safe_ids=safe
-                )
-                metrics.turn(state.agent.name)
-            elif isinstance(step, loop.RunTools):
-                outcomes = await asyncio.gather(*(self._run_tool(state, c) for c in step.calls))
-                loop.record_tool_outcomes(state, list(outcomes), now=workflow.now())
-            elif isinstance(step, loop.AwaitInput):
-                await self._await_input(state)
-            else:
-                await self._await_decisions(state, step)
+        await driver.drive(state, self)
+
+    # --- driver.LoopIO: the loop's steps, performed with Temporal ------------------
+
+    def stamp(self) -> datetime:
+        return workflow.now()
+
+    def step_chosen(self, state: RunState, step: loop.Step) -> None:
+        self._publish(state)
+
+    def finished(self, state: RunState) -> None:
+        metrics.finished(state.agent.name, state.status.value)
+
+    async def before_step(self, state: RunState, step: loop.Step) -> None:
+        if loop.may_continue_as_new(step) and self._switch_due(state):
+            await self._continue_as_new(state)
+
+    def record_reply(self, state: RunState, reply: ModelReply) -> None:
+        colliding = proposed_calls.has_colliding_call_ids(state, reply)
+        unique = not colliding or workflow.patched(patches.PATCH_UNIQUE_CALL_IDS)
+        safe = not colliding or workflow.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
+        loop.record_model_reply(state, reply, now=workflow.now(), unique_ids=unique, safe_ids=safe)
+        metrics.turn(state.agent.name)
+
+    async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
+        return list(await asyncio.gather(*(activity_calls.run_tool(state, c) for c in calls)))
+
+    async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
+        await self._await_decisions(state, step)
+        return True
+
+    async def await_input(self, state: RunState) -> bool:
+        await self._await_input(state)
+        return True
 
     def _switch_due(self, state: RunState) -> bool:
         """This workflow run used its turn or history-size budget, or Temporal suggests
@@ -243,7 +251,8 @@ class AgentWorkflow:
                 metrics.finished(state.agent.name, state.status.value)
                 raise ApplicationError(error.message, error.details, type=error.type) from None
 
-    async def _call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
+    async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
+        """The model's reply; a call that failed for good fails the run."""
         reply = await activity_calls.call_model(state.agent, step.request)
         if isinstance(reply, ErrorInfo):
             loop.fail(state, reply, now=workflow.now())
@@ -256,9 +265,6 @@ class AgentWorkflow:
                 non_retryable=True,
             )
         return reply
-
-    async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
-        return await activity_calls.run_tool(state, call)
 
     def _publish(self, state: RunState) -> None:
         """Keep the UI's current details and the search attributes current."""

@@ -1,0 +1,87 @@
+"""The one driver of the pure loop: asks `workflows.loop` for the next step and has an
+`LoopIO` perform it, until the run ends or the I/O says to stop.
+
+`AgentWorkflow` drives a run with Temporal I/O (activities, durable waits,
+continue-as-new); `client.local_run` with in-process I/O (one attempt per call, a
+callback for decisions). Both go through this loop, so the order of steps is the
+same by construction. Pure: no `temporalio` import; all I/O, time included, is
+injected.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from durable_agents.workflows import loop
+from durable_agents.workflows.payloads import ModelReply, ToolOutcome
+from durable_agents.workflows.state import RunState, ToolCall
+
+
+class LoopIO(Protocol):
+    """What performing the loop's steps takes."""
+
+    def stamp(self) -> datetime:
+        """The time to stamp on what is recorded (in a workflow: `workflow.now()`)."""
+        ...
+
+    def step_chosen(self, state: RunState, step: loop.Step) -> None:
+        """The next step is known and `state.status` says it (e.g. publish it)."""
+        ...
+
+    def finished(self, state: RunState) -> None:
+        """The run has ended (`state.status` is final)."""
+        ...
+
+    async def before_step(self, state: RunState, step: loop.Step) -> None:
+        """About to perform `step` (e.g. continue as new first)."""
+        ...
+
+    async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
+        """The model's reply; None: the run has failed (recorded) and the loop stops."""
+        ...
+
+    def record_reply(self, state: RunState, reply: ModelReply) -> None:
+        """Fold the reply into the state (`loop.record_model_reply`)."""
+        ...
+
+    async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
+        """The outcomes of the calls, in their order."""
+        ...
+
+    async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
+        """Wait for decisions; False: stop here (the run waits on)."""
+        ...
+
+    async def await_input(self, state: RunState) -> bool:
+        """Wait for the session's next message; False: stop here."""
+        ...
+
+
+async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) -> None:
+    """Run `state` forward until it ends, the I/O stops it, or after `max_steps` steps."""
+    taken = 0
+    while max_steps is None or taken < max_steps:
+        taken += 1
+        loop.deliver_messages(state, now=io.stamp())
+        step = loop.next_step(state)
+        state.status = loop.status_for(step)
+        io.step_chosen(state, step)
+        if isinstance(step, loop.Finish):
+            loop.finish(state, step.status, now=io.stamp())
+            io.finished(state)
+            return
+        await io.before_step(state, step)
+        if isinstance(step, loop.CallModel):
+            reply = await io.call_model(state, step)
+            if reply is None:
+                return
+            io.record_reply(state, reply)
+        elif isinstance(step, loop.RunTools):
+            outcomes = await io.run_tools(state, step.calls)
+            loop.record_tool_outcomes(state, outcomes, now=io.stamp())
+        elif isinstance(step, loop.AwaitInput):
+            if not await io.await_input(state):
+                return
+        elif not await io.await_decisions(state, step):
+            return
