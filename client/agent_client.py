@@ -18,6 +18,7 @@ from durable_agents.client import snapshots
 from durable_agents.client.connect import connect
 from durable_agents.client.errors import (
     AgentClientError,
+    AgentError,
     DecisionRefused,
     failure_message,
     from_rpc_error,
@@ -365,10 +366,12 @@ class AgentClient:
                     contract.UPDATE_DECIDE, payload, id=request_id, result_type=Decision
                 )
             except WorkflowUpdateFailedError as err:
-                raise DecisionRefused(run_id, call_id, failure_message(err.cause)) from err
+                reason = failure_message(err.cause)
+                raise DecisionRefused(reason, run_id=run_id, call_id=call_id) from err
             except RPCError as err:
                 if run_ended(err):
-                    raise DecisionRefused(run_id, call_id, "the run has already ended") from err
+                    ended = "the run has already ended"
+                    raise DecisionRefused(ended, run_id=run_id, call_id=call_id) from err
                 raise
 
     # --- sessions --------------------------------------------------------------------
@@ -422,7 +425,7 @@ class AgentClient:
         """Turn the SDK's errors about `run_id` into one-line `AgentClientError`s."""
         try:
             yield
-        except AgentClientError:
+        except AgentError:
             raise
         except WorkflowAlreadyStartedError as err:
             raise AgentClientError(f"a run with id {run_id!r} already exists") from err

@@ -24,12 +24,11 @@ from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows import contract
+from durable_agents.workflows.errors import AgentError
 from durable_agents.workflows.payloads import DecideInput, PendingApproval
 from durable_agents.workflows.state import Decision
 from pydantic import JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
-
-from durable_agents.dataplane.errors import DataPlaneError
 
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"
@@ -51,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         offline: OfflineCommand | None = getattr(args, "offline_fn", None)
         output = offline(args) if offline is not None else asyncio.run(_run(args))
-    except (AgentClientError, DataPlaneError) as err:
+    except AgentError as err:
         print(f"{PROG}: error: {err.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

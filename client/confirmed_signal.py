@@ -36,7 +36,7 @@ async def send_decision(
             "but the run's state does not show it"
         )
     if isinstance(outcome, DecisionAttempt) and outcome.refused_because is not None:
-        raise DecisionRefused(run_id, request.call_id, outcome.refused_because)
+        raise DecisionRefused(outcome.refused_because, run_id=run_id, call_id=request.call_id)
     return outcome
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from durable_agents.workflows.errors import AgentError, DecisionRefused
 from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
@@ -13,14 +14,12 @@ from temporalio.exceptions import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+__all__ = ["AgentClientError", "AgentError", "DecisionRefused"]  # and the classes below
 
-class AgentClientError(Exception):
-    """Base class of every error raised by `client` (connect, AgentClient, agentctl)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-        """One line that says what went wrong, fit for a terminal."""
+class AgentClientError(AgentError):
+    """Base class of the errors of `client` (connect, AgentClient, agentctl); a refused
+    decision is a `DecisionRefused` (shared with the workflow, also an `AgentError`)."""
 
 
 class ConnectError(AgentClientError):
@@ -42,16 +41,6 @@ class RunNotFound(AgentClientError):
         super().__init__(f"no run with id {run_id!r} in namespace {namespace!r}")
         self.run_id = run_id
         self.namespace = namespace
-
-
-class DecisionRefused(AgentClientError):
-    """The workflow refused a `decide` update (unknown call, already decided, run ended...)."""
-
-    def __init__(self, run_id: str, call_id: str, reason: str) -> None:
-        super().__init__(f"decision on call {call_id!r} of run {run_id!r} refused: {reason}")
-        self.run_id = run_id
-        self.call_id = call_id
-        self.reason = reason
 
 
 class InvalidSnapshot(AgentClientError):

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from durable_agents.activities.agent import Agent
     from durable_agents.activities.tool import Tool, ToolContext, tool
     from durable_agents.client.agent_client import AgentClient
-    from durable_agents.client.errors import AgentClientError, DecisionRefused, RunFailed
+    from durable_agents.client.errors import AgentClientError, RunFailed
     from durable_agents.client.run import AgentRun
     from durable_agents.plugin import AgentsPlugin
+    from durable_agents.workflows.errors import AgentError, DecisionRefused
     from durable_agents.workflows.payloads import AgentInput, AgentResult
     from durable_agents.workflows.state import (
         ApprovalCondition,
@@ -40,7 +41,8 @@ _EXPORTS = {
     "AgentsPlugin": "durable_agents.plugin",
     "ApprovalCondition": "durable_agents.workflows.state",
     "ApprovalPolicy": "durable_agents.workflows.state",
-    "DecisionRefused": "durable_agents.client.errors",
+    "DecisionRefused": "durable_agents.workflows.errors",
+    "AgentError": "durable_agents.workflows.errors",
     "RunFailed": "durable_agents.client.errors",
     "RunState": "durable_agents.workflows.state",
     "RunStatus": "durable_agents.workflows.state",
@@ -53,6 +55,7 @@ __all__ = [
     "Agent",
     "AgentClient",
     "AgentClientError",
+    "AgentError",
     "AgentInput",
     "AgentResult",
     "AgentRun",

@@ -33,7 +33,6 @@ from temporalio.worker import Plugin, Worker
 from durable_agents.activities import telemetry
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
 from durable_agents.activities.registry import AgentRegistry
-from durable_agents.client.errors import AgentClientError
 from durable_agents.client.operations import check_search_attributes
 from durable_agents.dataplane.codec import (
     CodecError,
@@ -41,10 +40,10 @@ from durable_agents.dataplane.codec import (
     data_converter_from_env,
     keys_from_env,
 )
-from durable_agents.dataplane.errors import DataPlaneError
 from durable_agents.plugin import SANDBOX_PASSTHROUGH, STICKY_TIMEOUT, AgentsPlugin
 from durable_agents.workflows import search_attributes
 from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
+from durable_agents.workflows.errors import AgentError
 
 DEV_PORT = 7233
 DEV_UI_PORT = 8233
@@ -180,7 +179,7 @@ async def serve(args: argparse.Namespace) -> None:
     keys = codec_keys()
     try:  # pydantic + codec + payload store: the same converter as agentctl and AgentClient
         converter = data_converter_from_env()
-    except (AgentClientError, DataPlaneError) as err:
+    except AgentError as err:
         raise WorkerSetupError(err.message) from err
     runtime, plugins = observability(args)
     async with AsyncExitStack() as stack:
@@ -414,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     except (WorkerSetupError, RPCError) as err:
         print(f"worker: error: {err}", file=sys.stderr)
         return 1
-    except (AgentClientError, DataPlaneError) as err:  # cannot connect, bad key configuration
+    except AgentError as err:  # cannot connect, bad key configuration
         print(f"worker: error: {err.message}", file=sys.stderr)
         return 1
     return 0

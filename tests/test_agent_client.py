@@ -247,3 +247,13 @@ async def test_a_run_handle_reads_decides_and_waits(client, model_server) -> Non
     assert (result.status, result.final_output) == (RunStatus.COMPLETED, "sent")
     assert (await run.state()).final_output == "sent"
     assert (await run.status()).status is RunStatus.COMPLETED
+
+
+def test_every_error_of_the_library_has_one_root() -> None:
+    from durable_agents import AgentClientError, AgentError, DecisionRefused
+    from durable_agents.dataplane.errors import DataPlaneError
+
+    assert all(issubclass(e, AgentError) for e in (AgentClientError, DataPlaneError))
+    refused = DecisionRefused("already decided", run_id="r1", call_id="c1")
+    assert refused.message == "decision on call 'c1' of run 'r1' refused: already decided"
+    assert str(DecisionRefused("no tool call c9")) == "no tool call c9"  # the workflow's form

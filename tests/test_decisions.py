@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from durable_agents.workflows import decisions, loop
 from durable_agents.workflows.approval_policy import arguments_problem, requires_decision
+from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -97,7 +98,7 @@ def test_policy_fails_closed_when_a_condition_cannot_be_evaluated(arguments):
 
 def test_approver_outside_the_allowed_list_is_refused_and_audited():
     state = run_with(("c1", "refund", REFUND), policy=ApprovalPolicy(approvers=["boss"]))
-    with pytest.raises(decisions.DecisionRefused, match="ann may not decide refund calls"):
+    with pytest.raises(DecisionRefused, match="ann may not decide refund calls"):
         decisions.check(state, ask("c1"))
     assert signal(state, ask("c1")) is None
     [refused] = state.refused_decisions
@@ -129,14 +130,14 @@ def test_approval_with_edited_arguments_runs_with_them_and_keeps_the_original():
 )
 def test_edited_arguments_that_do_not_fit_the_tool_are_refused(arguments, problem):
     state = run_with(("c1", "refund", REFUND))
-    with pytest.raises(decisions.DecisionRefused, match="edited arguments are not valid"):
+    with pytest.raises(DecisionRefused, match="edited arguments are not valid"):
         decisions.check(state, ask("c1", arguments=arguments))
     assert arguments_problem(spec().tool("refund"), arguments) == problem
 
 
 def test_rejection_cannot_carry_edited_arguments():
     state = run_with(("c1", "refund", REFUND))
-    with pytest.raises(decisions.DecisionRefused, match="only an approval"):
+    with pytest.raises(DecisionRefused, match="only an approval"):
         decisions.check(state, ask("c1", "reject", arguments={"order": "A1", "amount": 1}))
 
 

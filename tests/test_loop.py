@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import decisions, loop, proposed_calls
+from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -192,7 +193,7 @@ def test_run_ends_as_max_turns_exceeded_instead_of_calling_the_model_again():
 def test_decision_on_a_call_that_is_not_pending_is_refused(call_id, message):
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}"), ("c2", "lookup", "{}")), now=T0)
-    with pytest.raises(decisions.DecisionRefused, match=message):
+    with pytest.raises(DecisionRefused, match=message):
         decisions.apply(state, decide(call_id, "approve"), via="update", now=T0)
 
 
@@ -200,14 +201,14 @@ def test_second_decision_on_the_same_call_is_refused():
     state = fresh()
     loop.record_model_reply(state, reply(("c1", "refund", "{}")), now=T0)
     decisions.apply(state, decide("c1", "reject"), via="update", now=T0)
-    with pytest.raises(decisions.DecisionRefused, match="already decided"):
+    with pytest.raises(DecisionRefused, match="already decided"):
         decisions.apply(state, decide("c1", "approve"), via="update", now=T0)
 
 
 def test_decision_after_the_run_ended_is_refused():
     state = fresh()
     loop.fail(state, ErrorInfo(type="X", message="boom"), now=T0)
-    with pytest.raises(decisions.DecisionRefused, match="has ended"):
+    with pytest.raises(DecisionRefused, match="has ended"):
         decisions.check(state, decide("c1", "approve"))
     assert loop.next_step(state) == loop.Finish(RunStatus.FAILED)
 

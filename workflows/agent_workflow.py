@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         contract,
         decisions,
         driver,
+        errors,
         inbox,
         loop,
         metrics,
@@ -293,7 +294,7 @@ class AgentWorkflow:
             decision = decisions.apply(
                 self._started_state(), payload, via="update", now=workflow.now()
             )
-        except decisions.DecisionRefused as err:  # the validator ran: should not happen
+        except errors.DecisionRefused as err:  # the validator ran: should not happen
             raise ApplicationError(
                 str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
             ) from err
@@ -307,7 +308,7 @@ class AgentWorkflow:
 
     def _started_state(self) -> RunState:
         if self._state is None:
-            raise decisions.DecisionRefused("the run is still starting; no call is pending yet")
+            raise errors.DecisionRefused("the run is still starting; no call is pending yet")
         return self._state
 
     # --- queries ---------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Literal
 
 from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
+from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput, PendingApproval
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -31,10 +32,6 @@ from durable_agents.workflows.state import (
     ToolCall,
     ToolResult,
 )
-
-
-class DecisionRefused(ValueError):
-    """A decision that cannot apply to the run; the message says why."""
 
 
 class _NotYetProposed(DecisionRefused):
