@@ -9,14 +9,14 @@ CHROMIUM ?= /usr/bin/chromium
 install: $(VENV)/.installed
 
 # Runtime packages at the versions of the worker image's lock (deploy/requirements.lock),
-# so tests run what ships and tests/test_deploy.py's lock check holds on any day.
+# so tests run what ships and tests/integration/test_deploy.py's lock check holds on any day.
 $(VENV)/.installed: pyproject.toml deploy/requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c deploy/requirements.lock -e '.[test]'
 	touch $@
 
-# tests/test_ui_browser.py drives Debian's Chromium (Playwright never downloads a browser):
+# tests/integration/test_ui_browser.py drives Debian's Chromium (Playwright never downloads a browser):
 # installed here when missing and we are root; otherwise that one test skips, saying why.
 browser:
 	@if [ -x $(CHROMIUM) ]; then :; \
@@ -24,8 +24,8 @@ browser:
 		echo "installing Debian's chromium for the browser test"; \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y -qq chromium >/dev/null; } \
-		|| echo "warning: could not install chromium; tests/test_ui_browser.py will skip"; \
-	else echo "note: no $(CHROMIUM) and not root: tests/test_ui_browser.py will skip"; fi
+		|| echo "warning: could not install chromium; tests/integration/test_ui_browser.py will skip"; \
+	else echo "note: no $(CHROMIUM) and not root: tests/integration/test_ui_browser.py will skip"; fi
 
 # The chaos suite's long scenarios (marked chaos_slow) run in `make chaos` only; its
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input) runs here.

@@ -5,7 +5,7 @@ on each side (the definition's field, the spec's field) and copied by rule:
 - a spec field `X_seconds` takes the definition's `X` (a timedelta, or None) in seconds;
 - anything else is given explicitly by the caller (`derived`).
 
-`Agent.spec()` and `Tool.spec()` use it; tests/test_tools.py checks that every spec
+`Agent.spec()` and `Tool.spec()` use it; tests/unit/test_tools.py checks that every spec
 field has a source, so a new option cannot be silently left at its default.
 """
 

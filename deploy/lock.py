@@ -62,7 +62,8 @@ def render(pins: dict[str, str]) -> str:
 
 
 def is_current(lock: Path = LOCK) -> bool:
-    """Whether `lock` is exactly what this venv's packages give (tests/test_deploy.py)."""
+    """Whether `lock` is exactly what this venv's packages give
+    (tests/integration/test_deploy.py)."""
     return lock.read_text() == render(runtime_closure())
 
 

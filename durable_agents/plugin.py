@@ -44,7 +44,7 @@ timeout, which leaves a 5 s timeout one late beat from expiring)."""
 SANDBOX_PASSTHROUGH = ("durable_agents",)
 """Imported once per process instead of once per workflow run: our package is plain
 data and pure functions to the sandbox (models, the pure loop, AgentWorkflow) and
-workflow code never imports activity or client code (tests/test_determinism_guard.py
+workflow code never imports activity or client code (tests/unit/test_determinism_guard.py
 checks it, statically, since the sandbox no longer does). Re-importing it held
 ~0.2 MB per cached run and its import CPU at every run start (bench/RESULTS.md, 3)."""
 

@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
-from tests import agents
+from tests.support import agents
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -75,7 +75,7 @@ async def serving(
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     running = build_worker(
         client,
-        registry=AgentRegistry.from_modules(["tests.agents"]),
+        registry=AgentRegistry.from_modules(["tests.support.agents"]),
         model_client=openai_client,
         task_queue=task_queue,
     )

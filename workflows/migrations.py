@@ -9,7 +9,7 @@ Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
 here, commit the new schema (`python -m schemas.generate`) and a golden fixture
 written by the new code (`tests/fixtures/runstate-<new>.json`, see
-`tests/snapshot_golden.py`); the tests then hold every released version to its
+`tests/support/snapshot_golden.py`); the tests then hold every released version to its
 schema and fixture. Never edit, renumber or remove a released step: snapshots
 in users' stores depend on it.
 """

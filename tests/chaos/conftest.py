@@ -15,7 +15,7 @@ from temporalio.client import Client
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from tests.chaos import ledger
 from tests.chaos.harness import REPORT_ENV, DevServer, Report, WorkerProcess
-from tests.runs import free_port
+from tests.support.runs import free_port
 
 
 def plan(tool: str, args: dict | None = None, *, model_delay: float = 0.0) -> str:

@@ -19,7 +19,7 @@ from temporalio.client import Client
 from durable_agents.dataplane.codec import data_converter_from_env
 from durable_agents.worker import temporal_binary
 from tests.chaos import ledger
-from tests.runs import free_port
+from tests.support.runs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_ENV = "CHAOS_REPORT"

@@ -1,0 +1,2 @@
+"""Integration tests: a real Temporal dev server, real workers and the scripted
+OpenAI-compatible HTTP server (tests/conftest.py)."""

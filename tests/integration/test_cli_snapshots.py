@@ -1,0 +1,186 @@
+"""agentctl's snapshot commands: validate and schema offline, then export, resume and fork
+against a real worker."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from durable_agents.client import KEY_ENV
+from durable_agents.workflows import snapshot
+from durable_agents.workflows.canonical import canonical_json
+from durable_agents.workflows.snapshot import json_schema
+from durable_agents.workflows.state import SCHEMA_VERSION, RunState
+
+from durable_agents.testing import Call, Reply
+from tests.support import agents
+from tests.support.cli_support import (
+    UNREACHABLE,
+    Ctl,
+    agentctl,
+    bound_to,
+    error_lines,
+    run_main,
+    wait_for_status,
+)
+from tests.support.snapshot_golden import fixture_path
+
+EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
+FIXTURE = fixture_path(SCHEMA_VERSION)
+
+
+def resigned(doc: dict) -> dict:
+    """`doc` with a fresh SHA-256 digest, as anyone editing a snapshot could compute."""
+    content = {k: v for k, v in doc.items() if k != "integrity"}
+    digest = hashlib.sha256(canonical_json(content)).hexdigest()
+    return {**content, "integrity": {"algorithm": "sha256", "digest": digest}}
+
+
+@pytest.fixture
+def ctl(worker) -> Ctl:
+    return bound_to(worker)
+
+
+# --- offline ----------------------------------------------------------------------------
+
+
+def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
+    assert run_main(["--address", UNREACHABLE, "validate", str(FIXTURE)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "valid, schema 1.2, run support-7, 10 items, status failed"
+    )
+    assert run_main(["validate", str(fixture_path("1.0"))]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "valid, schema 1.0 (migrated to 1.2), run support-7, 10 items, status failed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ('"approver": "alice"', "snapshot was modified after export (digest mismatch)"),
+        ('"turn": 2,', "snapshot was modified after export (digest mismatch)"),
+        ('"schema_version": "1.2"', "snapshot schema 2.0 is newer than this reader (1.x); upgrade"),
+    ],
+)
+def test_validate_refuses_a_tampered_file(edit, message, tmp_path, capsys) -> None:
+    replacement = {
+        '"approver": "alice"': '"approver": "mallory"',
+        '"turn": 2,': '"turn": 3,',
+        '"schema_version": "1.2"': '"schema_version": "2.0"',
+    }[edit]
+    target = tmp_path / "tampered.json"
+    target.write_text(FIXTURE.read_text().replace(edit, replacement, 1))
+
+    assert run_main(["validate", str(target)]) == 1
+    assert error_lines(capsys.readouterr().err) == [f"agentctl: error: {message}"]
+
+
+def test_validate_names_the_json_path_of_a_schema_violation(tmp_path, capsys) -> None:
+    doc = json.loads(FIXTURE.read_text())
+    doc["items"][3]["decision"] = "maybe"
+    target = tmp_path / "bad.json"
+    target.write_text(json.dumps(resigned(doc)))
+
+    assert run_main(["validate", str(target), "--json"]) == 1
+    captured = capsys.readouterr()
+    assert error_lines(captured.err) == [
+        "agentctl: error: invalid snapshot at $.items[3].decision: "
+        "Input should be 'approve' or 'reject'"
+    ]
+    assert json.loads(captured.out) == {
+        "valid": False,
+        "path": "$.items[3].decision",
+        "problem": "Input should be 'approve' or 'reject'",
+    }
+
+
+def test_validate_with_a_signing_key_refuses_an_unsigned_file(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(KEY_ENV, "s3cret")
+    assert run_main(["validate", str(FIXTURE)]) == 1
+    assert "unsigned snapshot refused: a signing key is configured" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["resume"], ["fork", "--at-turn", "0"]])
+def test_resume_and_fork_check_the_file_before_connecting(command, tmp_path, capsys) -> None:
+    target = tmp_path / "run.json"
+    target.write_text(FIXTURE.read_text().replace('"gold"', '"platinum"'))
+    assert run_main(["--address", UNREACHABLE, command[0], str(target), *command[1:]]) == 1
+    assert error_lines(capsys.readouterr().err) == [
+        "agentctl: error: snapshot was modified after export (digest mismatch)"
+    ]
+
+
+def test_fork_refusal_needs_no_server(capsys) -> None:
+    assert run_main(["--address", UNREACHABLE, "fork", str(FIXTURE), "--at-turn", "9"]) == 1
+    assert error_lines(capsys.readouterr().err) == [
+        "agentctl: error: cannot fork run support-7 at turn 9: it has turns 0 to 2"
+    ]
+
+
+def test_schema_prints_the_snapshot_json_schema_without_a_server(capsys) -> None:
+    assert run_main(["--address", UNREACHABLE, "schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == json_schema()
+
+
+# --- against a worker --------------------------------------------------------------------
+
+
+async def test_export_to_file_is_the_state_with_its_digest(ctl, model_server, tmp_path) -> None:
+    model_server.script(Reply(content="hello"))
+    run_id = (await ctl("start", "assistant", "hi", "--wait", "--json")).json()["run_id"]
+    target = tmp_path / "run.json"
+
+    exported = await ctl("export", run_id, "-o", str(target))
+    state = await ctl("state", run_id, "--json")
+
+    assert exported.code == 0, exported.stderr
+    assert snapshot.loads(target.read_text()) == RunState.model_validate_json(state.stdout)
+    assert snapshot.loads(target.read_text()).final_output == "hello"
+    assert (await ctl("export", run_id)).stdout == target.read_text()
+
+
+async def test_export_validate_resume_and_approve_with_edited_arguments(
+    ctl, worker, model_server, tmp_path: Path
+) -> None:
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
+    source = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
+    await wait_for_status(ctl, source, "awaiting_approval")
+    target = tmp_path / "run.json"
+    assert (await ctl("export", source, "-o", str(target))).code == 0
+    await worker.client.get_workflow_handle(source).cancel()
+
+    verdict = await agentctl("validate", str(target))  # offline: no connection options
+    assert verdict.stdout.strip() == (
+        f"valid, schema 1.2, run {source}, 2 items, status awaiting_approval"
+    )
+    new_id = f"resumed-{uuid.uuid4().hex[:8]}"
+    resumed = (await ctl("resume", str(target), "--id", new_id, "--json")).json()
+    assert resumed["run_id"] == new_id
+    await wait_for_status(ctl, new_id, "awaiting_approval")
+    edit = '{"to": "a@b.c", "body": "edited"}'
+    assert (await ctl("approve", new_id, "call_email", "--args", edit)).code == 0
+
+    assert (await ctl("result", new_id, "--json")).json()["final_output"] == "sent"
+    assert [c[:2] for c in agents.CALLS] == [("send_email", json.loads(edit))]
+    state = (await ctl("state", new_id, "--json")).json()
+    assert state["origin"] == {"run_id": source, "turn": 1, "mode": "resume"}
+
+
+async def test_fork_at_turn_zero_with_new_input(ctl, model_server, tmp_path: Path) -> None:
+    model_server.script(Reply(content="hello"), Reply(content="bonjour"))
+    source = (await ctl("start", "assistant", "hi", "--wait", "--json")).json()["run_id"]
+    target = tmp_path / "run.json"
+    target.write_text((await ctl("export", source)).stdout)
+
+    forked = await ctl("fork", str(target), "--at-turn", "0", "--input", "in French")
+
+    assert forked.code == 0, forked.stderr
+    result = (await ctl("result", forked.stdout.strip(), "--json")).json()
+    assert result["final_output"] == "bonjour"
+    state = (await ctl("state", forked.stdout.strip(), "--json")).json()
+    assert state["origin"] == {"run_id": source, "turn": 0, "mode": "fork"}
+    assert [i["content"] for i in state["items"][:2]] == ["hi", "in French"]

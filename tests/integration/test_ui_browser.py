@@ -1,0 +1,139 @@
+"""The Temporal UI in a real browser: an operator filters runs by `AgentStatus`, finds the
+run waiting for approval, opens it and reads its current details (the pending tool).
+
+Headless Chromium from Debian's `chromium` package (`make test` installs it when it
+runs as root), driven by Playwright for Python; Playwright never downloads a browser.
+The test skips only when that Chromium is missing or cannot start here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from durable_agents.client import AgentClient
+from durable_agents.workflows.state import RunStatus
+from playwright.async_api import BrowserContext, Error, async_playwright, expect
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from durable_agents.testing import Call, Reply
+from durable_agents.worker import start_dev_server
+from tests.conftest import serving
+from tests.integration.test_agent_client import wait_for_status
+from tests.integration.test_worker import free_port
+from tests.support.ops_support import eventually
+
+CHROMIUM = Path(os.environ.get("AGENT_TEST_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SHARED_SCREENSHOT = Path("/tmp/ui-screenshot.png")
+"""A copy of the last screenshot, where a person can look at it."""
+UI_WAIT_MS = 30_000
+EMAIL = Call("send_email", {"to": "ops@example.com", "body": "refund ok?"}, call_id="e1")
+
+
+@pytest.fixture
+async def browser(tmp_path) -> AsyncIterator[BrowserContext]:
+    """Debian's Chromium with a fresh profile, or a skip that says why it cannot run."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"Chromium is not installed at {CHROMIUM}: `make test` installs Debian's "
+            "`chromium` package when run as root (apt-get install chromium)"
+        )
+    async with async_playwright() as playwright:
+        try:
+            context = await playwright.chromium.launch_persistent_context(
+                str(tmp_path / "chromium-profile"),
+                executable_path=str(CHROMIUM),
+                args=CHROMIUM_ARGS,
+                headless=True,
+                viewport={"width": 1400, "height": 1000},
+            )
+        except Error as err:
+            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {err.message.splitlines()[0]}")
+        context.set_default_timeout(UI_WAIT_MS)
+        yield context
+        await context.close()
+
+
+@dataclass(frozen=True)
+class UiServer:
+    client: Client
+    ui_url: str
+
+
+@pytest.fixture
+async def ui_server(tmp_path) -> AsyncIterator[UiServer]:
+    """The dev server as `worker.py --dev` starts it: with the UI and the search attributes."""
+    ui_port = free_port()
+    env = await start_dev_server(
+        port=free_port(),
+        ui_port=ui_port,
+        db=tmp_path / "dev.db",
+        data_converter=pydantic_data_converter,
+    )
+    yield UiServer(env.client, f"http://127.0.0.1:{ui_port}")
+    await env.shutdown()
+
+
+async def test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_tool(
+    browser, ui_server, model_server, tmp_path
+):
+    model_server.script(Reply(tool_calls=(EMAIL,)))
+    async with serving(ui_server.client, model_server) as worker:
+        client = AgentClient(worker.client, task_queue=worker.task_queue)
+        waiting = (await client.start("assistant", "Please mail ops about the refund")).id
+        await wait_for_status(client, waiting, RunStatus.AWAITING_APPROVAL)
+        model_server.script(Reply(content="hello"))
+        done = (await client.start("assistant", "just say hello")).id
+        await client.result(done)
+        await eventually(  # the UI lists what the visibility store has indexed
+            lambda: client.list_runs(status="awaiting_approval"),
+            lambda runs: [r.run_id for r in runs] == [waiting],
+        )
+        page = await browser.new_page()
+
+        # Find: the workflow list, filtered with a visibility query typed into the UI.
+        await page.goto(f"{ui_server.ui_url}/namespaces/default/workflows")
+        await expect(page.get_by_role("link", name=done, exact=True)).to_be_visible()
+        await page.get_by_test_id("toggle-manual-query").click()
+        query_box = page.get_by_test_id("workflow-manual-search-input")
+        await query_box.fill('AgentStatus="awaiting_approval" AND ExecutionStatus="Running"')
+        await query_box.press("Enter")
+        await page.wait_for_url("**/workflows?query=*")
+        run_link = page.get_by_role("link", name=waiting, exact=True)
+        await expect(run_link).to_be_visible()
+        await expect(page.get_by_role("link", name=done, exact=True)).to_have_count(0)
+        await page.screenshot(path=tmp_path / "ui-filtered.png")
+
+        # Open it: the summary set at start, and the current details the workflow keeps.
+        await run_link.click()
+        await page.wait_for_url(f"**/workflows/{waiting}/**")
+        await page.get_by_text("User Metadata", exact=True).click()
+        summary = page.frame_locator("#user-metadata-summary").locator("body")
+        await expect(summary).to_contain_text("assistant: Please mail ops about the refund")
+        details = page.frame_locator("#user-metadata-current-details")
+        await expect(details.get_by_text("send_email")).to_be_visible()
+        body = details.locator("body")
+        await expect(body).to_contain_text("awaiting_approval")
+        await expect(body).to_contain_text("Pending approvals (1)")
+        await expect(body).to_contain_text("ops@example.com")
+        await expect(body).to_contain_text("call id e1")
+
+        shot = tmp_path / "ui-current-details.png"
+        await page.screenshot(path=shot, full_page=True)
+        shutil.copyfile(shot, SHARED_SCREENSHOT)
+        await client.cancel(waiting)

@@ -1,0 +1,152 @@
+"""worker.py and the demo, run as a user runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from durable_agents.client.errors import AgentClientError
+from durable_agents.client.operations import check_search_attributes
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import AgentInput, AgentResult
+from temporalio.testing import WorkflowEnvironment
+
+from durable_agents.testing import Reply
+from durable_agents.worker import temporal_binary
+from tests.support.runs import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    return process.returncode, out.decode(), err.decode()
+
+
+def without_openai_key() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES"),
+        (["--agents", "nope.mod"], "cannot import agent module 'nope.mod'"),
+        (["--agents", "tests.support.agents"], "OPENAI_API_KEY is not set"),
+        (
+            ["--agents", "tests.support.agents", "--scripted-model", "json:nope"],
+            "cannot load --scripted-model",
+        ),
+    ],
+)
+async def test_worker_refuses_to_start_with_one_clear_line(args, message):
+    code, _, err = await run("worker.py", *args, env=without_openai_key())
+    assert code == 1
+    [line] = err.strip().splitlines()
+    assert line.startswith("worker: error: ")
+    assert message in line
+
+
+async def test_worker_says_in_one_line_when_temporal_is_unreachable():
+    child_env = {
+        **without_openai_key(),
+        "TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}",  # nothing listens there
+        "OPENAI_API_KEY": "test-key",
+    }
+    code, _, err = await run("worker.py", "--agents", "tests.support.agents", env=child_env)
+    assert code == 1
+    [line] = err.strip().splitlines()
+    assert line.startswith("worker: error: cannot connect to Temporal at 127.0.0.1:"), line
+
+
+async def test_search_attribute_check_passes_on_a_server_that_has_them(env):
+    await check_search_attributes(env.client)
+
+
+async def test_search_attribute_check_names_what_is_missing_and_the_fix():
+    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary())
+    try:
+        with pytest.raises(AgentClientError) as caught:
+            await check_search_attributes(bare.client)
+    finally:
+        await bare.shutdown()
+    assert caught.value.message.startswith(
+        "namespace 'default' lacks search attributes AgentName, AgentStatus, "
+        "AgentPendingApprovals, AgentTurn; register them with `agentctl setup` or: "
+        "temporal operator search-attribute create --name AgentName --type Keyword;"
+    )
+
+
+async def test_demo_runs_offline_end_to_end(tmp_path):
+    code, out, err = await run(
+        "-m",
+        "examples.demo",
+        "--exit",
+        "--port",
+        str(free_port()),
+        "--ui-port",
+        str(free_port()),
+        "--dev-db",
+        str(tmp_path / "dev.db"),
+        env=without_openai_key(),
+    )
+    assert code == 0, out + err
+    assert "scripted, offline OpenAI-compatible endpoint" in out
+    assert "awaiting_approval · turn 2 · 1 pending approval" in out
+    assert "issue_refund" in out
+    assert "completed · turn 3" in out
+    assert "Refunded 40.00 EUR for order A12." in out
+
+
+async def test_worker_connects_through_temporal_env_config_and_openai_env(env, model_server):
+    """`python worker.py` (no --dev): TEMPORAL_ADDRESS and OPENAI_BASE_URL decide
+    where it connects; a run started on its task queue completes through it."""
+    model_server.script(Reply(content="from the env-configured endpoint"))
+    task_queue = f"env-{uuid.uuid4().hex[:8]}"
+    child_env = {
+        **without_openai_key(),
+        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": env.client.namespace,
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_BASE_URL": model_server.base_url,
+        "AGENT_MODULES": "tests.support.agents",
+        "AGENT_TASK_QUEUE": task_queue,
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "worker.py",
+        cwd=ROOT,
+        env=child_env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert b"serving agents assistant, concierge, frugal, sleepy on task queue" in line, line
+        handle = await env.client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="hi"),
+            id=f"env-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result.final_output == "from the env-configured endpoint"
+        assert model_server.requests[0]["model"] == "test-model"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()

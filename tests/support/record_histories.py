@@ -1,0 +1,297 @@
+"""Record the workflow histories that CI replays: `python -m tests.support.record_histories`.
+
+Run it only to add a history for a new workflow version; never re-record an
+existing file to make a replay pass (that is what `workflow.patched` is for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.workflows import contract, search_attributes
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecisionSignal,
+    EndSessionSignal,
+    MessageSignal,
+)
+from durable_agents.workflows.state import REFUSALS_KEPT, RunState
+from openai import AsyncOpenAI
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
+from durable_agents.worker import build_worker, temporal_binary
+from tests.integration.test_approval_edges import completion
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+class Several:
+    """A signal sent with more than one argument."""
+
+    def __init__(self, *args: object) -> None:
+        self.args = list(args)
+
+
+AWAITING = "awaiting_approval"
+
+EDGES = [
+    completion(("c1", "add", {"a": 1, "b": 1})),
+    completion(("c1", "send_email", {"to": "a", "body": "b"}), ("", "add", {"a": 2, "b": 2})),
+    Reply(content="done"),
+]
+"""A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
+
+SCENARIOS = {
+    # name: (agent, session, model script, [(status to wait for, signal, payload)])
+    "approve_always_reject_v1": (
+        "assistant",
+        False,
+        [
+            Reply(
+                tool_calls=(
+                    Call("add", {"a": 1, "b": 2}, "c1"),
+                    Call("send_email", {"to": "a", "body": "1"}, "c2"),
+                )
+            ),
+            Reply(
+                tool_calls=(
+                    Call("send_email", {"to": "b", "body": "2"}, "c3"),
+                    Call("teleport", {}, "c4"),
+                    Call("flaky", {}, "c5"),
+                )
+            ),
+            Reply(content="all done"),
+        ],
+        [
+            (
+                AWAITING,
+                contract.SIGNAL_APPROVE,
+                DecisionSignal(call_id="c2", approver="ann", always=True),
+            )
+        ],
+    ),
+    "reject_then_model_400_v1": (
+        "assistant",
+        False,
+        [
+            Reply(tool_calls=(Call("send_email", {"to": "x", "body": "y"}, "c1"),)),
+            Fault(400, "invalid_request_error: bad"),
+        ],
+        [
+            (
+                AWAITING,
+                contract.SIGNAL_REJECT,
+                DecisionSignal(call_id="c1", approver="bob", reason="no"),
+            )
+        ],
+    ),
+    # The first workflow run of a session that continues as new after 2 model calls.
+    "session_continue_as_new_v1": (
+        "concierge",
+        True,
+        [Reply(content="a"), Reply(content="b"), Reply(content="c")],
+        [
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="two")),
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="three")),
+            ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
+        ],
+    ),
+    # v2: raw input and signal decoding (a malformed signal refused), a reply whose
+    # call ids clash (the unique-call-ids patch), and an approval.
+    "protocol_edges_v2": (
+        "assistant",
+        False,
+        EDGES,
+        [
+            (AWAITING, contract.SIGNAL_APPROVE, {"call_id": "c1~t2.1", "always": "true"}),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1~t2.1", approver="ann")),
+        ],
+    ),
+    # v3: the same with the quiet-refused-signals, provider-safe-call-ids and
+    # switch-while-waiting patches: a malformed and a null signal recorded as
+    # refused without waking the run, ids renamed as `<id>_t<turn>_<index>`.
+    "protocol_edges_v3": (
+        "assistant",
+        False,
+        EDGES,
+        [
+            (AWAITING, contract.SIGNAL_APPROVE, {"call_id": "c1_t2_1", "always": "true"}),
+            (AWAITING, contract.SIGNAL_REJECT, None),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1_t2_1", approver="ann")),
+        ],
+    ),
+    # v4: signals any sender can get wrong, taken by the dynamic handler (any-signal-
+    # arguments): an approve with two arguments, an unknown name, a message without
+    # content, a flood of refused decisions past the kept limit (bounded-refusals);
+    # then a tool with a heartbeat timeout (heartbeats) approved and run.
+    "signal_safety_v4": (
+        "assistant",
+        False,
+        [
+            Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)),
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "c2"),)),
+            Reply(content="done"),
+        ],
+        [
+            (AWAITING, contract.SIGNAL_APPROVE, Several({"call_id": "c1", "approver": "m"}, 2)),
+            (AWAITING, "aprove", {"call_id": "c1", "approver": "ann"}),
+            (AWAITING, contract.SIGNAL_SEND_MESSAGE, {"text": "hi"}),
+            *(
+                (AWAITING, contract.SIGNAL_REJECT, DecisionSignal(call_id=f"x{n}", approver="m"))
+                for n in range(REFUSALS_KEPT + 5)
+            ),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
+        ],
+    ),
+    # v2: both workflow runs of a session that continues as new with an approval
+    # pending (decided in the second run).
+    "continue_as_new_pending_approval_v2": (
+        "concierge",
+        True,
+        [
+            Reply(content="a"),
+            Reply(tool_calls=(Call("send_email", {"to": "bob", "body": "x"}, "c1"),)),
+            Reply(content="sent"),
+        ],
+        [
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="email bob")),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
+            ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
+        ],
+    ),
+}
+
+RESUMED = {
+    # v2: a run started from another run's snapshot (resume_from, schema 1.1) with
+    # an approval pending; approved in the new run, where the tool runs once.
+    "resumed_pending_approval_v2": (
+        [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")],
+        DecisionSignal(call_id="c1", approver="ann"),
+    ),
+}
+
+
+def _path(name: str, run: int, runs: int) -> Path:
+    return HISTORIES / (f"{name}.json" if runs == 1 else f"{name}.run{run}.json")
+
+
+async def _save(client: Client, name: str, handle) -> None:
+    """Write every workflow run of `handle`'s chain, oldest first (never overwriting)."""
+    runs = (await get_state(handle)).workflow_runs
+    histories = [
+        await client.get_workflow_handle(handle.id, run_id=r).fetch_history() for r in runs
+    ]
+    for number, history in enumerate(histories, start=1):
+        path = _path(name, number, len(histories))
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text(history.to_json())
+        print(f"recorded {path} ({len(history.events)} events)")
+
+
+async def get_state(handle) -> RunState:
+    return await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+
+
+@asynccontextmanager
+async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str]:
+    with ScriptedModelServer() as server:
+        server.script(*script)
+        model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        worker = build_worker(
+            client,
+            registry=AgentRegistry.from_modules(["tests.support.agents"]),
+            model_client=model,
+            task_queue=f"record-{name}",
+        )
+        async with worker:
+            yield f"record-{name}"
+
+
+async def _act(handle, actions: list) -> None:
+    for status, signal_name, payload in actions:
+        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
+            await asyncio.sleep(0.1)
+        if isinstance(payload, Several):
+            await handle.signal(signal_name, args=payload.args)
+        else:
+            await handle.signal(signal_name, payload)
+    try:
+        await handle.result()
+    except WorkflowFailureError:
+        pass
+
+
+async def record(
+    client: Client, name: str, agent: str, session: bool, script: list, actions: list
+) -> None:
+    async with _serving(client, name, script) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent=agent, input="go", session=session),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        await _act(handle, actions)
+        if name.endswith("_v1"):  # v1 files hold the first run only
+            first = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+            path = HISTORIES / f"{name}.json"
+            path.write_text((await first.fetch_history()).to_json())
+            print(f"recorded {path}")
+        else:
+            await _save(client, name, handle)
+
+
+async def record_resumed(client: Client, name: str, script: list, decision) -> None:
+    async with _serving(client, name, script) as task_queue:
+        source = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="go"),
+            id=f"history-{name}-source",
+            task_queue=task_queue,
+        )
+        while (await source.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+            await asyncio.sleep(0.1)
+        snapshot = await get_state(source)
+        await source.terminate("snapshot taken")
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="", resume_from=snapshot),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        await _act(handle, [(AWAITING, contract.SIGNAL_APPROVE, decision)])
+        await _save(client, name, handle)
+
+
+def _recorded(name: str) -> bool:
+    return any(HISTORIES.glob(f"{name}.json")) or any(HISTORIES.glob(f"{name}.run*.json"))
+
+
+async def main() -> None:
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        search_attributes=search_attributes.ALL,
+        dev_server_existing_path=temporal_binary(),
+    )
+    try:
+        for name, (agent, session, script, actions) in SCENARIOS.items():
+            if not _recorded(name):
+                await record(env.client, name, agent, session, script, actions)
+        for name, (script, decision) in RESUMED.items():
+            if not _recorded(name):
+                await record_resumed(env.client, name, script, decision)
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,337 @@
+"""The golden snapshots, one per released schema version (`tests/fixtures/runstate-<v>.json`),
+the states they load as, and helpers to edit them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from durable_agents.workflows.canonical import canonical_json
+from durable_agents.workflows.migrations import MIGRATIONS
+from durable_agents.workflows.state import (
+    SCHEMA_VERSION,
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
+    AssistantMessage,
+    Decision,
+    DecisionAttempt,
+    ErrorInfo,
+    RefusedSignal,
+    RetrySpec,
+    RunOrigin,
+    RunState,
+    RunStatus,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+KEY = b"test-signing-key"
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+OBJECT = {"type": "object", "properties": {}}
+REFUND_PARAMETERS = {
+    "type": "object",
+    "properties": {"order_id": {"type": "integer"}, "amount": {"type": "number"}},
+    "required": ["order_id", "amount"],
+}
+
+
+def case(make: Callable[[], str | bytes], message: str, id: str) -> Any:
+    """A refusal case: `make` builds the file, `message` is the refusal expected."""
+    return pytest.param(make, message, id=id)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def _version_key(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
+RELEASED = sorted({*MIGRATIONS, SCHEMA_VERSION}, key=_version_key)
+"""Every released schema version, oldest first: each has a committed schema and fixture."""
+
+
+def fixture_path(version: str) -> Path:
+    """Where the golden snapshot of a released version is committed."""
+    return FIXTURES / f"runstate-{version}.json"
+
+
+def golden_state(version: str = SCHEMA_VERSION) -> RunState:
+    """What the golden fixture of `version` loads as with the newest code.
+
+    Each fixture was written once by the code of its version, with `dumps` of
+    this state, and is never written again. Releasing a version: add its
+    function to `_GOLDEN` (covering what the version added) and write its fixture
+    with `fixture_path(v).write_text(dumps(golden_state(v)))`; on a later bump,
+    make each function return what its fixture migrates to.
+    """
+    return _GOLDEN[version]()
+
+
+def _golden_1_0() -> RunState:
+    """Every item type, every kind of decision record (signal, update with edited
+    arguments, `always` and the rule it made), an approval policy with a
+    condition, approvers and a timeout, a held and a refused decision signal.
+    """
+    refund_reason = "customer is verified"
+    rejection = (
+        "Tool call rejected by bob: account deletion needs a ticket Do not retry it unchanged."
+    )
+    return RunState(
+        run_id="support-7",
+        agent=AgentSpec(
+            name="support",
+            instructions="Help customers with orders.",
+            model="gpt-test",
+            max_turns=8,
+            tools=[
+                ToolSpec(
+                    name="lookup_order",
+                    description="Find an order.",
+                    parameters={
+                        "type": "object",
+                        "properties": {"order_id": {"type": "integer"}},
+                        "required": ["order_id"],
+                    },
+                ),
+                ToolSpec(
+                    name="refund",
+                    description="Refund an order.",
+                    parameters=REFUND_PARAMETERS,
+                    needs_approval=True,
+                    approval=ApprovalPolicy(
+                        when=[ApprovalCondition(field="amount", op=">", value=100)],
+                        approvers=["alice", "bob"],
+                        timeout=timedelta(hours=24),
+                    ),
+                    timeout_seconds=30.0,
+                    retry=RetrySpec(maximum_attempts=1),
+                ),
+                ToolSpec(
+                    name="delete_account",
+                    description="",
+                    parameters=OBJECT,
+                    needs_approval=True,
+                    approval=ApprovalPolicy(
+                        approvers=["bob"], timeout=timedelta(minutes=30), on_timeout="fail"
+                    ),
+                ),
+            ],
+        ),
+        status=RunStatus.FAILED,
+        turn=2,
+        max_turns=8,
+        context={"customer": {"id": "cus_1", "tier": "gold", "flags": [True, None, 1.5, "ü€"]}},
+        items=[
+            UserMessage(content="Refund orders 42 and 43, then close my account."),
+            AssistantMessage(
+                turn=1,
+                tool_calls=[
+                    ToolCall(call_id="c1", tool="lookup_order", arguments='{"order_id": 42}'),
+                    ToolCall(
+                        call_id="c2",
+                        tool="refund",
+                        arguments='{"order_id": 42, "amount": 190.0}',
+                        needs_approval=True,
+                    ),
+                ],
+                at=at(1.25),
+            ),
+            ToolResult(call_id="c1", content='{"order": 42, "total": 150.0}'),
+            Decision(
+                call_id="c2",
+                decision="approve",
+                approver="alice",
+                reason=refund_reason,
+                always=True,
+                via="update",
+                arguments={"order_id": 42, "amount": 150.0},
+                at=at(60),
+            ),
+            ToolResult(call_id="c2", content="refunded 150.0 on order 42"),
+            AssistantMessage(
+                turn=2,
+                content="Refunding order 43 and closing the account.",
+                tool_calls=[
+                    ToolCall(
+                        call_id="c3",
+                        tool="refund",
+                        arguments='{"order_id": 43, "amount": 120}',
+                        needs_approval=True,
+                    ),
+                    ToolCall(
+                        call_id="c4", tool="delete_account", arguments="{}", needs_approval=True
+                    ),
+                ],
+                at=at(61.5),
+            ),
+            Decision(
+                call_id="c3",
+                decision="approve",
+                approver="alice",
+                reason=refund_reason,
+                via="rule",
+                at=at(61.5),
+            ),
+            Decision(
+                call_id="c4",
+                decision="reject",
+                approver="bob",
+                reason="account deletion needs a ticket",
+                via="signal",
+                at=at(90),
+            ),
+            ToolResult(call_id="c4", content=rejection, is_error=True),
+            ToolResult(call_id="c3", content="refunded 120 on order 43"),
+        ],
+        error=ErrorInfo(
+            type="ModelRequestError",
+            message="400 Bad Request: context length exceeded",
+            details={"status_code": 400, "body": {"error": {"code": "context_length_exceeded"}}},
+        ),
+        usage=Usage(model_calls=2, input_tokens=812, output_tokens=97, total_tokens=909),
+        origin=RunOrigin(run_id="support-3", turn=0, mode="resume"),
+        workflow_runs=["0195a6f1-7c2e-7d43-9b1a-3f5e2d4c1b0a"],
+        held_decisions=[
+            DecisionAttempt(
+                call_id="c5", decision="approve", approver="bob", always=True, at=at(93.5)
+            )
+        ],
+        refused_decisions=[
+            DecisionAttempt(
+                call_id="c4",
+                decision="approve",
+                approver="carol",
+                reason="ticket T-9 filed",
+                arguments={"confirm": True},
+                at=at(91),
+                refused_because="tool call c4 is already decided (reject by bob)",
+            )
+        ],
+        created_at=T0,
+        updated_at=at(95.000123),
+    )
+
+
+def _golden_1_1() -> RunState:
+    """1.0's, but turn 2's calls were proposed by run support-3 and carried open into
+    this run by a resume: they keep support-3's idempotency keys (new in 1.1); a
+    tool's retry policy names error types never retried, and the agent has a
+    history-size budget, and a decision names the program that sent it (new in 1.1)."""
+    state = _golden_1_0()
+    state.agent.history_bytes_per_workflow_run = 2_000_000
+    state.agent.tools[0].retry.non_retryable_error_types = ["LookupError"]
+    first_decision = next(i for i in state.items if isinstance(i, Decision))
+    first_decision.sender = "agentctl"
+    state.origin = RunOrigin(run_id="support-3", turn=2, mode="resume")
+    for call in state.items[5].tool_calls:  # type: ignore[union-attr]
+        call.idempotency_key = f"support-3:{call.call_id}"
+    return state
+
+
+def _golden_1_2() -> RunState:
+    """1.1's, with what 1.2 added: heartbeat timeouts on the model and a tool, a
+    retry time budget, and the bounded refusal audit (dropped counts, a refused
+    signal of an unknown name)."""
+    state = _golden_1_1()
+    state.agent.model_heartbeat_timeout_seconds = 5.0
+    state.agent.model_retry.budget_seconds = 21_600.0
+    state.agent.tools[0].heartbeat_timeout_seconds = 5.0
+    state.refused_decisions_dropped = 50
+    state.refused_signals = [
+        RefusedSignal(
+            signal="aprove",
+            payload='{"call_id":"c4","approver":"carol"}',
+            refused_because="unknown signal 'aprove'",
+            at=at(92),
+        )
+    ]
+    state.refused_signals_dropped = 3
+    return state
+
+
+_GOLDEN: dict[str, Callable[[], RunState]] = {
+    "1.0": _golden_1_0,
+    "1.1": _golden_1_1,
+    "1.2": _golden_1_2,
+}
+
+
+def golden_text(version: str = SCHEMA_VERSION) -> str:
+    return fixture_path(version).read_text(encoding="utf-8")
+
+
+def sign(doc: dict[str, Any], key: bytes | None = None) -> dict[str, Any]:
+    """`doc` with an integrity block computed independently of `dumps`."""
+    content = {k: v for k, v in doc.items() if k != "integrity"}
+    body = canonical_json(content)
+    if key is None:
+        return {
+            **content,
+            "integrity": {"algorithm": "sha256", "digest": hashlib.sha256(body).hexdigest()},
+        }
+    digest = hmac.new(key, body, "sha256").hexdigest()
+    return {**content, "integrity": {"algorithm": "hmac-sha256", "digest": digest}}
+
+
+def edited(edit: Callable[[dict[str, Any]], None], *, resign: bool = True) -> str:
+    """The newest golden snapshot after `edit`, re-digested (as anyone can) unless `resign`
+    is False."""
+    doc = json.loads(golden_text())
+    edit(doc)
+    return json.dumps(sign(doc) if resign else doc, ensure_ascii=False)
+
+
+def set_at(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit setting the value at a dotted path (numbers index lists)."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for part in parents:
+            doc = doc[part]
+        doc[last] = value
+
+    return edit
+
+
+def drop_at(path: str) -> Callable[[dict[str, Any]], None]:
+    """An edit deleting the value at a dotted path."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for part in parents:
+            doc = doc[part]
+        del doc[last]
+
+    return edit
+
+
+def move_item(source: int, target: int) -> Callable[[dict[str, Any]], None]:
+    """An edit moving items[source] to items[target]."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["items"].insert(target, doc["items"].pop(source))
+
+    return edit
+
+
+def insert_item(index: int, item: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """An edit inserting `item` at items[index]."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["items"].insert(index, item)
+
+    return edit

@@ -1,0 +1,1 @@
+"""Unit tests: pure functions and data, no server, no process (fast)."""

@@ -1,0 +1,25 @@
+"""Recorded histories must replay on the current workflow code (determinism)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from durable_agents.workflows.agent_workflow import AgentWorkflow
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
+
+
+def test_histories_are_recorded():
+    assert len(HISTORIES) >= 7, "tests/histories lost its recorded histories"
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_recorded_history_replays_without_nondeterminism(path: Path):
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", path.read_text())
+    replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None

@@ -1,0 +1,267 @@
+"""Snapshots that must not load, each with its message; the integrity (signing key) policy."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import pytest
+from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
+
+from tests.support.snapshot_golden import (
+    KEY,
+    case,
+    drop_at,
+    edited,
+    golden_state,
+    golden_text,
+    set_at,
+    sign,
+)
+
+# --- refusals -------------------------------------------------------------------------
+
+
+REFUSALS = [
+    case(
+        lambda: edited(set_at("schema_version", "2.0")),
+        "snapshot schema 2.0 is newer than this reader (1.x); upgrade",
+        "newer-major",
+    ),
+    case(
+        lambda: edited(set_at("schema_version", "1.3")),
+        "snapshot schema 1.3 is newer than this reader (1.2); upgrade",
+        "newer-minor",
+    ),
+    case(
+        lambda: edited(drop_at("schema_version")),
+        "invalid snapshot at $: schema_version is missing",
+        "missing-version",
+    ),
+    *(
+        case(
+            lambda v=v: edited(set_at("schema_version", v)),
+            'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.2", got '
+            + json.dumps(v),
+            f"malformed-version-{v}",
+        )
+        for v in ["1", "1.0.0", "v1.0", "01.0", "1.x", 1.0, None]
+    ),
+    case(
+        lambda: edited(set_at("schema_version", "0.9")),
+        "snapshot schema 0.9 is not supported (no migration to a newer one)",
+        "old-version-without-migration",
+    ),
+    case(
+        lambda: '{\n  "schema_version": "1.0",\n}',
+        "snapshot is not valid JSON: "
+        "Expecting property name enclosed in double quotes at line 3, column 1",
+        "invalid-json",
+    ),
+    case(
+        lambda: "[1]",
+        "invalid snapshot at $: a snapshot is a JSON object, not an array",
+        "not-an-object",
+    ),
+    case(
+        lambda: '{"schema_version": "1.0", "schema_version": "1.0"}',
+        "snapshot is not valid JSON: duplicate key 'schema_version'",
+        "duplicate-key",
+    ),
+    case(
+        lambda: '{"schema_version": "1.0", "turn": NaN}',
+        "snapshot is not valid JSON: NaN is not a JSON number",
+        "nan",
+    ),
+    case(
+        lambda: b'{"schema_version": "1.0\xff"}',
+        "snapshot is not UTF-8 text (byte 23)",
+        "not-utf8",
+    ),
+    case(
+        lambda: edited(set_at("turn", "3")),
+        "invalid snapshot at $.turn: Input should be a valid integer",
+        "string-for-int",
+    ),
+    case(
+        lambda: edited(set_at("items.1.tool_calls.0.needs_approval", 1)),
+        "invalid snapshot at $.items[1].tool_calls[0].needs_approval: "
+        "Input should be a valid boolean",
+        "int-for-bool",
+    ),
+    case(
+        lambda: edited(drop_at("items.2.call_id")),
+        "invalid snapshot at $.items[2].call_id: required field is missing",
+        "missing-field",
+    ),
+    case(
+        lambda: edited(set_at("items.0.sender", "eve")),
+        "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.2)",
+        "unknown-field",
+    ),
+    case(
+        lambda: edited(set_at("context.weird key", float("nan")), resign=False),
+        "snapshot is not valid JSON: NaN is not a JSON number",
+        "nan-in-context",
+    ),
+    case(
+        lambda: edited(set_at("items.2.type", "handoff")),
+        "invalid snapshot at $.items[2]: unknown item type 'handoff' "
+        "(expected 'user_message', 'assistant_message', 'tool_result', 'decision')",
+        "unknown-item-type",
+    ),
+    case(
+        lambda: edited(drop_at("items.2.type")),
+        "invalid snapshot at $.items[2]: item has no type",
+        "item-without-type",
+    ),
+    case(
+        lambda: edited(set_at("items.3.decision", "maybe")),
+        "invalid snapshot at $.items[3].decision: Input should be 'approve' or 'reject'",
+        "decision-maybe",
+    ),
+    case(
+        lambda: edited(set_at("items.3.always", "yes")),
+        "invalid snapshot at $.items[3].always: Input should be a valid boolean",
+        "always-yes",
+    ),
+    case(
+        lambda: edited(set_at("items.3.approver", 7)),
+        "invalid snapshot at $.items[3].approver: Input should be a valid string",
+        "approver-number",
+    ),
+    case(
+        lambda: edited(set_at("items.3.via", "email")),
+        "invalid snapshot at $.items[3].via: "
+        "Input should be 'signal', 'update', 'rule' or 'timeout'",
+        "via-unknown",
+    ),
+    case(
+        lambda: edited(drop_at("items.6.via")),
+        "invalid snapshot at $.items[6].via: required field is missing",
+        "via-missing",
+    ),
+    case(
+        lambda: edited(set_at("items.3.arguments", '{"amount": 1}')),
+        "invalid snapshot at $.items[3].arguments: Input should be an object",
+        "edited-arguments-as-text",
+    ),
+    case(
+        lambda: edited(set_at("refused_decisions.0.always", 0)),
+        "invalid snapshot at $.refused_decisions[0].always: Input should be a valid boolean",
+        "refused-attempt-int-for-bool",
+    ),
+    case(
+        lambda: edited(set_at("items.3.arguments.amount", 15.0), resign=False),
+        "snapshot was modified after export (digest mismatch)",
+        "edited-approved-arguments",
+    ),
+    case(
+        lambda: edited(set_at("items.3.decision", "reject"), resign=False),
+        "snapshot was modified after export (digest mismatch)",
+        "edited-decision",
+    ),
+    case(
+        lambda: edited(set_at("context.customer.tier", "platinum"), resign=False),
+        "snapshot was modified after export (digest mismatch)",
+        "edited-context",
+    ),
+    case(
+        lambda: edited(set_at("integrity", {"algorithm": "md5", "digest": "0" * 32}), resign=False),
+        'invalid snapshot at $.integrity: expected {"algorithm": "sha256" or "hmac-sha256", '
+        '"digest": 64 lowercase hex digits}',
+        "malformed-integrity",
+    ),
+    case(
+        lambda: edited(drop_at("integrity"), resign=False),
+        "invalid snapshot at $: integrity is missing (the snapshot was not made by export)",
+        "missing-integrity",
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "message"), REFUSALS)
+def test_refused_snapshots_say_what_is_wrong(make: Callable[[], str | bytes], message: str):
+    text = make()
+    with pytest.raises(SnapshotError) as raised:
+        loads(text)
+    assert str(raised.value) == message
+    with pytest.raises(SnapshotError, match=f"^{re.escape(message)}$"):
+        validate(text)
+
+
+def test_snapshot_error_carries_path_and_problem():
+    with pytest.raises(SnapshotError) as raised:
+        loads(edited(set_at("items.3.decision", "maybe")))
+    assert raised.value.path == "$.items[3].decision"
+    assert raised.value.problem == "Input should be 'approve' or 'reject'"
+
+
+def test_odd_keys_in_a_path_are_quoted():
+    with pytest.raises(SnapshotError) as raised:
+        loads(edited(set_at("agent.tools.0.odd key", 1)))
+    assert raised.value.path == "$.agent.tools[0]['odd key']"
+
+
+# --- integrity policy -----------------------------------------------------------------
+
+
+def test_signed_snapshot_loads_with_its_key():
+    text = dumps(golden_state(), key=KEY)
+    assert json.loads(text)["integrity"]["algorithm"] == "hmac-sha256"
+    assert loads(text, key=KEY) == golden_state()
+    assert dumps(loads(text, key=KEY), key=KEY) == text
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "message"),
+    [
+        pytest.param(
+            golden_text,
+            KEY,
+            "unsigned snapshot refused: a signing key is configured",
+            id="unsigned-with-key",
+        ),
+        pytest.param(
+            lambda: edited(drop_at("integrity"), resign=False),
+            KEY,
+            "unsigned snapshot refused: a signing key is configured",
+            id="no-integrity-with-key",
+        ),
+        pytest.param(
+            lambda: dumps(golden_state(), key=b"another key"),
+            KEY,
+            "snapshot was modified after export or signed with another key (digest mismatch)",
+            id="wrong-key",
+        ),
+        pytest.param(
+            lambda: json.dumps(sign(json.loads(golden_text()) | {"turn": 1}, KEY)),
+            b"another key",
+            "snapshot was modified after export or signed with another key (digest mismatch)",
+            id="edited-and-signed-with-another-key",
+        ),
+        pytest.param(
+            lambda: dumps(golden_state(), key=KEY),
+            None,
+            "signed snapshot (hmac-sha256) cannot be verified: no signing key is configured",
+            id="hmac-without-key",
+        ),
+    ],
+)
+def test_signing_key_policy(make: Callable[[], str], key: bytes | None, message: str):
+    with pytest.raises(SnapshotError, match=f"^{re.escape(message)}$"):
+        loads(make(), key=key)
+
+
+def test_snapshot_without_integrity_loads_only_when_explicitly_allowed():
+    text = edited(drop_at("integrity"), resign=False)
+    assert loads(text, allow_unverified=True) == golden_state()
+    assert validate(text, allow_unverified=True).endswith("(unverified: no integrity block)")
+    with pytest.raises(SnapshotError, match="a signing key is configured"):
+        loads(text, key=KEY, allow_unverified=True)
+
+
+def test_empty_signing_key_is_a_configuration_error():
+    with pytest.raises(ValueError, match="non-empty bytes"):
+        dumps(golden_state(), key=b"")
