@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         driver,
         errors,
         inbox,
+        limits,
         loop,
         metrics,
         patches,
@@ -143,8 +144,13 @@ class AgentWorkflow:
                 continue_as_new=continued,
             )
         spec = await activity_calls.describe_agent(agent_input.agent)
+        lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
         state = loop.new_state(
-            spec, agent_input, run_id=workflow.info().workflow_id, now=workflow.now()
+            spec,
+            agent_input,
+            run_id=workflow.info().workflow_id,
+            now=workflow.now(),
+            lower_max_turns_only=not lifted or workflow.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY),
         )
         state.workflow_runs.append(workflow.info().run_id)
         return state
@@ -304,6 +310,9 @@ class AgentWorkflow:
 
     @decide.validator
     def _validate_decide(self, payload: DecideInput) -> None:
+        too_large = limits.decision_problem(payload)  # validators never replay: no patch
+        if too_large is not None:
+            raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
         decisions.check(self._started_state(), payload)
 
     def _started_state(self) -> RunState:

@@ -100,12 +100,22 @@ def apply(state: RunState, request: DecideInput, *, via: Via, now: datetime) -> 
 
 
 def receive_signal(
-    state: RunState, request: DecideInput, *, model_call_pending: bool, now: datetime
+    state: RunState,
+    request: DecideInput,
+    *,
+    model_call_pending: bool,
+    now: datetime,
+    hold_limit: int | None = None,
 ) -> Decision | None:
-    """Apply a decision signal, or hold, ignore or refuse it (never raises)."""
+    """Apply a decision signal, or hold, ignore or refuse it (never raises). With
+    `hold_limit`, a signal that would be held past it is refused instead."""
     try:
         check(state, request, model_call_pending=model_call_pending)
-    except _NotYetProposed:
+    except _NotYetProposed as err:
+        if hold_limit is not None and len(state.held_decisions) >= hold_limit:
+            why = f"{err}; {hold_limit} decisions are held already"
+            state.refused_decisions.append(_attempt(request, now=now, refused_because=why))
+            return None
         state.held_decisions.append(_attempt(request, now=now))
         return None
     except DecisionRefused as err:
@@ -116,19 +126,30 @@ def receive_signal(
 
 
 def malformed_attempt(
-    decision: Literal["approve", "reject"], data: object, problem: str, *, now: datetime
+    decision: Literal["approve", "reject"],
+    data: object,
+    problem: str,
+    *,
+    now: datetime,
+    clip_to: int | None = None,
 ) -> DecisionAttempt:
     """The audit record of a decision signal whose payload is not a valid one.
 
     `data` is the payload as JSON (whatever shape it has); its `call_id` and
-    `approver` are kept when they are strings, so the refusal can be found.
+    `approver` are kept when they are strings, so the refusal can be found (cut to
+    `clip_to` characters when given).
     """
     fields = data if isinstance(data, dict) else {}
     call_id, approver = fields.get("call_id"), fields.get("approver")
+
+    def kept(value: object) -> str:
+        text = value if isinstance(value, str) else ""
+        return text if clip_to is None or len(text) <= clip_to else text[: clip_to - 1] + "…"
+
     return DecisionAttempt(
-        call_id=call_id if isinstance(call_id, str) else "",
+        call_id=kept(call_id),
         decision=decision,
-        approver=approver if isinstance(approver, str) else "",
+        approver=kept(approver),
         at=now,
         refused_because=f"invalid {decision} payload: {problem}",
     )

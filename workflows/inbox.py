@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         contract,
         decisions,
+        limits,
         loop,
         metrics,
         patches,
@@ -141,17 +142,35 @@ class Inbox:
                 )
             )
             return
+        too_large = limits.decision_problem(payload)
+        if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
+            self._record_refused_decision(
+                decisions.malformed_attempt(
+                    decision,
+                    raw_payloads.as_json(raw),
+                    too_large,
+                    now=workflow.now(),
+                    clip_to=limits.MAX_ID_CHARS,
+                )
+            )
+            return
         request = DecideInput(**payload.model_dump(), decision=decision)
         if self.state is None:
             self.woken += 1
             self._early_decisions.append(request)
             return
         before = (len(self.state.items), len(self.state.held_decisions))
+        crowded = len(self.state.held_decisions) >= limits.MAX_HELD
         recorded = decisions.receive_signal(
             self.state,
             request,
             model_call_pending=loop.awaiting_model(self.state),
             now=workflow.now(),
+            hold_limit=(
+                limits.MAX_HELD
+                if crowded and workflow.patched(patches.PATCH_FIELD_LIMITS)
+                else None
+            ),
         )
         trim_refusals(self.state)
         changed = (len(self.state.items), len(self.state.held_decisions)) != before
@@ -168,6 +187,13 @@ class Inbox:
                 self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
             else:  # before the patch the SDK (or this handler) dropped it
                 workflow.logger.warning("send_message without content dropped")
+            return
+        too_large = limits.message_problem(payload.content)
+        queue = self.state.queued_messages if self.state is not None else self._early_messages
+        if too_large is None and len(queue) >= limits.MAX_QUEUED_MESSAGES:
+            too_large = f"{len(queue)} messages are queued already"
+        if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
+            self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, too_large)
             return
         self.woken += 1
         if self.state is None:
@@ -186,10 +212,13 @@ class Inbox:
             if workflow.patched(patches.PATCH_ANY_SIGNAL):
                 self._refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
             return  # before the patch the SDK dropped it
+        given = payload.reason if isinstance(payload, EndSessionSignal) else None
+        too_large = limits.reason_problem(given)
+        if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
+            self._refuse_signal(contract.SIGNAL_END_SESSION, raw, too_large)
+            return
         self.woken += 1
-        reason = (payload.reason if isinstance(payload, EndSessionSignal) else None) or (
-            "ended by signal"
-        )
+        reason = given or "ended by signal"
         if self.state is None:
             self._early_end = reason
         elif not self.state.status.is_final:

@@ -80,12 +80,22 @@ Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish
 # --- starting ----------------------------------------------------------------
 
 
-def new_state(spec: AgentSpec, agent_input: AgentInput, *, run_id: str, now: datetime) -> RunState:
-    """The state of a fresh run: the user's input is the first item."""
+def new_state(
+    spec: AgentSpec,
+    agent_input: AgentInput,
+    *,
+    run_id: str,
+    now: datetime,
+    lower_max_turns_only: bool = True,
+) -> RunState:
+    """The state of a fresh run: the user's input is the first item. The input's
+    `max_turns` can lower the agent's limit, not lift it (`lower_max_turns_only`:
+    False only for runs started before that rule)."""
+    wanted = agent_input.max_turns or spec.max_turns
     return RunState(
         run_id=run_id,
         agent=spec,
-        max_turns=agent_input.max_turns or spec.max_turns,
+        max_turns=min(wanted, spec.max_turns) if lower_max_turns_only else wanted,
         context=agent_input.context,
         session=agent_input.session,
         items=[UserMessage(content=agent_input.input)],

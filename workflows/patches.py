@@ -24,6 +24,11 @@ or a payload that is not the signal's is recorded as refused (it used to fail ev
 workflow task of the run, to be buffered, or to be dropped)."""
 PATCH_BOUNDED_REFUSALS = "bounded-refusals"
 """`refused_decisions` and `refused_signals` keep their newest entries, counting the rest."""
+PATCH_FIELD_LIMITS = "field-limits"
+"""Decision and message payloads over `workflows.limits` are refused; held decisions and
+queued messages are capped."""
+PATCH_MAX_TURNS_LOWER_ONLY = "max-turns-lower-only"
+"""`max_turns` from the input can only lower the agent's limit, not lift it."""
 PATCH_HEARTBEATS = "heartbeats"
 """Model and tool calls get the spec's heartbeat timeout and retry time budget, and a
 cancelled run waits for its running tools to stop (schema 1.2 specs)."""

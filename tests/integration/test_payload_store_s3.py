@@ -65,7 +65,7 @@ async def run_with(env, model_server, converter) -> None:
         Reply(content="done"),
     )
     async with serving(client, model_server) as worker:
-        handle = await start(worker, max_turns=TURNS + 1)
+        handle = await start(worker, agent="marathon")
         assert (await handle.result()).status is RunStatus.COMPLETED
         state = await state_of(handle)
         history = await handle.fetch_history()

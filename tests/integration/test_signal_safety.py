@@ -6,13 +6,14 @@ dynamic signal handler: the run's every later workflow task failed."""
 from __future__ import annotations
 
 import pytest
-from durable_agents.workflows import contract
+from durable_agents.workflows import contract, limits
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_agents.testing import Call, Reply
+from tests.support import agents
 from tests.support.runs import start, state_of, temporal_cli, wait_for_status
 
 
@@ -142,3 +143,62 @@ async def test_bad_signals_before_the_run_has_a_state_are_kept(worker, model_ser
         "invalid approve payload: 2 arguments; the signal takes one payload"
     ]
     assert await workflow_task_failures(handle) == 0
+
+
+async def test_oversized_decisions_are_refused_without_keeping_their_bulk(worker, model_server):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    huge = "x" * 1_900_000
+    await handle.signal(
+        contract.SIGNAL_REJECT, DecisionSignal(call_id="e1", approver="m", reason=huge)
+    )
+    await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver=huge))
+    state = await state_of(handle)
+    long_reason, long_approver = state.refused_decisions
+    assert long_reason.refused_because == (
+        f"invalid reject payload: reason: 1,900,000 characters, at most {limits.MAX_REASON_CHARS:,}"
+    )
+    assert long_reason.reason is None and len(long_approver.approver) == limits.MAX_ID_CHARS
+    assert len(state.model_dump_json()) < 20_000  # none of the 3.8 MB was kept
+    decide = {"call_id": "e1", "decision": "approve", "approver": "ann", "reason": huge}
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(contract.UPDATE_DECIDE, decide)
+    assert "reason: 1,900,000 characters" in str(refused.value.cause)
+    await approve_and_finish(worker, handle, "e1")
+
+
+async def test_held_decisions_and_queued_messages_are_capped(worker, model_server):
+    model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=2), Reply(content="ok"))
+    handle = await start(worker, session=True)
+    await wait_for_status(handle, RunStatus.RUNNING)
+    extra = 5
+    for n in range(limits.MAX_HELD + extra):  # while the model answers: held for its reply
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id=f"c{n}", approver="m"))
+    state = await state_of(handle)
+    assert len(state.held_decisions) == limits.MAX_HELD
+    assert [r.refused_because.endswith("are held already") for r in state.refused_decisions] == [
+        True
+    ] * extra
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    for n in range(limits.MAX_QUEUED_MESSAGES + extra):
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": f"m{n}"})
+    await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "y" * 100_001})
+    state = await state_of(handle)
+    assert len(state.queued_messages) == limits.MAX_QUEUED_MESSAGES
+    assert [r.refused_because for r in state.refused_signals][-2:] == [
+        f"{limits.MAX_QUEUED_MESSAGES} messages are queued already",
+        f"content: 100,001 characters, at most {limits.MAX_MESSAGE_CHARS:,}",
+    ]
+
+
+async def test_max_turns_from_the_input_can_lower_the_agents_limit_not_lift_it(
+    worker, model_server
+):
+    model_server.script(Reply(content="a"), Reply(content="b"))
+    lifted = await start(worker, max_turns=10**12)
+    lowered = await start(worker, max_turns=2)
+    assert (await lifted.result()).status is RunStatus.COMPLETED
+    assert (await lowered.result()).status is RunStatus.COMPLETED
+    assert (await state_of(lifted)).max_turns == agents.assistant.max_turns
+    assert (await state_of(lowered)).max_turns == 2

@@ -135,7 +135,8 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     )
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert b"serving agents assistant, concierge, frugal, sleepy on task queue" in line, line
+        served = b"serving agents assistant, concierge, frugal, marathon, sleepy on task queue"
+        assert served in line, line
         handle = await env.client.start_workflow(
             contract.WORKFLOW_TYPE,
             AgentInput(agent="assistant", input="hi"),

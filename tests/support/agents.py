@@ -111,6 +111,10 @@ concierge = dataclasses.replace(
 sleepy = dataclasses.replace(assistant, name="sleepy", session_idle_timeout=timedelta(seconds=1))
 """A session that ends after 1 s without a message."""
 
+marathon = dataclasses.replace(assistant, name="marathon", max_turns=100)
+"""Allowed 100 model calls per message (long tool loops; a start input may not lift
+an agent's own limit)."""
+
 frugal = dataclasses.replace(
     assistant, name="frugal", history_bytes_per_workflow_run=6_000, turns_per_workflow_run=1_000
 )

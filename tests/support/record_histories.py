@@ -151,6 +151,28 @@ SCENARIOS = {
             (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
         ],
     ),
+    # v5: the field limits (field-limits, max-turns-lower-only): started with max_turns
+    # 10^6 (the agent's 4 applies), an approve with an oversized reason refused, a
+    # message queued while the approval waits, then the approval.
+    "field_limits_v5": (
+        "assistant",
+        True,
+        [
+            Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)),
+            Reply(content="sent"),
+            Reply(content="and the second"),
+        ],
+        [
+            (
+                AWAITING,
+                contract.SIGNAL_APPROVE,
+                DecisionSignal(call_id="c1", approver="m", reason="r" * 3_000),
+            ),
+            (AWAITING, contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="second")),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
+            ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
+        ],
+    ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (
@@ -168,6 +190,9 @@ SCENARIOS = {
         ],
     ),
 }
+
+MAX_TURNS = {"field_limits_v5": 10**6}
+"""Scenarios started with a `max_turns` of their own."""
 
 RESUMED = {
     # v2: a run started from another run's snapshot (resume_from, schema 1.1) with
@@ -236,7 +261,7 @@ async def record(
     async with _serving(client, name, script) as task_queue:
         handle = await client.start_workflow(
             contract.WORKFLOW_TYPE,
-            AgentInput(agent=agent, input="go", session=session),
+            AgentInput(agent=agent, input="go", session=session, max_turns=MAX_TURNS.get(name)),
             id=f"history-{name}",
             task_queue=task_queue,
         )

@@ -13,10 +13,10 @@ from durable_agents.workflows.state import RunState, RunStatus, ToolResult
 from temporalio.client import WorkflowHandle
 
 
-async def start(worker, text: str = "hi", **options) -> WorkflowHandle:
+async def start(worker, text: str = "hi", *, agent: str = "assistant", **options) -> WorkflowHandle:
     return await worker.client.start_workflow(
         contract.WORKFLOW_TYPE,
-        AgentInput(agent="assistant", input=text, **options),
+        AgentInput(agent=agent, input=text, **options),
         id=f"run-{uuid.uuid4().hex[:10]}",
         task_queue=worker.task_queue,
         result_type=AgentResult,

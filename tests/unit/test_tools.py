@@ -102,6 +102,7 @@ def test_registry_loads_every_agent_of_a_module():
         "assistant",
         "concierge",
         "frugal",
+        "marathon",
         "sleepy",
     ]
 

@@ -1,0 +1,58 @@
+"""Size limits on what senders put into a run, so no signal or update can bloat its
+state (a 1.9 MB `reason` five times over is 7.6 MB carried across every
+continue-as-new and export). Pure: the inbox and the `decide` validator apply them;
+runs started before the limits (`patches.PATCH_FIELD_LIMITS`) keep what they took.
+"""
+
+from __future__ import annotations
+
+import json
+
+from durable_agents.workflows.payloads import DecisionSignal
+
+MAX_ID_CHARS = 200
+"""`call_id`, `approver`, `sender`."""
+MAX_REASON_CHARS = 2_000
+"""A decision's `reason`, an `end_session` reason."""
+MAX_ARGUMENTS_BYTES = 64_000
+"""Edited arguments, as compact JSON."""
+MAX_MESSAGE_CHARS = 100_000
+"""One `send_message` content."""
+MAX_HELD = 50
+"""Decisions held for calls a model reply has not proposed yet."""
+MAX_QUEUED_MESSAGES = 100
+"""Messages waiting for the current turn to end."""
+
+
+def decision_problem(payload: DecisionSignal) -> str | None:
+    """Why a decision payload is too large to take, or None."""
+    for name in ("call_id", "approver", "sender"):
+        value = getattr(payload, name)
+        if value is not None and len(value) > MAX_ID_CHARS:
+            return f"{name}: {len(value):,} characters, at most {MAX_ID_CHARS:,}"
+    if payload.reason is not None and len(payload.reason) > MAX_REASON_CHARS:
+        return f"reason: {len(payload.reason):,} characters, at most {MAX_REASON_CHARS:,}"
+    if payload.arguments is not None:
+        size = len(json.dumps(payload.arguments, separators=(",", ":")).encode())
+        if size > MAX_ARGUMENTS_BYTES:
+            return f"arguments: {size:,} bytes of JSON, at most {MAX_ARGUMENTS_BYTES:,}"
+    return None
+
+
+def message_problem(content: str) -> str | None:
+    """Why a message is too large to take, or None."""
+    if len(content) > MAX_MESSAGE_CHARS:
+        return f"content: {len(content):,} characters, at most {MAX_MESSAGE_CHARS:,}"
+    return None
+
+
+def reason_problem(reason: str | None) -> str | None:
+    """Why an `end_session` reason is too large, or None."""
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        return f"reason: {len(reason):,} characters, at most {MAX_REASON_CHARS:,}"
+    return None
+
+
+def clip(text: str, limit: int = MAX_ID_CHARS) -> str:
+    """`text` cut to `limit` characters, marked, for an audit entry."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
