@@ -181,7 +181,16 @@ class AgentWorkflow:
         colliding = proposed_calls.has_colliding_call_ids(state, reply)
         unique = not colliding or workflow.patched(patches.PATCH_UNIQUE_CALL_IDS)
         safe = not colliding or workflow.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
-        loop.record_model_reply(state, reply, now=workflow.now(), unique_ids=unique, safe_ids=safe)
+        repeated = proposed_calls.has_repeated_keys(reply)
+        malformed = not repeated or workflow.patched(patches.PATCH_REPEATED_KEYS)
+        loop.record_model_reply(
+            state,
+            reply,
+            now=workflow.now(),
+            unique_ids=unique,
+            safe_ids=safe,
+            repeated_keys_malformed=malformed,
+        )
         metrics.turn(state.agent.name)
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:

@@ -271,6 +271,7 @@ def record_model_reply(
     now: datetime,
     unique_ids: bool = True,
     safe_ids: bool = True,
+    repeated_keys_malformed: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
@@ -287,7 +288,7 @@ def record_model_reply(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
     )
     for call in calls:
-        problem = malformed_problem(state.agent, call)
+        problem = malformed_problem(state.agent, call, repeated_keys=repeated_keys_malformed)
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:

@@ -29,6 +29,9 @@ PATCH_FIELD_LIMITS = "field-limits"
 queued messages are capped."""
 PATCH_MAX_TURNS_LOWER_ONLY = "max-turns-lower-only"
 """`max_turns` from the input can only lower the agent's limit, not lift it."""
+PATCH_REPEATED_KEYS = "repeated-argument-keys"
+"""Tool-call arguments that name a key twice are malformed: answered to the model,
+never pending approval (an approver could read one value where the tool gets another)."""
 PATCH_HEARTBEATS = "heartbeats"
 """Model and tool calls get the spec's heartbeat timeout and retry time budget, and a
 cancelled run waits for its running tools to stop (schema 1.2 specs)."""

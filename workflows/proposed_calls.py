@@ -27,8 +27,12 @@ def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
     )
 
 
-def malformed_problem(spec: AgentSpec, call: ToolCall) -> str | None:
-    """Why a call cannot run at all (unknown tool, arguments not a JSON object), or None."""
+def malformed_problem(spec: AgentSpec, call: ToolCall, *, repeated_keys: bool = True) -> str | None:
+    """Why a call cannot run at all (unknown tool, arguments not a JSON object, or, with
+    `repeated_keys`, an object that names a key twice), or None.
+
+    A repeated key is malformed because readers disagree on it: an approver shown
+    `{"amount": 1, ..., "amount": 100000}` may read 1 where the tool gets 100000."""
     if spec.tool(call.tool) is None:
         known = ", ".join(t.name for t in spec.tools) or "none"
         return f"Error: unknown tool '{call.tool}'. Available tools: {known}."
@@ -41,7 +45,34 @@ def malformed_problem(spec: AgentSpec, call: ToolCall) -> str | None:
         )
     if not isinstance(arguments, dict):
         return f"Error: arguments for tool '{call.tool}' must be a JSON object."
+    repeated = repeated_key(call.arguments) if repeated_keys else None
+    if repeated is not None:
+        return (
+            f"Error: arguments for tool '{call.tool}' name the key {repeated!r} more than "
+            "once. Send each argument once."
+        )
     return None
+
+
+def repeated_key(arguments: str) -> str | None:
+    """A key that some object of the JSON text `arguments` names twice, or None."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [k for k, _ in items]
+        found.extend(k for k in keys if keys.count(k) > 1)
+        return dict(items)
+
+    try:
+        json.loads(arguments or "{}", object_pairs_hook=pairs)
+    except json.JSONDecodeError:
+        return None
+    return found[0] if found else None
+
+
+def has_repeated_keys(reply: ModelReply) -> bool:
+    """True if a call of `reply` has arguments that name a key twice."""
+    return any(repeated_key(c.arguments) is not None for c in reply.tool_calls)
 
 
 def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:

@@ -202,3 +202,17 @@ async def test_max_turns_from_the_input_can_lower_the_agents_limit_not_lift_it(
     assert (await lowered.result()).status is RunStatus.COMPLETED
     assert (await state_of(lifted)).max_turns == agents.assistant.max_turns
     assert (await state_of(lowered)).max_turns == 2
+
+
+async def test_a_call_that_repeats_an_argument_is_answered_never_shown_for_approval(
+    worker, model_server
+):
+    sneaky = '{"order": "A12", "amount": 1, "amount": 100000}'
+    model_server.script(Reply(tool_calls=(Call("refund", sneaky, "r1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    state = await state_of(handle)
+    [result] = [i for i in state.items if i.type == "tool_result"]
+    assert result.is_error and "name the key 'amount' more than once" in result.content
+    assert not any(i.type == "decision" for i in state.items)
+    assert [c for c in agents.CALLS if c[0] == "refund"] == []  # the tool never ran

@@ -173,6 +173,17 @@ SCENARIOS = {
             ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
         ],
     ),
+    # v6: a call whose arguments repeat a key is malformed (repeated-argument-keys):
+    # answered to the model, never pending approval.
+    "repeated_keys_v6": (
+        "assistant",
+        False,
+        [
+            Reply(tool_calls=(Call("refund", '{"order": "A", "amount": 1, "amount": 999}', "r1"),)),
+            Reply(content="done"),
+        ],
+        [],
+    ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (

@@ -21,6 +21,7 @@ from durable_agents.workflows.state import (
     ErrorInfo,
     RunState,
     RunStatus,
+    ToolCall,
     ToolResult,
     ToolSpec,
     Usage,
@@ -263,3 +264,31 @@ def test_unique_call_ids_are_left_alone():
     assert not proposed_calls.has_colliding_call_ids(
         state, reply(("a", "lookup", "{}"), ("b", "lookup", "{}"))
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "repeated"),
+    [
+        ('{"order": "A", "amount": 1, "amount": 100000}', "amount"),
+        ('{"order": {"id": 1, "id": 2}}', "id"),
+        ('{"order": "A", "amount": 1}', None),
+        ("not json", None),
+    ],
+)
+def test_arguments_that_repeat_a_key_are_malformed_never_pending(arguments, repeated):
+    assert proposed_calls.repeated_key(arguments) == repeated
+    spec = AgentSpec(
+        name="a",
+        instructions="",
+        model="m",
+        tools=[ToolSpec(name="refund", description="", parameters={}, needs_approval=True)],
+    )
+    call = ToolCall(call_id="c1", tool="refund", arguments=arguments, needs_approval=True)
+    problem = proposed_calls.malformed_problem(spec, call)
+    if repeated is not None:
+        assert problem == (
+            f"Error: arguments for tool 'refund' name the key '{repeated}' more than once. "
+            "Send each argument once."
+        )
+        # runs recorded before the rule: the last value won, the call was well-formed
+        assert proposed_calls.malformed_problem(spec, call, repeated_keys=False) is None
