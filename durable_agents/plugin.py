@@ -55,6 +55,12 @@ _SDK_DEFAULTS = {
 }
 
 
+def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
+    """The worker's workflows and AgentWorkflow, once (a worker may list it itself)."""
+    workflows = list(existing or [])
+    return workflows if AgentWorkflow in workflows else [*workflows, AgentWorkflow]
+
+
 class AgentsPluginError(ValueError):
     """The plugin cannot be used as configured; the message says what to change."""
 
@@ -97,7 +103,7 @@ class AgentsPlugin(SimplePlugin):
             PLUGIN_NAME,
             data_converter=self._client_converter,
             activities=activities,
-            workflows=[AgentWorkflow] if activities else None,
+            workflows=_with_agent_workflow if activities else None,
             workflow_runner=self._runner if activities else None,
         )
 

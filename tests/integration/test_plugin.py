@@ -151,3 +151,12 @@ def _openai():
     from openai import AsyncOpenAI
 
     return AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0)
+
+
+async def test_a_worker_that_lists_agent_workflow_itself_gets_it_once(env):
+    from durable_agents.workflows.agent_workflow import AgentWorkflow
+
+    plugin = AgentsPlugin(agents=[agents.assistant], model_client=_openai())
+    client = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
+    worker = Worker(client, task_queue="listed", workflows=[AgentWorkflow])
+    assert worker.config()["workflows"] == [AgentWorkflow]
