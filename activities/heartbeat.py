@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from temporalio import activity
@@ -35,14 +35,24 @@ async def heartbeating(progress: Progress | None = None) -> AsyncIterator[None]:
     if not timeout:
         yield
         return
-    interval = timeout.total_seconds() / BEATS_PER_TIMEOUT
 
-    async def beat() -> None:
+    def beat() -> None:
+        activity.heartbeat(*(progress.details if progress is not None else ()))
+
+    async with periodically(timeout.total_seconds() / BEATS_PER_TIMEOUT, beat):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def periodically(seconds: float, action: Callable[[], object]) -> AsyncIterator[None]:
+    """Call `action` at once, then every `seconds`, from a task beside the body."""
+
+    async def repeat() -> None:
         while True:
-            activity.heartbeat(*(progress.details if progress is not None else ()))
-            await asyncio.sleep(interval)
+            action()
+            await asyncio.sleep(seconds)
 
-    task = asyncio.create_task(beat(), name="heartbeat")
+    task = asyncio.create_task(repeat())
     try:
         yield
     finally:

@@ -31,6 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
 
 from durable_agents.activities import telemetry
+from durable_agents.activities.heartbeat import periodically
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.operations import check_search_attributes
@@ -297,20 +298,10 @@ async def heartbeat(path: str | None) -> AsyncIterator[None]:
         yield
         return
     file = Path(path)
-
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(HEALTH_INTERVAL.total_seconds())
-            file.touch()
-
-    file.touch()
-    task = asyncio.create_task(beat())
     try:
-        yield
+        async with periodically(HEALTH_INTERVAL.total_seconds(), file.touch):
+            yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         file.unlink(missing_ok=True)
 
 
