@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from openai import AsyncOpenAI
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -27,7 +27,7 @@ from durable_agents.activities.agent import Agent
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
-from durable_agents.dataplane.codec import data_converter_from_env
+from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
@@ -55,6 +55,20 @@ _SDK_DEFAULTS = {
 }
 
 
+def _converter(
+    given: DataConverter | None, codec: CodecKeys | None, store: ExternalStorage | None
+) -> DataConverter:
+    if given is not None and (codec is not None or store is not None):
+        raise AgentsPluginError(
+            "give AgentsPlugin either data_converter or codec/payload_store, not both"
+        )
+    if given is not None:
+        return given
+    if codec is not None or store is not None:
+        return data_converter(codec, store)
+    return data_converter_from_env()
+
+
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
     """The worker's workflows and AgentWorkflow, once (a worker may list it itself)."""
     workflows = list(existing or [])
@@ -72,8 +86,12 @@ class AgentsPlugin(SimplePlugin):
     `model_client`: the `openai` client for model calls, built with `max_retries=0`
     (Temporal owns retries); None: a client-only plugin (no activities), e.g. for
     `AgentClient` or a service that only starts and approves runs.
-    `data_converter`: the converter of every process of the deployment; default
-    `data_converter_from_env()` (pydantic JSON, AGENT_CODEC_KEYS, AGENT_PAYLOAD_STORE).
+    `codec` (keys for payload encryption) and `payload_store` (Temporal's
+    `ExternalStorage` for large payloads): given either, the converter is built from
+    them (`dataplane.codec.data_converter`), nothing from the environment.
+    `data_converter`: the whole converter instead (built on the pydantic one).
+    None of the three: `data_converter_from_env()` (AGENT_CODEC_KEYS,
+    AGENT_PAYLOAD_STORE), as `worker.py` and `agentctl` do.
     `max_model_calls` (default 64): model calls a worker has in flight at once.
     `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
     `()`: the SDK's default restrictions).
@@ -85,13 +103,15 @@ class AgentsPlugin(SimplePlugin):
         *,
         agents: AgentRegistry | Iterable[Agent] = (),
         model_client: AsyncOpenAI | None = None,
+        codec: CodecKeys | None = None,
+        payload_store: ExternalStorage | None = None,
         data_converter: DataConverter | None = None,
         max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
         sandbox_passthrough: Sequence[str] = SANDBOX_PASSTHROUGH,
         sticky_timeout: timedelta = STICKY_TIMEOUT,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
-        self.converter = data_converter if data_converter is not None else data_converter_from_env()
+        self.converter = _converter(data_converter, codec, payload_store)
         self._passthrough = tuple(sandbox_passthrough)
         self._sticky_timeout = sticky_timeout
         activities = None

@@ -47,6 +47,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
     PayloadCodec,
     SerializationContext,
     WithSerializationContext,
@@ -337,8 +338,18 @@ def data_converter_from_env(
     encrypted in chunks it can dedup. Raises `CodecConfigError` or `PayloadStoreError`
     (both `DataPlaneError`s) for an unusable configuration."""
     env = os.environ if env is None else env
-    keys = keys_from_env(env)
-    storage = external_storage(env)
+    return data_converter(keys_from_env(env), external_storage(env), base=base)
+
+
+def data_converter(
+    keys: CodecKeys | None,
+    storage: ExternalStorage | None,
+    *,
+    base: DataConverter = pydantic_data_converter,
+) -> DataConverter:
+    """`base` with the encryption codec (`keys`; None: no encryption) and the payload
+    store (`storage`; None: none). Payloads the store takes are encrypted in chunks
+    it can dedup."""
     threshold = storage.payload_size_threshold if storage is not None else None
     converter = codec_data_converter(keys, base=base, chunk_threshold=threshold)
     if storage is None:

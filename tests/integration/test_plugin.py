@@ -160,3 +160,18 @@ async def test_a_worker_that_lists_agent_workflow_itself_gets_it_once(env):
     client = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
     worker = Worker(client, task_queue="listed", workflows=[AgentWorkflow])
     assert worker.config()["workflows"] == [AgentWorkflow]
+
+
+async def test_codec_and_payload_store_given_to_the_plugin_build_its_converter(tmp_path):
+    from temporalio.converter import ExternalStorage
+
+    from durable_agents.dataplane.codec import CodecKeys, EncryptionCodec, new_key_entry
+    from durable_agents.dataplane.payload_store import LocalDirectoryDriver
+
+    keys = CodecKeys.parse(new_key_entry("k1"))
+    store = ExternalStorage(drivers=[LocalDirectoryDriver(tmp_path)], payload_size_threshold=100)
+    plugin = AgentsPlugin(codec=keys, payload_store=store)
+    assert plugin.converter.external_storage is store
+    assert isinstance(plugin.converter.payload_codec, EncryptionCodec)
+    with pytest.raises(AgentsPluginError, match="either data_converter or codec/payload_store"):
+        AgentsPlugin(codec=keys, data_converter=pydantic_data_converter)
