@@ -57,5 +57,6 @@ async def periodically(seconds: float, action: Callable[[], object]) -> AsyncIte
         yield
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        # Not `suppress(CancelledError)`: a cancel of the body arriving meanwhile
+        # must still propagate; the task's own cancellation is a result here.
+        await asyncio.gather(task, return_exceptions=True)

@@ -298,6 +298,7 @@ async def heartbeat(path: str | None) -> AsyncIterator[None]:
         yield
         return
     file = Path(path)
+    file.touch()  # an unusable path fails the start, not a background task
     try:
         async with periodically(HEALTH_INTERVAL.total_seconds(), file.touch):
             yield

@@ -103,11 +103,12 @@ class Inbox:
             decision: Literal["approve", "reject"] = (
                 "approve" if name == contract.SIGNAL_APPROVE else "reject"
             )
-            attempt = decisions.malformed_attempt(
-                decision, raw_payloads.as_json(raw), why, now=workflow.now()
-            )
-            self._record_refused_decision(attempt)
+            self._record_refused_decision(self._malformed(decision, raw, why))
             return
+        if (
+            len(name) > limits.MAX_ID_CHARS or len(why) > limits.MAX_REFUSAL_CHARS
+        ) and workflow.patched(patches.PATCH_FIELD_LIMITS):
+            name, why = limits.clip(name), limits.clip(why, limits.MAX_REFUSAL_CHARS)
         entry = RefusedSignal(
             signal=name,
             payload=raw_payloads.preview(raw, PREVIEW_CHARS),
@@ -119,6 +120,24 @@ class Inbox:
         else:
             self.state.refused_signals.append(entry)
             trim_refusals(self.state)
+
+    def _malformed(
+        self, decision: Literal["approve", "reject"], raw: RawValue, why: str
+    ) -> DecisionAttempt:
+        """The audit entry of a decision signal the run cannot take; ids and reason cut
+        to the limits when they pass them (runs started since the patch)."""
+        data, now = raw_payloads.as_json(raw), workflow.now()
+        attempt = decisions.malformed_attempt(decision, data, why, now=now)
+        oversized = (
+            max(len(attempt.call_id), len(attempt.approver)) > limits.MAX_ID_CHARS
+            or len(attempt.refused_because or "") > limits.MAX_REFUSAL_CHARS
+        )
+        if oversized and workflow.patched(patches.PATCH_FIELD_LIMITS):
+            short = limits.clip(why, limits.MAX_REFUSAL_CHARS)
+            attempt = decisions.malformed_attempt(
+                decision, data, short, now=now, clip_to=limits.MAX_ID_CHARS
+            )
+        return attempt
 
     def _record_refused_decision(self, attempt: DecisionAttempt) -> None:
         if self.state is None:
@@ -136,26 +155,19 @@ class Inbox:
         if isinstance(payload, str):
             if not workflow.patched(patches.PATCH_QUIET_REFUSALS):
                 return  # runs started before it: the SDK dropped such signals
-            self._record_refused_decision(
-                decisions.malformed_attempt(
-                    decision, raw_payloads.as_json(raw), payload, now=workflow.now()
-                )
-            )
+            self._record_refused_decision(self._malformed(decision, raw, payload))
             return
         too_large = limits.decision_problem(payload)
         if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
-            self._record_refused_decision(
-                decisions.malformed_attempt(
-                    decision,
-                    raw_payloads.as_json(raw),
-                    too_large,
-                    now=workflow.now(),
-                    clip_to=limits.MAX_ID_CHARS,
-                )
-            )
+            self._record_refused_decision(self._malformed(decision, raw, too_large))
             return
         request = DecideInput(**payload.model_dump(), decision=decision)
         if self.state is None:
+            held = sum(isinstance(d, DecideInput) for d in self._early_decisions)
+            if held >= limits.MAX_HELD and workflow.patched(patches.PATCH_FIELD_LIMITS):
+                why = f"the run is starting; {held} decisions are held already"
+                self._record_refused_decision(self._malformed(decision, raw, why))
+                return
             self.woken += 1
             self._early_decisions.append(request)
             return

@@ -1,7 +1,9 @@
 """Size limits on what senders put into a run, so no signal or update can bloat its
 state (a 1.9 MB `reason` five times over is 7.6 MB carried across every
-continue-as-new and export). Pure: the inbox and the `decide` validator apply them;
-runs started before the limits (`patches.PATCH_FIELD_LIMITS`) keep what they took.
+continue-as-new and export). Together they keep what senders can add under 1 MB:
+20 queued messages of 32,000 characters, 50 held decisions of 16 KB of arguments.
+Pure: the inbox and the `decide` validator apply them; runs started before the
+limits (`patches.PATCH_FIELD_LIMITS`) keep what they took.
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ MAX_ID_CHARS = 200
 """`call_id`, `approver`, `sender`."""
 MAX_REASON_CHARS = 2_000
 """A decision's `reason`, an `end_session` reason."""
-MAX_ARGUMENTS_BYTES = 64_000
+MAX_ARGUMENTS_BYTES = 16_000
 """Edited arguments, as compact JSON."""
-MAX_MESSAGE_CHARS = 100_000
+MAX_MESSAGE_CHARS = 32_000
 """One `send_message` content."""
 MAX_HELD = 50
 """Decisions held for calls a model reply has not proposed yet."""
-MAX_QUEUED_MESSAGES = 100
+MAX_QUEUED_MESSAGES = 20
 """Messages waiting for the current turn to end."""
 
 
@@ -51,6 +53,10 @@ def reason_problem(reason: str | None) -> str | None:
     if reason is not None and len(reason) > MAX_REASON_CHARS:
         return f"reason: {len(reason):,} characters, at most {MAX_REASON_CHARS:,}"
     return None
+
+
+MAX_REFUSAL_CHARS = 500
+"""A refusal's recorded reason (it may quote what was sent)."""
 
 
 def clip(text: str, limit: int = MAX_ID_CHARS) -> str:

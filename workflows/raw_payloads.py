@@ -70,10 +70,13 @@ def preview(raw: RawValue, limit: int) -> str | None:
     if raw is NONE:
         return None
     data = as_json(raw)
-    if data is None and raw.payload.data not in (b"", b"null"):
+    try:
+        if data is None and raw.payload.data not in (b"", b"null"):
+            raise TypeError("not JSON")
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):  # bytes (`binary/plain`), protobuf, not decodable
         encoding = raw.payload.metadata.get("encoding", b"?").decode(errors="replace")
         return f"<{encoding}, {len(raw.payload.data)} bytes>"[:limit]
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -183,12 +183,13 @@ async def test_held_decisions_and_queued_messages_are_capped(worker, model_serve
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     for n in range(limits.MAX_QUEUED_MESSAGES + extra):
         await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": f"m{n}"})
-    await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "y" * 100_001})
+    too_long = limits.MAX_MESSAGE_CHARS + 1
+    await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "y" * too_long})
     state = await state_of(handle)
     assert len(state.queued_messages) == limits.MAX_QUEUED_MESSAGES
     assert [r.refused_because for r in state.refused_signals][-2:] == [
         f"{limits.MAX_QUEUED_MESSAGES} messages are queued already",
-        f"content: 100,001 characters, at most {limits.MAX_MESSAGE_CHARS:,}",
+        f"content: {too_long:,} characters, at most {limits.MAX_MESSAGE_CHARS:,}",
     ]
 
 
@@ -216,3 +217,36 @@ async def test_a_call_that_repeats_an_argument_is_answered_never_shown_for_appro
     assert result.is_error and "name the key 'amount' more than once" in result.content
     assert not any(i.type == "decision" for i in state.items)
     assert [c for c in agents.CALLS if c[0] == "refund"] == []  # the tool never ran
+
+
+async def test_signals_whose_payload_is_not_json_are_recorded_not_raised(worker, model_server):
+    """Raw bytes (`binary/plain`) under an unknown name, as a message, as an extra
+    argument: each refused with what arrived (encoding and size), the run goes on."""
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker, session=False)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    await handle.signal("noise", b"\x00\xffraw")
+    await handle.signal(contract.SIGNAL_SEND_MESSAGE, b"\x00\xffraw")
+    await handle.signal(contract.SIGNAL_END_SESSION, args=[b"\x00", b"\x01"])
+    state = await state_of(handle)
+    assert [(r.signal, r.payload) for r in state.refused_signals] == [
+        ("noise", "<binary/plain, 5 bytes>"),
+        (contract.SIGNAL_SEND_MESSAGE, "<binary/plain, 5 bytes>"),
+        (contract.SIGNAL_END_SESSION, "<binary/plain, 1 bytes>"),
+    ]
+    await approve_and_finish(worker, handle, "e1")
+
+
+async def test_a_malformed_decision_with_huge_fields_is_kept_clipped(worker, model_server):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await start(worker)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    huge = "z" * 1_000_000
+    await handle.signal(contract.SIGNAL_APPROVE, {"call_id": huge, "approver": huge, "x": 1})
+    await handle.signal("n" * 300, {"call_id": "e1"})  # the server refuses far longer names
+    state = await state_of(handle)
+    [refused] = state.refused_decisions
+    assert len(refused.call_id) == len(refused.approver) == limits.MAX_ID_CHARS
+    assert len(state.refused_signals[0].signal) == limits.MAX_ID_CHARS
+    assert len(state.model_dump_json()) < 20_000
+    await approve_and_finish(worker, handle, "e1")
