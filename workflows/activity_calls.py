@@ -7,13 +7,14 @@ never imports their implementations.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
@@ -43,6 +44,7 @@ async def describe_agent(agent: str) -> AgentSpec:
         )
         return spec
     except ActivityError as err:
+        _reraise_cancel(err)
         raise ApplicationError(
             f"cannot start agent '{agent}': {root_message(err)}",
             type=contract.ERROR_RUN_FAILED,
@@ -68,6 +70,7 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
         )
         return reply
     except ActivityError as err:
+        _reraise_cancel(err)
         return error_info(err)
 
 
@@ -122,6 +125,14 @@ def _liveness(
     if retry.budget_seconds is not None:
         options["schedule_to_close_timeout"] = timedelta(seconds=retry.budget_seconds)
     return options
+
+
+def _reraise_cancel(err: ActivityError) -> None:
+    """The run was cancelled while the activity ran: the SDK reports that as the
+    activity's failure; raise it as the cancellation it is, so the run ends
+    `cancelled` rather than `failed` (runs started since the patch)."""
+    if isinstance(err.cause, CancelledError) and workflow.patched(patches.PATCH_CANCEL_IS_CANCEL):
+        raise asyncio.CancelledError() from err
 
 
 def retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> RetryPolicy:

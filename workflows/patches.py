@@ -32,6 +32,9 @@ PATCH_MAX_TURNS_LOWER_ONLY = "max-turns-lower-only"
 PATCH_REPEATED_KEYS = "repeated-argument-keys"
 """Tool-call arguments that name a key twice are malformed: answered to the model,
 never pending approval (an approver could read one value where the tool gets another)."""
+PATCH_CANCEL_IS_CANCEL = "cancel-during-model-call"
+"""A run cancelled while its model call (or its start's describe_agent) runs ends
+`cancelled`; it used to end `failed` with the activity's cancellation as the error."""
 PATCH_HEARTBEATS = "heartbeats"
 """Model and tool calls get the spec's heartbeat timeout and retry time budget, and a
 cancelled run waits for its running tools to stop (schema 1.2 specs)."""

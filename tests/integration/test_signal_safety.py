@@ -5,12 +5,15 @@ dynamic signal handler: the run's every later workflow task failed."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from durable_agents.workflows import contract, limits
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import CancelledError
 
 from durable_agents.testing import Call, Reply
 from tests.support import agents
@@ -250,3 +253,14 @@ async def test_a_malformed_decision_with_huge_fields_is_kept_clipped(worker, mod
     assert len(state.refused_signals[0].signal) == limits.MAX_ID_CHARS
     assert len(state.model_dump_json()) < 20_000
     await approve_and_finish(worker, handle, "e1")
+
+
+async def test_a_run_cancelled_during_its_model_call_ends_cancelled(worker, model_server):
+    model_server.script(Reply(content="late", delay_seconds=3))
+    handle = await start(worker)
+    await asyncio.sleep(0.5)  # the model call is in flight
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as ended:
+        await handle.result()
+    assert isinstance(ended.value.cause, CancelledError)
+    assert (await state_of(handle)).status is RunStatus.CANCELLED

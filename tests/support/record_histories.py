@@ -31,6 +31,8 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+CANCEL = "(cancel the run)"
+"""An action that cancels the run instead of signalling it."""
 
 
 class Several:
@@ -184,6 +186,14 @@ SCENARIOS = {
         ],
         [],
     ),
+    # v7: a run cancelled while its model call is in flight ends cancelled
+    # (cancel-during-model-call).
+    "cancel_during_model_call_v7": (
+        "assistant",
+        False,
+        [Reply(content="too late", delay_seconds=3)],
+        [("running", CANCEL, None)],
+    ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (
@@ -256,7 +266,10 @@ async def _act(handle, actions: list) -> None:
     for status, signal_name, payload in actions:
         while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
             await asyncio.sleep(0.1)
-        if isinstance(payload, Several):
+        if signal_name is CANCEL:
+            await asyncio.sleep(0.5)  # into the model call
+            await handle.cancel()
+        elif isinstance(payload, Several):
             await handle.signal(signal_name, args=payload.args)
         else:
             await handle.signal(signal_name, payload)
