@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
-from durable_agents.workflows.state import AgentSpec, RetrySpec
+from durable_agents.workflows.state import AgentSpec, ApproverKey, RetrySpec
 from temporalio.common import RetryPolicy
 
 DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
@@ -65,11 +65,13 @@ class Agent:
             if not isinstance(t, Tool):
                 raise TypeError(f"agent {self.name}: {t!r} is not a @tool")
 
-    def spec(self) -> AgentSpec:
-        """The plain-data description frozen into a run at its start."""
+    def spec(self, approver_keys: Sequence[ApproverKey] = ()) -> AgentSpec:
+        """The plain-data description frozen into a run at its start, with the
+        approver keys of the worker's configuration (`AGENT_APPROVER_KEYS`)."""
         return derive(
             AgentSpec,
             self,
+            approver_keys=list(approver_keys),
             tools=[t.spec() for t in self.tools],
             model_retry=RetrySpec(
                 **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 
 import pydantic_core
 from durable_agents.activities import telemetry
@@ -18,7 +19,7 @@ from durable_agents.workflows.contract import (
     ERROR_UNKNOWN_AGENT,
 )
 from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
-from durable_agents.workflows.state import AgentSpec
+from durable_agents.workflows.state import AgentSpec, ApproverKey
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -32,12 +33,16 @@ UNSERIALISABLE = "unserialisable_result"
 class ToolActivities:
     """Activities bound to one worker's agent registry."""
 
-    def __init__(self, registry: AgentRegistry) -> None:
+    def __init__(
+        self, registry: AgentRegistry, *, approver_keys: Sequence[ApproverKey] = ()
+    ) -> None:
         self._registry = registry
+        self._approver_keys = list(approver_keys)
 
     @activity.defn(name=ACTIVITY_DESCRIBE_AGENT)
     async def describe_agent(self, request: DescribeAgentInput) -> AgentSpec:
-        """The spec of a registered agent, to be frozen into a new run."""
+        """The spec of a registered agent, with the worker's approver keys, to be frozen
+        into a run when it starts or resumes."""
         agent = self._registry.get(request.agent)
         if agent is None:
             known = ", ".join(self._registry.names()) or "none"
@@ -46,7 +51,7 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
-        return agent.spec()
+        return agent.spec(self._approver_keys)
 
     @activity.defn(name=ACTIVITY_RUN_TOOL)
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
-from typing import Literal
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 from uuid import uuid4
 
 from durable_agents.client import snapshots
@@ -47,7 +47,7 @@ from durable_agents.workflows.payloads import (
     PendingApproval,
     StatusView,
 )
-from durable_agents.workflows.state import Decision, RunState
+from durable_agents.workflows.state import ApprovalCondition, Decision, RunState
 from pydantic import BaseModel, JsonValue
 from temporalio.client import (
     Client,
@@ -61,6 +61,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
+from durable_agents.signing import SigningKey
+
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
 """Visibility query of the runs that wait for a decision."""
 
@@ -73,6 +75,81 @@ class RunPendingApproval(BaseModel):
     tool: str
     arguments: str
     requested_at: datetime
+    args: dict[str, JsonValue] | None = None
+    arguments_sha256: str | None = None
+
+
+def decision_payload(
+    run_id: str,
+    call_id: str,
+    decision: Literal["approve", "reject"],
+    *,
+    signal: bool,
+    approver: str | None,
+    reason: str | None = None,
+    always: bool = False,
+    arguments: dict[str, JsonValue] | None = None,
+    sender: str | None = None,
+    arguments_sha256: str | None = None,
+    expires_at: datetime | None = None,
+    always_when: list[ApprovalCondition] | None = None,
+    signing_key: SigningKey | None = None,
+) -> dict[str, JsonValue]:
+    """A decision payload as plain JSON, exactly as it is sent (and signed).
+
+    `arguments_sha256` (from the pending item the approver was shown) binds the
+    decision to those arguments and to this run (`run_id` is added); a run refuses
+    it if the call's arguments differ. `expires_at`: the decision, and an `always`
+    rule it makes, lapse then. `always_when`: the later calls an `always` rule
+    covers (default: only calls with the same arguments). `signing_key`: sign it
+    (`durable_agents.signing`); the approver is the key's owner, and the payload
+    carries `run_id`, `arguments_sha256`, `decision` and `expires_at` (default: in
+    15 minutes). Fields that are not given are left out, so a payload without a
+    binding is one a worker of an earlier build accepts.
+    """
+    if signing_key is not None:
+        if approver not in (None, signing_key.owner):
+            raise AgentClientError(
+                f"the key {signing_key.key_id!r} is {signing_key.owner}'s; it cannot sign "
+                f"as {approver}"
+            )
+        approver = signing_key.owner
+        if arguments_sha256 is None:
+            raise AgentClientError(
+                "a signed decision binds to the call's arguments_sha256 (from pending())"
+            )
+        expires_at = expires_at or datetime.now(UTC) + SIGNED_DECISION_LIFETIME
+    if approver is None:
+        raise AgentClientError("a decision needs an approver (or a signing key)")
+    bound = arguments_sha256 is not None
+    fields: dict[str, Any] = {
+        "call_id": call_id,
+        "approver": approver,
+        "reason": reason,
+        "always": always,
+        "arguments": arguments,
+        "sender": sender,
+        "always_when": always_when,
+        "run_id": run_id if bound else None,
+        "arguments_sha256": arguments_sha256,
+        "expires_at": _rfc3339(expires_at) if expires_at is not None else None,
+        "decision": decision if bound or not signal else None,
+    }
+    model = DecisionSignal if signal else DecideInput
+    payload = checked(model, **fields).model_dump(mode="json", exclude_none=True)
+    if signing_key is not None:
+        payload = signing_key.sign(payload)
+    return payload
+
+
+SIGNED_DECISION_LIFETIME = timedelta(minutes=15)
+"""How long a signed decision is valid when the signer does not say."""
+
+
+def _rfc3339(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        raise AgentClientError(f"expires_at needs a time zone: {moment.isoformat()}")
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class PendingAcrossRuns(BaseModel):
@@ -177,7 +254,10 @@ class AgentClient:
             if isinstance(answer, BaseException):
                 found.unanswered.append(run_id)
                 continue
-            found.approvals += [RunPendingApproval(run_id=run_id, **p.model_dump()) for p in answer]
+            found.approvals += [
+                RunPendingApproval(**p.model_dump(exclude={"run_id"}), run_id=run_id)
+                for p in answer
+            ]
         found.approvals.sort(key=lambda a: (a.requested_at, a.run_id, a.call_id))
         return found
 
@@ -210,8 +290,10 @@ class AgentClient:
 
         `snapshot` is snapshot file text (verified with `key` or
         `$AGENT_SNAPSHOT_KEY`, migrated, validated) or a RunState. Pending
-        approvals stay pending, decided calls without a result run once, and a
-        failed or cancelled run goes on as running. The new run (default id:
+        approvals stay pending; the worker takes the agent's tools and policies
+        from its registry, asks again for decisions the snapshot carries on calls
+        without a result, and revokes its `always` rules (`workflows.resume_trust`);
+        a failed or cancelled run goes on as running. The new run (default id:
         AGENT-<random>) records its origin; it runs on this client's task queue,
         whose workers must serve the snapshot's agent tools. `run_id` may be the
         snapshot's own (e.g. on another server, or after the source ended): that
@@ -282,49 +364,56 @@ class AgentClient:
         run_id: str,
         call_id: str,
         *,
-        approver: str,
+        approver: str | None = None,
         reason: str | None = None,
         always: bool = False,
         arguments: dict[str, JsonValue] | None = None,
         sender: str | None = None,
+        **binding: Any,
     ) -> None:
         """Send the `approve` signal (fire-and-forget; use `decide` to get an answer).
 
         `arguments` replace the model's for this call (validated by the run
-        against the tool's schema; a signal that cannot apply is recorded as refused).
+        against the tool's schema and policy limits; a signal that cannot apply is
+        recorded as refused). `binding`: see `decision_payload` (`arguments_sha256`,
+        `expires_at`, `always_when`, `signing_key`).
         """
-        await self._signal(
+        payload = decision_payload(
             run_id,
-            contract.SIGNAL_APPROVE,
-            checked(
-                DecisionSignal,
-                call_id=call_id,
-                approver=approver,
-                reason=reason,
-                always=always,
-                arguments=arguments,
-                sender=sender,
-            ),
+            call_id,
+            "approve",
+            signal=True,
+            approver=approver,
+            reason=reason,
+            always=always,
+            arguments=arguments,
+            sender=sender,
+            **binding,
         )
+        await self._signal(run_id, contract.SIGNAL_APPROVE, payload)
 
     async def reject(
         self,
         run_id: str,
         call_id: str,
         *,
-        approver: str,
+        approver: str | None = None,
         reason: str | None = None,
         always: bool = False,
         sender: str | None = None,
+        **binding: Any,
     ) -> None:
         """Send the `reject` signal; the model gets the reason as the call's result."""
-        payload = checked(
-            DecisionSignal,
-            call_id=call_id,
+        payload = decision_payload(
+            run_id,
+            call_id,
+            "reject",
+            signal=True,
             approver=approver,
             reason=reason,
             always=always,
             sender=sender,
+            **binding,
         )
         await self._signal(run_id, contract.SIGNAL_REJECT, payload)
 
@@ -334,31 +423,35 @@ class AgentClient:
         call_id: str,
         decision: Literal["approve", "reject"],
         *,
-        approver: str,
+        approver: str | None = None,
         reason: str | None = None,
         always: bool = False,
         arguments: dict[str, JsonValue] | None = None,
         request_id: str | None = None,
         sender: str | None = None,
+        **binding: Any,
     ) -> Decision:
         """Approve or reject through the `decide` update; returns the recorded decision.
 
         `arguments` (approvals only) replace the model's for this call.
         `sender` names the program in the audit (agentctl: "agentctl").
         `request_id` is the update id: a retry with the same id gets the first
-        answer instead of a refusal. Raises `DecisionRefused` when the workflow
-        refuses it (unknown or already decided call, approver not allowed,
-        arguments not valid for the tool, run ended).
+        answer instead of a refusal. `binding`: see `decision_payload`. Raises
+        `DecisionRefused` when the workflow refuses it (unknown or already decided
+        call, approver not allowed, arguments not valid for the tool, a binding
+        that does not match, a bad signature, run ended).
         """
-        payload = checked(
-            DecideInput,
-            call_id=call_id,
-            decision=decision,
+        payload = decision_payload(
+            run_id,
+            call_id,
+            decision,
+            signal=False,
             approver=approver,
             reason=reason,
             always=always,
             arguments=arguments,
             sender=sender,
+            **binding,
         )
         with self.translating(run_id):
             try:
@@ -384,7 +477,7 @@ class AgentClient:
         """End a session once its current exchange is answered (`end_session` signal)."""
         await self._signal(run_id, contract.SIGNAL_END_SESSION, EndSessionSignal(reason=reason))
 
-    async def _signal(self, run_id: str, signal: str, payload: BaseModel) -> None:
+    async def _signal(self, run_id: str, signal: str, payload: BaseModel | JsonValue) -> None:
         with self.translating(run_id):
             await self._handle(run_id).signal(signal, payload)
 

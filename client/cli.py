@@ -17,6 +17,8 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 from durable_agents.client import cli_ops, cli_snapshots, render, snapshots
 from durable_agents.client.agent_client import AgentClient
@@ -25,10 +27,12 @@ from durable_agents.client.confirmed_signal import send_decision
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows import contract
 from durable_agents.workflows.errors import AgentError
-from durable_agents.workflows.payloads import DecideInput, PendingApproval
+from durable_agents.workflows.payloads import PendingApproval
 from durable_agents.workflows.state import Decision
 from pydantic import JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
+
+from durable_agents import signing
 
 PROG = "agentctl"
 APPROVER_ENV = "AGENTCTL_APPROVER"
@@ -157,27 +161,57 @@ async def _reject(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) -> str:
-    options = {"approver": args.approver or default_approver(), "reason": args.reason}
-    options.update(always=args.always, sender=PROG)
+    key = signing.read_key(Path(args.key)) if args.key else None
+    if key is not None and args.approver not in (None, key.owner):
+        raise AgentClientError(f"--as {args.approver}: the key {args.key} is {key.owner}'s")
+    options: dict[str, Any] = {"reason": args.reason, "always": args.always, "sender": PROG}
+    options["approver"] = key.owner if key is not None else args.approver or default_approver()
     if decision == "approve":
         options["arguments"] = args.arguments
     if args.request_id is not None and not args.wait:
         raise AgentClientError("--request-id goes with --wait (it is the update's id)")
+    shown = await _pending_call(agents, args.run_id, args.call_id)
+    if shown is not None and shown.arguments_sha256 is not None:
+        # bound to what `pending` shows for this call (the run checks it)
+        options["arguments_sha256"] = shown.arguments_sha256
+    if key is not None:
+        if "arguments_sha256" not in options:
+            raise AgentClientError(
+                f"call {args.call_id} is not pending in run {args.run_id} (or its worker "
+                "predates signed decisions): a signed decision needs its arguments_sha256"
+            )
+        options["signing_key"] = key
     if args.wait:
         recorded = await agents.decide(
             args.run_id, args.call_id, decision, request_id=args.request_id, **options
         )
     else:  # the signal; the run's state tells whether it was applied, held or refused
-        request = DecideInput(call_id=args.call_id, decision=decision, **options)
-        recorded = await send_decision(agents, args.run_id, request)
+        recorded = await send_decision(agents, args.run_id, args.call_id, decision, **options)
     if args.json:
         return recorded.model_dump_json(indent=2)
     if isinstance(recorded, Decision):
-        return render.decision(recorded)
+        echo = f"\n{render.call(shown)}" if shown is not None else ""
+        return render.decision(recorded) + echo
     return (
         f"{decision} of call {args.call_id} held: run {args.run_id} applies it when the "
         "model proposes that call (a model call is under way)"
     )
+
+
+def _keygen(args: argparse.Namespace) -> str:
+    """Write a new key file; print the public entry for the workers' AGENT_APPROVER_KEYS."""
+    key = signing.generate(args.key_id, args.owner)
+    signing.write_key(key, Path(args.output))
+    entry = key.public().model_dump_json(exclude_none=True)
+    return (
+        f"wrote {args.output} (keep it secret); add this entry to the JSON list that "
+        f"{signing.APPROVER_KEYS_ENV} names on every worker:\n{entry}"
+    )
+
+
+async def _pending_call(agents: AgentClient, run_id: str, call_id: str) -> PendingApproval | None:
+    """The pending item of `call_id`, as `agentctl pending` shows it, or None."""
+    return next((p for p in await agents.pending(run_id) if p.call_id == call_id), None)
 
 
 async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -292,6 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
     pending = command("pending", _pending, "list the tool calls awaiting a decision")
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")
+    keygen = offline("keygen", _keygen, "make an approver key for signed decisions")
+    keygen.add_argument(
+        "--owner", required=True, type=_non_empty, help="the approver it speaks for"
+    )
+    keygen.add_argument("--key-id", required=True, type=_non_empty, metavar="ID")
+    keygen.add_argument("-o", "--output", required=True, metavar="FILE", help="key file (0600)")
     for name, fn in (("approve", _approve), ("reject", _reject)):
         _decision_arguments(command(name, fn, f"{name} a pending tool call"), edits=fn is _approve)
     cli_snapshots.add_commands(command, offline, turn=_turn)
@@ -317,7 +357,17 @@ def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
             metavar="JSON",
             help="approve with these arguments instead of the model's (a JSON object)",
         )
-    sub.add_argument("--always", action="store_true", help="same decision for later calls")
+    sub.add_argument(
+        "--always",
+        action="store_true",
+        help="same decision for later calls with the same arguments (if the policy allows it)",
+    )
+    sub.add_argument(
+        "--key",
+        metavar="FILE",
+        help="sign the decision with this approver key (agentctl keygen); the approver is "
+        "the key's owner",
+    )
     sub.add_argument(
         "--wait",
         action="store_true",

@@ -9,6 +9,9 @@ workflow task that applies the signal.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Literal
+
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, DecisionRefused
 from durable_agents.workflows.payloads import DecideInput
@@ -17,31 +20,44 @@ from durable_agents.workflows.state import Decision, DecisionAttempt, RunState
 
 
 async def send_decision(
-    agents: AgentClient, run_id: str, request: DecideInput
+    agents: AgentClient,
+    run_id: str,
+    call_id: str,
+    decision: Literal["approve", "reject"],
+    **options: Any,
 ) -> Decision | DecisionAttempt:
-    """Signal `request` to run `run_id`; returns the recorded Decision, or the
-    DecisionAttempt the run holds for a call not proposed yet. Raises
-    `DecisionRefused` with the run's reason if the run refused it."""
+    """Signal a decision (`options` as `AgentClient.approve` / `reject` take them) to
+    run `run_id`; returns the recorded Decision, or the DecisionAttempt the run holds
+    for a call not proposed yet. Raises `DecisionRefused` with the run's reason if
+    the run refused it."""
+    key = options.get("signing_key")
+    approver = key.owner if key is not None else options.get("approver")
+    request = _Sent(call_id, decision, approver or "")
     before = await agents.state(run_id)
-    options = request.model_dump(exclude={"decision", "call_id"})
-    if request.decision == "approve":
-        await agents.approve(run_id, request.call_id, **options)
+    if decision == "approve":
+        await agents.approve(run_id, call_id, **options)
     else:
-        options.pop("arguments")
-        await agents.reject(run_id, request.call_id, **options)
+        await agents.reject(run_id, call_id, **options)
     outcome = outcome_of(before, await agents.state(run_id), request)
     if outcome is None:
         raise AgentClientError(
-            f"{request.decision} for call {request.call_id!r} of run {run_id!r} was sent, "
+            f"{decision} for call {call_id!r} of run {run_id!r} was sent, "
             "but the run's state does not show it"
         )
     if isinstance(outcome, DecisionAttempt) and outcome.refused_because is not None:
-        raise DecisionRefused(outcome.refused_because, run_id=run_id, call_id=request.call_id)
+        raise DecisionRefused(outcome.refused_because, run_id=run_id, call_id=call_id)
     return outcome
 
 
+@dataclass(frozen=True)
+class _Sent:
+    call_id: str
+    decision: str
+    approver: str
+
+
 def outcome_of(
-    before: RunState, after: RunState, request: DecideInput
+    before: RunState, after: RunState, request: DecideInput | _Sent
 ) -> Decision | DecisionAttempt | None:
     """What `after` (the state once the signal was applied) shows of `request`: a
     refusal added since `before`, a held attempt, or the call's decision by this

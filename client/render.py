@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from durable_agents.client.agent_client import PendingAcrossRuns
+from durable_agents.client.agent_client import PendingAcrossRuns, RunPendingApproval
 from durable_agents.client.operations import RunSummary, WatchEvent
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
@@ -31,24 +34,75 @@ def status(run_id: str, view: StatusView) -> str:
 
 
 def pending(approvals: list[PendingApproval]) -> str:
-    """A small table: call id, tool, arguments, requested at."""
+    """A small table (call id, tool, requested at, arguments digest), each row followed
+    by every argument of the call in full (`arguments_lines`)."""
     if not approvals:
         return "no pending approvals"
-    rows = [("CALL ID", "TOOL", "ARGUMENTS", "REQUESTED AT")]
-    rows += [(a.call_id, a.tool, _cut(a.arguments), _time(a.requested_at)) for a in approvals]
-    return _table(rows)
+    header = ("CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
+    rows = [(safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a)) for a in approvals]
+    return _table_with_arguments(header, rows, approvals)
 
 
 def pending_across_runs(found: PendingAcrossRuns) -> str:
-    """The same table with a run id column, then the runs that did not answer."""
-    rows = [("RUN ID", "CALL ID", "TOOL", "ARGUMENTS", "REQUESTED AT")]
-    rows += [
-        (a.run_id, a.call_id, a.tool, _cut(a.arguments), _time(a.requested_at))
+    """The same, with a run id column, then the runs that did not answer."""
+    header = ("RUN ID", "CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
+    rows = [
+        (safe(a.run_id), safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a))
         for a in found.approvals
     ]
-    lines = [_table(rows) if found.approvals else "no pending approvals"]
+    table = _table_with_arguments(header, rows, found.approvals)
+    lines = [table if found.approvals else "no pending approvals"]
     if found.unanswered:
         lines.append(f"runs that did not answer: {', '.join(found.unanswered)}")
+    return "\n".join(lines)
+
+
+def call(item: PendingApproval) -> str:
+    """`refund (sha256 1f2e3d4c5b6a…)` and every argument, one per line: what a
+    decision on the call approves."""
+    return "\n".join([f"{safe(item.tool)} (sha256 {_digest(item)})", *arguments_lines(item)])
+
+
+def arguments_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
+    """Every argument of a call on its own line, in full: a long string is folded
+    over several lines (marked `↪`), never cut; control and bidi characters are
+    shown escaped. Arguments that are not a JSON object are shown as sent."""
+    if item.args is None:
+        return [f"    arguments: {safe(item.arguments)}"]
+    lines: list[str] = []
+    for name, value in item.args.items():
+        text = safe(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        chunks = [text[i : i + FOLD] for i in range(0, len(text), FOLD)] or [""]
+        lines.append(f"    {safe(name)} = {chunks[0]}")
+        lines += [f"      ↪ {chunk}" for chunk in chunks[1:]]
+    return lines or ["    (no arguments)"]
+
+
+FOLD = 100
+"""Characters of an argument value per line; longer values continue on the next."""
+
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def safe(text: str) -> str:
+    """`text` with control, bidi and zero-width characters shown as `\\u{1b}`: a
+    value can neither move the cursor, hide the rest of a line, nor reorder it."""
+    return _INVISIBLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text)
+
+
+def _digest(item: PendingApproval | RunPendingApproval) -> str:
+    return item.arguments_sha256[:16] + "…" if item.arguments_sha256 else "-"
+
+
+def _table_with_arguments(
+    header: tuple[str, ...],
+    rows: list[tuple[str, ...]],
+    items: Sequence[PendingApproval | RunPendingApproval],
+) -> str:
+    table = _table([header, *rows]).split("\n")
+    lines = [table[0]]
+    for row, item in zip(table[1:], items, strict=True):
+        lines += [row, *arguments_lines(item)]
     return "\n".join(lines)
 
 
@@ -67,11 +121,30 @@ def result(outcome: AgentResult) -> str:
 
 
 def decision(recorded: Decision) -> str:
-    """`approved call_1 by alice (looks fine) at 2025-01-01 12:00:00Z`."""
+    """`approved call_1 by alice (looks fine) at 2025-01-01 12:00:00Z`, then what else
+    it carries: `always` and its scope, edited arguments (in full), the signing key."""
     verb = "approved" if recorded.decision == "approve" else "rejected"
-    why = f" ({recorded.reason})" if recorded.reason else ""
-    always = f"{SEP}always, for this tool's later calls" if recorded.always else ""
-    return f"{verb} {recorded.call_id} by {recorded.approver}{why} at {_time(recorded.at)}{always}"
+    why = f" ({safe(recorded.reason)})" if recorded.reason else ""
+    parts = [
+        f"{verb} {safe(recorded.call_id)} by {safe(recorded.approver)}{why} at {_time(recorded.at)}"
+    ]
+    if recorded.always:
+        scope = (
+            "with the same arguments"
+            if recorded.always_when is None
+            else "where "
+            + " and ".join(
+                f"{safe(c.field)} {c.op} {safe(json.dumps(c.value))}" for c in recorded.always_when
+            )
+        )
+        until = f" until {recorded.expires_at}" if recorded.expires_at else ""
+        parts.append(f"always, for this tool's later calls {scope}{until}")
+    if recorded.arguments is not None:
+        edited = safe(json.dumps(recorded.arguments, ensure_ascii=False))
+        parts.append(f"arguments edited by {safe(recorded.approver)} to {edited}")
+    if recorded.signed_by is not None:
+        parts.append(f"signed with key {safe(recorded.signed_by)}")
+    return SEP.join(parts)
 
 
 def state(snapshot: RunState) -> str:
@@ -124,7 +197,7 @@ def _tokens(usage: Usage) -> str:
 
 
 def _cut(text: str, limit: int = CELL) -> str:
-    flat = " ".join(text.split())
+    flat = safe(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

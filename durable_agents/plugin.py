@@ -28,7 +28,9 @@ from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelAct
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
+from durable_agents.signing import public_keys_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.state import ApproverKey
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
 
@@ -96,6 +98,8 @@ class AgentsPlugin(SimplePlugin):
     `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
     `()`: the SDK's default restrictions).
     `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
+    `approver_keys`: public keys whose signed decisions runs accept (frozen into each
+    run at start and resume); None: from AGENT_APPROVER_KEYS (`durable_agents.signing`).
     """
 
     def __init__(
@@ -109,14 +113,18 @@ class AgentsPlugin(SimplePlugin):
         max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
         sandbox_passthrough: Sequence[str] = SANDBOX_PASSTHROUGH,
         sticky_timeout: timedelta = STICKY_TIMEOUT,
+        approver_keys: Sequence[ApproverKey] | None = None,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
+        self.approver_keys = (
+            list(approver_keys) if approver_keys is not None else public_keys_from_env()
+        )
         self.converter = _converter(data_converter, codec, payload_store)
         self._passthrough = tuple(sandbox_passthrough)
         self._sticky_timeout = sticky_timeout
         activities = None
         if model_client is not None:
-            tools = ToolActivities(self.registry)
+            tools = ToolActivities(self.registry, approver_keys=self.approver_keys)
             model = ModelActivities(model_client, max_concurrent=max_model_calls)
             activities = [tools.describe_agent, tools.run_tool, model.call_model]
         super().__init__(

@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 from tests.support import agents
+from tests.support.approver_keys import WORKER_KEYS
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -78,6 +79,7 @@ async def serving(
         registry=AgentRegistry.from_modules(["tests.support.agents"]),
         model_client=openai_client,
         task_queue=task_queue,
+        approver_keys=WORKER_KEYS,
     )
     async with running:
         yield RunningWorker(

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         patches,
         proposed_calls,
         raw_payloads,
+        resume_trust,
         visibility,
     )
     from durable_agents.workflows.payloads import (
@@ -136,13 +137,27 @@ class AgentWorkflow:
                 # Runs started before this patch took a snapshot under its own id
                 # for a continue-as-new (no origin, a failed run stayed failed).
                 continued = not workflow.patched(patches.PATCH_RESUME_UNDER_OWN_ID)
-            return loop.resume(
+            state = loop.resume(
                 snapshot,
                 run_id=info.workflow_id,
                 workflow_run=info.run_id,
                 now=workflow.now(),
                 continue_as_new=continued,
             )
+            if continued or not workflow.patched(patches.PATCH_VERIFIED_RESUME):
+                return state
+            # Anyone who may start a workflow can write a snapshot: take tools,
+            # policies and keys from this worker, and no decision from the snapshot.
+            spec = await activity_calls.describe_agent(snapshot.agent.name)
+            try:
+                return resume_trust.reground(state, spec, now=workflow.now())
+            except ValueError as err:
+                raise ApplicationError(
+                    f"invalid AgentWorkflow input: the snapshot cannot be resumed on this "
+                    f"worker's agent {spec.name}: {err}",
+                    type=contract.ERROR_INVALID_INPUT,
+                    non_retryable=True,
+                ) from None
         spec = await activity_calls.describe_agent(agent_input.agent)
         lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
         state = loop.new_state(
@@ -183,6 +198,11 @@ class AgentWorkflow:
         safe = not colliding or workflow.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
         repeated = proposed_calls.has_repeated_keys(reply)
         malformed = not repeated or workflow.patched(patches.PATCH_REPEATED_KEYS)
+        scoped = not decisions.rules_or_held(state) or workflow.patched(
+            patches.PATCH_BOUND_DECISIONS
+        )
+        unsafe = proposed_calls.has_unsafe_call_ids(reply)
+        rename = not unsafe or workflow.patched(patches.PATCH_RENAME_UNSAFE_IDS)
         loop.record_model_reply(
             state,
             reply,
@@ -190,6 +210,8 @@ class AgentWorkflow:
             unique_ids=unique,
             safe_ids=safe,
             repeated_keys_malformed=malformed,
+            scoped_rules=scoped,
+            rename_unsafe_ids=rename,
         )
         metrics.turn(state.agent.name)
 
@@ -305,9 +327,10 @@ class AgentWorkflow:
     @workflow.update(name=contract.UPDATE_DECIDE)
     def decide(self, payload: DecideInput) -> Decision:
         """Approve or reject a pending call and get the recorded decision back."""
+        bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
         try:
             decision = decisions.apply(
-                self._started_state(), payload, via="update", now=workflow.now()
+                self._started_state(), payload, via="update", now=workflow.now(), bound=bound
             )
         except errors.DecisionRefused as err:  # the validator ran: should not happen
             raise ApplicationError(
@@ -322,7 +345,7 @@ class AgentWorkflow:
         too_large = limits.decision_problem(payload)  # validators never replay: no patch
         if too_large is not None:
             raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
-        decisions.check(self._started_state(), payload)
+        decisions.check(self._started_state(), payload, now=workflow.now(), bound=True)
 
     def _started_state(self) -> RunState:
         if self._state is None:

@@ -4,6 +4,7 @@ arguments acceptable for the tool. Deterministic; used inside the workflow.
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,32 @@ def _holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> bool:
         return bool(_COMPARE[condition.op](arguments[condition.field], condition.value))
     except TypeError:
         return True
+
+
+def condition_holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> bool:
+    """Whether the condition holds, strictly: a missing field or incomparable types
+    make it false (used where holding grants something: limits, `always_when`)."""
+    if condition.field not in arguments:
+        return False
+    value = arguments[condition.field]
+    if isinstance(value, bool) != isinstance(condition.value, bool):
+        return False  # True == 1 in Python; not in a policy
+    try:
+        return bool(_COMPARE[condition.op](value, condition.value))
+    except TypeError:
+        return False
+
+
+def limits_problem(policy: ApprovalPolicy, arguments: dict[str, Any]) -> str | None:
+    """The first of the policy's `limits` the arguments do not meet, in words, or None."""
+    for limit in policy.limits:
+        if not condition_holds(limit, arguments):
+            shown = json.dumps(arguments.get(limit.field, None))
+            return (
+                f"{limit.field} must be {limit.op} {json.dumps(limit.value)} "
+                f"(is {shown if limit.field in arguments else 'missing'})"
+            )
+    return None
 
 
 def arguments_problem(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:

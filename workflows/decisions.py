@@ -19,10 +19,15 @@ import json
 from datetime import datetime, timedelta
 from typing import Literal
 
-from durable_agents.workflows.approval_policy import arguments_problem
+from durable_agents.workflows import signed_decisions
+from durable_agents.workflows.approval_policy import (
+    arguments_problem,
+    condition_holds,
+    limits_problem,
+)
 from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
 from durable_agents.workflows.errors import DecisionRefused
-from durable_agents.workflows.payloads import DecideInput, PendingApproval
+from durable_agents.workflows.payloads import DecideInput, PendingApproval, parse_time
 from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
@@ -41,8 +46,21 @@ class _NotYetProposed(DecisionRefused):
 Via = Literal["signal", "update"]
 
 
-def check(state: RunState, request: DecideInput, *, model_call_pending: bool = False) -> ToolCall:
-    """The pending call `request` would decide; raises DecisionRefused if it cannot."""
+def check(
+    state: RunState,
+    request: DecideInput,
+    *,
+    now: datetime,
+    model_call_pending: bool = False,
+    bound: bool = True,
+) -> ToolCall:
+    """The pending call `request` would decide; raises DecisionRefused if it cannot.
+
+    With `bound` (False only for runs started before the patch `bound-decisions`), the
+    decision must also match what it names (run, arguments digest, expiry), carry
+    a valid signature where given or where the policy requires one, respect the
+    policy's `allow_always`, and keep edited arguments within the policy's limits.
+    """
     if state.status.is_final:
         raise DecisionRefused(f"run {state.run_id} has ended ({state.status.value})")
     call_id = request.call_id
@@ -61,7 +79,10 @@ def check(state: RunState, request: DecideInput, *, model_call_pending: bool = F
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is already resolved")
     if not call.needs_approval:
         raise DecisionRefused(f"tool call {call_id} ({call.tool}) needs no approval")
-    policy = state.agent.require_tool(call.tool).approval
+    tool = state.agent.require_tool(call.tool)
+    policy = tool.approval
+    if bound:
+        _check_binding(state, request, call, now=now)
     if policy.approvers is not None and request.approver not in policy.approvers:
         raise DecisionRefused(
             f"{request.approver} may not decide {call.tool} calls "
@@ -70,15 +91,35 @@ def check(state: RunState, request: DecideInput, *, model_call_pending: bool = F
     if request.arguments is not None:
         if request.decision != "approve":
             raise DecisionRefused("only an approval can carry edited arguments")
-        problem = arguments_problem(state.agent.require_tool(call.tool), request.arguments)
+        problem = arguments_problem(tool, request.arguments)
+        if problem is None and bound:
+            problem = limits_problem(policy, request.arguments)
         if problem:
             raise DecisionRefused(f"edited arguments are not valid for {call.tool}: {problem}")
     return call
 
 
-def apply(state: RunState, request: DecideInput, *, via: Via, now: datetime) -> Decision:
-    """Record a decision (with `always`, also on the tool's other pending calls)."""
-    call = check(state, request)
+def _check_binding(state: RunState, request: DecideInput, call: ToolCall, *, now: datetime) -> None:
+    policy = state.agent.require_tool(call.tool).approval
+    problem = signed_decisions.binding_problem(
+        request, run_id=state.run_id, digest=signed_decisions.call_sha256(call), now=now
+    )
+    if problem is not None:
+        raise DecisionRefused(problem)
+    if request.signature is not None or policy.require_signature:
+        signed_decisions.verify(request, state.agent.approver_keys, now=now)
+    if request.always and not policy.allow_always:
+        raise DecisionRefused(f"the policy of {call.tool} does not allow `always`")
+    if request.always_when is not None and not request.always:
+        raise DecisionRefused("`always_when` goes with `always`")
+
+
+def apply(
+    state: RunState, request: DecideInput, *, via: Via, now: datetime, bound: bool = True
+) -> Decision:
+    """Record a decision (with `always`, also on the pending calls its rule covers)."""
+    call = check(state, request, now=now, bound=bound)
+    signed = request.signature.key_id if bound and request.signature is not None else None
     recorded = Decision(
         call_id=call.call_id,
         decision=request.decision,
@@ -88,13 +129,18 @@ def apply(state: RunState, request: DecideInput, *, via: Via, now: datetime) -> 
         via=via,
         sender=request.sender,
         arguments=request.arguments,
+        run_id=request.run_id,
+        arguments_sha256=signed_decisions.call_sha256(call) if bound else None,
+        expires_at=request.expires_at,
+        signed_by=signed,
+        always_when=request.always_when,
         at=now,
     )
     record(state, recorded)
     if request.always:
         for other in pending_calls(state):
-            if other.tool == call.tool:
-                record(state, rule_decision(recorded, other.call_id, now=now))
+            if other.tool == call.tool and (not bound or covers(state, recorded, other, now=now)):
+                record(state, rule_decision(recorded, other, now=now))
     state.updated_at = now
     return recorded
 
@@ -106,14 +152,24 @@ def receive_signal(
     model_call_pending: bool,
     now: datetime,
     hold_limit: int | None = None,
+    bound: bool = True,
 ) -> Decision | None:
     """Apply a decision signal, or hold, ignore or refuse it (never raises). With
-    `hold_limit`, a signal that would be held past it is refused instead."""
+    `hold_limit`, a signal that would be held past it is refused instead. With
+    `bound`, only a plain rejection is held: an approval, an `always` or a signed
+    decision must name a call that is proposed, so nobody approves unseen arguments."""
     try:
-        check(state, request, model_call_pending=model_call_pending)
+        check(state, request, model_call_pending=model_call_pending, now=now, bound=bound)
     except _NotYetProposed as err:
+        why = None
         if hold_limit is not None and len(state.held_decisions) >= hold_limit:
             why = f"{err}; {hold_limit} decisions are held already"
+        elif bound and (request.decision == "approve" or request.always or request.signature):
+            why = (
+                f"{err}; only a plain rejection is held for a call not yet proposed "
+                "(approve it once it is pending, with its arguments_sha256)"
+            )
+        if why is not None:
             state.refused_decisions.append(_attempt(request, now=now, refused_because=why))
             return None
         state.held_decisions.append(_attempt(request, now=now))
@@ -122,7 +178,7 @@ def receive_signal(
         if not _is_repeat(state, request):
             state.refused_decisions.append(_attempt(request, now=now, refused_because=str(err)))
         return None
-    return apply(state, request, via="signal", now=now)
+    return apply(state, request, via="signal", now=now, bound=bound)
 
 
 def malformed_attempt(
@@ -155,31 +211,75 @@ def malformed_attempt(
     )
 
 
-def release_held(state: RunState, *, now: datetime) -> None:
+def release_held(state: RunState, *, now: datetime, bound: bool = True) -> None:
     """After a model reply: apply held signals whose call it proposed, refuse the rest."""
     held, state.held_decisions = state.held_decisions, []
     for attempt in held:
-        request = DecideInput(**attempt.model_dump(exclude={"at", "refused_because"}))
-        receive_signal(state, request, model_call_pending=False, now=now)
+        fields = attempt.model_dump(exclude={"at", "refused_because", "via", "decision"})
+        request = DecideInput(**fields, decision=attempt.decision)
+        receive_signal(state, request, model_call_pending=False, now=now, bound=bound)
 
 
-def rule_decision(source: Decision, call_id: str, *, now: datetime) -> Decision:
-    """The decision an `always` decision makes on another call of the same tool."""
+def rule_decision(source: Decision, call: ToolCall, *, now: datetime) -> Decision:
+    """The decision an `always` decision makes on another call it covers."""
     return Decision(
-        call_id=call_id,
+        call_id=call.call_id,
         decision=source.decision,
         approver=source.approver,
         reason=source.reason,
         via="rule",
+        arguments_sha256=(
+            signed_decisions.call_sha256(call) if source.arguments_sha256 is not None else None
+        ),
         at=now,
     )
 
 
-def standing_rule(state: RunState, tool: str) -> Decision | None:
-    """The latest explicit `always` decision on a call of `tool`, if any."""
+def standing_rule(
+    state: RunState, call: ToolCall, *, now: datetime, scoped: bool = False
+) -> Decision | None:
+    """The latest explicit `always` decision that covers `call`, if any: with
+    `scoped` (runs since the patch `bound-decisions`), see `covers`; before it,
+    any such decision on a call of the same tool."""
     tools = {c.call_id: c.tool for c in _all_calls(state)}
-    rules = [d for d in decided(state).values() if d.always and tools.get(d.call_id) == tool]
+    rules = [
+        d
+        for d in decided(state).values()
+        if d.always
+        and tools.get(d.call_id) == call.tool
+        and (not scoped or covers(state, d, call, now=now))
+    ]
     return rules[-1] if rules else None
+
+
+def covers(state: RunState, rule: Decision, call: ToolCall, *, now: datetime) -> bool:
+    """Whether the `always` decision `rule` decides `call` too: same tool, before the
+    rule expires, still allowed by the tool's policy (`allow_always`, `approvers`, a
+    signature where one is required, the limits), not revoked, and on the same
+    arguments or, with `always_when`, on arguments meeting all of its conditions. A
+    rule recorded without a digest (before the patch) covers nothing new."""
+    policy = state.agent.require_tool(call.tool).approval
+    if rule.call_id in state.revoked_rules:
+        return False
+    if rule.expires_at is not None and now >= parse_time(rule.expires_at):
+        return False
+    if not policy.allow_always or (policy.require_signature and rule.signed_by is None):
+        return False
+    if policy.approvers is not None and rule.approver not in policy.approvers:
+        return False
+    arguments = signed_decisions.call_arguments(call)
+    if arguments is None or limits_problem(policy, arguments) is not None:
+        return False
+    if rule.always_when is not None:
+        return all(condition_holds(c, arguments) for c in rule.always_when)
+    digest = signed_decisions.call_sha256(call)
+    return rule.arguments_sha256 is not None and digest == rule.arguments_sha256
+
+
+def rules_or_held(state: RunState) -> bool:
+    """Whether the run has an `always` decision or a held one: only then do scoped rules
+    (the patch `bound-decisions`) decide a new reply differently."""
+    return bool(state.held_decisions) or any(d.always for d in decided(state).values())
 
 
 def expire(state: RunState, *, now: datetime) -> ErrorInfo | None:
@@ -237,7 +337,13 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
     reply = _last_reply(state)
     return [
         PendingApproval(
-            call_id=c.call_id, tool=c.tool, arguments=c.arguments, requested_at=reply.at
+            call_id=c.call_id,
+            tool=c.tool,
+            arguments=c.arguments,
+            requested_at=reply.at,
+            args=signed_decisions.call_arguments(c),
+            arguments_sha256=signed_decisions.call_sha256(c),
+            run_id=state.run_id,
         )
         for c in pending_calls(state)
         if reply is not None

@@ -67,7 +67,10 @@ class Inbox:
             if isinstance(early, DecisionAttempt):
                 state.refused_decisions.append(early)
             else:  # held if its call is not known yet: the first model reply may name it
-                decisions.receive_signal(state, early, model_call_pending=True, now=now)
+                bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
+                decisions.receive_signal(
+                    state, early, model_call_pending=True, now=now, bound=bound
+                )
         self._early_decisions.clear()
         state.refused_signals.extend(self._early_refusals)
         trim_refusals(state)
@@ -161,7 +164,13 @@ class Inbox:
         if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
             self._record_refused_decision(self._malformed(decision, raw, too_large))
             return
-        request = DecideInput(**payload.model_dump(), decision=decision)
+        bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
+        unbound = _signal_problem(payload, decision, bound=bound)
+        if unbound is not None:
+            self._record_refused_decision(self._malformed(decision, raw, unbound))
+            return
+        sent = payload.model_dump(include=payload.model_fields_set, exclude={"decision"})
+        request = DecideInput(**sent, decision=decision)
         if self.state is None:
             held = sum(isinstance(d, DecideInput) for d in self._early_decisions)
             if held >= limits.MAX_HELD and workflow.patched(patches.PATCH_FIELD_LIMITS):
@@ -183,6 +192,7 @@ class Inbox:
                 if crowded and workflow.patched(patches.PATCH_FIELD_LIMITS)
                 else None
             ),
+            bound=bound,
         )
         trim_refusals(self.state)
         changed = (len(self.state.items), len(self.state.held_decisions)) != before
@@ -235,6 +245,26 @@ class Inbox:
             self._early_end = reason
         elif not self.state.status.is_final:
             loop.end_session(self.state, reason=reason, now=workflow.now())
+
+
+_BINDING_FIELDS = frozenset(
+    {"decision", "run_id", "arguments_sha256", "expires_at", "always_when", "signature"}
+)
+
+
+def _signal_problem(
+    payload: DecisionSignal, decision: Literal["approve", "reject"], *, bound: bool
+) -> str | None:
+    """Why a decision signal's own fields disagree with it, or None. Before the patch
+    `bound-decisions` the binding fields were unknown fields, refused as such."""
+    given = sorted(_BINDING_FIELDS & payload.model_fields_set)
+    if not bound:
+        return f"unknown fields: {', '.join(given)}" if given else None
+    if payload.decision is not None and payload.decision != decision:
+        return f"the payload says {payload.decision!r} but was sent as {decision!r}"
+    if payload.signature is not None and payload.decision is None:
+        return f"a signed decision must name its `decision` ({decision!r})"
+    return None
 
 
 def trim_refusals(state: RunState) -> None:

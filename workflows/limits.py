@@ -13,7 +13,7 @@ import json
 from durable_agents.workflows.payloads import DecisionSignal
 
 MAX_ID_CHARS = 200
-"""`call_id`, `approver`, `sender`."""
+"""`call_id`, `approver`, `sender` (and a decision's `run_id`, checked by its model)."""
 MAX_REASON_CHARS = 2_000
 """A decision's `reason`, an `end_session` reason."""
 MAX_ARGUMENTS_BYTES = 16_000
@@ -34,11 +34,20 @@ def decision_problem(payload: DecisionSignal) -> str | None:
             return f"{name}: {len(value):,} characters, at most {MAX_ID_CHARS:,}"
     if payload.reason is not None and len(payload.reason) > MAX_REASON_CHARS:
         return f"reason: {len(payload.reason):,} characters, at most {MAX_REASON_CHARS:,}"
-    if payload.arguments is not None:
-        size = len(json.dumps(payload.arguments, separators=(",", ":")).encode())
-        if size > MAX_ARGUMENTS_BYTES:
-            return f"arguments: {size:,} bytes of JSON, at most {MAX_ARGUMENTS_BYTES:,}"
+    for name in ("arguments", "always_when"):
+        value = getattr(payload, name)
+        if value is not None:
+            size = len(json.dumps(_plain(value), separators=(",", ":")).encode())
+            if size > MAX_ARGUMENTS_BYTES:
+                return f"{name}: {size:,} bytes of JSON, at most {MAX_ARGUMENTS_BYTES:,}"
     return None
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if dump is not None else value
 
 
 def message_problem(content: str) -> str | None:

@@ -272,17 +272,25 @@ def record_model_reply(
     unique_ids: bool = True,
     safe_ids: bool = True,
     repeated_keys_malformed: bool = True,
+    scoped_rules: bool = True,
+    rename_unsafe_ids: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
 
     With `unique_ids`, a call whose id is empty or already used in the run gets a
     new one (`workflows.proposed_calls.unique_call_ids`); the model sees the new id
-    with the call and its result, so the conversation stays consistent.
+    with the call and its result, so the conversation stays consistent. With
+    `scoped_rules` (the patch `bound-decisions`), rules cover only the calls
+    `decisions.covers` says, and held decisions are checked as bound ones.
     """
     state.turn += 1
     state.usage = state.usage.plus(reply.usage)
-    proposed = unique_call_ids(state, reply, safe=safe_ids) if unique_ids else reply.tool_calls
+    proposed = (
+        unique_call_ids(state, reply, safe=safe_ids, rename_unsafe=rename_unsafe_ids)
+        if unique_ids
+        else reply.tool_calls
+    )
     calls = [proposed_call(state.agent, c) for c in proposed]
     state.items.append(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
@@ -292,10 +300,10 @@ def record_model_reply(
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:
-            rule = decisions.standing_rule(state, call.tool)
+            rule = decisions.standing_rule(state, call, now=now, scoped=scoped_rules)
             if rule is not None:
-                decisions.record(state, decisions.rule_decision(rule, call.call_id, now=now))
-    decisions.release_held(state, now=now)
+                decisions.record(state, decisions.rule_decision(rule, call, now=now))
+    decisions.release_held(state, now=now, bound=scoped_rules)
     if not calls:
         state.final_output = reply.content or ""
     state.updated_at = now

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1, 1.2 (the newest).
+validates it. Released: 1.0, 1.1, 1.2, 1.3 (the newest).
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -44,5 +44,16 @@ def _1_1_to_1_2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.2"}
 
 
-MIGRATIONS: dict[str, Migration] = {"1.0": _1_0_to_1_1, "1.1": _1_1_to_1_2}
+def _1_2_to_1_3(data: dict[str, Any]) -> dict[str, Any]:
+    """1.3 added optional fields only (the approval gate's bindings, approver keys,
+    policy limits): nothing to convert. A 1.2 run's policies stay as permissive as
+    they were (no signature required, `always` allowed, no limits)."""
+    return {**data, "schema_version": "1.3"}
+
+
+MIGRATIONS: dict[str, Migration] = {
+    "1.0": _1_0_to_1_1,
+    "1.1": _1_1_to_1_2,
+    "1.2": _1_2_to_1_3,
+}
 """Released version -> the step from it to the next version."""

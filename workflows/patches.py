@@ -38,3 +38,17 @@ PATCH_CANCEL_IS_CANCEL = "cancel-during-model-call"
 PATCH_HEARTBEATS = "heartbeats"
 """Model and tool calls get the spec's heartbeat timeout and retry time budget, and a
 cancelled run waits for its running tools to stop (schema 1.2 specs)."""
+PATCH_BOUND_DECISIONS = "bound-decisions"
+"""Decisions are bound to what they decide (schema 1.3): payloads may carry `run_id`,
+`arguments_sha256`, `expires_at`, `signature` and `always_when` (they used to be
+refused as unknown fields), a mismatch or a bad signature is refused, only plain
+rejections are held for calls not yet proposed, and `always` covers only calls with
+the same arguments (or meeting `always_when`) while the tool's policy allows it."""
+PATCH_RENAME_UNSAFE_IDS = "rename-unsafe-call-ids"
+"""A call id outside `proposed_calls.SAFE_CALL_ID` (an `ESC[8m` that hides a terminal
+row, bidi overrides, spaces) is renamed `call_t<turn>_<index>`."""
+PATCH_VERIFIED_RESUME = "verified-resume"
+"""A run resumed or forked from a snapshot (not its own continue-as-new) takes its
+agent spec from the worker (`describe_agent`), judges its open calls again, and drops
+the snapshot's decisions on them, its held decisions and its `always` rules
+(`workflows.resume_trust`): a forged snapshot authorises nothing."""

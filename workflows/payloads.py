@@ -7,12 +7,21 @@ send them. Unknown fields are refused rather than ignored.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows.snapshot_input import SnapshotInput
-from durable_agents.workflows.state import Item, RunStatus, Usage
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from durable_agents.workflows.state import (
+    ApprovalCondition,
+    Item,
+    RunStatus,
+    Signature,
+    Usage,
+)
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})")
 
 
 class _Payload(BaseModel):
@@ -72,12 +81,42 @@ class DecisionSignal(_Payload):
     """Approve with these arguments instead of the model's (validated against the tool)."""
     sender: str | None = None
     """The program sending the decision (`agentctl`, a service's name), kept in the audit."""
+    decision: Literal["approve", "reject"] | None = None
+    """On a signal, must match its name when given; a signed signal must give it, so
+    a signed rejection cannot be sent as an approval."""
+    run_id: str | None = Field(None, min_length=1, max_length=200)
+    """The run (workflow id) the decision is for; refused by any other run."""
+    arguments_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    """The `arguments_sha256` of the pending call as the approver was shown it;
+    refused if the call's arguments differ."""
+    expires_at: str | None = Field(None, max_length=40)
+    """RFC 3339 time after which the decision is refused (and its `always` rule lapses)."""
+    always_when: list[ApprovalCondition] | None = Field(None, min_length=1, max_length=20)
+    """With `always`: the later calls the rule covers (all conditions must hold);
+    without it, only calls with the same arguments."""
+    signature: Signature | None = None
+    """Ed25519 signature over the RFC 8785 canonical JSON of this payload without
+    `signature` (`workflows.signed_decisions`)."""
+
+    @field_validator("expires_at")
+    @classmethod
+    def _rfc3339(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_time(value)
+        return value
 
 
 class DecideInput(DecisionSignal):
     """Payload of the `decide` update."""
 
     decision: Literal["approve", "reject"]
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 time with an offset (`2026-11-25T12:00:00Z`); ValueError otherwise."""
+    if not _RFC3339.fullmatch(text):
+        raise ValueError(f"not an RFC 3339 time with an offset: {text[:60]!r}")
+    return datetime.fromisoformat(text.upper())
 
 
 class MessageSignal(_Payload):
@@ -112,6 +151,12 @@ class PendingApproval(_Payload):
     tool: str
     arguments: str
     requested_at: datetime
+    args: dict[str, JsonValue] | None = None
+    """The arguments as a JSON object (`arguments` stays the JSON text)."""
+    arguments_sha256: str | None = None
+    """What a decision binds to: hex SHA-256 of the RFC 8785 canonical JSON of `args`."""
+    run_id: str | None = None
+    """The run (workflow id) that holds the call."""
 
 
 # --- activities ---------------------------------------------------------------

@@ -6,8 +6,9 @@ can run at all. Pure functions, used by `workflows.loop`.
 from __future__ import annotations
 
 import json
+import re
 
-from durable_agents.workflows.approval_policy import requires_decision
+from durable_agents.workflows.approval_policy import limits_problem, requires_decision
 from durable_agents.workflows.payloads import ModelReply, ModelToolCall
 from durable_agents.workflows.state import AgentSpec, AssistantMessage, RunState, ToolCall
 
@@ -51,6 +52,13 @@ def malformed_problem(spec: AgentSpec, call: ToolCall, *, repeated_keys: bool = 
             f"Error: arguments for tool '{call.tool}' name the key {repeated!r} more than "
             "once. Send each argument once."
         )
+    tool = spec.require_tool(call.tool)
+    outside = limits_problem(tool.approval, arguments)
+    if outside is not None:
+        return (
+            f"Error: arguments for tool '{call.tool}' are outside what its policy allows: "
+            f"{outside}. This call cannot run."
+        )
     return None
 
 
@@ -77,11 +85,21 @@ def has_repeated_keys(reply: ModelReply) -> bool:
 
 def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:
     """True if a call of `reply` has an empty id or one already used in the run."""
-    return list(unique_call_ids(state, reply)) != list(reply.tool_calls)
+    return list(unique_call_ids(state, reply, rename_unsafe=False)) != list(reply.tool_calls)
+
+
+SAFE_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+"""Call ids kept as the model wrote them; any other id (control or bidi characters
+that would hide text in a terminal, spaces, over 200 characters) is renamed."""
+
+
+def has_unsafe_call_ids(reply: ModelReply) -> bool:
+    """True if a call of `reply` has a non-empty id outside `SAFE_CALL_ID`."""
+    return any(c.call_id and not SAFE_CALL_ID.fullmatch(c.call_id) for c in reply.tool_calls)
 
 
 def unique_call_ids(
-    state: RunState, reply: ModelReply, *, safe: bool = True
+    state: RunState, reply: ModelReply, *, safe: bool = True, rename_unsafe: bool = True
 ) -> list[ModelToolCall]:
     """The reply's calls, each with an id unique in the run.
 
@@ -89,15 +107,17 @@ def unique_call_ids(
     models and proxies are not always careful (an empty id, an id counted from
     1 again after a restart). A clashing id becomes `<id>_t<turn>_<index>`: letters,
     digits, `_` and `-` only, which every provider accepts back in the conversation
-    (`safe`; runs recorded before that used `<id>~t<turn>.<index>`).
+    (`safe`; runs recorded before that used `<id>~t<turn>.<index>`). With
+    `rename_unsafe`, an id outside `SAFE_CALL_ID` becomes `call_t<turn>_<index>`.
     """
     used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
     sep, dot = ("_", "_") if safe else ("~", ".")
     calls = []
     for index, call in enumerate(reply.tool_calls, start=1):
         call_id = call.call_id
-        if not call_id or call_id in used:
-            base = f"{call_id or 'call'}{sep}t{state.turn}{dot}{index}"
+        unsafe = rename_unsafe and bool(call_id) and not SAFE_CALL_ID.fullmatch(call_id)
+        if not call_id or call_id in used or unsafe:
+            base = f"{'call' if unsafe or not call_id else call_id}{sep}t{state.turn}{dot}{index}"
             call_id, n = base, 1
             while call_id in used:
                 n += 1

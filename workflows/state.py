@@ -30,14 +30,18 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
 1.2 added heartbeat timeouts (`ToolSpec.heartbeat_timeout_seconds`,
 `AgentSpec.model_heartbeat_timeout_seconds`), `RetrySpec.budget_seconds`, the
 bounded audit of refusals (`refused_decisions_dropped`, `refused_signals`,
-`refused_signals_dropped`)."""
+`refused_signals_dropped`).
+1.3 added the approval gate's bindings: `ApprovalPolicy.require_signature`,
+`allow_always` and `limits`, `AgentSpec.approver_keys`, and on decisions (and
+decision attempts) `run_id`, `arguments_sha256`, `expires_at`, `signed_by`,
+`always_when`; `DecisionAttempt.via`; `RunState.revoked_rules`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -119,6 +123,16 @@ class ApprovalPolicy(_Model):
     """How long a call may wait for a decision (a durable timer); None: forever."""
     on_timeout: Literal["reject", "fail"] = "reject"
     """At the deadline: reject the call (the model is told why) or fail the run."""
+    require_signature: bool = False
+    """Only decisions signed with one of the agent's approver keys (Ed25519) count;
+    the approver is the key's owner. Added in 1.3."""
+    allow_always: bool = True
+    """Whether a decision may set `always` (a standing rule for later calls). Added in 1.3."""
+    limits: list[ApprovalCondition] = []
+    """Conditions every call's arguments must meet, the model's and an approver's
+    edit alike (e.g. `amount <= 1000`): a call outside them is answered to the model
+    as refused, an edit outside them is refused. A condition that cannot be
+    evaluated does not hold. Added in 1.3."""
 
 
 class ToolSpec(_Model):
@@ -140,6 +154,18 @@ class ToolSpec(_Model):
     """The tool's activity heartbeats while it runs; an attempt silent this long
     (its worker died) is retried at once, and a cancel reaches it. None: no
     heartbeat timeout (runs of builds before 1.2). Added in 1.2."""
+
+
+class ApproverKey(_Model):
+    """An Ed25519 public key whose signatures count as decisions of `owner`."""
+
+    key_id: str = Field(min_length=1, max_length=200)
+    owner: str = Field(min_length=1, max_length=200)
+    """The approver the key speaks for (what `approvers` lists)."""
+    public_key: str = Field(pattern=r"^[A-Za-z0-9_-]{43}$")
+    """The raw 32-byte public key, base64url without padding."""
+    not_after: AwareDatetime | None = None
+    """Signatures made with it are refused after this time; None: no end."""
 
 
 class AgentSpec(_Model):
@@ -168,6 +194,9 @@ class AgentSpec(_Model):
     """History size after which the run continues as new; None: Temporal's own
     suggestion decides (its server limit `limit.historySize.suggestContinueAsNew`).
     Added in 1.1."""
+    approver_keys: list[ApproverKey] = []
+    """Public keys of the approvers whose signed decisions this run accepts, from the
+    worker's configuration when the run started or resumed. Added in 1.3."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -253,7 +282,9 @@ class Decision(_Model):
     approver: StrictStr = Field(min_length=1)
     reason: StrictStr | None = None
     always: StrictBool = False
-    """Apply the same decision to every later call of this tool in the run."""
+    """Apply the same decision to later calls of this tool in the run: since 1.3 only
+    to calls with the same arguments, or that meet `always_when` (and before
+    `expires_at`); decisions recorded before it cover every call of the tool."""
     via: Literal["signal", "update", "rule", "timeout"]
     """How it was made: a signal, the `decide` update, an earlier `always`
     decision of `approver`, or the approval deadline passing."""
@@ -261,6 +292,19 @@ class Decision(_Model):
     """The program that sent it, as it said (`agentctl`, a service's name). Added in 1.1."""
     arguments: dict[str, JsonValue] | None = None
     """Arguments edited by the approver; they replace the model's for this call."""
+    run_id: StrictStr | None = None
+    """The run the decision named (checked against this run). Added in 1.3."""
+    arguments_sha256: StrictStr | None = None
+    """Digest of the call's arguments as proposed (what the decision was bound to):
+    hex SHA-256 of their RFC 8785 canonical JSON. Added in 1.3."""
+    expires_at: StrictStr | None = None
+    """RFC 3339 time after which the decision (and an `always` rule it made) no longer
+    applies. Added in 1.3."""
+    signed_by: StrictStr | None = None
+    """Id of the approver key whose signature was verified; None: unsigned. Added in 1.3."""
+    always_when: list[ApprovalCondition] | None = None
+    """With `always`: the rule covers later calls whose arguments meet all of these;
+    None: only calls with the same arguments (`arguments_sha256`). Added in 1.3."""
     at: AwareDatetime
 
 
@@ -278,6 +322,15 @@ class RefusedSignal(_Model):
     """Workflow time at which the signal was handled."""
 
 
+class Signature(_Model):
+    """An Ed25519 signature over the RFC 8785 canonical JSON of a decision payload
+    without its `signature` field."""
+
+    key_id: StrictStr = Field(min_length=1, max_length=200)
+    sig: StrictStr = Field(pattern=r"^[A-Za-z0-9_-]{86}$")
+    """The 64-byte signature, base64url without padding."""
+
+
 class DecisionAttempt(_Model):
     """A decision signal not recorded as a Decision: held or refused."""
 
@@ -289,6 +342,15 @@ class DecisionAttempt(_Model):
     sender: StrictStr | None = None
     """The program that sent it, as it said. Added in 1.1."""
     arguments: dict[str, JsonValue] | None = None
+    run_id: StrictStr | None = None
+    arguments_sha256: StrictStr | None = None
+    expires_at: StrictStr | None = None
+    signature: Signature | None = None
+    always_when: list[ApprovalCondition] | None = None
+    """The binding fields the sender gave (see `Decision`). Added in 1.3."""
+    via: Literal["signal", "snapshot"] = "signal"
+    """`snapshot`: a decision carried in a resumed snapshot that could not be
+    verified, dropped rather than trusted. Added in 1.3."""
     at: AwareDatetime
     """Workflow time at which the signal was handled."""
     refused_because: str | None = None
@@ -323,7 +385,7 @@ class RunOrigin(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.2"] = "1.2"
+    schema_version: Literal["1.3"] = "1.3"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -361,6 +423,10 @@ class RunState(_Model):
     """Other signals that could not be used (the newest `REFUSALS_KEPT`). Added in 1.2."""
     refused_signals_dropped: int = Field(0, ge=0)
     """Older entries dropped from `refused_signals`. Added in 1.2."""
+    revoked_rules: list[str] = []
+    """Call ids of `always` decisions whose rule no longer decides later calls: they
+    came with a resumed snapshot, which cannot vouch for them
+    (`workflows.resume_trust`). Added in 1.3."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -216,9 +216,9 @@ async def test_decision_before_the_approval_point_is_applied_once(worker, model_
     assert completed[2] > signaled  # the nap (3rd activity) ended after the approval came
 
 
-async def test_decision_sent_with_the_start_is_held_until_the_call_is_proposed(
-    worker, model_server
-):
+async def test_approval_sent_with_the_start_is_refused_never_applied_blind(worker, model_server):
+    """Nobody has seen e1's arguments when the run starts: an approval sent with the
+    start is refused (a rejection would be held), and e1 waits for a real decision."""
     model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
     handle = await worker.client.start_workflow(
         contract.WORKFLOW_TYPE,
@@ -229,10 +229,34 @@ async def test_decision_sent_with_the_start_is_held_until_the_call_is_proposed(
         start_signal_args=[DecisionSignal(call_id="e1", approver="ann", reason="pre-approved")],
         result_type=AgentResult,
     )
-    assert (await handle.result()).status is RunStatus.COMPLETED
-    [decision] = [i for i in (await state_of(handle)).items if isinstance(i, Decision)]
-    assert (decision.call_id, decision.reason) == ("e1", "pre-approved")
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    state = await state_of(handle)
+    assert "only a plain rejection is held" in state.refused_decisions[0].refused_because
+    assert agents.CALLS == []
+    await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver="ann"))
+    async with asyncio.timeout(30):
+        assert (await handle.result()).status is RunStatus.COMPLETED
     assert [c[0] for c in agents.CALLS] == ["send_email"]
+
+
+async def test_rejection_sent_with_the_start_is_held_until_the_call_is_proposed(
+    worker, model_server
+):
+    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
+    handle = await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="assistant", input="hi"),
+        id=f"sws-{uuid.uuid4().hex[:8]}",
+        task_queue=worker.task_queue,
+        start_signal=contract.SIGNAL_REJECT,
+        start_signal_args=[DecisionSignal(call_id="e1", approver="ann", reason="not today")],
+        result_type=AgentResult,
+    )
+    async with asyncio.timeout(30):
+        assert (await handle.result()).status is RunStatus.COMPLETED
+    [decision] = [i for i in (await state_of(handle)).items if isinstance(i, Decision)]
+    assert (decision.call_id, decision.decision, decision.reason) == ("e1", "reject", "not today")
+    assert agents.CALLS == []
 
 
 async def test_two_racing_decide_updates_one_wins_the_other_is_refused(worker, model_server):

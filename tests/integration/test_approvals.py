@@ -53,17 +53,39 @@ async def test_several_pending_calls_decided_in_any_order(worker, model_server):
     assert sorted(c[1]["to"] for c in agents.CALLS) == ["second", "third"]
 
 
-async def test_decision_sent_while_the_model_is_answering_is_held_and_applied(worker, model_server):
+async def test_approval_sent_while_the_model_is_answering_is_refused(worker, model_server):
+    """Call ids are predictable (`call_0`, ...): an approval sent before its call is
+    proposed would approve arguments nobody saw. It is refused, and the call waits."""
     model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=1.5), Reply(content="ok"))
     handle = await start(worker)
     await asyncio.sleep(0.5)  # the model call is under way; e1 is not proposed yet
     await approve(handle, "e1", reason="pre-approved")
-    assert (await handle.result()).status is RunStatus.COMPLETED
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     state = await state_of(handle)
-    assert [c[0] for c in agents.CALLS] == ["send_email"]
-    assert state.held_decisions == [] and state.refused_decisions == []
+    assert state.held_decisions == [] and agents.CALLS == []
+    assert "only a plain rejection is held" in state.refused_decisions[0].refused_because
+    await approve(handle, "e1", reason="seen it")
+    async with asyncio.timeout(30):
+        assert (await handle.result()).status is RunStatus.COMPLETED
+    decision = next(i for i in (await state_of(handle)).items if isinstance(i, Decision))
+    assert (decision.reason, decision.via) == ("seen it", "signal")
+
+
+async def test_rejection_sent_while_the_model_is_answering_is_held_and_applied(
+    worker, model_server
+):
+    model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=1.5), Reply(content="ok"))
+    handle = await start(worker)
+    await asyncio.sleep(0.5)
+    await handle.signal(
+        contract.SIGNAL_REJECT, DecisionSignal(call_id="e1", approver="ann", reason="no")
+    )
+    async with asyncio.timeout(30):
+        assert (await handle.result()).status is RunStatus.COMPLETED
+    state = await state_of(handle)
+    assert state.held_decisions == [] and state.refused_decisions == [] and agents.CALLS == []
     decision = next(i for i in state.items if isinstance(i, Decision))
-    assert (decision.reason, decision.via) == ("pre-approved", "signal")
+    assert (decision.decision, decision.reason, decision.via) == ("reject", "no", "signal")
 
 
 async def test_racing_approvers_first_wins_second_is_refused_and_audited(worker, model_server):

@@ -82,7 +82,8 @@ async def test_watch_prints_changes_then_what_the_run_needs(worker, model_server
     assert f"{rid} · running · turn " in lines[0]
     assert lines[0].startswith("[") and "s] " in lines[0]
     needs = lines.index(f"run {rid} needs a decision:")
-    assert lines[needs + 1].split() == ["CALL", "ID", "TOOL", "ARGUMENTS", "REQUESTED", "AT"]
+    header = ["CALL", "ID", "TOOL", "REQUESTED", "AT", "ARGUMENTS", "SHA256"]
+    assert lines[needs + 1].split() == header
     assert lines[needs + 2].split()[:2] == ["e1", "send_email"]
     assert lines[-1] == (
         f"decide with: agentctl approve {rid} CALL_ID  |  agentctl reject {rid} CALL_ID --reason R"

@@ -177,7 +177,7 @@ async def test_held_decisions_and_queued_messages_are_capped(worker, model_serve
     await wait_for_status(handle, RunStatus.RUNNING)
     extra = 5
     for n in range(limits.MAX_HELD + extra):  # while the model answers: held for its reply
-        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id=f"c{n}", approver="m"))
+        await handle.signal(contract.SIGNAL_REJECT, DecisionSignal(call_id=f"c{n}", approver="m"))
     state = await state_of(handle)
     assert len(state.held_decisions) == limits.MAX_HELD
     assert [r.refused_because.endswith("are held already") for r in state.refused_decisions] == [

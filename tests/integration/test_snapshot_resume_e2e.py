@@ -10,7 +10,7 @@ import pytest
 from durable_agents.client import AgentClient
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentResult
-from durable_agents.workflows.state import Decision, RunOrigin, RunStatus
+from durable_agents.workflows.state import RunOrigin, RunStatus
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
@@ -61,13 +61,13 @@ async def test_a_chain_of_resumes_runs_the_tool_once_under_the_first_runs_key(
     assert (await client.state(third)).origin == RunOrigin(run_id=second, turn=1, mode="resume")
 
 
-async def test_an_always_rule_decides_new_calls_of_its_tool_after_a_resume(
-    client: AgentClient, worker, model_server
-):
+async def test_an_always_rule_does_not_survive_a_resume(client: AgentClient, worker, model_server):
+    """A snapshot cannot vouch for the rules it carries (anyone may edit one): the
+    resumed run revokes them, and asks again."""
     model_server.script(
         Reply(tool_calls=(EMAIL,)),
         Reply(tool_calls=(REFUND,)),
-        Reply(tool_calls=(EMAIL_AGAIN,)),
+        Reply(tool_calls=(EMAIL,)),
         Reply(content="done"),
     )
     source = (await client.start("assistant", "mail, refund, mail")).id
@@ -80,13 +80,14 @@ async def test_an_always_rule_decides_new_calls_of_its_tool_after_a_resume(
     resumed = (await client.resume(text)).id
     await wait_for(client, resumed, RunStatus.AWAITING_APPROVAL)
     await client.decide(resumed, "call_refund", "approve", approver="boss")
+    await wait_for(client, resumed, RunStatus.AWAITING_APPROVAL)  # the same email, asked again
+    state = await client.state(resumed)
+    assert state.revoked_rules == ["call_email"]
+    assert [p.call_id for p in await client.pending(resumed)] == ["call_email_t3_1"]
+    await client.decide(resumed, "call_email_t3_1", "approve", approver="ann")
 
     assert (await client.result(resumed)).final_output == "done"
-    made = {i.call_id: i for i in (await client.state(resumed)).items if isinstance(i, Decision)}
-    rule = made["call_email_2"]
-    assert (rule.via, rule.decision, rule.approver) == ("rule", "approve", "ann")
     assert [c[0] for c in agents.CALLS] == ["send_email", "refund", "send_email"]
-    assert agents.CALLS[-1][2] == f"{resumed}:call_email_2"
 
 
 # --- AgentWorkflow started directly with resume_from ------------------------------------

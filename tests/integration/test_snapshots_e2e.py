@@ -133,7 +133,11 @@ async def test_resumed_run_keeps_the_pending_approval_and_runs_the_tool_once(
     assert agents.CALLS == [("send_email", {"to": "a@b.c", "body": "hi"}, f"{source}:call_email")]
 
 
-async def test_decided_but_not_executed_call_runs_once_after_resume(client, worker, model_server):
+async def test_a_decision_carried_in_a_snapshot_is_asked_again_then_the_call_runs_once(
+    client, worker, model_server
+):
+    """Anyone may write a snapshot, so a decision it carries on a call still open does
+    not count: the resumed run records it as dropped and asks again."""
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
     source, text = await waiting_run(client)
     await worker.client.get_workflow_handle(source).terminate("moved")
@@ -145,7 +149,13 @@ async def test_decided_but_not_executed_call_runs_once_after_resume(client, work
 
     resumed = (await client.resume(snapshot.dumps(state))).id
 
-    assert (await client.result(resumed)).final_output == "sent"
+    await wait_for(client, resumed, RunStatus.AWAITING_APPROVAL)
+    dropped = (await client.state(resumed)).refused_decisions[-1]
+    assert (dropped.call_id, dropped.via, dropped.arguments) == ("call_email", "snapshot", edit)
+    assert executions() == []
+    await client.decide(resumed, "call_email", "approve", approver="ann", arguments=edit)
+    async with asyncio.timeout(30):
+        assert (await client.result(resumed)).final_output == "sent"
     assert executions() == [("send_email", edit)]
     [decision] = [i for i in (await client.state(resumed)).items if isinstance(i, Decision)]
     assert (decision.approver, decision.arguments) == ("ann", edit)

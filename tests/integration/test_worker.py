@@ -135,7 +135,10 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     )
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
-        served = b"serving agents assistant, concierge, frugal, marathon, sleepy on task queue"
+        served = (
+            b"serving agents assistant, concierge, frugal, marathon, sleepy, support, "
+            b"treasurer on task queue"
+        )
         assert served in line, line
         handle = await env.client.start_workflow(
             contract.WORKFLOW_TYPE,

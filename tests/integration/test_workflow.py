@@ -85,7 +85,7 @@ async def test_rejected_call_returns_reason_to_model(worker, model_server):
     assert "rejected by ann: too rude" in sent_back["content"]
 
 
-async def test_always_approval_covers_later_calls_of_that_tool(worker, model_server):
+async def test_always_approval_covers_the_later_calls_its_conditions_state(worker, model_server):
     model_server.script(
         Reply(tool_calls=(Call("send_email", {"to": "a", "body": "1"}, call_id="e1"),)),
         Reply(tool_calls=(Call("send_email", {"to": "b", "body": "2"}, call_id="e2"),)),
@@ -93,8 +93,10 @@ async def test_always_approval_covers_later_calls_of_that_tool(worker, model_ser
     )
     handle = await start(worker)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    scope = [{"field": "to", "op": "in", "value": ["a", "b"]}]
     await handle.signal(
-        contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver="ann", always=True)
+        contract.SIGNAL_APPROVE,
+        {"call_id": "e1", "approver": "ann", "always": True, "always_when": scope},
     )
     result = await handle.result()
     assert (result.status, result.turn) == (RunStatus.COMPLETED, 3)

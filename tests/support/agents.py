@@ -129,3 +129,69 @@ def find(key: str, ctx: ToolContext) -> str:
 
 
 assistant = dataclasses.replace(assistant, tools=[*assistant.tools, find])
+
+
+@tool(
+    needs_approval=ApprovalPolicy(
+        require_signature=True,
+        approvers=["alice"],
+        allow_always=False,
+        limits=[ApprovalCondition(field="amount", op="<=", value=1000)],
+    )
+)
+def pay(order: str, amount: float, ctx: ToolContext) -> str:
+    """Pay out; only alice, with a signed decision, never more than 1000 at once."""
+    CALLS.append(("pay", {"order": order, "amount": amount}, ctx.idempotency_key))
+    return f"paid {amount} on {order}"
+
+
+treasurer = dataclasses.replace(
+    assistant, name="treasurer", tools=[pay, refund, send_email, add], max_turns=6
+)
+"""Moves money: `pay` needs alice's signed decision (workers know her key,
+`tests.support.approver_keys`) within a limit; `refund` and `send_email` as the
+assistant's."""
+
+
+@tool(name="lookup_order")
+def _lookup_order(order_id: int, ctx: ToolContext) -> str:
+    """Find an order."""
+    CALLS.append(("lookup_order", {"order_id": order_id}, ctx.idempotency_key))
+    return f"order {order_id}"
+
+
+@tool(
+    name="refund",
+    needs_approval=ApprovalPolicy(
+        when=[ApprovalCondition(field="amount", op=">", value=100)],
+        approvers=["alice", "bob"],
+        timeout=timedelta(hours=24),
+    ),
+)
+def _support_refund(order_id: int, amount: float, ctx: ToolContext) -> str:
+    """Refund an order."""
+    CALLS.append(("refund", {"order_id": order_id, "amount": amount}, ctx.idempotency_key))
+    return f"refunded {amount} on order {order_id}"
+
+
+@tool(
+    name="delete_account",
+    needs_approval=ApprovalPolicy(
+        approvers=["bob"], timeout=timedelta(minutes=30), on_timeout="fail"
+    ),
+)
+def _delete_account(ctx: ToolContext) -> str:
+    """Delete the account."""
+    CALLS.append(("delete_account", {}, ctx.idempotency_key))
+    return "deleted"
+
+
+support = dataclasses.replace(
+    assistant,
+    name="support",
+    instructions="Help customers with orders.",
+    tools=[_lookup_order, _support_refund, _delete_account],
+    max_turns=8,
+)
+"""The agent of the golden snapshots (tests/fixtures): a resumed snapshot takes its
+tools and policies from the worker, so the worker must serve it."""

@@ -19,6 +19,7 @@ from durable_agents.workflows.state import (
     AgentSpec,
     ApprovalCondition,
     ApprovalPolicy,
+    ApproverKey,
     AssistantMessage,
     Decision,
     DecisionAttempt,
@@ -263,10 +264,53 @@ def _golden_1_2() -> RunState:
     return state
 
 
+def _golden_1_3() -> RunState:
+    """1.2's, with what 1.3 added: policy limits, a policy that requires signed
+    decisions and forbids `always`, an approver key, decisions bound to their run
+    and arguments (a scoped `always` with `always_when`, the rule it made, a signed
+    rejection), and a decision dropped from a resumed snapshot, whose rule is revoked."""
+    state = _golden_1_2()
+    refund, delete = state.agent.tools[1], state.agent.tools[2]
+    refund.approval.limits = [ApprovalCondition(field="amount", op="<=", value=1000)]
+    delete.approval.require_signature = True
+    delete.approval.allow_always = False
+    state.agent.approver_keys = [
+        ApproverKey(
+            key_id="bob-2026",
+            owner="bob",
+            public_key="11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+            not_after=datetime(2027, 1, 1, tzinfo=UTC),
+        )
+    ]
+    c2, c3, c4 = (i for i in state.items if isinstance(i, Decision))
+    c2.run_id = "support-7"
+    c2.arguments_sha256 = "9ac4d1a7d20e9cb0b3e3ee6b8c1a5dd4c1ce1a0e29e4cf1a0a5e0f7a5a1e5b52"
+    c2.expires_at = "2026-03-02T09:00:00Z"
+    c2.always_when = [ApprovalCondition(field="amount", op="<=", value=200)]
+    c3.arguments_sha256 = "5b0f6a3c7a0c5d3a1f1f3c3e2d5b6a7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6"
+    c4.run_id = "support-7"
+    c4.arguments_sha256 = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    c4.expires_at = "2026-03-01T10:00:00+01:00"
+    c4.signed_by = "bob-2026"
+    state.revoked_rules = ["c2"]
+    state.refused_decisions.append(
+        DecisionAttempt(
+            call_id="c9",
+            decision="approve",
+            approver="mallory",
+            via="snapshot",
+            at=at(94),
+            refused_because="carried in a snapshot that could not be verified",
+        )
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
     "1.2": _golden_1_2,
+    "1.3": _golden_1_3,
 }
 
 

@@ -99,7 +99,7 @@ def test_policy_fails_closed_when_a_condition_cannot_be_evaluated(arguments):
 def test_approver_outside_the_allowed_list_is_refused_and_audited():
     state = run_with(("c1", "refund", REFUND), policy=ApprovalPolicy(approvers=["boss"]))
     with pytest.raises(DecisionRefused, match="ann may not decide refund calls"):
-        decisions.check(state, ask("c1"))
+        decisions.check(state, ask("c1"), now=T0)
     assert signal(state, ask("c1")) is None
     [refused] = state.refused_decisions
     assert (refused.approver, refused.refused_because) == (
@@ -131,28 +131,28 @@ def test_approval_with_edited_arguments_runs_with_them_and_keeps_the_original():
 def test_edited_arguments_that_do_not_fit_the_tool_are_refused(arguments, problem):
     state = run_with(("c1", "refund", REFUND))
     with pytest.raises(DecisionRefused, match="edited arguments are not valid"):
-        decisions.check(state, ask("c1", arguments=arguments))
+        decisions.check(state, ask("c1", arguments=arguments), now=T0)
     assert arguments_problem(spec().tool("refund"), arguments) == problem
 
 
 def test_rejection_cannot_carry_edited_arguments():
     state = run_with(("c1", "refund", REFUND))
     with pytest.raises(DecisionRefused, match="only an approval"):
-        decisions.check(state, ask("c1", "reject", arguments={"order": "A1", "amount": 1}))
+        decisions.check(state, ask("c1", "reject", arguments={"order": "A1", "amount": 1}), now=T0)
 
 
-def test_signal_for_a_call_not_yet_proposed_is_held_then_applied():
+def test_rejection_for_a_call_not_yet_proposed_is_held_then_applied():
     state = loop.new_state(spec(), AgentInput(agent="bot", input="hi"), run_id="r", now=T0)
-    assert signal(state, ask("c1", reason="pre-approved"), pending_model=True) is None
+    assert signal(state, ask("c1", "reject", reason="not today"), pending_model=True) is None
     assert [h.call_id for h in state.held_decisions] == ["c1"]
     propose(state, ("c1", "refund", REFUND))
     assert state.held_decisions == []
-    assert decisions.decided(state)["c1"].reason == "pre-approved"
+    assert decisions.decided(state)["c1"].reason == "not today"
 
 
 def test_held_signal_whose_call_never_comes_is_refused_after_the_reply():
     state = loop.new_state(spec(), AgentInput(agent="bot", input="hi"), run_id="r", now=T0)
-    signal(state, ask("c9"), pending_model=True)
+    signal(state, ask("c9", "reject"), pending_model=True)
     propose(state, ("c1", "refund", REFUND))
     assert state.held_decisions == []
     assert state.refused_decisions[0].refused_because == "no tool call c9 in run r"

@@ -210,7 +210,7 @@ def test_decision_after_the_run_ended_is_refused():
     state = fresh()
     loop.fail(state, ErrorInfo(type="X", message="boom"), now=T0)
     with pytest.raises(DecisionRefused, match="has ended"):
-        decisions.check(state, decide("c1", "approve"))
+        decisions.check(state, decide("c1", "approve"), now=T0)
     assert loop.next_step(state) == loop.Finish(RunStatus.FAILED)
 
 

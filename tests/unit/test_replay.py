@@ -10,7 +10,10 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
+from tests.support.histories import HISTORIES as RECORDED
+from tests.support.histories import recorded_id
+
+HISTORIES = sorted(RECORDED.glob("*.json"))
 
 
 def test_histories_are_recorded():
@@ -19,7 +22,7 @@ def test_histories_are_recorded():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
-    history = WorkflowHistory.from_json(f"replay-{path.stem}", path.read_text())
+    history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
     replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None

@@ -127,7 +127,7 @@ def _decisions(call: ToolCall, rule: Decision | None) -> st.SearchStrategy[Decis
     )
     if rule is None:
         return made | timeout
-    by_rule = st.builds(lambda at: rule_decision(rule, call.call_id, now=at), TIMES)
+    by_rule = st.builds(lambda at: rule_decision(rule, call, now=at), TIMES)
     return made | timeout | by_rule
 
 
@@ -290,8 +290,8 @@ def test_non_json_context_is_refused_on_write():
 
 
 def test_validate_gives_a_one_line_verdict():
-    assert validate(golden_text()) == "valid, schema 1.2, run support-7, 10 items, status failed"
+    assert validate(golden_text()) == "valid, schema 1.3, run support-7, 10 items, status failed"
     assert validate(golden_text("1.0")) == (
-        "valid, schema 1.0 (migrated to 1.2), run support-7, 10 items, status failed"
+        "valid, schema 1.0 (migrated to 1.3), run support-7, 10 items, status failed"
     )
-    assert validate(dumps(golden_state(), key=KEY), key=KEY).startswith("valid, schema 1.2")
+    assert validate(dumps(golden_state(), key=KEY), key=KEY).startswith("valid, schema 1.3")

@@ -191,15 +191,21 @@ def test_older_snapshots_migrate_step_by_step_and_are_written_as_the_newest(monk
     monkeypatch.setitem(MIGRATIONS, "0.8", _from_0_8)
     monkeypatch.setitem(MIGRATIONS, "0.9", _from_0_9)
     text = json.dumps(_old_0_8())
-    assert loads(text) == golden_state("1.0")  # 0.8 -> 0.9 -> 1.0 -> 1.1 -> 1.2
-    assert validate(text).startswith("valid, schema 0.8 (migrated to 1.2), run support-7")
+    assert loads(text) == golden_state("1.0")  # 0.8 -> 0.9 -> 1.0 -> 1.1 -> 1.2 -> 1.3
+    assert validate(text).startswith("valid, schema 0.8 (migrated to 1.3), run support-7")
     assert dumps(loads(text)) == dumps(golden_state("1.0"))
 
 
 def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
     old = _old_0_8()
     before = json.dumps(old)
-    steps = {"0.8": _from_0_8, "0.9": _from_0_9, "1.0": MIGRATIONS["1.0"], "1.1": MIGRATIONS["1.1"]}
+    steps = {
+        "0.8": _from_0_8,
+        "0.9": _from_0_9,
+        "1.0": MIGRATIONS["1.0"],
+        "1.1": MIGRATIONS["1.1"],
+        "1.2": MIGRATIONS["1.2"],
+    }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
     assert json.dumps(old) == before
@@ -215,7 +221,9 @@ def test_a_step_that_edits_its_argument_in_place_does_not_reach_the_caller():
     original = json.loads(golden_text("1.0"))
     del original["integrity"]
     before = json.dumps(original)
-    migrated = migrate(original, migrations={"1.0": careless, "1.1": MIGRATIONS["1.1"]})
+    migrated = migrate(
+        original, migrations={"1.0": careless, "1.1": MIGRATIONS["1.1"], "1.2": MIGRATIONS["1.2"]}
+    )
     assert json.dumps(original) == before
     assert migrated["items"][0]["content"] == "changed by the step"
 

@@ -104,6 +104,8 @@ def test_registry_loads_every_agent_of_a_module():
         "frugal",
         "marathon",
         "sleepy",
+        "support",
+        "treasurer",
     ]
 
 

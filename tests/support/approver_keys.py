@@ -1,0 +1,12 @@
+"""Approver keys of the tests: fixed seeds, so histories and vectors stay reproducible.
+Test workers know ALICE's public key (`tests.conftest.serving`); MALLORY's they do not."""
+
+from __future__ import annotations
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from durable_agents.signing import SigningKey
+
+ALICE = SigningKey("alice-test", "alice", Ed25519PrivateKey.from_private_bytes(b"\x01" * 32))
+MALLORY = SigningKey("mallory-test", "mallory", Ed25519PrivateKey.from_private_bytes(b"\x02" * 32))
+WORKER_KEYS = [ALICE.public()]

@@ -1,0 +1,14 @@
+"""Where the recorded histories live and the workflow id each was recorded under."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+def recorded_id(path: Path) -> str:
+    """The id `tests/support/record_histories.py` gave the run (`<name>.runN.json` is
+    run N of `history-<name>`). A run's id is part of its logic: a decision bound to
+    another run's id is refused, so a history replays only under its own."""
+    return f"history-{path.stem.split('.')[0]}"

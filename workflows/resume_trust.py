@@ -1,0 +1,88 @@
+"""A resumed snapshot is input, not trust: what it may and may not decide. Pure.
+
+Anyone who may start a workflow can hand `AgentWorkflow` a snapshot as
+`resume_from`, edited at will: tools marked as needing no approval, decisions
+nobody made, `always` rules nobody set. So a run resumed from a snapshot (not its
+own continue-as-new, which Temporal vouches for) takes every security-relevant
+part from the worker's registry and from nothing else:
+
+- the agent spec (tools, `needs_approval`, policies, approvers, limits, approver
+  keys) is the worker's, as `describe_agent` gives it; `max_turns` can only go down;
+- each call still open is judged again by that spec: a tool the agent no longer
+  has, or arguments outside its limits, are answered to the model; whether it
+  needs a decision is recomputed;
+- decisions the snapshot carries for open calls, and held decisions, are dropped
+  and recorded in `refused_decisions` with `via: "snapshot"`; `always` rules it
+  carries are revoked (`revoked_rules`), so nothing it says can authorise a call.
+
+Decisions on calls already answered stay: they are the audit of what happened.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.payloads import ModelToolCall
+from durable_agents.workflows.proposed_calls import malformed_problem, proposed_call
+from durable_agents.workflows.state import (
+    AgentSpec,
+    Decision,
+    DecisionAttempt,
+    RunState,
+    ToolResult,
+)
+
+UNVERIFIED = "carried in a resumed snapshot, which cannot vouch for it: decide again"
+
+
+def reground(state: RunState, spec: AgentSpec, *, now: datetime) -> RunState:
+    """`state` (a resumed snapshot) on the worker's `spec`; see the module docstring.
+    Returns a new, validated state (ValueError if the result is not consistent)."""
+    result = state.model_copy(deep=True)
+    result.agent = spec
+    result.max_turns = min(state.max_turns, spec.max_turns)
+    reply = loop.last_reply(result)
+    answered = {i.call_id for i in result.items if isinstance(i, ToolResult)}
+    open_calls = [c for c in reply.tool_calls if c.call_id not in answered] if reply else []
+    open_ids = {c.call_id for c in open_calls}
+    dropped = [i for i in result.items if isinstance(i, Decision) and i.call_id in open_ids]
+    result.items = [i for i in result.items if not (isinstance(i, Decision) and i in dropped)]
+    for decision in dropped:
+        if decision.via in ("signal", "update", "rule"):
+            result.refused_decisions.append(_dropped(decision, now=now))
+    for held in result.held_decisions:
+        result.refused_decisions.append(
+            held.model_copy(update={"via": "snapshot", "refused_because": UNVERIFIED, "at": now})
+        )
+    result.held_decisions = []
+    result.revoked_rules = sorted(
+        {d.call_id for d in decisions.decided(result).values() if d.always}
+        | set(result.revoked_rules)
+    )
+    for call in open_calls:
+        judged = proposed_call(
+            spec, ModelToolCall(call_id=call.call_id, tool=call.tool, arguments=call.arguments)
+        )
+        call.needs_approval = judged.needs_approval
+        problem = malformed_problem(spec, call)
+        if problem is not None:
+            call.needs_approval = False
+            result.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
+    result.updated_at = now
+    return RunState.model_validate(result.model_dump())
+
+
+def _dropped(decision: Decision, *, now: datetime) -> DecisionAttempt:
+    return DecisionAttempt(
+        call_id=decision.call_id,
+        decision=decision.decision,
+        approver=decision.approver,
+        reason=decision.reason,
+        always=decision.always,
+        sender=decision.sender,
+        arguments=decision.arguments,
+        via="snapshot",
+        at=now,
+        refused_because=UNVERIFIED,
+    )
