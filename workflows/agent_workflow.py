@@ -65,6 +65,11 @@ class AgentWorkflow:
 
     @workflow.init
     def __init__(self, raw_input: RawValue = raw_payloads.NONE) -> None:
+        unreadable = raw_payloads.unreadable(raw_input)
+        if unreadable is not None and not unreadable[1]:
+            # Not the sender's error as far as this worker can tell: a key missing or
+            # wrong here. Fail the task, so a worker with the right keys takes the run.
+            raise RuntimeError(f"cannot read this run's input: {unreadable[0]}")
         decoded = raw_payloads.decode(raw_input, AgentInput)
         self._input: AgentInput | None = decoded if isinstance(decoded, AgentInput) else None
         self._input_problem = decoded if isinstance(decoded, str) else None

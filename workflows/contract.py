@@ -32,3 +32,9 @@ ERROR_APPROVAL_TIMEOUT = "ApprovalTimeout"
 ERROR_TOOL_TIMEOUT = "ToolTimeout"
 """An attempt of a tool cut off at its start-to-close timeout (retryable)."""
 ERROR_TOOL_RESULT = "ToolResultNotSerialisable"
+
+# A payload the data converter could not read for the workflow (`dataplane.codec`):
+# its data is the reason. Signals and the input are taken raw, so the run records it.
+ENCODING_UNDECODABLE = b"binary/undecodable"
+UNDECODABLE_REFUSED = "undecodable-refused"
+"""Metadata set when it was refused by policy (plaintext where only ciphertext is taken)."""

@@ -18,6 +18,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
+    from durable_agents.workflows import contract
     from durable_agents.workflows.payloads import problems
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -78,6 +79,16 @@ def preview(raw: RawValue, limit: int) -> str | None:
         encoding = raw.payload.metadata.get("encoding", b"?").decode(errors="replace")
         return f"<{encoding}, {len(raw.payload.data)} bytes>"[:limit]
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unreadable(raw: RawValue) -> tuple[str, bool] | None:
+    """For a payload the data converter could not read for this workflow (it cannot
+    be decrypted for it, or plaintext was refused), the reason and whether it was
+    refused by policy; None for any other payload."""
+    if raw.payload.metadata.get("encoding") != contract.ENCODING_UNDECODABLE:
+        return None
+    refused = contract.UNDECODABLE_REFUSED in raw.payload.metadata
+    return raw.payload.data.decode(errors="replace"), refused
 
 
 def is_null(raw: RawValue) -> bool:

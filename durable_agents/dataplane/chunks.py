@@ -104,9 +104,11 @@ class ChunkCipher:
             data=b"".join(chunks.encrypt(chunk, None) for chunk in parts),
         )
 
-    def open(self, payload: Payload, *, key_id: str) -> Payload:
+    def open(self, payload: Payload, *, key_id: str, scope: str = "") -> Payload:
         """The original payload; raises `InvalidTag` for a wrong key or altered
-        ciphertext, `ChunkFormatError` for anything else that does not add up."""
+        ciphertext, `ChunkScopeError` when it was sealed for another workflow than
+        `scope` (given: the workflow it is decoded for), `ChunkFormatError` for
+        anything else that does not add up."""
         sealed = payload.metadata.get(HEADER_METADATA, b"")
         if len(sealed) <= NONCE_BYTES:
             raise ChunkFormatError("chunked payload has no encryption header")
@@ -114,6 +116,8 @@ class ChunkCipher:
             sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _header_aad(key_id)
         )
         header = _parse_header(plain_header)
+        if scope and header["scope"] and header["scope"] != scope:
+            raise ChunkScopeError(header["scope"])
         step = header["chunk_bytes"] + SIV_TAG_BYTES
         data = payload.data
         chunks = self._chunks(header["scope"])
@@ -123,6 +127,14 @@ class ChunkCipher:
             raise ChunkFormatError("chunked payload's chunks do not add up to its header")
         metadata = {k: base64.b64decode(v) for k, v in header["metadata"].items()}
         return Payload(metadata=metadata, data=plain)
+
+
+class ChunkScopeError(ChunkFormatError):
+    """A chunked payload sealed for another workflow (copied from its history)."""
+
+    def __init__(self, sealed_for: str) -> None:
+        super().__init__(f"sealed for workflow {sealed_for!r}")
+        self.sealed_for = sealed_for
 
 
 def can_chunk(payload: Payload) -> bool:

@@ -43,10 +43,11 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    EncodingPayloadConverter,
     ExternalStorage,
     PayloadCodec,
     SerializationContext,
@@ -57,10 +58,12 @@ from durable_agents.dataplane.chunks import (
     CHUNKED_ENCODING,
     ChunkCipher,
     ChunkFormatError,
+    ChunkScopeError,
     can_chunk,
 )
 from durable_agents.dataplane.errors import DataPlaneError
 from durable_agents.dataplane.payload_store import external_storage
+from durable_agents.workflows.contract import ENCODING_UNDECODABLE, UNDECODABLE_REFUSED
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 KEYS_FILE_ENV = "AGENT_CODEC_KEYS_FILE"
@@ -70,6 +73,22 @@ ENCODING = b"binary/encrypted"
 """The `encoding` metadata of an encrypted payload (the name Temporal's samples use)."""
 KEY_ID_METADATA = "encryption-key-id"
 """Metadata naming the key that encrypted the payload (a name, never key material)."""
+WORKFLOW_METADATA = "encryption-workflow-id"
+"""Metadata naming the workflow a payload was encrypted for; that id is the AES-GCM
+associated data, so the ciphertext decrypts for that workflow only (a payload
+without it was encrypted outside any workflow, or by an earlier build)."""
+UNDECODABLE = ENCODING_UNDECODABLE
+"""The encoding of what a workflow's payload becomes when it cannot be decrypted for
+that workflow: its data is the reason. A workflow that takes the payload raw (its
+signals, its input) records it as refused instead of failing every workflow task;
+any other reader gets `CodecKeyError` with the reason (`UndecodablePayloadConverter`)."""
+REFUSED_METADATA = UNDECODABLE_REFUSED
+"""Set on an UNDECODABLE payload that was refused by policy (plaintext where only
+encrypted payloads are accepted), rather than one that failed to decrypt."""
+REFUSE_PLAINTEXT_ENV = "AGENT_CODEC_REFUSE_PLAINTEXT"
+"""`1`: payloads a workflow receives (start input, signals, updates) must be
+encrypted; plaintext ones are refused. For deployments where every sender has the
+keys: it shuts out the `temporal` CLI and any sender without them."""
 KEY_BYTES = 32
 NONCE_BYTES = 12
 TAG_BYTES = 16
@@ -206,8 +225,18 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
     pass through on decode, so histories recorded before encryption stay readable.
     """
 
-    def __init__(self, keys: CodecKeys | None, *, chunk_threshold: int | None = None) -> None:
+    def __init__(
+        self,
+        keys: CodecKeys | None,
+        *,
+        chunk_threshold: int | None = None,
+        refuse_plaintext: bool = False,
+    ) -> None:
+        if refuse_plaintext and keys is None:
+            raise CodecConfigError(f"{REFUSE_PLAINTEXT_ENV} needs codec keys: set {KEYS_ENV}")
         self.keys = keys
+        self.refuse_plaintext = refuse_plaintext
+        """Payloads decoded for a workflow must be encrypted (see REFUSE_PLAINTEXT_ENV)."""
         """The keys, or None when encryption is off."""
         self.chunk_threshold = chunk_threshold
         """Data size from which payloads are encrypted in chunks. Default None: never."""
@@ -231,8 +260,30 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         return self.encode_sync(payloads)
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        """Decrypt encrypted payloads with the key they name; others pass through."""
-        return self.decode_sync(payloads)
+        """Decrypt encrypted payloads with the key they name; others pass through.
+
+        For a workflow (`with_context`), a payload that cannot be decrypted for it
+        (encrypted for another workflow, altered, a key not configured here), or a
+        plaintext one where `refuse_plaintext`, becomes an UNDECODABLE payload
+        carrying the reason, instead of raising: a signal anyone may send must not
+        fail the run's workflow tasks forever."""
+        if not self._scope:
+            return self.decode_sync(payloads)
+        return [self._decode_for_workflow(p) for p in payloads]
+
+    def _decode_for_workflow(self, payload: Payload) -> Payload:
+        if not is_encrypted(payload):
+            if self.refuse_plaintext and payload.metadata.get("encoding") != UNDECODABLE:
+                why = (
+                    f"plaintext payload refused: this deployment takes only encrypted "
+                    f"payloads ({REFUSE_PLAINTEXT_ENV})"
+                )
+                return undecodable(why, refused=True)
+            return payload
+        try:
+            return self._decrypt(payload)
+        except (CodecKeyError, CodecDataError) as err:
+            return undecodable(err.message, key_id=err.key_id)
 
     def encode_sync(self, payloads: Sequence[Payload]) -> list[Payload]:
         """`encode` without an event loop (the codec server's threads)."""
@@ -251,11 +302,12 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             sealed.metadata[KEY_ID_METADATA] = key_id.encode()
             return sealed
         nonce = secrets.token_bytes(NONCE_BYTES)
-        sealed = self._ciphers[key_id].encrypt(nonce, payload.SerializeToString(), None)
-        return Payload(
-            metadata={"encoding": ENCODING, KEY_ID_METADATA: key_id.encode()},
-            data=nonce + sealed,
-        )
+        metadata = {"encoding": ENCODING, KEY_ID_METADATA: key_id.encode()}
+        if self._scope:
+            metadata[WORKFLOW_METADATA] = self._scope.encode()
+        associated = _associated(self._scope) if self._scope else None
+        sealed = self._ciphers[key_id].encrypt(nonce, payload.SerializeToString(), associated)
+        return Payload(metadata=metadata, data=nonce + sealed)
 
     def _decrypt(self, payload: Payload) -> Payload:
         key_id = self._key_id_of(payload)
@@ -267,10 +319,17 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
                 "shorter than a nonce and a tag",
                 key_id=key_id,
             )
+        bound = payload.metadata.get(WORKFLOW_METADATA)
+        bound_to = bound.decode(errors="replace") if bound is not None else None
+        if bound_to is not None and self._scope and bound_to != self._scope:
+            raise CodecKeyError(_elsewhere(bound_to, self._scope), key_id=key_id)
         try:
             if chunked:
-                return self._chunk_ciphers[key_id].open(payload, key_id=key_id)
-            plain = self._ciphers[key_id].decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], None)
+                return self._chunk_ciphers[key_id].open(payload, key_id=key_id, scope=self._scope)
+            associated = _associated(bound_to) if bound_to is not None else None
+            plain = self._ciphers[key_id].decrypt(
+                data[:NONCE_BYTES], data[NONCE_BYTES:], associated
+            )
             decoded = Payload()
             decoded.ParseFromString(plain)
         except InvalidTag:
@@ -279,6 +338,8 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
                 "wrong key material for that id, or the payload was altered",
                 key_id=key_id,
             ) from None
+        except ChunkScopeError as err:
+            raise CodecKeyError(_elsewhere(err.sealed_for, self._scope), key_id=key_id) from None
         except (ChunkFormatError, DecodeError, ValueError) as err:
             raise CodecDataError(
                 f"malformed encrypted payload (codec key {key_id!r}): {err}", key_id=key_id
@@ -305,6 +366,55 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         return key_id
 
 
+def _associated(workflow_id: str) -> bytes:
+    """The AES-GCM associated data binding a payload to the workflow it is for."""
+    return b"temporal-workflow-id:" + workflow_id.encode()
+
+
+def _elsewhere(sealed_for: str, here: str) -> str:
+    return (
+        f"payload was encrypted for workflow {sealed_for!r}, not {here!r} (copied from "
+        "another run's history?)"
+    )
+
+
+def undecodable(reason: str, *, refused: bool = False, key_id: str | None = None) -> Payload:
+    """The UNDECODABLE payload standing for one that cannot be read, with the reason
+    (and the key id the payload named, if any)."""
+    metadata = {"encoding": UNDECODABLE}
+    if refused:
+        metadata[REFUSED_METADATA] = b"1"
+    if key_id is not None:
+        metadata[KEY_ID_METADATA] = key_id.encode()
+    return Payload(metadata=metadata, data=reason.encode())
+
+
+class UndecodablePayloadConverter(EncodingPayloadConverter):
+    """Reads UNDECODABLE payloads as what they are: an error with the reason."""
+
+    @property
+    def encoding(self) -> str:
+        return UNDECODABLE.decode()
+
+    def to_payload(self, value: object) -> Payload | None:
+        return None
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> object:
+        key_id = payload.metadata.get(KEY_ID_METADATA)
+        raise CodecKeyError(
+            payload.data.decode(errors="replace"),
+            key_id=key_id.decode(errors="replace") if key_id is not None else None,
+        )
+
+
+class AgentPayloadConverter(PydanticPayloadConverter):
+    """The pydantic payload converter that also reads UNDECODABLE payloads (as errors)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._set_converters(*self.converters.values(), UndecodablePayloadConverter())
+
+
 def is_encrypted(payload: Payload) -> bool:
     """Whether `payload` was encrypted by an `EncryptionCodec`."""
     return payload.metadata.get("encoding") in (ENCODING, CHUNKED_ENCODING)
@@ -315,12 +425,17 @@ def codec_data_converter(
     *,
     base: DataConverter = pydantic_data_converter,
     chunk_threshold: int | None = None,
+    refuse_plaintext: bool = False,
 ) -> DataConverter:
     """`base` with the encryption codec; with keys, failure messages and stack traces
     move into the failure's encoded attributes so that they are encrypted too.
-    `chunk_threshold`: see `EncryptionCodec`."""
-    codec = EncryptionCodec(keys, chunk_threshold=chunk_threshold)
+    `chunk_threshold`, `refuse_plaintext`: see `EncryptionCodec`."""
+    codec = EncryptionCodec(
+        keys, chunk_threshold=chunk_threshold, refuse_plaintext=refuse_plaintext
+    )
     converter = dataclasses.replace(base, payload_codec=codec)
+    if converter.payload_converter_class is PydanticPayloadConverter:
+        converter = dataclasses.replace(converter, payload_converter_class=AgentPayloadConverter)
     if keys is None:
         return converter
     return dataclasses.replace(
@@ -338,7 +453,10 @@ def data_converter_from_env(
     encrypted in chunks it can dedup. Raises `CodecConfigError` or `PayloadStoreError`
     (both `DataPlaneError`s) for an unusable configuration."""
     env = os.environ if env is None else env
-    return data_converter(keys_from_env(env), external_storage(env), base=base)
+    refuse = env.get(REFUSE_PLAINTEXT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return data_converter(
+        keys_from_env(env), external_storage(env), base=base, refuse_plaintext=refuse
+    )
 
 
 def data_converter(
@@ -346,12 +464,15 @@ def data_converter(
     storage: ExternalStorage | None,
     *,
     base: DataConverter = pydantic_data_converter,
+    refuse_plaintext: bool = False,
 ) -> DataConverter:
     """`base` with the encryption codec (`keys`; None: no encryption) and the payload
     store (`storage`; None: none). Payloads the store takes are encrypted in chunks
-    it can dedup."""
+    it can dedup. `refuse_plaintext`: see `EncryptionCodec`."""
     threshold = storage.payload_size_threshold if storage is not None else None
-    converter = codec_data_converter(keys, base=base, chunk_threshold=threshold)
+    converter = codec_data_converter(
+        keys, base=base, chunk_threshold=threshold, refuse_plaintext=refuse_plaintext
+    )
     if storage is None:
         return converter
     return dataclasses.replace(converter, external_storage=storage)

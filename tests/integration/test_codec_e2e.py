@@ -69,11 +69,11 @@ class CodecWorker:
     task_queue: str
 
 
-async def _connect(env, keys: CodecKeys | None) -> Client:
+async def _connect(env, keys: CodecKeys | None, **options: bool) -> Client:
     return await Client.connect(
         env.client.service_client.config.target_host,
         namespace=env.client.namespace,
-        data_converter=codec_data_converter(keys),
+        data_converter=codec_data_converter(keys, **options),
     )
 
 
@@ -92,11 +92,11 @@ async def plain_worker(env, model_server) -> AsyncIterator[CodecWorker]:
 
 
 class _worker:
-    def __init__(self, env, model_server, keys: CodecKeys | None) -> None:
-        self.env, self.model_server, self.keys = env, model_server, keys
+    def __init__(self, env, model_server, keys: CodecKeys | None, **options: bool) -> None:
+        self.env, self.model_server, self.keys, self.options = env, model_server, keys, options
 
     async def __aenter__(self) -> CodecWorker:
-        client = await _connect(self.env, self.keys)
+        client = await _connect(self.env, self.keys, **self.options)
         task_queue = f"codec-{uuid.uuid4().hex[:8]}"
         self.openai = AsyncOpenAI(
             base_url=self.model_server.base_url, api_key="test", max_retries=0
