@@ -13,6 +13,7 @@ from typing import Any
 import openai
 from durable_agents.activities.model_errors import (
     preview,
+    redact,
     reply_error,
     request_timeout,
     retry_delay,
@@ -196,10 +197,10 @@ def _status_error(err: openai.APIStatusError) -> ApplicationError:
 
 
 def _provider_message(err: openai.APIStatusError) -> str:
-    """The provider's own error message, verbatim when it sent one."""
+    """The provider's own error message when it sent one, key-like strings redacted."""
     body = err.body
     if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return body["message"]
+        return redact(body["message"])
     if isinstance(body, str) and body.strip():
-        return body.strip()
-    return err.message
+        return redact(body.strip())
+    return redact(err.message)

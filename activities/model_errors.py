@@ -11,6 +11,7 @@ import email.utils
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -110,9 +111,23 @@ def reply_error(message: str) -> ApplicationError:
     )
 
 
+_KEY_LIKE = re.compile(
+    r"(?i)(\b(?:sk|rk|pk|ak|key|tok|api|org|proj|sess)[-_][A-Za-z0-9_\-*.]{8,}"
+    r"|\bbearer\s+[A-Za-z0-9_\-.~+/=]{8,}"
+    r"|\b[A-Za-z0-9_\-]{32,}\b)"
+)
+
+
+def redact(text: str) -> str:
+    """`text` with key-like strings (`sk-...`, `Bearer ...`, long opaque tokens)
+    replaced by `[redacted]`: a provider's error text can quote the credential it
+    refused, and it ends up in history, the UI and logs."""
+    return _KEY_LIKE.sub("[redacted]", text)
+
+
 def preview(body: object) -> str:
     """What arrived, for an error message: its kind, size and start."""
-    text = body if isinstance(body, str) else json.dumps(body, default=repr)
+    text = redact(body if isinstance(body, str) else json.dumps(body, default=repr))
     start = " ".join(text[:PREVIEW_CHARS].split())
     more = "…" if len(text) > PREVIEW_CHARS else ""
     return f"{len(text):,} characters: {start!r}{more}"

@@ -58,8 +58,9 @@ UNKNOWN_TOOL = "(unknown)"
 """The `tool` label of calls naming no tool of the agent: the model picks such names,
 and labels must stay few."""
 
-DEFAULT_METRICS_HOST = "0.0.0.0"
-"""Where `--metrics-port PORT` listens: every interface, for a scraper in another pod."""
+DEFAULT_METRICS_HOST = "127.0.0.1"
+"""Where `--metrics-port PORT` listens: this machine only. A scraper in another pod
+needs `--metrics-port 0.0.0.0:PORT` (say so; metrics name agents and tools)."""
 OTEL_SERVICE_NAME = "durable-agents-worker"
 """`service.name` of the worker's spans unless `OTEL_SERVICE_NAME` says otherwise."""
 

@@ -57,6 +57,8 @@ from temporalio.api.common.v1 import Payloads
 from durable_agents.dataplane.codec import CodecError, CodecKeys, EncryptionCodec, keys_from_env
 
 TOKEN_ENV = "AGENT_CODEC_SERVER_TOKEN"
+MIN_TOKEN_CHARS = 16
+"""Shorter tokens (and template placeholders) are refused: they can be guessed."""
 CORS_ENV = "AGENT_CODEC_SERVER_CORS_ORIGINS"
 DEFAULT_PORT = 8081
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
@@ -96,6 +98,13 @@ class CodecServer(ThreadingHTTPServer):
     ) -> None:
         if not config.tokens and not config.allow_unauthenticated:
             raise CodecError(f"the codec server needs a token: set {TOKEN_ENV}")
+        for token in config.tokens:
+            if len(token) < MIN_TOKEN_CHARS or token.lower() in ("replace-me", "changeme"):
+                raise CodecError(
+                    f"{TOKEN_ENV}: a token of {len(token)} characters (or a template "
+                    f"placeholder) is refused; use at least {MIN_TOKEN_CHARS} random "
+                    "characters: openssl rand -hex 24"
+                )
         if config.allow_unauthenticated and not _is_loopback(address[0]):
             raise CodecError(
                 f"serving without a token is allowed on a loopback address only, not {address[0]}"

@@ -118,27 +118,46 @@ async def start_dev_server(
     ui_codec_endpoint: str | None = None,
     runtime: Runtime | None = None,
 ) -> WorkflowEnvironment:
-    """Start the embedded dev server with the contract's search attributes."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    return await WorkflowEnvironment.start_local(
-        port=port,
-        ui=True,
-        ui_port=ui_port,
-        data_converter=data_converter,
-        dev_server_extra_args=["--ui-codec-endpoint", ui_codec_endpoint]
-        if ui_codec_endpoint
-        else [],
-        search_attributes=search_attributes.ALL,
-        dev_server_existing_path=temporal_binary(),
-        dev_server_database_filename=str(db),
-        dev_server_startup_timeout=timedelta(seconds=30),
-        runtime=runtime,
-    )
+    """Start the embedded dev server with the contract's search attributes. Its data
+    (every run's history, in plain text without codec keys) is kept private: the
+    directory 0700, the database file 0600."""
+    db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    db.parent.chmod(0o700)
+    if db.exists():
+        db.chmod(0o600)
+    private = os.umask(0o077)  # the server (a child process) creates its files 0600
+    try:
+        return await WorkflowEnvironment.start_local(
+            port=port,
+            ui=True,
+            ui_port=ui_port,
+            data_converter=data_converter,
+            dev_server_extra_args=["--ui-codec-endpoint", ui_codec_endpoint]
+            if ui_codec_endpoint
+            else [],
+            search_attributes=search_attributes.ALL,
+            dev_server_existing_path=temporal_binary(),
+            dev_server_database_filename=str(db),
+            dev_server_startup_timeout=timedelta(seconds=30),
+            runtime=runtime,
+        )
+    finally:
+        os.umask(private)
+
+
+PLACEHOLDERS = frozenset({"replace-me", "changeme", "change-me", "your-key-here", "todo"})
+"""Values shipped in templates that must never reach production as secrets."""
 
 
 def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
     """The OpenAI client, and the scripted server it talks to when offline."""
-    if os.environ.get("OPENAI_API_KEY"):
+    key = os.environ.get("OPENAI_API_KEY", "")
+    if key.strip().lower() in PLACEHOLDERS:
+        raise WorkerSetupError(
+            f"OPENAI_API_KEY is the placeholder {key.strip()!r}: set the real key (the "
+            "deploy/ templates ship placeholders on purpose)"
+        )
+    if key:
         # max_retries=0: Temporal's retry policy owns retries.
         return AsyncOpenAI(max_retries=0), None
     if not scripted:

@@ -58,6 +58,7 @@ KEY_OLD = "k-2025:" + base64.b64encode(b"o" * 32).decode()
 KEY_NEW = "k-2026:" + base64.b64encode(b"n" * 32).decode()
 KEYS = CodecKeys.parse(f"{KEY_OLD},{KEY_NEW}", primary="k-2026")
 AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
+CLI_TOKEN = "t0k-for-the-temporal-cli"
 
 
 @dataclass(frozen=True)
@@ -315,13 +316,13 @@ async def test_temporal_cli_reads_and_approves_through_the_codec_server(
     run_id = (await codec_worker.agents.start("keeper", f"tell me about {PROMPT_MARKER}")).id
     await _wait_for_pending(codec_worker.agents, run_id)
     server = CodecServer(
-        ("127.0.0.1", 0), EncryptionCodec(KEYS), CodecServerConfig(tokens=("t0k",))
+        ("127.0.0.1", 0), EncryptionCodec(KEYS), CodecServerConfig(tokens=(CLI_TOKEN,))
     )
     server.serve_in_thread()
     cli = (
         *("--address", env.client.service_client.config.target_host),
         *("--namespace", env.client.namespace, "--codec-endpoint", server.url),
-        *("--codec-auth", "Bearer t0k"),
+        *("--codec-auth", f"Bearer {CLI_TOKEN}"),
     )
     try:
         decision = {"call_id": "d1", "approver": "ops", "reason": REASON_MARKER}

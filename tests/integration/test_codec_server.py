@@ -20,7 +20,7 @@ from durable_agents.dataplane.codec import CodecError, CodecKeys, EncryptionCode
 
 KEY = base64.b64encode(b"k" * 32).decode()
 KEYS = CodecKeys.parse(f"ops-1:{KEY}")
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-of-24-chars"
 UI = "http://localhost:8080"
 SECRET = '"the customer\'s card number"'
 
@@ -37,7 +37,7 @@ class Answer:
 
 @pytest.fixture
 def server() -> Iterator[CodecServer]:
-    config = CodecServerConfig(tokens=("old-token", TOKEN), cors_origins=(UI,))
+    config = CodecServerConfig(tokens=("old-token-still-valid", TOKEN), cors_origins=(UI,))
     running = CodecServer(("127.0.0.1", 0), EncryptionCodec(KEYS), config)
     running.serve_in_thread()
     yield running
@@ -101,7 +101,7 @@ def test_decode_with_token_returns_the_plain_payload(server):
 
 def test_every_configured_token_works(server):
     body = payloads_json(encrypted_secret())
-    answer = call(server, "POST", "/decode", body, Authorization="Bearer old-token", **JSON)
+    answer = call(server, "POST", "/decode", body, Authorization="Bearer old-token-still-valid", **JSON)
     assert answer.status == 200
 
 
@@ -238,6 +238,12 @@ def test_serving_without_a_token_needs_loopback():
     open_config = CodecServerConfig(allow_unauthenticated=True)
     with pytest.raises(CodecError, match=r"loopback address only, not 0\.0\.0\.0"):
         CodecServer(("0.0.0.0", 0), keys, open_config)
+
+
+@pytest.mark.parametrize("token", ["replace-me", "short-token", "changeme"])
+def test_placeholder_and_short_tokens_are_refused(token):
+    with pytest.raises(CodecError, match="is refused; use at least 16 random characters"):
+        CodecServer(("127.0.0.1", 0), EncryptionCodec(KEYS), CodecServerConfig(tokens=(token,)))
 
 
 def test_dev_ui_server_is_open_on_loopback_for_the_dev_ui(monkeypatch):

@@ -375,6 +375,16 @@ async def test_client_error_is_non_retryable_with_provider_message_and_status(
     assert model_server.remaining() == 1  # one request, not retried by the client
 
 
+async def test_a_credential_in_the_providers_error_text_is_redacted(client, model_server):
+    leaked = "Incorrect API key provided: sk-proj-4f9a8b7c6d5e4f3a2b1c. Bearer abcdefgh12345678"
+    model_server.script(Fault(401, leaked))
+    error = await failure(client)
+    assert error.message == (
+        "model request refused: HTTP 401: Incorrect API key provided: [redacted] [redacted]"
+    )
+    assert "4f9a8b7c" not in str(error.details)
+
+
 def test_client_with_its_own_retries_is_refused():
     with pytest.raises(ValueError, match="max_retries=0"):
         ModelActivities(openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="test"))

@@ -180,7 +180,8 @@ async def test_worker_refuses_a_bad_metrics_port_with_one_line(value, message):
 
 
 def test_metrics_address_defaults_to_every_interface():
-    assert telemetry.metrics_address("9464") == "0.0.0.0:9464"
+    assert telemetry.metrics_address("9464") == "127.0.0.1:9464"
+    assert telemetry.metrics_address("0.0.0.0:9464") == "0.0.0.0:9464"
     assert telemetry.metrics_address("127.0.0.1:9464") == "127.0.0.1:9464"
 
 

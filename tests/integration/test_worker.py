@@ -60,6 +60,37 @@ async def test_worker_refuses_to_start_with_one_clear_line(args, message):
     assert message in line
 
 
+async def test_worker_refuses_a_template_placeholder_key_and_a_bad_approver_key_list(tmp_path):
+    placeholder = {**without_openai_key(), "OPENAI_API_KEY": "replace-me"}
+    code, _, err = await run("worker.py", "--agents", "tests.support.agents", env=placeholder)
+    assert (code, err.strip()) == (
+        1,
+        "worker: error: OPENAI_API_KEY is the placeholder 'replace-me': set the real key "
+        "(the deploy/ templates ship placeholders on purpose)",
+    )
+    bad_keys = tmp_path / "keys.json"
+    bad_keys.write_text('[{"key_id": "k", "owner": "alice", "public_key": "short"}]')
+    listed = {**without_openai_key(), "OPENAI_API_KEY": "test-key"}
+    listed["AGENT_APPROVER_KEYS"] = str(bad_keys)
+    code, _, err = await run("worker.py", "--agents", "tests.support.agents", env=listed)
+    assert code == 1 and err.startswith(f"worker: error: {bad_keys} is not a list of approver keys")
+
+
+async def test_the_dev_servers_data_is_private(tmp_path):
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from durable_agents.worker import start_dev_server
+
+    db = tmp_path / ".temporal" / "dev.db"
+    env = await start_dev_server(
+        port=free_port(), ui_port=free_port(), db=db, data_converter=pydantic_data_converter
+    )
+    try:
+        assert (db.parent.stat().st_mode & 0o777, db.stat().st_mode & 0o777) == (0o700, 0o600)
+    finally:
+        await env.shutdown()
+
+
 async def test_worker_says_in_one_line_when_temporal_is_unreachable():
     child_env = {
         **without_openai_key(),
