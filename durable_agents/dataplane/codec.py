@@ -47,7 +47,6 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
-    EncodingPayloadConverter,
     ExternalStorage,
     PayloadCodec,
     SerializationContext,
@@ -62,7 +61,8 @@ from durable_agents.dataplane.chunks import (
     can_chunk,
 )
 from durable_agents.dataplane.errors import DataPlaneError
-from durable_agents.dataplane.payload_store import external_storage
+from durable_agents.dataplane.payload_store import external_storage, guarded
+from durable_agents.dataplane.unreadable import AgentPayloadConverter, unreadable
 from durable_agents.workflows.contract import ENCODING_UNDECODABLE, UNDECODABLE_REFUSED
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
@@ -81,7 +81,7 @@ UNDECODABLE = ENCODING_UNDECODABLE
 """The encoding of what a workflow's payload becomes when it cannot be decrypted for
 that workflow: its data is the reason. A workflow that takes the payload raw (its
 signals, its input) records it as refused instead of failing every workflow task;
-any other reader gets `CodecKeyError` with the reason (`UndecodablePayloadConverter`)."""
+any other reader gets `CodecKeyError` with the reason (`dataplane.unreadable`)."""
 REFUSED_METADATA = UNDECODABLE_REFUSED
 """Set on an UNDECODABLE payload that was refused by policy (plaintext where only
 encrypted payloads are accepted), rather than one that failed to decrypt."""
@@ -278,12 +278,12 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
                     f"plaintext payload refused: this deployment takes only encrypted "
                     f"payloads ({REFUSE_PLAINTEXT_ENV})"
                 )
-                return undecodable(why, refused=True)
+                return unreadable(why, source="codec", refused=True)
             return payload
         try:
             return self._decrypt(payload)
         except (CodecKeyError, CodecDataError) as err:
-            return undecodable(err.message, key_id=err.key_id)
+            return unreadable(err.message, source="codec", key_id=err.key_id)
 
     def encode_sync(self, payloads: Sequence[Payload]) -> list[Payload]:
         """`encode` without an event loop (the codec server's threads)."""
@@ -378,43 +378,6 @@ def _elsewhere(sealed_for: str, here: str) -> str:
     )
 
 
-def undecodable(reason: str, *, refused: bool = False, key_id: str | None = None) -> Payload:
-    """The UNDECODABLE payload standing for one that cannot be read, with the reason
-    (and the key id the payload named, if any)."""
-    metadata = {"encoding": UNDECODABLE}
-    if refused:
-        metadata[REFUSED_METADATA] = b"1"
-    if key_id is not None:
-        metadata[KEY_ID_METADATA] = key_id.encode()
-    return Payload(metadata=metadata, data=reason.encode())
-
-
-class UndecodablePayloadConverter(EncodingPayloadConverter):
-    """Reads UNDECODABLE payloads as what they are: an error with the reason."""
-
-    @property
-    def encoding(self) -> str:
-        return UNDECODABLE.decode()
-
-    def to_payload(self, value: object) -> Payload | None:
-        return None
-
-    def from_payload(self, payload: Payload, type_hint: type | None = None) -> object:
-        key_id = payload.metadata.get(KEY_ID_METADATA)
-        raise CodecKeyError(
-            payload.data.decode(errors="replace"),
-            key_id=key_id.decode(errors="replace") if key_id is not None else None,
-        )
-
-
-class AgentPayloadConverter(PydanticPayloadConverter):
-    """The pydantic payload converter that also reads UNDECODABLE payloads (as errors)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._set_converters(*self.converters.values(), UndecodablePayloadConverter())
-
-
 def is_encrypted(payload: Payload) -> bool:
     """Whether `payload` was encrypted by an `EncryptionCodec`."""
     return payload.metadata.get("encoding") in (ENCODING, CHUNKED_ENCODING)
@@ -469,6 +432,7 @@ def data_converter(
     """`base` with the encryption codec (`keys`; None: no encryption) and the payload
     store (`storage`; None: none). Payloads the store takes are encrypted in chunks
     it can dedup. `refuse_plaintext`: see `EncryptionCodec`."""
+    storage = guarded(storage) if storage is not None else None
     threshold = storage.payload_size_threshold if storage is not None else None
     converter = codec_data_converter(
         keys, base=base, chunk_threshold=threshold, refuse_plaintext=refuse_plaintext

@@ -38,6 +38,7 @@ from temporalio.converter import (
 )
 
 from durable_agents.dataplane.errors import DataPlaneError
+from durable_agents.dataplane.unreadable import unreadable
 
 DEFAULT_THRESHOLD = 16 * 1024
 """Payloads of this many bytes or more go to the store. 16 KiB keeps a turn's
@@ -234,7 +235,41 @@ def external_storage(env: Mapping[str, str] | None = None) -> ExternalStorage | 
         driver = _s3_driver(where.removeprefix("s3://"))
     else:
         driver = LocalDirectoryDriver(Path(where) if where else default_directory(env))
-    return ExternalStorage(drivers=[driver], payload_size_threshold=threshold)
+    return GuardedStorage(drivers=[driver], payload_size_threshold=threshold)
+
+
+def guarded(storage: ExternalStorage) -> GuardedStorage:
+    """`storage` (one a user built, e.g. for `AgentsPlugin(payload_store=...)`) as a
+    GuardedStorage with the same drivers and settings."""
+    if isinstance(storage, GuardedStorage):
+        return storage
+    fields = {f.name: getattr(storage, f.name) for f in dataclasses.fields(storage) if f.init}
+    return GuardedStorage(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class GuardedStorage(ExternalStorage):
+    """Temporal's ExternalStorage, where a reference that cannot be resolved becomes an
+    unreadable payload with the reason (`dataplane.unreadable`) instead of an error.
+
+    References are resolved before any of the workflow's code runs, so anyone who may
+    signal a run could otherwise send a reference to a missing object, an unknown
+    driver or another bucket, and fail every workflow task of the run for good. The
+    reason names no hash of what was fetched (the S3 driver's integrity error does).
+    Overrides the SDK's two retrieval methods (private API, covered by
+    tests/integration/test_payload_store_refs.py): it has no hook for this."""
+
+    async def _retrieve_payload(self, payload: Payload) -> Payload:
+        try:
+            return await super()._retrieve_payload(payload)
+        except PayloadStoreError as err:
+            return unreadable(f"payload-store reference refused: {err.message}", source="store")
+        except Exception as err:
+            why = f"payload-store reference refused: cannot be resolved ({type(err).__name__})"
+            return unreadable(why, source="store")
+
+    async def _retrieve_payload_sequence(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [await self._retrieve_payload(p) for p in payloads]
 
 
 def with_payload_store(
@@ -294,4 +329,11 @@ class _LazyS3Driver(StorageDriver):
     async def retrieve(
         self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
     ) -> list[Payload]:
+        for claim in claims:  # a reference anyone can write may name any bucket
+            bucket = claim.claim_data.get("bucket")
+            if bucket != self._bucket:
+                raise PayloadStoreError(
+                    f"a reference to bucket {str(bucket)[:64]!r} is refused: this store is "
+                    f"s3://{self._bucket}"
+                )
         return await (await self._inner()).retrieve(context, claims)

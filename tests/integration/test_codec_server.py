@@ -101,7 +101,9 @@ def test_decode_with_token_returns_the_plain_payload(server):
 
 def test_every_configured_token_works(server):
     body = payloads_json(encrypted_secret())
-    answer = call(server, "POST", "/decode", body, Authorization="Bearer old-token-still-valid", **JSON)
+    answer = call(
+        server, "POST", "/decode", body, Authorization="Bearer old-token-still-valid", **JSON
+    )
     assert answer.status == 200
 
 

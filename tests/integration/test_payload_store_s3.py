@@ -5,6 +5,8 @@ moto's server (real HTTP, the real aioboto3 client; nothing leaves the machine).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Iterator
 
 import aioboto3
@@ -12,13 +14,18 @@ import boto3
 import pytest
 from durable_agents.workflows.state import RunStatus, ToolResult
 from moto.server import ThreadedMotoServer
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.aws.s3driver import S3StorageDriver
 from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage
 
-from durable_agents.dataplane.payload_store import _LazyS3Driver, with_payload_store
+from durable_agents.dataplane.payload_store import (
+    _LazyS3Driver,
+    external_storage,
+    with_payload_store,
+)
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.runs import free_port, start, state_of
@@ -94,3 +101,34 @@ async def test_s3_store_keeps_history_small_and_storage_linear(env, model_server
     # (Both also hold each tool output and the RunState the test's query answered.)
     assert plain > TURNS / 3 * conversation, (plain, conversation)
     assert chunked < 5 * conversation < plain / 3, (chunked, conversation, plain)
+
+
+async def test_a_reference_to_another_bucket_or_object_is_refused_naming_no_hash(s3):
+    """Anyone who may signal can write a reference: the worker must not fetch from any
+    bucket its role can read, nor put the hash of what it fetched into history."""
+    s3.create_bucket(Bucket="agents")
+    s3.create_bucket(Bucket="payroll")
+    s3.put_object(Bucket="payroll", Key="salaries.csv", Body=b"alice,100000")
+    s3.put_object(Bucket="agents", Key="v0/other", Body=b"not a payload")
+    storage = external_storage({"AGENT_PAYLOAD_STORE": "s3://agents"})
+    assert storage is not None
+    [driver] = storage.drivers
+    reads = {"bucket": "payroll", "key": "salaries.csv", "hash_algorithm": "sha256"}
+    foreign = {**reads, "hash_value": "0" * 64}
+    mismatched = {**foreign, "bucket": "agents", "key": "v0/other"}
+    for claim, why in (
+        (foreign, "a reference to bucket 'payroll' is refused: this store is s3://agents"),
+        (mismatched, "cannot be resolved"),
+    ):
+        body = {"driverName": driver.name(), "claimData": claim}
+        metadata = {
+            "encoding": b"json/protobuf",
+            "messageType": b"temporal.api.sdk.v1.ExternalStorageReference",
+        }
+        ref = Payload(metadata=metadata, data=json.dumps(body).encode())
+        [answer] = await storage._retrieve_payload_sequence([ref])
+        reason = answer.data.decode()
+        assert answer.metadata["encoding"] == b"binary/undecodable", reason
+        assert why in reason
+        actual = hashlib.sha256(b"not a payload").hexdigest()
+        assert actual not in reason and "sha256:" not in reason

@@ -166,12 +166,14 @@ async def test_codec_and_payload_store_given_to_the_plugin_build_its_converter(t
     from temporalio.converter import ExternalStorage
 
     from durable_agents.dataplane.codec import CodecKeys, EncryptionCodec, new_key_entry
-    from durable_agents.dataplane.payload_store import LocalDirectoryDriver
+    from durable_agents.dataplane.payload_store import GuardedStorage, LocalDirectoryDriver
 
     keys = CodecKeys.parse(new_key_entry("k1"))
     store = ExternalStorage(drivers=[LocalDirectoryDriver(tmp_path)], payload_size_threshold=100)
     plugin = AgentsPlugin(codec=keys, payload_store=store)
-    assert plugin.converter.external_storage is store
+    guarded = plugin.converter.external_storage  # refuses what it cannot resolve
+    assert isinstance(guarded, GuardedStorage) and guarded.drivers == store.drivers
+    assert guarded.payload_size_threshold == 100
     assert isinstance(plugin.converter.payload_codec, EncryptionCodec)
     with pytest.raises(AgentsPluginError, match="either data_converter or codec/payload_store"):
         AgentsPlugin(codec=keys, data_converter=pydantic_data_converter)
