@@ -19,6 +19,17 @@ DEFAULT_MODEL_RETRY_BUDGET = timedelta(hours=6)
 
 
 @dataclass(frozen=True)
+class Trust:
+    """What a worker trusts, from its configuration (`durable_agents.signing.trust_from_env`):
+    approver keys for signed decisions, snapshot keys for signed snapshots, and whether
+    a snapshot that does not verify is refused."""
+
+    approver_keys: Sequence[ApproverKey] = ()
+    snapshot_keys: Sequence[ApproverKey] = ()
+    refuse_unverified_snapshots: bool = False
+
+
+@dataclass(frozen=True)
 class Agent:
     """An agent definition; the worker serves every Agent in the modules it is given."""
 
@@ -65,13 +76,16 @@ class Agent:
             if not isinstance(t, Tool):
                 raise TypeError(f"agent {self.name}: {t!r} is not a @tool")
 
-    def spec(self, approver_keys: Sequence[ApproverKey] = ()) -> AgentSpec:
-        """The plain-data description frozen into a run at its start, with the
-        approver keys of the worker's configuration (`AGENT_APPROVER_KEYS`)."""
+    def spec(self, trust: Trust | None = None) -> AgentSpec:
+        """The plain-data description frozen into a run at its start, with the keys of
+        the worker's configuration (`durable_agents.signing.Trust`)."""
+        trust = trust or Trust()
         return derive(
             AgentSpec,
             self,
-            approver_keys=list(approver_keys),
+            approver_keys=list(trust.approver_keys),
+            snapshot_keys=list(trust.snapshot_keys),
+            refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
             tools=[t.spec() for t in self.tools],
             model_retry=RetrySpec(
                 **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),

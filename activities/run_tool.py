@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 
 import pydantic_core
 from durable_agents.activities import telemetry
+from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
@@ -19,7 +19,7 @@ from durable_agents.workflows.contract import (
     ERROR_UNKNOWN_AGENT,
 )
 from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
-from durable_agents.workflows.state import AgentSpec, ApproverKey
+from durable_agents.workflows.state import AgentSpec
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -33,11 +33,9 @@ UNSERIALISABLE = "unserialisable_result"
 class ToolActivities:
     """Activities bound to one worker's agent registry."""
 
-    def __init__(
-        self, registry: AgentRegistry, *, approver_keys: Sequence[ApproverKey] = ()
-    ) -> None:
+    def __init__(self, registry: AgentRegistry, *, trust: Trust | None = None) -> None:
         self._registry = registry
-        self._approver_keys = list(approver_keys)
+        self._trust = trust or Trust()
 
     @activity.defn(name=ACTIVITY_DESCRIBE_AGENT)
     async def describe_agent(self, request: DescribeAgentInput) -> AgentSpec:
@@ -51,7 +49,7 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
-        return agent.spec(self._approver_keys)
+        return agent.spec(self._trust)
 
     @activity.defn(name=ACTIVITY_RUN_TOOL)
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:

@@ -270,14 +270,18 @@ class AgentClient:
 
     # --- snapshots -----------------------------------------------------------------
 
-    async def export(self, run_id: str, *, key: bytes | None = None) -> str:
+    async def export(
+        self, run_id: str, *, key: bytes | None = None, sign_with: SigningKey | None = None
+    ) -> str:
         """The run's snapshot file text: its RunState plus an integrity block.
 
         Signed (HMAC-SHA256) with `key`, else with `$AGENT_SNAPSHOT_KEY`, else
-        only digested (SHA-256). Works for ended runs too (completed, failed,
-        cancelled) as long as a worker serves the run's task queue.
+        only digested (SHA-256); with `sign_with` (an Ed25519 key whose public half
+        is in the workers' AGENT_SNAPSHOT_KEYS), a resume keeps the decisions the
+        snapshot carries. Works for ended runs too (completed, failed, cancelled)
+        as long as a worker serves the run's task queue.
         """
-        return snapshots.dumps(await self.state(run_id), key=key)
+        return snapshots.dumps(await self.state(run_id), key=key, sign_with=sign_with)
 
     async def resume(
         self,
@@ -305,7 +309,8 @@ class AgentClient:
             summary = f"fork of {state.run_id} at turn {origin.turn}"
         else:
             summary = f"resume of {state.run_id}"
-        return self.run(await self._start_from(state, run_id, summary))
+        document = snapshots.signed_document(snapshot)
+        return self.run(await self._start_from(state, run_id, summary, document=document))
 
     async def fork(
         self,
@@ -327,21 +332,40 @@ class AgentClient:
         summary = f"fork of {state.run_id} at turn {at_turn}"
         return self.run(await self._start_from(forked, run_id, summary))
 
-    async def _start_from(self, state: RunState, run_id: str | None, summary: str) -> str:
+    async def _start_from(
+        self,
+        state: RunState,
+        run_id: str | None,
+        summary: str,
+        *,
+        document: dict[str, object] | None = None,
+    ) -> str:
         # The workflow ignores `input` when `resume_from` is set: the state carries it all.
         agent_input = AgentInput(
             agent=state.agent.name, input="", session=state.session, resume_from=state
         )
-        return await self._start(agent_input, run_id, summary)
+        return await self._start(agent_input, run_id, summary, document=document)
 
-    async def _start(self, agent_input: AgentInput, run_id: str | None, summary: str) -> str:
+    async def _start(
+        self,
+        agent_input: AgentInput,
+        run_id: str | None,
+        summary: str,
+        *,
+        document: dict[str, object] | None = None,
+    ) -> str:
         """Start AgentWorkflow; the UI's summary line is `agent: summary` (shortened,
-        see `workflows.details.static_summary`)."""
+        see `workflows.details.static_summary`). `document`: a signed snapshot sent as
+        `resume_from` unchanged, so the worker can check its signature."""
         workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
+        arg: object = agent_input
+        if document is not None:
+            arg = {**agent_input.model_dump(mode="json", exclude={"resume_from"}),
+                   "resume_from": document}  # fmt: skip
         with self.translating(workflow_id):
             await self.client.start_workflow(
                 contract.WORKFLOW_TYPE,
-                agent_input,
+                arg,
                 id=workflow_id,
                 task_queue=self.task_queue,
                 static_summary=details.static_summary(agent_input.agent, summary),

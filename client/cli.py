@@ -77,11 +77,14 @@ async def _run(args: argparse.Namespace) -> str:
     if getattr(args, "arguments", None) is not None:
         args.arguments = parse_arguments(args.arguments)
     if getattr(args, "file", None) is not None:  # resume, fork: checked before connecting
-        args.snapshot = snapshots.loads(read_file(args.file))
+        text = read_file(args.file)
+        args.snapshot = snapshots.loads(text)
         if getattr(args, "at_turn", None) is not None:
             args.snapshot = snapshots.fork(
                 args.snapshot, at_turn=args.at_turn, new_input=args.input
             )
+        else:  # the file as it is: a signed one is checked by the worker
+            args.snapshot = text
     agents = await AgentClient.connect(
         profile=args.profile,
         address=args.address,

@@ -18,6 +18,8 @@ from durable_agents.workflows.payloads import AgentResult
 from durable_agents.workflows.snapshot import json_schema
 from pydantic import BaseModel
 
+from durable_agents.signing import read_key
+
 
 class StartedRun(BaseModel):
     """What `agentctl start --json` prints: the new run's id (and its result with --wait)."""
@@ -27,7 +29,8 @@ class StartedRun(BaseModel):
 
 
 async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
-    snapshot = await agents.export(args.run_id)
+    sign_with = read_key(Path(args.sign_key)) if args.sign_key else None
+    snapshot = await agents.export(args.run_id, sign_with=sign_with)
     if args.output is None:
         return snapshot.rstrip("\n")
     try:
@@ -78,6 +81,12 @@ def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], 
     export = command("export", _export, "write a run's snapshot (RunState + integrity digest)")
     export.add_argument("run_id", metavar="RUN_ID")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    export.add_argument(
+        "--sign-key",
+        metavar="FILE",
+        help="sign it with this Ed25519 key (agentctl keygen): workers listing its public "
+        "key in AGENT_SNAPSHOT_KEYS keep the decisions it carries when they resume it",
+    )
     check = offline("validate", _validate, "check a snapshot file: integrity, version, schema")
     check.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
     resume = command("resume", _resume, "start a new run that continues a snapshot")

@@ -9,11 +9,14 @@ its SHA-256 digest checked, an HMAC one is left to the client that starts it
 
 from __future__ import annotations
 
+import json
 import os
 
 from durable_agents.client.errors import InvalidSnapshot
 from durable_agents.workflows import snapshot
 from durable_agents.workflows.state import RunState
+
+from durable_agents.signing import SigningKey
 
 KEY_ENV = "AGENT_SNAPSHOT_KEY"
 """Environment variable holding the snapshot signing key (UTF-8 text; unset or empty: none)."""
@@ -32,9 +35,13 @@ def signing_key(key: bytes | None = None) -> bytes | None:
     return text.encode("utf-8") if text else None
 
 
-def dumps(state: RunState, *, key: bytes | None = None) -> str:
-    """The snapshot file text of `state`, signed with `signing_key(key)` if there is one."""
+def dumps(state: RunState, *, key: bytes | None = None, sign_with: SigningKey | None = None) -> str:
+    """The snapshot file text of `state`, signed with `signing_key(key)` if there is one,
+    or with the Ed25519 key `sign_with` (a worker holding its public key then trusts
+    the decisions the snapshot carries when it resumes it)."""
     try:
+        if sign_with is not None:
+            return snapshot.dumps(state, signer=sign_with.sign_snapshot)
         return snapshot.dumps(state, key=signing_key(key))
     except snapshot.SnapshotError as err:
         raise invalid(err) from err
@@ -68,6 +75,19 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None) -> RunState:
         return snapshot.fork(state, at_turn=at_turn, new_input=new_input)
     except snapshot.SnapshotError as err:
         raise invalid(err) from err
+
+
+def signed_document(source: str | bytes | RunState) -> dict[str, object] | None:
+    """The snapshot document as it is, if it carries an Ed25519 signature (the run is
+    started with it unchanged, so the worker can check the signature); else None."""
+    if isinstance(source, RunState):
+        return None
+    try:
+        document = json.loads(source)
+    except ValueError:
+        return None
+    block = document.get("integrity") if isinstance(document, dict) else None
+    return document if isinstance(block, dict) and "signature" in block else None
 
 
 def invalid(err: snapshot.SnapshotError) -> InvalidSnapshot:

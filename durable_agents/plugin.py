@@ -23,14 +23,13 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_agents.activities.agent import Agent
+from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
-from durable_agents.signing import public_keys_from_env
+from durable_agents.signing import trust_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
-from durable_agents.workflows.state import ApproverKey
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
 
@@ -43,12 +42,15 @@ HEARTBEAT_THROTTLE = timedelta(seconds=1)
 """Longest a heartbeat is held back by the SDK (its default: 80% of the heartbeat
 timeout, which leaves a 5 s timeout one late beat from expiring)."""
 
-SANDBOX_PASSTHROUGH = ("durable_agents",)
+SANDBOX_PASSTHROUGH = ("durable_agents", "cryptography")
 """Imported once per process instead of once per workflow run: our package is plain
 data and pure functions to the sandbox (models, the pure loop, AgentWorkflow) and
 workflow code never imports activity or client code (tests/unit/test_determinism_guard.py
 checks it, statically, since the sandbox no longer does). Re-importing it held
-~0.2 MB per cached run and its import CPU at every run start (bench/RESULTS.md, 3)."""
+~0.2 MB per cached run and its import CPU at every run start (bench/RESULTS.md, 3).
+`cryptography` (Ed25519 verification of signed decisions and snapshots) is a native
+extension: re-imported inside the sandbox, a failed verification aborted the worker
+process (its Rust code raising an exception class from a second module copy)."""
 
 _SDK_DEFAULTS = {
     "sticky_queue_schedule_to_start_timeout": timedelta(seconds=10),
@@ -98,8 +100,10 @@ class AgentsPlugin(SimplePlugin):
     `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
     `()`: the SDK's default restrictions).
     `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
-    `approver_keys`: public keys whose signed decisions runs accept (frozen into each
-    run at start and resume); None: from AGENT_APPROVER_KEYS (`durable_agents.signing`).
+    `trust`: the approver keys whose signed decisions runs accept, the snapshot keys
+    whose signed snapshots a resume trusts, and whether unverified snapshots are
+    refused (frozen into each run at start and resume); None: from the environment
+    (`durable_agents.signing.trust_from_env`).
     """
 
     def __init__(
@@ -113,18 +117,16 @@ class AgentsPlugin(SimplePlugin):
         max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
         sandbox_passthrough: Sequence[str] = SANDBOX_PASSTHROUGH,
         sticky_timeout: timedelta = STICKY_TIMEOUT,
-        approver_keys: Sequence[ApproverKey] | None = None,
+        trust: Trust | None = None,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
-        self.approver_keys = (
-            list(approver_keys) if approver_keys is not None else public_keys_from_env()
-        )
+        self.trust = trust if trust is not None else trust_from_env()
         self.converter = _converter(data_converter, codec, payload_store)
         self._passthrough = tuple(sandbox_passthrough)
         self._sticky_timeout = sticky_timeout
         activities = None
         if model_client is not None:
-            tools = ToolActivities(self.registry, approver_keys=self.approver_keys)
+            tools = ToolActivities(self.registry, trust=self.trust)
             model = ModelActivities(model_client, max_concurrent=max_model_calls)
             activities = [tools.describe_agent, tools.run_tool, model.call_model]
         super().__init__(

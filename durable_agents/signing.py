@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import TypeAdapter, ValidationError
 
+from durable_agents.activities.agent import Trust
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import AgentError
 from durable_agents.workflows.state import ApproverKey
 
 APPROVER_KEYS_ENV = "AGENT_APPROVER_KEYS"
 """Worker environment: path of the JSON list of approver public keys."""
+SNAPSHOT_KEYS_ENV = "AGENT_SNAPSHOT_KEYS"
+"""Worker environment: path of the JSON list of public keys that sign snapshots."""
+REFUSE_UNVERIFIED_ENV = "AGENT_REFUSE_UNVERIFIED_SNAPSHOTS"
+"""Worker environment: `1` refuses to resume a snapshot that does not verify."""
 
 
 class SigningError(AgentError):
@@ -46,6 +52,10 @@ class SigningKey:
         """The entry for the workers' `AGENT_APPROVER_KEYS` list."""
         raw = self.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         return ApproverKey(key_id=self.key_id, owner=self.owner, public_key=b64url(raw))
+
+    def sign_snapshot(self, body: bytes) -> tuple[str, str]:
+        """A snapshot's signature (`workflows.snapshot.Signer`): key id, base64url sig."""
+        return self.key_id, b64url(self.private.sign(body))
 
     def sign(self, payload: dict[str, Any]) -> dict[str, Any]:
         """`payload` (plain JSON, exactly as it will be sent) with its `signature`."""
@@ -109,10 +119,25 @@ def read_public_keys(path: Path) -> list[ApproverKey]:
     return keys
 
 
-def public_keys_from_env(environ: dict[str, str] | None = None) -> list[ApproverKey]:
-    """The keys named by AGENT_APPROVER_KEYS, or none when it is not set."""
-    path = (os.environ if environ is None else environ).get(APPROVER_KEYS_ENV)
-    return read_public_keys(Path(path)) if path else []
+def trust_from_env(environ: Mapping[str, str] | None = None) -> Trust:
+    """What a worker trusts: AGENT_APPROVER_KEYS, AGENT_SNAPSHOT_KEYS (JSON lists of
+    public keys; unset: none) and AGENT_REFUSE_UNVERIFIED_SNAPSHOTS (`1`: refuse)."""
+    env = os.environ if environ is None else environ
+    approvers, snapshots = env.get(APPROVER_KEYS_ENV), env.get(SNAPSHOT_KEYS_ENV)
+    refuse = env.get(REFUSE_UNVERIFIED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return Trust(
+        approver_keys=read_public_keys(Path(approvers)) if approvers else [],
+        snapshot_keys=read_public_keys(Path(snapshots)) if snapshots else [],
+        refuse_unverified_snapshots=refuse,
+    )
+
+
+def describe_trust(trust: Trust) -> str:
+    """One start-up line: key ids (never key material) and the snapshot policy."""
+    approvers = ", ".join(k.key_id for k in trust.approver_keys) or "none"
+    snapshots = ", ".join(k.key_id for k in trust.snapshot_keys) or "none"
+    refused = "; unverified snapshots refused" if trust.refuse_unverified_snapshots else ""
+    return f"worker: approver keys: {approvers}; snapshot keys: {snapshots}{refused}"
 
 
 def b64url(raw: bytes) -> str:

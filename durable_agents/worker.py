@@ -31,6 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
 
 from durable_agents.activities import telemetry
+from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
 from durable_agents.activities.registry import AgentRegistry
@@ -42,11 +43,10 @@ from durable_agents.dataplane.codec import (
     keys_from_env,
 )
 from durable_agents.plugin import SANDBOX_PASSTHROUGH, STICKY_TIMEOUT, AgentsPlugin
-from durable_agents.signing import public_keys_from_env
+from durable_agents.signing import describe_trust, trust_from_env
 from durable_agents.workflows import search_attributes
 from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
 from durable_agents.workflows.errors import AgentError
-from durable_agents.workflows.state import ApproverKey
 
 DEV_PORT = 7233
 DEV_UI_PORT = 8233
@@ -72,7 +72,7 @@ def build_worker(
     max_cached_workflows: int = 1000,
     max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
     sticky_timeout: timedelta = STICKY_TIMEOUT,
-    approver_keys: Sequence[ApproverKey] | None = None,
+    trust: Trust | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -89,7 +89,7 @@ def build_worker(
         max_model_calls=max_model_calls,
         sandbox_passthrough=sandbox_passthrough,
         sticky_timeout=sticky_timeout,
-        approver_keys=approver_keys,
+        trust=trust,
     )
     return Worker(
         client,
@@ -203,7 +203,7 @@ async def serve(args: argparse.Namespace) -> None:
     keys = codec_keys()
     try:  # pydantic + codec + payload store: the same converter as agentctl and AgentClient
         converter = data_converter_from_env()
-        approver_keys = public_keys_from_env()
+        trust = trust_from_env()
     except AgentError as err:
         raise WorkerSetupError(err.message) from err
     runtime, plugins = observability(args)
@@ -242,7 +242,7 @@ async def serve(args: argparse.Namespace) -> None:
             drain=timedelta(seconds=args.drain_seconds),
             plugins=[p.plugin for p in plugins],
             max_model_calls=args.max_model_calls or None,
-            approver_keys=approver_keys,
+            trust=trust,
         )
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -254,8 +254,7 @@ async def serve(args: argparse.Namespace) -> None:
                 flush=True,
             )
             print(encryption_status(keys), flush=True)
-            ids = ", ".join(k.key_id for k in approver_keys) or "none (signed decisions refused)"
-            print(f"worker: approver keys: {ids}", flush=True)
+            print(describe_trust(trust), flush=True)
             await stop.wait()
             print(
                 f"worker: draining (running activities get {args.drain_seconds:g}s to finish)",

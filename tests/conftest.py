@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+from durable_agents.activities.agent import Trust
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.workflows import search_attributes
 from openai import AsyncOpenAI
@@ -20,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 from tests.support import agents
-from tests.support.approver_keys import WORKER_KEYS
+from tests.support.approver_keys import WORKER_TRUST
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,7 +68,11 @@ class RunningWorker:
 
 @asynccontextmanager
 async def serving(
-    client: Client, model_server: ScriptedModelServer, *, task_queue: str | None = None
+    client: Client,
+    model_server: ScriptedModelServer,
+    *,
+    task_queue: str | None = None,
+    trust: Trust = WORKER_TRUST,
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
     talking to `model_server`."""
@@ -79,7 +84,7 @@ async def serving(
         registry=AgentRegistry.from_modules(["tests.support.agents"]),
         model_client=openai_client,
         task_queue=task_queue,
-        approver_keys=WORKER_KEYS,
+        trust=trust,
     )
     async with running:
         yield RunningWorker(

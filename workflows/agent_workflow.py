@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         proposed_calls,
         raw_payloads,
         resume_trust,
+        snapshot_signature,
         visibility,
     )
     from durable_agents.workflows.payloads import (
@@ -74,6 +75,13 @@ class AgentWorkflow:
         self._input: AgentInput | None = decoded if isinstance(decoded, AgentInput) else None
         self._input_problem = decoded if isinstance(decoded, str) else None
         self._agent_name = raw_payloads.string_field(raw_input, "agent")
+        self._snapshot_claim = (
+            snapshot_signature.claim_of(raw_payloads.field(raw_input, "resume_from"))
+            if self._input is not None and self._input.resume_from is not None
+            else None
+        )
+        """What a resumed snapshot document's Ed25519 signature claims (checked against
+        the worker's snapshot keys once `describe_agent` has given them)."""
         self._state: RunState | None = None
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
@@ -154,8 +162,19 @@ class AgentWorkflow:
             # Anyone who may start a workflow can write a snapshot: take tools,
             # policies and keys from this worker, and no decision from the snapshot.
             spec = await activity_calls.describe_agent(snapshot.agent.name)
+            verified = snapshot_signature.verified_by(
+                self._snapshot_claim, spec.snapshot_keys, now=workflow.now()
+            )
+            if verified is None and spec.refuse_unverified_snapshots:
+                raise ApplicationError(
+                    "invalid AgentWorkflow input: this worker resumes only snapshots signed "
+                    "with one of its snapshot keys (AGENT_SNAPSHOT_KEYS; agentctl export "
+                    "--sign-key)",
+                    type=contract.ERROR_INVALID_INPUT,
+                    non_retryable=True,
+                )
             try:
-                return resume_trust.reground(state, spec, now=workflow.now())
+                return resume_trust.reground(state, spec, now=workflow.now(), verified_by=verified)
             except ValueError as err:
                 raise ApplicationError(
                     f"invalid AgentWorkflow input: the snapshot cannot be resumed on this "

@@ -58,6 +58,12 @@ def as_json(raw: RawValue) -> object:
         return None
 
 
+def field(raw: RawValue, name: str) -> object:
+    """A field of a JSON object payload, as JSON, or None."""
+    data = as_json(raw)
+    return data.get(name) if isinstance(data, dict) else None
+
+
 def string_field(raw: RawValue, name: str) -> str | None:
     """A string field of a JSON object payload, if it has one."""
     data = as_json(raw)

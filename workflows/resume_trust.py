@@ -16,6 +16,9 @@ part from the worker's registry and from nothing else:
   carries are revoked (`revoked_rules`), so nothing it says can authorise a call.
 
 Decisions on calls already answered stay: they are the audit of what happened.
+A snapshot signed with a snapshot key the worker holds (`workflows.snapshot_signature`)
+keeps its decisions, held decisions and rules where the worker's spec still asks
+for a decision; `origin.verified_by` names the key.
 """
 
 from __future__ import annotations
@@ -34,46 +37,63 @@ from durable_agents.workflows.state import (
 )
 
 UNVERIFIED = "carried in a resumed snapshot, which cannot vouch for it: decide again"
+NOT_ASKED = "carried in a resumed snapshot for a call the agent's policy no longer asks about"
 
 
-def reground(state: RunState, spec: AgentSpec, *, now: datetime) -> RunState:
+def reground(
+    state: RunState, spec: AgentSpec, *, now: datetime, verified_by: str | None = None
+) -> RunState:
     """`state` (a resumed snapshot) on the worker's `spec`; see the module docstring.
-    Returns a new, validated state (ValueError if the result is not consistent)."""
+    With `verified_by` (the snapshot verified under that snapshot key of the worker),
+    its decisions, held decisions and rules are kept where the spec still asks for
+    them. Returns a new, validated state (ValueError if the result is not consistent)."""
     result = state.model_copy(deep=True)
     result.agent = spec
     result.max_turns = min(state.max_turns, spec.max_turns)
+    if result.origin is not None:
+        result.origin.verified_by = verified_by
     reply = loop.last_reply(result)
     answered = {i.call_id for i in result.items if isinstance(i, ToolResult)}
     open_calls = [c for c in reply.tool_calls if c.call_id not in answered] if reply else []
-    open_ids = {c.call_id for c in open_calls}
-    dropped = [i for i in result.items if isinstance(i, Decision) and i.call_id in open_ids]
-    result.items = [i for i in result.items if not (isinstance(i, Decision) and i in dropped)]
-    for decision in dropped:
-        if decision.via in ("signal", "update", "rule"):
-            result.refused_decisions.append(_dropped(decision, now=now))
-    for held in result.held_decisions:
-        result.refused_decisions.append(
-            held.model_copy(update={"via": "snapshot", "refused_because": UNVERIFIED, "at": now})
-        )
-    result.held_decisions = []
-    result.revoked_rules = sorted(
-        {d.call_id for d in decisions.decided(result).values() if d.always}
-        | set(result.revoked_rules)
-    )
     for call in open_calls:
         judged = proposed_call(
             spec, ModelToolCall(call_id=call.call_id, tool=call.tool, arguments=call.arguments)
         )
         call.needs_approval = judged.needs_approval
+        if malformed_problem(spec, call) is not None:
+            call.needs_approval = False
+    asked = {c.call_id for c in open_calls if c.needs_approval}
+    open_ids = {c.call_id for c in open_calls}
+    dropped = [
+        i
+        for i in result.items
+        if isinstance(i, Decision)
+        and i.call_id in open_ids
+        and (verified_by is None or i.call_id not in asked)
+    ]
+    result.items = [i for i in result.items if not any(i is d for d in dropped)]
+    why = UNVERIFIED if verified_by is None else NOT_ASKED
+    for decision in dropped:
+        if decision.via in ("signal", "update", "rule"):
+            result.refused_decisions.append(_dropped(decision, why, now=now))
+    if verified_by is None:
+        for held in result.held_decisions:
+            update = {"via": "snapshot", "refused_because": UNVERIFIED, "at": now}
+            result.refused_decisions.append(held.model_copy(update=update))
+        result.held_decisions = []
+        result.revoked_rules = sorted(
+            {d.call_id for d in decisions.decided(result).values() if d.always}
+            | set(result.revoked_rules)
+        )
+    for call in open_calls:
         problem = malformed_problem(spec, call)
         if problem is not None:
-            call.needs_approval = False
             result.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
     result.updated_at = now
     return RunState.model_validate(result.model_dump())
 
 
-def _dropped(decision: Decision, *, now: datetime) -> DecisionAttempt:
+def _dropped(decision: Decision, why: str, *, now: datetime) -> DecisionAttempt:
     return DecisionAttempt(
         call_id=decision.call_id,
         decision=decision.decision,
@@ -84,5 +104,5 @@ def _dropped(decision: Decision, *, now: datetime) -> DecisionAttempt:
         arguments=decision.arguments,
         via="snapshot",
         at=now,
-        refused_because=UNVERIFIED,
+        refused_because=why,
     )

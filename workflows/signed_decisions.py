@@ -21,7 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecisionSignal, parse_time
@@ -113,3 +116,20 @@ def binding_problem(
 
 def _unbase64url(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _fail_one_verification() -> None:
+    """Make `cryptography` look up its InvalidSignature class now, at import, outside
+    any workflow sandbox: it caches the class on first use. Looked up for the first
+    time inside a sandbox that re-imports modules (a worker or Replayer without
+    `cryptography` passed through), the lookup fails and aborts the whole process,
+    so one badly signed signal would kill the worker."""
+    public = Ed25519PrivateKey.from_private_bytes(bytes(32)).public_key()
+    try:
+        public.verify(bytes(64), b"")
+    except InvalidSignature:
+        return
+    raise RuntimeError("an all-zero Ed25519 signature verified")
+
+
+_fail_one_verification()

@@ -16,9 +16,15 @@ import copy
 import hmac
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-from durable_agents.workflows.canonical import HMAC_SHA256, SHA256, integrity_block
+from durable_agents.workflows.canonical import (
+    HMAC_SHA256,
+    SHA256,
+    canonical_json,
+    integrity_block,
+)
 from durable_agents.workflows.migrations import MIGRATIONS, Migration
 from durable_agents.workflows.state import (
     SCHEMA_VERSION,
@@ -34,6 +40,8 @@ from pydantic import ValidationError
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_SIGNATURE = re.compile(r"[A-Za-z0-9_-]{86}")
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -67,16 +75,28 @@ def _integrity(content: dict[str, Any], key: bytes | None) -> dict[str, str]:
 # --- writing ------------------------------------------------------------------------
 
 
-def dumps(state: RunState, *, key: bytes | None = None) -> str:
-    """The snapshot file text of `state` (indent 2), signed with HMAC-SHA256 if `key` is given.
+Signer = Callable[[bytes], tuple[str, str]]
+"""Signs the canonical bytes of a snapshot: returns (key id, base64url Ed25519 signature)."""
+
+
+def dumps(state: RunState, *, key: bytes | None = None, signer: Signer | None = None) -> str:
+    """The snapshot file text of `state` (indent 2), signed with HMAC-SHA256 if `key` is
+    given, or with Ed25519 by `signer` (`workflows.snapshot_signature`: a worker holding
+    the public key trusts the decisions it carries when it resumes it).
 
     The state is validated first, exactly as `loads` will, so a snapshot that
     was written can always be read back.
     """
     _check_key(key)
+    if key is not None and signer is not None:
+        raise SnapshotError(None, "sign a snapshot with an HMAC key or an Ed25519 key, not both")
     content = state.model_dump(mode="json", warnings=False)  # _validated says what is wrong
     _validated(content)
-    document = {**content, "integrity": _integrity(content, key)}
+    block: dict[str, Any] = _integrity(content, key)
+    if signer is not None:
+        key_id, sig = signer(_canonical(content))
+        block["signature"] = {"key_id": key_id, "sig": sig}
+    document = {**content, "integrity": block}
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -108,6 +128,13 @@ def validate(text: str | bytes, *, key: bytes | None = None, allow_unverified: b
         f"valid, schema {schema}, run {state.run_id}, {count} item{'' if count == 1 else 's'}, "
         f"status {state.status.value}"
     )
+    block = _parse(text).get("integrity")
+    signature = block.get("signature") if isinstance(block, dict) else None
+    if isinstance(signature, dict):
+        return verdict + (
+            f" (signed with Ed25519 key {str(signature.get('key_id'))[:64]!r}: verified by "
+            "the worker that resumes it)"
+        )
     return verdict if verified else verdict + " (unverified: no integrity block)"
 
 
@@ -210,6 +237,9 @@ def _verify(
             raise SnapshotError("$", "integrity is missing (the snapshot was not made by export)")
         return False
     block = data.pop("integrity")
+    if isinstance(block, dict) and "signature" in block:
+        _check_signature_shape(block)
+        block = {k: v for k, v in block.items() if k != "signature"}
     if (
         not isinstance(block, dict)
         or set(block) != {"algorithm", "digest"}
@@ -235,6 +265,32 @@ def _verify(
             None, f"snapshot was modified after export{other_key} (digest mismatch)"
         )
     return True
+
+
+def _check_signature_shape(block: dict[str, Any]) -> None:
+    """An Ed25519 signature (`integrity.signature`) is checked where its public keys are:
+    by the worker that resumes the snapshot (`workflows.snapshot_signature`); here
+    only its shape is. It goes with a SHA-256 digest, which anyone can check."""
+    signature = block["signature"]
+    if (
+        block.get("algorithm") != SHA256
+        or not isinstance(signature, dict)
+        or set(signature) != {"key_id", "sig"}
+        or not isinstance(signature["key_id"], str)
+        or not isinstance(signature["sig"], str)
+        or not _SIGNATURE.fullmatch(signature["sig"])
+    ):
+        raise SnapshotError(
+            "$.integrity.signature",
+            'expected {"key_id": str, "sig": 86 base64url characters}, with a sha256 digest',
+        )
+
+
+def _canonical(content: dict[str, Any]) -> bytes:
+    try:
+        return canonical_json(content)
+    except ValueError as err:
+        raise SnapshotError(None, f"snapshot content is not canonical JSON: {err}") from None
 
 
 def migrate(
@@ -387,6 +443,17 @@ _INTEGRITY_SCHEMA: dict[str, Any] = {
     "properties": {
         "algorithm": {"enum": [SHA256, HMAC_SHA256]},
         "digest": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "signature": {
+            "type": "object",
+            "description": "Ed25519 over the same canonical JSON (with a sha256 digest): a "
+            "worker that holds the public key trusts the decisions the snapshot carries.",
+            "properties": {
+                "key_id": {"type": "string"},
+                "sig": {"type": "string", "pattern": "^[A-Za-z0-9_-]{86}$"},
+            },
+            "required": ["key_id", "sig"],
+            "additionalProperties": False,
+        },
     },
     "required": ["algorithm", "digest"],
     "additionalProperties": False,

@@ -41,7 +41,8 @@ bounded audit of refusals (`refused_decisions_dropped`, `refused_signals`,
 1.3 added the approval gate's bindings: `ApprovalPolicy.require_signature`,
 `allow_always` and `limits`, `AgentSpec.approver_keys`, and on decisions (and
 decision attempts) `run_id`, `arguments_sha256`, `expires_at`, `signed_by`,
-`always_when`; `DecisionAttempt.via`; `RunState.revoked_rules`."""
+`always_when`; `DecisionAttempt.via`; `RunState.revoked_rules`;
+`AgentSpec.snapshot_keys` and `refuse_unverified_snapshots`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -197,6 +198,13 @@ class AgentSpec(_Model):
     approver_keys: list[ApproverKey] = []
     """Public keys of the approvers whose signed decisions this run accepts, from the
     worker's configuration when the run started or resumed. Added in 1.3."""
+    snapshot_keys: list[ApproverKey] = []
+    """Public keys whose Ed25519-signed snapshots a resume trusts with the decisions
+    they carry (`workflows.snapshot_signature`), from the worker's configuration
+    (`owner`: who exports with it). Added in 1.3."""
+    refuse_unverified_snapshots: bool = False
+    """The worker refuses to resume a snapshot that does not verify under
+    `snapshot_keys` (the run fails as invalid input). Added in 1.3."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -380,6 +388,10 @@ class RunOrigin(_Model):
     turn: int = Field(ge=0)
     """The source run's turn at which the snapshot was taken (or the fork was cut)."""
     mode: Literal["resume", "fork"]
+    verified_by: str | None = None
+    """Id of the snapshot key whose Ed25519 signature the worker verified when the run
+    resumed (its decisions were kept); None: not verified, its decisions on open calls
+    were dropped (`workflows.resume_trust`). Added in 1.3."""
 
 
 class RunState(_Model):

@@ -30,7 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
-from tests.support.approver_keys import ALICE, WORKER_KEYS
+from tests.support.approver_keys import ALICE, WORKER_TRUST
 from tests.support.histories import HISTORIES
 
 CANCEL = "(cancel the run)"
@@ -315,7 +315,7 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
             registry=AgentRegistry.from_modules(["tests.support.agents"]),
             model_client=model,
             task_queue=f"record-{name}",
-            approver_keys=WORKER_KEYS,
+            trust=WORKER_TRUST,
         )
         async with worker:
             yield f"record-{name}"

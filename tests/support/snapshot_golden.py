@@ -292,6 +292,14 @@ def _golden_1_3() -> RunState:
     c4.arguments_sha256 = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
     c4.expires_at = "2026-03-01T10:00:00+01:00"
     c4.signed_by = "bob-2026"
+    state.agent.snapshot_keys = [
+        ApproverKey(
+            key_id="ops-export",
+            owner="ops",
+            public_key="A6EHv_POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg",
+        )
+    ]
+    state.agent.refuse_unverified_snapshots = True
     state.revoked_rules = ["c2"]
     state.refused_decisions.append(
         DecisionAttempt(
