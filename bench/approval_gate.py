@@ -1,4 +1,4 @@
-"""What the approval gate costs inside a workflow task: `python -m bench.approval_gate`.
+"""What the approval gate costs: `python -m bench.approval_gate [--flood]`.
 
 Times, in process (the code the workflow runs, without Temporal around it):
 - checking one signed decision (`decisions.check` with `bound=True`: digest of the
@@ -6,6 +6,10 @@ Times, in process (the code the workflow runs, without Temporal around it):
 - the same decision unsigned (digest and binding only);
 - the check before the approval gate (`bound=False`), for contrast.
 Prints the median of several rounds, in microseconds per decision.
+
+`--flood` also sends a waiting run, through a real dev server and a `worker.py`
+process, 34 `reject` signals whose `reason` is 1.9 MB (the issue's flood), and
+prints the worker's RSS and the run's state size before and after.
 """
 
 from __future__ import annotations
@@ -79,5 +83,50 @@ def main() -> None:
     print(f"  before the gate (bound=False):     {per_decision(plain, bound=False):8.1f}")
 
 
+async def flood(signals: int = 34, reason_bytes: int = 1_900_000) -> None:
+    from durable_agents.workflows import contract
+    from durable_agents.workflows.state import RunState
+
+    from bench import common
+    from bench.worker_process import worker_process
+    from durable_agents.testing import Call, Reply
+
+    def respond(request: dict) -> Reply:
+        asked = any(m["role"] == "assistant" for m in request["messages"])
+        return Reply(content="done") if asked else Reply(tool_calls=(Call("stamp", {}, "s1"),))
+
+    async with common.dev_server(common.converter()) as env:
+        target = env.client.service_client.config.target_host
+        with common.scripted_model(respond) as model:
+            queue = common.task_queue("flood")
+            with worker_process(target, str(model.base_url), queue) as worker:
+                handle = await common.start_run(env.client, "approval", queue)
+                while (await handle.query(contract.QUERY_GET_STATUS))["status"] != (
+                    "awaiting_approval"
+                ):
+                    await asyncio.sleep(0.1)
+
+                async def state_bytes() -> int:
+                    state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+                    return len(state.model_dump_json())
+
+                before = (common.rss_mb(worker.pid), await state_bytes())
+                reason = "r" * reason_bytes
+                for n in range(signals):
+                    payload = {"call_id": f"x{n}", "approver": "m", "reason": reason}
+                    await handle.signal(contract.SIGNAL_REJECT, payload)
+                after = (common.rss_mb(worker.pid), await state_bytes())
+                peak = common.rss_mb(worker.pid, "VmHWM")
+                await handle.terminate("bench over")
+    print(f"flood: {signals} reject signals, reason {reason_bytes:,} bytes each")
+    print(f"  worker RSS before {before[0]:.0f} MB, after {after[0]:.0f} MB, peak {peak:.0f} MB")
+    print(f"  run state before {before[1]:,} bytes, after {after[1]:,} bytes")
+
+
 if __name__ == "__main__":
+    import asyncio
+    import sys
+
     main()
+    if "--flood" in sys.argv[1:]:
+        asyncio.run(flood())

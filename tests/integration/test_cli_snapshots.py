@@ -167,7 +167,7 @@ async def test_export_validate_resume_and_approve_with_edited_arguments(
     assert (await ctl("result", new_id, "--json")).json()["final_output"] == "sent"
     assert [c[:2] for c in agents.CALLS] == [("send_email", json.loads(edit))]
     state = (await ctl("state", new_id, "--json")).json()
-    assert state["origin"] == {"run_id": source, "turn": 1, "mode": "resume"}
+    assert state["origin"] == {"run_id": source, "turn": 1, "mode": "resume", "verified_by": None}
 
 
 async def test_fork_at_turn_zero_with_new_input(ctl, model_server, tmp_path: Path) -> None:
@@ -182,5 +182,5 @@ async def test_fork_at_turn_zero_with_new_input(ctl, model_server, tmp_path: Pat
     result = (await ctl("result", forked.stdout.strip(), "--json")).json()
     assert result["final_output"] == "bonjour"
     state = (await ctl("state", forked.stdout.strip(), "--json")).json()
-    assert state["origin"] == {"run_id": source, "turn": 0, "mode": "fork"}
+    assert state["origin"] == {"run_id": source, "turn": 0, "mode": "fork", "verified_by": None}
     assert [i["content"] for i in state["items"][:2]] == ["hi", "in French"]
