@@ -8,7 +8,8 @@ Times, in process (the code the workflow runs, without Temporal around it):
 Prints the median of several rounds, in microseconds per decision.
 
 `--flood` also sends a waiting run, through a real dev server and a `worker.py`
-process, 34 `reject` signals whose `reason` is 1.9 MB (the issue's flood), and
+process, 24 `reject` signals whose `reason` is 1.9 MB (the issue's flood; 24 keeps
+the history under the dev server's 50 MB limit, which refuses more signals), and
 prints the worker's RSS and the run's state size before and after.
 """
 
@@ -83,7 +84,7 @@ def main() -> None:
     print(f"  before the gate (bound=False):     {per_decision(plain, bound=False):8.1f}")
 
 
-async def flood(signals: int = 34, reason_bytes: int = 1_900_000) -> None:
+async def flood(signals: int = 24, reason_bytes: int = 1_900_000) -> None:
     from durable_agents.workflows import contract
     from durable_agents.workflows.state import RunState
 
