@@ -65,6 +65,10 @@ DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 COOKIE = "agent_codec_token"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest request accepted (a whole history's payloads, base64, can be large)."""
+SOCKET_TIMEOUT_SECONDS = 30
+"""A connection silent this long is closed (a client trickling bytes holds no thread)."""
+MAX_CONNECTIONS = 32
+"""Connections served at once; more are closed at once (each holds a thread)."""
 
 logger = logging.getLogger("codec_server")
 
@@ -111,7 +115,22 @@ class CodecServer(ThreadingHTTPServer):
             )
         self.codec = codec
         self.config = config
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request: object, client_address: object) -> None:
+        """Serve the connection on its own thread, unless MAX_CONNECTIONS already are."""
+        if not self._slots.acquire(blocking=False):
+            logger.warning("connection refused: %d connections already open", MAX_CONNECTIONS)
+            self.shutdown_request(request)  # type: ignore[arg-type]
+            return
+        super().process_request(request, client_address)  # type: ignore[arg-type]
+
+    def process_request_thread(self, request: object, client_address: object) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[arg-type]
+        finally:
+            self._slots.release()
 
     @property
     def url(self) -> str:
@@ -132,6 +151,23 @@ class _Handler(BaseHTTPRequestHandler):
     server: CodecServer
     server_version = "agent-codec-server"
     protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT_SECONDS
+
+    def parse_request(self) -> bool:
+        """Without a token (loopback only), also refuse requests that name another host
+        or come from another site's page: a web page can reach a loopback server by
+        rebinding its own host name to 127.0.0.1 (DNS rebinding), and read decrypted
+        payloads unless the Host and Origin are checked."""
+        if not super().parse_request():
+            return False
+        if not self.server.config.allow_unauthenticated:
+            return True
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+        origin = self.headers.get("Origin")
+        if not _is_loopback(host) or (origin is not None and not self._allowed_origin()):
+            self._error(HTTPStatus.FORBIDDEN, "this codec server serves its own machine only")
+            return False
+        return True
 
     # --- routing ---------------------------------------------------------------------
 

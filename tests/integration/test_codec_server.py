@@ -257,6 +257,21 @@ def test_dev_ui_server_is_open_on_loopback_for_the_dev_ui(monkeypatch):
         server.serve_in_thread()
         answer = call(server, "POST", "/decode", payloads_json(encrypted_secret()), **JSON)
         assert answer.status == 200
+        # DNS rebinding: a page of evil.example resolving to 127.0.0.1, or another site
+        rebound = {"Host": "evil.example:8081", **JSON}
+        assert (
+            call(server, "POST", "/decode", payloads_json(encrypted_secret()), **rebound).status
+            == 403
+        )
+        foreign = {"Origin": "http://evil.example", **JSON}
+        assert (
+            call(server, "POST", "/decode", payloads_json(encrypted_secret()), **foreign).status
+            == 403
+        )
+        ui = {"Origin": "http://localhost:8233", **JSON}
+        assert (
+            call(server, "POST", "/decode", payloads_json(encrypted_secret()), **ui).status == 200
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -276,3 +291,33 @@ def test_main_refuses_to_start_without_keys_or_token(monkeypatch, capsys):
     assert codec_server.main(["--port", "0"]) == 1
     err = capsys.readouterr().err
     assert "needs a token: set AGENT_CODEC_SERVER_TOKEN" in err and KEY not in err
+
+
+def test_a_silent_connection_is_closed_and_connections_are_capped(server, monkeypatch):
+    import socket
+    import time
+
+    assert codec_server._Handler.timeout == codec_server.SOCKET_TIMEOUT_SECONDS
+    monkeypatch.setattr(codec_server._Handler, "timeout", 0.5)
+    slow = socket.create_connection(server.server_address[:2])
+    slow.sendall(b"POST /decode HTTP/1.1\r\n")  # and then nothing
+    started = time.monotonic()
+    slow.settimeout(5)
+    assert slow.recv(1024) == b""  # closed by the server
+    assert time.monotonic() - started < 3
+    slow.close()
+    held = [
+        socket.create_connection(server.server_address[:2])
+        for _ in range(codec_server.MAX_CONNECTIONS)
+    ]
+    try:
+        time.sleep(0.2)
+        extra = socket.create_connection(server.server_address[:2])
+        extra.settimeout(2)
+        assert extra.recv(1024) == b""  # refused at once: every slot is taken
+        extra.close()
+    finally:
+        for connection in held:
+            connection.close()
+    time.sleep(0.8)  # the held connections' threads end at their timeout
+    assert call(server, "GET", "/healthz").status == 200
