@@ -81,7 +81,9 @@ def arguments_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
 FOLD = 100
 """Characters of an argument value per line; longer values continue on the next."""
 
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_INVISIBLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 
 
 def safe(text: str) -> str:

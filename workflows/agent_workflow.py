@@ -227,6 +227,8 @@ class AgentWorkflow:
         )
         unsafe = proposed_calls.has_unsafe_call_ids(reply)
         rename = not unsafe or workflow.patched(patches.PATCH_RENAME_UNSAFE_IDS)
+        non_finite = proposed_calls.has_non_finite_numbers(reply)
+        finite = not non_finite or workflow.patched(patches.PATCH_FINITE_NUMBERS)
         loop.record_model_reply(
             state,
             reply,
@@ -236,6 +238,7 @@ class AgentWorkflow:
             repeated_keys_malformed=malformed,
             scoped_rules=scoped,
             rename_unsafe_ids=rename,
+            finite_numbers=finite,
         )
         metrics.turn(state.agent.name)
 

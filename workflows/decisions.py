@@ -79,7 +79,11 @@ def check(
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is already resolved")
     if not call.needs_approval:
         raise DecisionRefused(f"tool call {call_id} ({call.tool}) needs no approval")
-    tool = state.agent.require_tool(call.tool)
+    tool = state.agent.tool(call.tool)
+    if tool is None:  # a call a resumed snapshot left open, of a tool the agent lacks
+        raise DecisionRefused(f"tool call {call_id} names no tool of the agent ({call.tool})")
+    if bound and call not in pending_calls(state):
+        raise DecisionRefused(f"tool call {call_id} (turn {turn}) is not waiting for a decision")
     policy = tool.approval
     if bound:
         _check_binding(state, request, call, now=now)
@@ -112,6 +116,11 @@ def _check_binding(state: RunState, request: DecideInput, call: ToolCall, *, now
         raise DecisionRefused(f"the policy of {call.tool} does not allow `always`")
     if request.always_when is not None and not request.always:
         raise DecisionRefused("`always_when` goes with `always`")
+    if request.always and request.arguments is not None:
+        raise DecisionRefused(
+            "`always` with edited arguments is refused: the rule would approve the "
+            "arguments that were edited away"
+        )
 
 
 def apply(
@@ -164,7 +173,13 @@ def receive_signal(
         why = None
         if hold_limit is not None and len(state.held_decisions) >= hold_limit:
             why = f"{err}; {hold_limit} decisions are held already"
-        elif bound and (request.decision == "approve" or request.always or request.signature):
+        elif bound and (
+            request.decision == "approve"
+            or request.always
+            or request.signature
+            or request.arguments is not None
+            or request.always_when is not None
+        ):
             why = (
                 f"{err}; only a plain rejection is held for a call not yet proposed "
                 "(approve it once it is pending, with its arguments_sha256)"
@@ -355,6 +370,17 @@ def decided(state: RunState) -> dict[str, Decision]:
     return {i.call_id: i for i in state.items if isinstance(i, Decision)}
 
 
+def approves(decision: Decision | None, call: ToolCall) -> bool:
+    """Whether `decision` decides `call`: it names the call and, when it is bound to
+    arguments (since the patch `bound-decisions`), to this call's arguments (a second
+    call under the same id, from a forged snapshot, is not decided by it)."""
+    if decision is None:
+        return False
+    return decision.arguments_sha256 is None or (
+        decision.arguments_sha256 == signed_decisions.call_sha256(call)
+    )
+
+
 def arguments_for(call: ToolCall, decision: Decision | None) -> str:
     """The arguments a call runs with: the approver's edit, else the model's."""
     if decision is not None and decision.arguments is not None:
@@ -386,8 +412,11 @@ def record(state: RunState, decision: Decision) -> None:
 def _attempt(
     request: DecideInput, *, now: datetime, refused_because: str | None = None
 ) -> DecisionAttempt:
+    """The audit entry of a decision signal. A refused one keeps no edited arguments or
+    `always_when` (16 KB each): refusals, up to REFUSALS_KEPT of them, must stay small."""
+    bulk = {"arguments", "always_when"} if refused_because is not None else set()
     return DecisionAttempt(
-        **request.model_dump(exclude={"decision"}),
+        **request.model_dump(exclude={"decision", *bulk}),
         decision=request.decision,
         at=now,
         refused_because=refused_because,

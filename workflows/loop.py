@@ -184,7 +184,7 @@ def next_step(state: RunState) -> Step:
     runnable = tuple(
         c.model_copy(update={"arguments": decisions.arguments_for(c, decided.get(c.call_id))})
         for c in open_calls
-        if not c.needs_approval or c.call_id in decided
+        if not c.needs_approval or decisions.approves(decided.get(c.call_id), c)
     )
     if runnable:
         return RunTools(runnable)
@@ -274,6 +274,7 @@ def record_model_reply(
     repeated_keys_malformed: bool = True,
     scoped_rules: bool = True,
     rename_unsafe_ids: bool = True,
+    finite_numbers: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
@@ -291,12 +292,14 @@ def record_model_reply(
         if unique_ids
         else reply.tool_calls
     )
-    calls = [proposed_call(state.agent, c) for c in proposed]
+    calls = [proposed_call(state.agent, c, finite=finite_numbers) for c in proposed]
     state.items.append(
         AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
     )
     for call in calls:
-        problem = malformed_problem(state.agent, call, repeated_keys=repeated_keys_malformed)
+        problem = malformed_problem(
+            state.agent, call, repeated_keys=repeated_keys_malformed, finite=finite_numbers
+        )
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:

@@ -52,3 +52,7 @@ PATCH_VERIFIED_RESUME = "verified-resume"
 agent spec from the worker (`describe_agent`), judges its open calls again, and drops
 the snapshot's decisions on them, its held decisions and its `always` rules
 (`workflows.resume_trust`): a forged snapshot authorises nothing."""
+PATCH_FINITE_NUMBERS = "finite-argument-numbers"
+"""Tool-call arguments with NaN, Infinity or a number too large for a float are
+malformed (answered to the model): comparisons with NaN are all false, so a `when`
+condition such as `amount > 1000` did not hold and the call skipped approval."""

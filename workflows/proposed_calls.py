@@ -6,6 +6,7 @@ can run at all. Pure functions, used by `workflows.loop`.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from durable_agents.workflows.approval_policy import limits_problem, requires_decision
@@ -13,14 +14,52 @@ from durable_agents.workflows.payloads import ModelReply, ModelToolCall
 from durable_agents.workflows.state import AgentSpec, AssistantMessage, RunState, ToolCall
 
 
-def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
+def parse_arguments(text: str, *, finite: bool = True) -> object:
+    """The JSON value of a call's arguments text; ValueError (JSONDecodeError is one)
+    for text that is not JSON or nests too deeply, and, with `finite`, for NaN,
+    Infinity or a number too large for a float (comparisons with NaN are all false,
+    so a `when` condition would not hold and the call would skip approval)."""
+    try:
+        if finite:
+            return json.loads(text or "{}", parse_constant=_no_constant, parse_float=_finite)
+        return json.loads(text or "{}")
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} does not fit a float")
+    return value
+
+
+def has_non_finite_numbers(reply: ModelReply) -> bool:
+    """True if a call of `reply` has arguments that parse only with NaN or Infinity."""
+    for call in reply.tool_calls:
+        try:
+            parse_arguments(call.arguments)
+        except ValueError:
+            try:
+                parse_arguments(call.arguments, finite=False)
+            except ValueError:
+                continue
+            return True
+    return False
+
+
+def proposed_call(spec: AgentSpec, call: ModelToolCall, *, finite: bool = True) -> ToolCall:
     """The model's call, with whether the tool's approval policy asks for a decision."""
     tool = spec.tool(call.tool)
     needs = False
     if tool is not None and tool.needs_approval:
         try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
+            arguments = parse_arguments(call.arguments, finite=finite)
+        except ValueError:
             arguments = None
         needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
     return ToolCall(
@@ -28,7 +67,9 @@ def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
     )
 
 
-def malformed_problem(spec: AgentSpec, call: ToolCall, *, repeated_keys: bool = True) -> str | None:
+def malformed_problem(
+    spec: AgentSpec, call: ToolCall, *, repeated_keys: bool = True, finite: bool = True
+) -> str | None:
     """Why a call cannot run at all (unknown tool, arguments not a JSON object, or, with
     `repeated_keys`, an object that names a key twice), or None.
 
@@ -38,10 +79,11 @@ def malformed_problem(spec: AgentSpec, call: ToolCall, *, repeated_keys: bool = 
         known = ", ".join(t.name for t in spec.tools) or "none"
         return f"Error: unknown tool '{call.tool}'. Available tools: {known}."
     try:
-        arguments = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as err:
+        arguments = parse_arguments(call.arguments, finite=finite)
+    except ValueError as err:
+        why = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
         return (
-            f"Error: arguments for tool '{call.tool}' are not valid JSON ({err.msg}). "
+            f"Error: arguments for tool '{call.tool}' are not valid JSON ({why}). "
             "Retry with a JSON object."
         )
     if not isinstance(arguments, dict):
@@ -73,7 +115,7 @@ def repeated_key(arguments: str) -> str | None:
 
     try:
         json.loads(arguments or "{}", object_pairs_hook=pairs)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return None
     return found[0] if found else None
 

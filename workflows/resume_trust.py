@@ -62,7 +62,9 @@ def reground(
         call.needs_approval = judged.needs_approval
         if malformed_problem(spec, call) is not None:
             call.needs_approval = False
-    asked = {c.call_id for c in open_calls if c.needs_approval}
+    ids = [c.call_id for c in (reply.tool_calls if reply else [])]
+    repeated = {i for i in ids if ids.count(i) > 1}
+    asked = {c.call_id for c in open_calls if c.needs_approval and c.call_id not in repeated}
     open_ids = {c.call_id for c in open_calls}
     dropped = [
         i
@@ -85,9 +87,13 @@ def reground(
             {d.call_id for d in decisions.decided(result).values() if d.always}
             | set(result.revoked_rules)
         )
+    answered_now: set[str] = set()
     for call in open_calls:
         problem = malformed_problem(spec, call)
-        if problem is not None:
+        if call.call_id in repeated:
+            problem = f"Error: the call id {call.call_id!r} names more than one call."
+        if problem is not None and call.call_id not in answered_now:
+            answered_now.add(call.call_id)
             result.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
     result.updated_at = now
     return RunState.model_validate(result.model_dump())

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecisionSignal, parse_time
+from durable_agents.workflows.proposed_calls import parse_arguments
 from durable_agents.workflows.state import ApproverKey, ToolCall
 
 SIGNED_FIELDS = ("run_id", "arguments_sha256", "expires_at", "decision")
@@ -43,8 +43,8 @@ def arguments_sha256(arguments: dict[str, Any]) -> str:
 def call_arguments(call: ToolCall) -> dict[str, Any] | None:
     """The call's arguments as a JSON object, or None if they are not one."""
     try:
-        parsed = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
+        parsed = parse_arguments(call.arguments)
+    except ValueError:
         return None
     return parsed if isinstance(parsed, dict) else None
 

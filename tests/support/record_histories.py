@@ -246,6 +246,17 @@ SCENARIOS = {
             (AWAITING, contract.SIGNAL_REJECT, {"call_id": "c3", "approver": "ann"}),
         ],
     ),
+    # v10: arguments with NaN or Infinity are malformed (finite-argument-numbers):
+    # answered to the model, never run without approval.
+    "finite_numbers_v10": (
+        "assistant",
+        False,
+        [
+            Reply(tool_calls=(Call("refund", '{"order": "A", "amount": NaN}', "r1"),)),
+            Reply(content="done"),
+        ],
+        [],
+    ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (

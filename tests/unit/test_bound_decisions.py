@@ -339,3 +339,55 @@ def test_decisions_are_strict_about_bound_fields():
         DecideInput(call_id="c", decision="approve", approver="a", expires_at="tomorrow")
     with pytest.raises(ValueError):
         ApproverKey(key_id="k", owner="o", public_key="not base64url!")
+
+
+# --- review findings -----------------------------------------------------------------------
+
+WHEN_BIG = ApprovalPolicy(when=[ApprovalCondition(field="amount", op=">", value=1000)])
+
+
+@pytest.mark.parametrize(
+    "arguments", ['{"order": "A", "amount": NaN}', '{"order": "A", "amount": -Infinity}',
+                  '{"order": "A", "amount": 1e999}'],
+    ids=["nan", "-inf", "overflow"],
+)  # fmt: skip
+def test_non_finite_numbers_cannot_skip_a_when_condition(arguments):
+    state = state_with(("c1", arguments), policy=WHEN_BIG)
+    assert decisions.pending_calls(state) == []
+    [answer] = [i for i in state.items if isinstance(i, ToolResult)]
+    assert answer.is_error and "not valid JSON" in answer.content
+    assert isinstance(loop.next_step(state), loop.CallModel)  # nothing runs
+
+
+def test_arguments_nested_too_deeply_are_malformed_not_an_exception():
+    state = state_with(("c1", "[" * 5000 + "]" * 5000))
+    [answer] = [i for i in state.items if isinstance(i, ToolResult)]
+    assert "nested too deeply" in answer.content
+
+
+def test_always_with_edited_arguments_is_refused():
+    state = state_with(("c1", HUGE))
+    why = refusal(state, ask("c1", always=True, arguments={"order": "B7", "amount": 1}))
+    assert why.startswith("`always` with edited arguments is refused")
+
+
+def test_refusals_keep_no_bulk_and_a_held_rejection_carries_none():
+    state = state_with(("c1", SMALL))
+    bulky = {"order": "A1", "amount": 2, "note": "x" * 10_000}
+    decisions.receive_signal(
+        state, ask("c1", "reject", arguments=bulky), model_call_pending=False, now=T0
+    )
+    assert state.refused_decisions[-1].arguments is None
+    decisions.receive_signal(
+        state, ask("c9", "reject", arguments=bulky), model_call_pending=True, now=T0
+    )
+    assert state.held_decisions == [] and state.refused_decisions[-1].arguments is None
+
+
+def test_a_decision_bound_to_one_call_does_not_run_another_with_its_id():
+    state = state_with(("c1", SMALL))
+    decisions.apply(state, ask("c1", arguments_sha256=digest(SMALL)), via="update", now=T0)
+    reply = next(i for i in state.items if isinstance(i, loop.AssistantMessage))
+    twin = reply.tool_calls[0].model_copy(update={"arguments": HUGE})
+    assert not decisions.approves(decisions.decided(state)["c1"], twin)
+    assert decisions.approves(decisions.decided(state)["c1"], reply.tool_calls[0])

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import decisions, loop, resume_trust, snapshot
+from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -107,3 +108,25 @@ def test_a_malformed_signature_block_is_refused_and_hmac_and_ed25519_do_not_mix(
         snapshot.loads(json.dumps(document))
     with pytest.raises(snapshot.SnapshotError, match="not both"):
         snapshot.dumps(decided_snapshot(), key=b"k" * 32, signer=OPS.sign_snapshot)
+
+
+def test_a_call_id_that_names_two_calls_in_a_snapshot_is_answered_never_decided():
+    state = decided_snapshot()
+    reply = state.items[-2]
+    twin = reply.tool_calls[0].model_copy(update={"arguments": '{"amount": 1000000}'})
+    reply.tool_calls.append(twin)
+    regrounded = resume_trust.reground(state, spec(), now=T0, verified_by="ops-test")
+    assert "c2" not in decisions.decided(regrounded)
+    answers = [i for i in regrounded.items if getattr(i, "call_id", None) == "c2"]
+    assert [a.type for a in answers] == ["tool_result"]
+    assert "names more than one call" in answers[0].content
+    assert not isinstance(loop.next_step(regrounded), loop.RunTools)
+
+
+def test_a_call_left_open_in_an_earlier_turn_cannot_be_decided():
+    state = decided_snapshot()
+    earlier = state.items[1]
+    earlier.tool_calls[0].tool = "gone"  # c1, answered: make an unanswered twin of it
+    del state.items[2:4]  # its decision and its result
+    with pytest.raises(DecisionRefused, match="names no tool of the agent"):
+        decisions.check(state, DecideInput(call_id="c1", decision="approve", approver="a"), now=T0)
