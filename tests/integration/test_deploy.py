@@ -353,3 +353,21 @@ def test_lock_is_closed_over_the_dependencies_of_its_pins():
             requirement = Requirement(line)
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 assert canonicalize_name(requirement.name) in pins, (name, requirement.name)
+
+
+def test_network_policies_shut_the_worker_and_open_the_codec_server_to_the_ui_only():
+    found = resources_by_kind()
+    worker = found[("NetworkPolicy", "agent-worker")]["spec"]
+    assert worker["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "agent-worker"}
+    assert worker["policyTypes"] == ["Ingress", "Egress"] and worker["ingress"] == []
+    egress_ports = sorted(p["port"] for rule in worker["egress"] for p in rule["ports"])
+    assert egress_ports == [53, 53, 443, 7233]
+    codec = found[("NetworkPolicy", "agent-codec-server")]["spec"]
+    [rule] = codec["ingress"]
+    pod = found[("Deployment", "agent-codec-server")]["spec"]["template"]["spec"]
+    container_port = pod["containers"][0]["ports"][0]["containerPort"]
+    assert [p["port"] for p in rule["ports"]] == [container_port]
+    assert rule["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "temporal-ui"}}}
+    ]
+    assert codec["egress"] == []
