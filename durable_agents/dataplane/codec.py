@@ -62,8 +62,12 @@ from durable_agents.dataplane.chunks import (
 )
 from durable_agents.dataplane.errors import DataPlaneError
 from durable_agents.dataplane.payload_store import external_storage, guarded
-from durable_agents.dataplane.unreadable import AgentPayloadConverter, unreadable
-from durable_agents.workflows.contract import ENCODING_UNDECODABLE, UNDECODABLE_REFUSED
+from durable_agents.dataplane.unreadable import (
+    KEY_ID_METADATA,
+    AgentPayloadConverter,
+    unreadable,
+)
+from durable_agents.workflows.contract import ENCODING_UNDECODABLE
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 KEYS_FILE_ENV = "AGENT_CODEC_KEYS_FILE"
@@ -71,20 +75,10 @@ PRIMARY_ENV = "AGENT_CODEC_PRIMARY"
 
 ENCODING = b"binary/encrypted"
 """The `encoding` metadata of an encrypted payload (the name Temporal's samples use)."""
-KEY_ID_METADATA = "encryption-key-id"
-"""Metadata naming the key that encrypted the payload (a name, never key material)."""
 WORKFLOW_METADATA = "encryption-workflow-id"
 """Metadata naming the workflow a payload was encrypted for; that id is the AES-GCM
 associated data, so the ciphertext decrypts for that workflow only (a payload
 without it was encrypted outside any workflow, or by an earlier build)."""
-UNDECODABLE = ENCODING_UNDECODABLE
-"""The encoding of what a workflow's payload becomes when it cannot be decrypted for
-that workflow: its data is the reason. A workflow that takes the payload raw (its
-signals, its input) records it as refused instead of failing every workflow task;
-any other reader gets `CodecKeyError` with the reason (`dataplane.unreadable`)."""
-REFUSED_METADATA = UNDECODABLE_REFUSED
-"""Set on an UNDECODABLE payload that was refused by policy (plaintext where only
-encrypted payloads are accepted), rather than one that failed to decrypt."""
 REFUSE_PLAINTEXT_ENV = "AGENT_CODEC_REFUSE_PLAINTEXT"
 """`1`: payloads a workflow receives (start input, signals, updates) must be
 encrypted; plaintext ones are refused. For deployments where every sender has the
@@ -264,7 +258,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
 
         For a workflow (`with_context`), a payload that cannot be decrypted for it
         (encrypted for another workflow, altered, a key not configured here), or a
-        plaintext one where `refuse_plaintext`, becomes an UNDECODABLE payload
+        plaintext one where `refuse_plaintext`, becomes an unreadable payload
         carrying the reason, instead of raising: a signal anyone may send must not
         fail the run's workflow tasks forever."""
         if not self._scope:
@@ -273,7 +267,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
 
     def _decode_for_workflow(self, payload: Payload) -> Payload:
         if not is_encrypted(payload):
-            if self.refuse_plaintext and payload.metadata.get("encoding") != UNDECODABLE:
+            if self.refuse_plaintext and payload.metadata.get("encoding") != ENCODING_UNDECODABLE:
                 why = (
                     f"plaintext payload refused: this deployment takes only encrypted "
                     f"payloads ({REFUSE_PLAINTEXT_ENV})"

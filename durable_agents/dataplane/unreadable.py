@@ -18,6 +18,8 @@ from durable_agents.dataplane.errors import DataPlaneError
 from durable_agents.workflows.contract import ENCODING_UNDECODABLE, UNDECODABLE_REFUSED
 
 KEY_ID_METADATA = "encryption-key-id"
+"""Metadata naming the codec key that encrypted a payload (a name, never key material);
+defined here, beside the payload that repeats it, and used by `dataplane.codec`."""
 SOURCE_METADATA = "undecodable-source"
 """`codec` or `store`: which part could not read it."""
 

@@ -216,19 +216,24 @@ async def test_decision_before_the_approval_point_is_applied_once(worker, model_
     assert completed[2] > signaled  # the nap (3rd activity) ended after the approval came
 
 
-async def test_approval_sent_with_the_start_is_refused_never_applied_blind(worker, model_server):
-    """Nobody has seen e1's arguments when the run starts: an approval sent with the
-    start is refused (a rejection would be held), and e1 waits for a real decision."""
+async def start_with_signal(worker, model_server, signal: str, reason: str):
+    """A run whose model proposes e1, started with `signal` on e1 (signal-with-start)."""
     model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
-    handle = await worker.client.start_workflow(
+    return await worker.client.start_workflow(
         contract.WORKFLOW_TYPE,
         AgentInput(agent="assistant", input="hi"),
         id=f"sws-{uuid.uuid4().hex[:8]}",
         task_queue=worker.task_queue,
-        start_signal=contract.SIGNAL_APPROVE,
-        start_signal_args=[DecisionSignal(call_id="e1", approver="ann", reason="pre-approved")],
+        start_signal=signal,
+        start_signal_args=[DecisionSignal(call_id="e1", approver="ann", reason=reason)],
         result_type=AgentResult,
     )
+
+
+async def test_approval_sent_with_the_start_is_refused_never_applied_blind(worker, model_server):
+    """Nobody has seen e1's arguments when the run starts: an approval sent with the
+    start is refused (a rejection would be held), and e1 waits for a real decision."""
+    handle = await start_with_signal(worker, model_server, contract.SIGNAL_APPROVE, "pre-approved")
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     state = await state_of(handle)
     assert "only a plain rejection is held" in state.refused_decisions[0].refused_because
@@ -242,16 +247,7 @@ async def test_approval_sent_with_the_start_is_refused_never_applied_blind(worke
 async def test_rejection_sent_with_the_start_is_held_until_the_call_is_proposed(
     worker, model_server
 ):
-    model_server.script(Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
-    handle = await worker.client.start_workflow(
-        contract.WORKFLOW_TYPE,
-        AgentInput(agent="assistant", input="hi"),
-        id=f"sws-{uuid.uuid4().hex[:8]}",
-        task_queue=worker.task_queue,
-        start_signal=contract.SIGNAL_REJECT,
-        start_signal_args=[DecisionSignal(call_id="e1", approver="ann", reason="not today")],
-        result_type=AgentResult,
-    )
+    handle = await start_with_signal(worker, model_server, contract.SIGNAL_REJECT, "not today")
     async with asyncio.timeout(30):
         assert (await handle.result()).status is RunStatus.COMPLETED
     [decision] = [i for i in (await state_of(handle)).items if isinstance(i, Decision)]

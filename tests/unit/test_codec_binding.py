@@ -6,12 +6,12 @@ from __future__ import annotations
 import base64
 
 import pytest
+from durable_agents.workflows.contract import ENCODING_UNDECODABLE
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import WorkflowSerializationContext
 
 from durable_agents.dataplane.chunks import CHUNKED_ENCODING
 from durable_agents.dataplane.codec import (
-    UNDECODABLE,
     CodecConfigError,
     CodecError,
     CodecKeyError,
@@ -37,7 +37,7 @@ async def test_a_payload_is_bound_to_the_workflow_it_was_encrypted_for():
     assert sealed.metadata["encryption-workflow-id"] == b"run-a"
     assert await for_workflow("run-a").decode([sealed]) == [plain('{"call_id": "c1"}')]
     [elsewhere] = await for_workflow("run-b").decode([sealed])
-    assert elsewhere.metadata["encoding"] == UNDECODABLE
+    assert elsewhere.metadata["encoding"] == ENCODING_UNDECODABLE
     assert elsewhere.data.decode() == (
         "payload was encrypted for workflow 'run-a', not 'run-b' (copied from another run's "
         "history?)"
@@ -48,7 +48,7 @@ async def test_relabelling_the_workflow_id_breaks_the_ciphertext():
     [sealed] = await for_workflow("run-a").encode([plain("1")])
     sealed.metadata["encryption-workflow-id"] = b"run-b"
     [relabelled] = await for_workflow("run-b").decode([sealed])
-    assert relabelled.metadata["encoding"] == UNDECODABLE
+    assert relabelled.metadata["encoding"] == ENCODING_UNDECODABLE
     assert "wrong key material for that id, or the payload was altered" in relabelled.data.decode()
 
 
@@ -71,7 +71,7 @@ async def test_chunked_payloads_are_bound_too():
     [sealed] = await codec.encode([plain('"' + "x" * 100 + '"')])
     assert sealed.metadata["encoding"] == CHUNKED_ENCODING
     [elsewhere] = await for_workflow("run-b").decode([sealed])
-    assert elsewhere.metadata["encoding"] == UNDECODABLE
+    assert elsewhere.metadata["encoding"] == ENCODING_UNDECODABLE
     assert "encrypted for workflow 'run-a', not 'run-b'" in elsewhere.data.decode()
 
 
@@ -89,14 +89,16 @@ async def test_chunked_payloads_are_bound_too():
 )
 async def test_garbage_ciphertext_for_a_workflow_becomes_a_reason_not_an_exception(garbage):
     [answer] = await for_workflow("run-a").decode([garbage])
-    assert answer.metadata["encoding"] == UNDECODABLE and answer.data
+    assert answer.metadata["encoding"] == ENCODING_UNDECODABLE and answer.data
     with pytest.raises(CodecError):  # outside a workflow (the codec server): an error
         EncryptionCodec(KEYS).decode_sync([garbage])
 
 
 async def test_typed_readers_get_the_reason_as_an_error():
     converter = codec_data_converter(KEYS)
-    reason = Payload(metadata={"encoding": UNDECODABLE}, data=b"payload was encrypted for ...")
+    reason = Payload(
+        metadata={"encoding": ENCODING_UNDECODABLE}, data=b"payload was encrypted for ..."
+    )
     with pytest.raises(CodecKeyError, match="payload was encrypted for"):
         converter.payload_converter.from_payload(reason, dict)
 
@@ -104,7 +106,7 @@ async def test_typed_readers_get_the_reason_as_an_error():
 async def test_plaintext_can_be_refused_for_workflows():
     codec = for_workflow("run-a", refuse_plaintext=True)
     [refused] = await codec.decode([plain('{"call_id": "c1"}')])
-    assert refused.metadata["encoding"] == UNDECODABLE
+    assert refused.metadata["encoding"] == ENCODING_UNDECODABLE
     assert refused.metadata["undecodable-refused"] == b"1"
     assert "plaintext payload refused" in refused.data.decode()
     [sealed] = await codec.encode([plain("1")])
