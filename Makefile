@@ -10,10 +10,10 @@ install: $(VENV)/.installed
 
 # Runtime packages at the versions of the worker image's lock (deploy/requirements.lock),
 # so tests run what ships and tests/integration/test_deploy.py's lock check holds on any day.
-$(VENV)/.installed: pyproject.toml deploy/requirements.lock
+$(VENV)/.installed: pyproject.toml deploy/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c deploy/requirements.lock -e '.[test]'
+	$(BIN)/pip install --quiet -c deploy/constraints.txt -e '.[test]'
 	touch $@
 
 # tests/integration/test_ui_browser.py drives Debian's Chromium (Playwright never downloads a browser):

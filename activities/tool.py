@@ -14,7 +14,7 @@ import functools
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, get_type_hints
@@ -86,6 +86,8 @@ class Tool:
     """The tool's activity heartbeats; an attempt silent this long (its worker died)
     is retried at once. None: no heartbeat timeout (an async tool that blocks its
     event loop for long needs that, or a larger one)."""
+    sensitive: tuple[str, ...] = ()
+    """Parameters whose values people see only on request (`ToolSpec.sensitive`)."""
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""
@@ -142,19 +144,30 @@ def tool(
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
     heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
+    sensitive: Collection[str] = (),
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
     `needs_approval` is True (every call waits for a decision) or an
     ApprovalPolicy (conditions on the arguments, allowed approvers, a timeout).
-    `heartbeat_timeout`: see `Tool.heartbeat_timeout`.
+    `heartbeat_timeout`: see `Tool.heartbeat_timeout`. `sensitive`: parameter
+    names whose values are masked wherever people see calls (the Temporal UI's
+    details and summaries, `agentctl pending` and `state`) unless asked for;
+    they stay in the run's (encrypted) payloads.
     """
+    if isinstance(sensitive, str):
+        raise TypeError(f"sensitive is a collection of parameter names, not {sensitive!r}")
 
     if heartbeat_timeout is not None and heartbeat_timeout <= timedelta(0):
         raise ValueError(f"heartbeat_timeout must be positive, not {heartbeat_timeout}")
 
     def wrap(f: Callable[..., Any]) -> Tool:
         arguments, context_param = _arguments_model(f)
+        unknown = sorted(set(sensitive) - set(arguments.model_fields))
+        if unknown:
+            raise TypeError(
+                f"tool {f.__name__}: sensitive names no parameter: {', '.join(unknown)}"
+            )
         policy = retry_policy or DEFAULT_TOOL_RETRY
         retry_spec(policy)  # refuse an unbounded policy at definition time
         return Tool(
@@ -167,6 +180,7 @@ def tool(
             retry_policy=policy,
             context_param=context_param,
             heartbeat_timeout=heartbeat_timeout,
+            sensitive=tuple(sensitive),
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -77,6 +77,8 @@ class RunPendingApproval(BaseModel):
     requested_at: datetime
     args: dict[str, JsonValue] | None = None
     arguments_sha256: str | None = None
+    execution_id: str | None = None
+    sensitive: list[str] = []
 
 
 def decision_payload(
@@ -94,6 +96,7 @@ def decision_payload(
     expires_at: datetime | None = None,
     always_when: list[ApprovalCondition] | None = None,
     signing_key: SigningKey | None = None,
+    execution_id: str | None = None,
 ) -> dict[str, JsonValue]:
     """A decision payload as plain JSON, exactly as it is sent (and signed).
 
@@ -104,8 +107,11 @@ def decision_payload(
     covers (default: only calls with the same arguments). `signing_key`: sign it
     (`durable_agents.signing`); the approver is the key's owner, and the payload
     carries `run_id`, `arguments_sha256`, `decision` and `expires_at` (default: in
-    15 minutes). Fields that are not given are left out, so a payload without a
-    binding is one a worker of an earlier build accepts.
+    15 minutes). `execution_id` (the pending item's) binds it to this run's
+    execution too, so it cannot be replayed into a later run that reuses the
+    workflow id; a run that gives one requires it on signed decisions. Fields that
+    are not given are left out, so a payload without a binding is one a worker of
+    an earlier build accepts.
     """
     if signing_key is not None:
         if approver not in (None, signing_key.owner):
@@ -132,6 +138,7 @@ def decision_payload(
         "always_when": always_when,
         "run_id": run_id if bound else None,
         "arguments_sha256": arguments_sha256,
+        "execution_id": execution_id if bound else None,
         "expires_at": _rfc3339(expires_at) if expires_at is not None else None,
         "decision": decision if bound or not signal else None,
     }
@@ -144,6 +151,9 @@ def decision_payload(
 
 SIGNED_DECISION_LIFETIME = timedelta(minutes=15)
 """How long a signed decision is valid when the signer does not say."""
+SIGNED_START_LIFETIME = timedelta(minutes=5)
+"""How long a signed start may take to reach the server (it is checked when the run
+starts, so only a replay under a reused workflow id meets this bound)."""
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -201,14 +211,19 @@ class AgentClient:
         max_turns: int | None = None,
         run_id: str | None = None,
         session: bool = False,
+        signing_key: SigningKey | None = None,
     ) -> AgentRun:
         """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
 
         With `session`, the run waits for further messages (`message`) after each
-        answer until `end_session`."""
+        answer until `end_session`. With `signing_key` (an approver key the workers
+        know), the start is signed: the run records the key's owner as who started
+        it (`started_by`), and a policy with `separate_duties` refuses that owner's
+        approvals. The signature names the workflow id and lapses after
+        SIGNED_START_LIFETIME."""
         start_input = agent_input(agent, input, context=context, max_turns=max_turns)
         start_input.session = session
-        return self.run(await self._start(start_input, run_id, input))
+        return self.run(await self._start(start_input, run_id, input, signing_key=signing_key))
 
     def run(self, run_id: str) -> AgentRun:
         """A handle on the run `run_id` (no call is made)."""
@@ -353,15 +368,21 @@ class AgentClient:
         summary: str,
         *,
         document: dict[str, object] | None = None,
+        signing_key: SigningKey | None = None,
     ) -> str:
         """Start AgentWorkflow; the UI's summary line is `agent: summary` (shortened,
         see `workflows.details.static_summary`). `document`: a signed snapshot sent as
-        `resume_from` unchanged, so the worker can check its signature."""
+        `resume_from` unchanged, so the worker can check its signature. `signing_key`:
+        sign the start (`workflows.signed_start`)."""
         workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
         arg: object = agent_input
         if document is not None:
             arg = {**agent_input.model_dump(mode="json", exclude={"resume_from"}),
                    "resume_from": document}  # fmt: skip
+        if signing_key is not None:
+            plain = arg if isinstance(arg, dict) else agent_input.model_dump(mode="json")
+            expires = _rfc3339(datetime.now(UTC) + SIGNED_START_LIFETIME)
+            arg = signing_key.sign_start(plain, workflow_id=workflow_id, expires_at=expires)
         with self.translating(workflow_id):
             await self.client.start_workflow(
                 contract.WORKFLOW_TYPE,

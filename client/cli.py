@@ -107,6 +107,7 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
             max_turns=args.max_turns,
             run_id=args.id,
             session=args.session,
+            signing_key=signing.read_key(Path(args.key)) if args.key else None,
         )
     ).id
     started = StartedRun(run_id=run_id)
@@ -142,17 +143,24 @@ async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
 
 async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
     state = await agents.state(args.run_id)
-    return state.model_dump_json(indent=2) if args.json else render.state(state)
+    if args.json:  # the whole record, as `export` writes it
+        return state.model_dump_json(indent=2)
+    return render.state(state, reveal=args.show_sensitive)
 
 
 async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.all:
         found = await agents.pending_all()
-        return found.model_dump_json(indent=2) if args.json else render.pending_across_runs(found)
+        if args.json:
+            if not args.show_sensitive:
+                found.approvals = [render.masked_item(a) for a in found.approvals]
+            return found.model_dump_json(indent=2)
+        return render.pending_across_runs(found, reveal=args.show_sensitive)
     pending = await agents.pending(args.run_id)
     if args.json:
-        return TypeAdapter(list[PendingApproval]).dump_json(pending, indent=2).decode()
-    return render.pending(pending)
+        shown = pending if args.show_sensitive else [render.masked_item(p) for p in pending]
+        return TypeAdapter(list[PendingApproval]).dump_json(shown, indent=2).decode()
+    return render.pending(pending, reveal=args.show_sensitive)
 
 
 async def _approve(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -177,6 +185,7 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
     if shown is not None and shown.arguments_sha256 is not None:
         # bound to what `pending` shows for this call (the run checks it)
         options["arguments_sha256"] = shown.arguments_sha256
+        options["execution_id"] = shown.execution_id
     if key is not None:
         if "arguments_sha256" not in options:
             raise AgentClientError(
@@ -194,7 +203,8 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
         return recorded.model_dump_json(indent=2)
     if isinstance(recorded, Decision):
         echo = f"\n{render.call(shown)}" if shown is not None else ""
-        return render.decision(recorded) + echo
+        hidden = shown.sensitive if shown is not None else []
+        return render.decision(recorded, sensitive=hidden) + echo
     return (
         f"{decision} of call {args.call_id} held: run {args.run_id} applies it when the "
         "model proposes that call (a model call is under way)"
@@ -308,6 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--session", action="store_true", help="keep the run open for `message` until `end`"
     )
+    start.add_argument(
+        "--key",
+        metavar="FILE",
+        help="sign the start with this approver key (agentctl keygen): the run records its "
+        "owner as who started it, whom a policy with separate_duties keeps from approving",
+    )
     message = command("message", _message, "send a session its user's next message")
     message.add_argument("run_id", metavar="RUN_ID")
     message.add_argument("content", metavar="TEXT")
@@ -326,9 +342,14 @@ def build_parser() -> argparse.ArgumentParser:
         ("result", _result, "wait for a run to end and show its result"),
     ):
         command(name, fn, text).add_argument("run_id", metavar="RUN_ID")
+    reveal_help = "show the values of arguments the tool marks sensitive (hidden by default)"
+    commands.choices["state"].add_argument(
+        "--show-sensitive", action="store_true", help=reveal_help
+    )
     pending = command("pending", _pending, "list the tool calls awaiting a decision")
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")
+    pending.add_argument("--show-sensitive", action="store_true", help=reveal_help)
     keygen = offline("keygen", _keygen, "make an approver key for signed decisions")
     keygen.add_argument(
         "--owner", required=True, type=_non_empty, help="the approver it speaks for"

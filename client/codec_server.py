@@ -54,7 +54,14 @@ from urllib.parse import parse_qs
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from durable_agents.dataplane.codec import CodecError, CodecKeys, EncryptionCodec, keys_from_env
+from durable_agents.dataplane.codec import (
+    CodecConfigError,
+    CodecError,
+    CodecKeys,
+    EncryptionCodec,
+    keys_from_env,
+)
+from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
 
 TOKEN_ENV = "AGENT_CODEC_SERVER_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -345,8 +352,14 @@ def _is_loopback(host: str) -> bool:
 def config_from_env(
     *, origins: Sequence[str] = (), allow_unauthenticated: bool = False
 ) -> CodecServerConfig:
-    """Tokens from AGENT_CODEC_SERVER_TOKEN; origins given, else from the env, else the dev UI."""
-    tokens = tuple(t.strip() for t in os.environ.get(TOKEN_ENV, "").split(",") if t.strip())
+    """Tokens from AGENT_CODEC_SERVER_TOKEN or the file AGENT_CODEC_SERVER_TOKEN_FILE
+    names; origins given, else from the env, else the dev UI."""
+    try:
+        secret = secret_from_env(TOKEN_ENV)
+    except SecretEnvError as err:
+        raise CodecConfigError(err.message) from None
+    text = secret.value if secret else ""
+    tokens = tuple(t.strip() for t in text.split(",") if t.strip())
     env_origins = [o.strip() for o in os.environ.get(CORS_ENV, "").split(",") if o.strip()]
     return CodecServerConfig(
         tokens=tokens,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from durable_agents.client.agent_client import PendingAcrossRuns, RunPendingApproval
 from durable_agents.client.operations import RunSummary, WatchEvent
+from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -20,6 +21,8 @@ from durable_agents.workflows.state import (
     Usage,
     UserMessage,
 )
+
+_Pending = TypeVar("_Pending", PendingApproval, RunPendingApproval)
 
 SEP = " · "
 CELL = 48
@@ -33,24 +36,24 @@ def status(run_id: str, view: StatusView) -> str:
     return SEP.join(parts)
 
 
-def pending(approvals: list[PendingApproval]) -> str:
+def pending(approvals: list[PendingApproval], *, reveal: bool = False) -> str:
     """A small table (call id, tool, requested at, arguments digest), each row followed
     by every argument of the call in full (`arguments_lines`)."""
     if not approvals:
         return "no pending approvals"
     header = ("CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
     rows = [(safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a)) for a in approvals]
-    return _table_with_arguments(header, rows, approvals)
+    return _table_with_arguments(header, rows, approvals, reveal=reveal)
 
 
-def pending_across_runs(found: PendingAcrossRuns) -> str:
+def pending_across_runs(found: PendingAcrossRuns, *, reveal: bool = False) -> str:
     """The same, with a run id column, then the runs that did not answer."""
     header = ("RUN ID", "CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
     rows = [
         (safe(a.run_id), safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a))
         for a in found.approvals
     ]
-    table = _table_with_arguments(header, rows, found.approvals)
+    table = _table_with_arguments(header, rows, found.approvals, reveal=reveal)
     lines = [table if found.approvals else "no pending approvals"]
     if found.unanswered:
         lines.append(f"runs that did not answer: {', '.join(found.unanswered)}")
@@ -63,33 +66,35 @@ def call(item: PendingApproval) -> str:
     return "\n".join([f"{safe(item.tool)} (sha256 {_digest(item)})", *arguments_lines(item)])
 
 
-def arguments_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
+def arguments_lines(
+    item: PendingApproval | RunPendingApproval, *, reveal: bool = False
+) -> list[str]:
     """Every argument of a call on its own line, in full: a long string is folded
     over several lines (marked `↪`), never cut; control and bidi characters are
-    shown escaped. Arguments that are not a JSON object are shown as sent."""
-    if item.args is None:
-        return [f"    arguments: {safe(item.arguments)}"]
+    shown escaped. Values of sensitive parameters are masked (with their length)
+    unless `reveal`. Arguments that are not a JSON object are shown as sent."""
+    shown = named_values(item.arguments, item.sensitive, reveal=reveal)
+    if isinstance(shown, str):
+        return [f"    arguments: {safe(shown)}"]
     lines: list[str] = []
-    for name, value in item.args.items():
-        text = safe(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-        chunks = [text[i : i + FOLD] for i in range(0, len(text), FOLD)] or [""]
+    for name, value in shown:
+        chunks = fold(safe(value))
         lines.append(f"    {safe(name)} = {chunks[0]}")
         lines += [f"      ↪ {chunk}" for chunk in chunks[1:]]
     return lines or ["    (no arguments)"]
 
 
-FOLD = 100
-"""Characters of an argument value per line; longer values continue on the next."""
-
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]"
-)
-
-
-def safe(text: str) -> str:
-    """`text` with control, bidi and zero-width characters shown as `\\u{1b}`: a
-    value can neither move the cursor, hide the rest of a line, nor reorder it."""
-    return _INVISIBLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text)
+def masked_item(item: _Pending) -> _Pending:
+    """The pending item with the values of its sensitive arguments masked (`--json`
+    without `--show-sensitive`)."""
+    if not item.sensitive:
+        return item
+    args = None
+    if item.args is not None:
+        args = {n: masked(v) if n in item.sensitive else v for n, v in item.args.items()}
+    return item.model_copy(
+        update={"arguments": redacted(item.arguments, item.sensitive), "args": args}
+    )
 
 
 def _digest(item: PendingApproval | RunPendingApproval) -> str:
@@ -100,11 +105,13 @@ def _table_with_arguments(
     header: tuple[str, ...],
     rows: list[tuple[str, ...]],
     items: Sequence[PendingApproval | RunPendingApproval],
+    *,
+    reveal: bool,
 ) -> str:
     table = _table([header, *rows]).split("\n")
     lines = [table[0]]
     for row, item in zip(table[1:], items, strict=True):
-        lines += [row, *arguments_lines(item)]
+        lines += [row, *arguments_lines(item, reveal=reveal)]
     return "\n".join(lines)
 
 
@@ -122,7 +129,7 @@ def result(outcome: AgentResult) -> str:
     return head if outcome.final_output is None else f"{head}\n{outcome.final_output}"
 
 
-def decision(recorded: Decision) -> str:
+def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
     """`approved call_1 by alice (looks fine) at 2025-01-01 12:00:00Z`, then what else
     it carries: `always` and its scope, edited arguments (in full), the signing key."""
     verb = "approved" if recorded.decision == "approve" else "rejected"
@@ -142,15 +149,16 @@ def decision(recorded: Decision) -> str:
         until = f" until {recorded.expires_at}" if recorded.expires_at else ""
         parts.append(f"always, for this tool's later calls {scope}{until}")
     if recorded.arguments is not None:
-        edited = safe(json.dumps(recorded.arguments, ensure_ascii=False))
+        edited = safe(redacted(json.dumps(recorded.arguments, ensure_ascii=False), sensitive))
         parts.append(f"arguments edited by {safe(recorded.approver)} to {edited}")
     if recorded.signed_by is not None:
         parts.append(f"signed with key {safe(recorded.signed_by)}")
     return SEP.join(parts)
 
 
-def state(snapshot: RunState) -> str:
-    """A header line, then one line per conversation item, then the outcome."""
+def state(snapshot: RunState, *, reveal: bool = False) -> str:
+    """A header line, then one line per conversation item, then the outcome. Values
+    of sensitive arguments are masked unless `reveal`."""
     head = SEP.join(
         [
             snapshot.run_id,
@@ -160,7 +168,13 @@ def state(snapshot: RunState) -> str:
             _tokens(snapshot.usage),
         ]
     )
-    lines = [head, *(f"  {line}" for item in snapshot.items for line in _item(item))]
+    hidden: dict[str, list[str]] = {}  # call id -> its tool's sensitive argument names
+    if not reveal:
+        for item in snapshot.items:
+            for call in item.tool_calls if isinstance(item, AssistantMessage) else []:
+                tool = snapshot.agent.tool(call.tool)
+                hidden[call.call_id] = tool.sensitive if tool is not None else []
+    lines = [head, *(f"  {line}" for item in snapshot.items for line in _item(item, hidden))]
     if snapshot.final_output is not None:
         lines.append(f"final output: {snapshot.final_output}")
     if snapshot.error is not None:
@@ -168,13 +182,15 @@ def state(snapshot: RunState) -> str:
     return "\n".join(lines)
 
 
-def _item(item: Item) -> list[str]:
+def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
+    """One item's lines, the values of the arguments `hidden` names masked."""
     if isinstance(item, UserMessage):
         return [f"user: {_cut(item.content)}"]
     if isinstance(item, AssistantMessage):
         lines = [f"assistant (turn {item.turn}): {_cut(item.content)}"] if item.content else []
         lines += [
-            f"assistant (turn {item.turn}) calls {c.tool}({_cut(c.arguments)}) [{c.call_id}]"
+            f"assistant (turn {item.turn}) calls {c.tool}"
+            f"({_cut(redacted(c.arguments, hidden.get(c.call_id, [])))}) [{c.call_id}]"
             + (" needs approval" if c.needs_approval else "")
             for c in item.tool_calls
         ]
@@ -183,7 +199,8 @@ def _item(item: Item) -> list[str]:
         mark = "error" if item.is_error else "result"
         return [f"tool {mark} [{item.call_id}]: {_cut(item.content)}"]
     if isinstance(item, Decision):
-        return [decision(item) + _HOW.get(item.via, "")]
+        masked_names = hidden.get(item.call_id, [])
+        return [decision(item, sensitive=masked_names) + _HOW.get(item.via, "")]
     return [f"{item.type}"]
 
 

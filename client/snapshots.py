@@ -10,12 +10,12 @@ its SHA-256 digest checked, an HMAC one is left to the client that starts it
 from __future__ import annotations
 
 import json
-import os
 
 from durable_agents.client.errors import InvalidSnapshot
 from durable_agents.workflows import snapshot
 from durable_agents.workflows.state import RunState
 
+from durable_agents.dataplane.secret_env import secret_from_env
 from durable_agents.signing import SigningKey
 
 KEY_ENV = "AGENT_SNAPSHOT_KEY"
@@ -23,16 +23,19 @@ KEY_ENV = "AGENT_SNAPSHOT_KEY"
 
 
 def signing_key(key: bytes | None = None) -> bytes | None:
-    """`key` if given, else `$AGENT_SNAPSHOT_KEY` as UTF-8 bytes, else None (unsigned).
+    """`key` if given, else `$AGENT_SNAPSHOT_KEY` (or the contents of the file
+    `$AGENT_SNAPSHOT_KEY_FILE` names) as UTF-8 bytes, else None (unsigned).
 
     With a key, export writes an HMAC-SHA256 and only snapshots signed with
     that key load; without one, export writes a SHA-256 digest that catches
     edits and corruption, and signed snapshots are refused (they cannot be checked).
+    Raises `SecretEnvError` for both set, or an unreadable or empty file (never a
+    silent fall-back to unsigned).
     """
     if key is not None:
         return key
-    text = os.environ.get(KEY_ENV, "")
-    return text.encode("utf-8") if text else None
+    secret = secret_from_env(KEY_ENV)
+    return secret.value.encode("utf-8") if secret else None
 
 
 def dumps(state: RunState, *, key: bytes | None = None, sign_with: SigningKey | None = None) -> str:

@@ -63,6 +63,20 @@ class SigningKey:
         sig = self.private.sign(canonical_json(body))
         return {**body, "signature": {"key_id": self.key_id, "sig": b64url(sig)}}
 
+    def sign_start(
+        self, start_input: dict[str, Any], *, workflow_id: str, expires_at: str
+    ) -> dict[str, Any]:
+        """`start_input` (plain JSON, as it will be sent) with its `start_signature`
+        (`workflows.signed_start`): the run records this key's owner as its starter."""
+        claim: dict[str, Any] = {
+            "key_id": self.key_id,
+            "workflow_id": workflow_id,
+            "expires_at": expires_at,
+        }
+        body = {k: v for k, v in start_input.items() if k != "start_signature"}
+        sig = self.private.sign(canonical_json({**body, "start_signature": claim}))
+        return {**body, "start_signature": {**claim, "sig": b64url(sig)}}
+
 
 def generate(key_id: str, owner: str) -> SigningKey:
     """A new key for `owner`."""

@@ -42,6 +42,7 @@ from durable_agents.dataplane.codec import (
     data_converter_from_env,
     keys_from_env,
 )
+from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
 from durable_agents.plugin import SANDBOX_PASSTHROUGH, STICKY_TIMEOUT, AgentsPlugin
 from durable_agents.signing import describe_trust, trust_from_env
 from durable_agents.workflows import search_attributes
@@ -150,20 +151,27 @@ PLACEHOLDERS = frozenset({"replace-me", "changeme", "change-me", "your-key-here"
 
 
 def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
-    """The OpenAI client, and the scripted server it talks to when offline."""
-    key = os.environ.get("OPENAI_API_KEY", "")
-    if key.strip().lower() in PLACEHOLDERS:
+    """The OpenAI client, and the scripted server it talks to when offline.
+
+    The key is `OPENAI_API_KEY` or the file `OPENAI_API_KEY_FILE` names (a mounted
+    secret); an empty file counts as no key, as compose mounts the file either way."""
+    try:
+        key = secret_from_env("OPENAI_API_KEY", empty_file_ok=True)
+    except SecretEnvError as err:
+        raise WorkerSetupError(err.message) from None
+    if key is not None and key.value.strip().lower() in PLACEHOLDERS:
         raise WorkerSetupError(
-            f"OPENAI_API_KEY is the placeholder {key.strip()!r}: set the real key (the "
+            f"{key.source} is the placeholder {key.value.strip()!r}: set the real key (the "
             "deploy/ templates ship placeholders on purpose)"
         )
-    if key:
+    if key is not None:
+        # api_key explicitly: the client itself reads $OPENAI_API_KEY only, not the file.
         # max_retries=0: Temporal's retry policy owns retries.
-        return AsyncOpenAI(max_retries=0), None
+        return AsyncOpenAI(api_key=key.value, max_retries=0), None
     if not scripted:
         raise WorkerSetupError(
-            "OPENAI_API_KEY is not set; set it (and OPENAI_BASE_URL for another "
-            "OpenAI-compatible endpoint) or pass --scripted-model MODULE:FUNCTION"
+            "OPENAI_API_KEY is not set; set it or OPENAI_API_KEY_FILE (and OPENAI_BASE_URL "
+            "for another OpenAI-compatible endpoint) or pass --scripted-model MODULE:FUNCTION"
         )
     from durable_agents.testing import ScriptedModelServer
 

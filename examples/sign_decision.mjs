@@ -3,11 +3,15 @@
 // workers hold (AGENT_APPROVER_KEYS); see README, "Security model".
 //
 //   node examples/sign_decision.mjs KEY_FILE PAYLOAD_JSON
+//   node examples/sign_decision.mjs --start KEY_FILE INPUT_JSON WORKFLOW_ID EXPIRES_AT
 //
 // KEY_FILE is what `agentctl keygen` writes: {"key_id", "owner", "private_key"}, the
 // private key being the 32-byte Ed25519 seed in base64url. PAYLOAD_JSON is the decision
-// payload exactly as it will be sent (call_id, decision, approver, run_id,
-// arguments_sha256, expires_at, ...). Prints the payload with its "signature".
+// payload exactly as it will be sent (call_id, decision, approver, run_id, execution_id,
+// arguments_sha256, expires_at, ...: run_id, execution_id and arguments_sha256 as the
+// pending item gives them). Prints the payload with its "signature".
+// With --start, INPUT_JSON is an AgentWorkflow start input; prints it with its
+// "start_signature" (who started the run, for policies that separate duties).
 
 import { createPrivateKey, sign } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -35,7 +39,20 @@ export function signDecision(keyFile, payload) {
   return { ...body, signature: { key_id: keyFile.key_id, sig: sig.toString("base64url") } };
 }
 
-if (process.argv.length === 4) {
+export function signStart(keyFile, input, workflowId, expiresAt) {
+  const claim = { key_id: keyFile.key_id, workflow_id: workflowId, expires_at: expiresAt };
+  const body = { ...input, start_signature: claim };
+  const seed = Buffer.from(keyFile.private_key, "base64url");
+  const sig = sign(null, Buffer.from(canonical(body), "utf8"), privateKey(seed));
+  return { ...input, start_signature: { ...claim, sig: sig.toString("base64url") } };
+}
+
+if (process.argv[2] === "--start" && process.argv.length === 7) {
+  const keyFile = JSON.parse(readFileSync(process.argv[3], "utf8"));
+  const input = JSON.parse(readFileSync(process.argv[4], "utf8"));
+  const signed = signStart(keyFile, input, process.argv[5], process.argv[6]);
+  process.stdout.write(JSON.stringify(signed) + "\n");
+} else if (process.argv.length === 4) {
   const keyFile = JSON.parse(readFileSync(process.argv[2], "utf8"));
   const payload = JSON.parse(readFileSync(process.argv[3], "utf8"));
   process.stdout.write(JSON.stringify(signDecision(keyFile, payload)) + "\n");

@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import contract, details, loop, patches
+    from durable_agents.workflows import argument_view, contract, details, loop, patches
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
         ModelReply,
@@ -81,6 +81,7 @@ async def run_tool(
     `execute`: how to run the activity (default `workflow.execute_activity`; the
     benchmarks measure `workflow.execute_local_activity`)."""
     spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
+    shown = argument_view.redacted(call.arguments, spec.sensitive)  # the UI's summary
     try:
         outcome: ToolOutcome = await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,
@@ -88,7 +89,7 @@ async def run_tool(
             result_type=ToolOutcome,
             start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
             retry_policy=retry_policy(spec.retry),
-            summary=f"tool {details.tool_call_summary(call.tool, call.arguments)}",
+            summary=f"tool {details.tool_call_summary(call.tool, shown)}",
             **_liveness(
                 spec.heartbeat_timeout_seconds if execute is None else None,  # local: none
                 spec.retry,

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         proposed_calls,
         raw_payloads,
         resume_trust,
+        signed_start,
         snapshot_signature,
         visibility,
     )
@@ -82,6 +83,12 @@ class AgentWorkflow:
         )
         """What a resumed snapshot document's Ed25519 signature claims (checked against
         the worker's snapshot keys once `describe_agent` has given them)."""
+        self._start_claim = (
+            signed_start.claim_of(raw_payloads.as_json(raw_input))
+            if self._input is not None and self._input.start_signature is not None
+            else None
+        )
+        """What the input's start signature claims (`workflows.signed_start`)."""
         self._state: RunState | None = None
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
@@ -174,7 +181,7 @@ class AgentWorkflow:
                     non_retryable=True,
                 )
             try:
-                return resume_trust.reground(state, spec, now=workflow.now(), verified_by=verified)
+                state = resume_trust.reground(state, spec, now=workflow.now(), verified_by=verified)
             except ValueError as err:
                 raise ApplicationError(
                     f"invalid AgentWorkflow input: the snapshot cannot be resumed on this "
@@ -182,6 +189,7 @@ class AgentWorkflow:
                     type=contract.ERROR_INVALID_INPUT,
                     non_retryable=True,
                 ) from None
+            return self._stamp_start(state)
         spec = await activity_calls.describe_agent(agent_input.agent)
         lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
         state = loop.new_state(
@@ -192,6 +200,30 @@ class AgentWorkflow:
             lower_max_turns_only=not lifted or workflow.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY),
         )
         state.workflow_runs.append(workflow.info().run_id)
+        return self._stamp_start(state)
+
+    def _stamp_start(self, state: RunState) -> RunState:
+        """A run starting (fresh, resumed or forked: not continued as new) records its
+        own execution, and who started it if the start is signed; a snapshot's say
+        on either counts for nothing."""
+        info = workflow.info()
+        bound = workflow.patched(patches.PATCH_EXECUTION_BOUND)
+        state.execution_id = info.first_execution_run_id if bound else None
+        state.started_by = None
+        if self._start_claim is not None:
+            try:
+                state.started_by = signed_start.verify(
+                    self._start_claim,
+                    state.agent.approver_keys,
+                    workflow_id=info.workflow_id,
+                    now=workflow.now(),
+                )
+            except ValueError as err:
+                raise ApplicationError(
+                    f"invalid AgentWorkflow input: {err}",
+                    type=contract.ERROR_INVALID_INPUT,
+                    non_retryable=True,
+                ) from None
         return state
 
     async def _drive(self, state: RunState) -> None:

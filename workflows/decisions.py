@@ -106,12 +106,24 @@ def check(
 def _check_binding(state: RunState, request: DecideInput, call: ToolCall, *, now: datetime) -> None:
     policy = state.agent.require_tool(call.tool).approval
     problem = signed_decisions.binding_problem(
-        request, run_id=state.run_id, digest=signed_decisions.call_sha256(call), now=now
+        request,
+        run_id=state.run_id,
+        digest=signed_decisions.call_sha256(call),
+        now=now,
+        execution_id=state.execution_id,
     )
     if problem is not None:
         raise DecisionRefused(problem)
-    if request.signature is not None or policy.require_signature:
-        signed_decisions.verify(request, state.agent.approver_keys, now=now)
+    signed = policy.require_signature or policy.separate_duties or request.signature is not None
+    if signed:
+        key = signed_decisions.verify(
+            request,
+            state.agent.approver_keys,
+            now=now,
+            execution_bound=state.execution_id is not None,
+        )
+        if policy.separate_duties and request.decision == "approve":
+            _check_separation(state, call, key.owner)
     if request.always and not policy.allow_always:
         raise DecisionRefused(f"the policy of {call.tool} does not allow `always`")
     if request.always_when is not None and not request.always:
@@ -120,6 +132,19 @@ def _check_binding(state: RunState, request: DecideInput, call: ToolCall, *, now
         raise DecisionRefused(
             "`always` with edited arguments is refused: the rule would approve the "
             "arguments that were edited away"
+        )
+
+
+def _check_separation(state: RunState, call: ToolCall, approver: str) -> None:
+    if state.started_by is None:
+        raise DecisionRefused(
+            f"the policy of {call.tool} separates duties: the run's start must be signed "
+            "(start_signature), so that who started it is known, but it was not"
+        )
+    if state.started_by.owner == approver:
+        raise DecisionRefused(
+            f"the policy of {call.tool} separates duties: {approver} started this run "
+            f"(key {state.started_by.key_id!r}) and may not approve its calls"
         )
 
 
@@ -143,6 +168,7 @@ def apply(
         expires_at=request.expires_at,
         signed_by=signed,
         always_when=request.always_when,
+        execution_id=request.execution_id,
         at=now,
     )
     record(state, recorded)
@@ -359,10 +385,18 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
             args=signed_decisions.call_arguments(c),
             arguments_sha256=signed_decisions.call_sha256(c),
             run_id=state.run_id,
+            execution_id=state.execution_id,
+            sensitive=sensitive_names(state, c),
         )
         for c in pending_calls(state)
         if reply is not None
     ]
+
+
+def sensitive_names(state: RunState, call: ToolCall) -> list[str]:
+    """The argument names of `call` its tool marks sensitive."""
+    tool = state.agent.tool(call.tool)
+    return tool.sensitive if tool is not None else []
 
 
 def decided(state: RunState) -> dict[str, Decision]:

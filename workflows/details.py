@@ -6,13 +6,18 @@ from __future__ import annotations
 import json
 import re
 
-from durable_agents.workflows import decisions
-from durable_agents.workflows.state import AssistantMessage, RunState, ToolResult
+from durable_agents.workflows import argument_view, decisions
+from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall, ToolResult
 
 SHORT = 80
 """Widest text (arguments, tool result) in the current details before it is cut."""
 SUMMARY_LIMIT = 60
 """Widest tool-call summary and static-summary input before they are cut."""
+SHOWN_PER_CALL = 16_000
+"""Characters of one pending call's arguments the details show; past them (a model
+can write megabytes) a marker says how many more there are and where to see them."""
+SHOWN_ALWAYS = 200
+"""Characters of any one value shown even once the call's budget is spent."""
 
 _PLAIN = re.compile(r"[^\s,()=\[\]{}\"'`]+")
 """A string argument shown without quotes: nothing that would read as punctuation."""
@@ -28,10 +33,8 @@ def render(state: RunState) -> str:
     pending = decisions.pending_calls(state)
     if pending:
         lines += ["", f"**Pending approvals ({len(pending)})**"]
-        lines += [
-            f"- {_code(tool_call_summary(c.tool, c.arguments, SHORT))} — call id {_code(c.call_id)}"
-            for c in pending
-        ]
+        for call in pending:
+            lines += _pending_call(state, call)
     result = next((i for i in reversed(state.items) if isinstance(i, ToolResult)), None)
     if result is not None:
         marker = " (error)" if result.is_error else ""
@@ -43,6 +46,31 @@ def render(state: RunState) -> str:
         error = _code(_short(state.error.message, 200))
         lines += ["", f"**Error** {_code(state.error.type)}: {error}"]
     return "\n".join(lines)
+
+
+def _pending_call(state: RunState, call: ToolCall) -> list[str]:
+    """A line with the call in short; if that had to cut it, every argument below it
+    in full (folded, `↪`), so what an approver reads is what runs. Sensitive values
+    are masked."""
+    sensitive = decisions.sensitive_names(state, call)
+    shown = argument_view.redacted(call.arguments, sensitive)
+    head = f"- {_code(tool_call_summary(call.tool, shown, SHORT))} — call id {_code(call.call_id)}"
+    if len(tool_call_summary(call.tool, shown, limit=len(call.tool) + len(shown) + 2)) <= SHORT:
+        return [head]  # the whole call fits on its line
+    values = argument_view.named_values(call.arguments, sensitive)
+    pairs = [("arguments", values)] if isinstance(values, str) else values
+    lines, budget = [head], SHOWN_PER_CALL
+    for name, value in pairs:
+        text = argument_view.safe(value)
+        room = max(budget, SHOWN_ALWAYS)  # a short value shows, whatever came before it
+        if len(text) > room:
+            more = len(text) - room
+            text = f"{text[:room]}… ({more:,} more characters: `agentctl pending` shows them)"
+        budget = max(budget - len(text), 0)
+        pieces = argument_view.fold(text)
+        lines.append(f"  - {_code(argument_view.safe(name))} = {_code(pieces[0])}")
+        lines += [f"    ↪ {_code(piece)}" for piece in pieces[1:]]
+    return lines
 
 
 def tool_call_summary(tool: str, arguments_json: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -58,9 +86,10 @@ def tool_call_summary(tool: str, arguments_json: str, limit: int = SUMMARY_LIMIT
         inner = ", ".join(f"{key}={_value(value)}" for key, value in arguments.items())
     else:
         inner = " ".join(arguments_json.split())
-    full = f"{tool}({inner})"
+    full = argument_view.safe(f"{tool}({inner})")
     if len(full) <= limit:
         return full
+    tool, inner = argument_view.safe(tool), argument_view.safe(inner)
     room = limit - len(tool) - 3  # "(", "…", ")"
     if room < 1:
         return _short(full, limit)
@@ -70,7 +99,7 @@ def tool_call_summary(tool: str, arguments_json: str, limit: int = SUMMARY_LIMIT
 def static_summary(agent: str, input: str, limit: int = SUMMARY_LIMIT) -> str:
     """`support: Please refund order A12…`: the agent and the input's first words (cut
     at a word boundary, on one line, the input part at most `limit` characters)."""
-    text = " ".join(input.split())
+    text = argument_view.safe(" ".join(input.split()))
     if len(text) > limit:
         cut = text.rfind(" ", 0, limit)  # the last word that fits with the "…"
         text = (text[:cut] if cut > limit // 2 else text[: limit - 1]) + "…"
@@ -117,5 +146,5 @@ def _tool_of(state: RunState, call_id: str) -> str:
 
 
 def _short(text: str, limit: int = SHORT) -> str:
-    text = " ".join(text.split())
+    text = argument_view.safe(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1, 1.2, 1.3 (the newest).
+validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4 (the newest).
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -51,9 +51,17 @@ def _1_2_to_1_3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.3"}
 
 
+def _1_3_to_1_4(data: dict[str, Any]) -> dict[str, Any]:
+    """1.4 added optional fields only (the execution a decision binds to, the signed
+    start, separation of duties, sensitive arguments): nothing to convert. A 1.3
+    run binds decisions to its workflow id only, as it did."""
+    return {**data, "schema_version": "1.4"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
     "1.2": _1_2_to_1_3,
+    "1.3": _1_3_to_1_4,
 }
 """Released version -> the step from it to the next version."""

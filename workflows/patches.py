@@ -56,3 +56,8 @@ PATCH_FINITE_NUMBERS = "finite-argument-numbers"
 """Tool-call arguments with NaN, Infinity or a number too large for a float are
 malformed (answered to the model): comparisons with NaN are all false, so a `when`
 condition such as `amount > 1000` did not hold and the call skipped approval."""
+PATCH_EXECUTION_BOUND = "execution-bound-decisions"
+"""A run records its execution (`RunState.execution_id`, schema 1.4: Temporal's first
+run id of its chain): a decision naming another execution is refused and a signed
+decision must name it, so a decision captured from an earlier run under a reused
+workflow id cannot be replayed into this one."""

@@ -54,6 +54,32 @@ class AgentInput(_Payload):
     resume_from: SnapshotInput | None = None
     """Continue from this snapshot instead of starting afresh: a RunState, or an
     exported snapshot file as is (digest checked, migrated; `workflows.snapshot_input`)."""
+    start_signature: StartSignature | None = None
+    """Proof of who starts the run (`workflows.signed_start`): the run records the
+    key's owner as `started_by`, whom a policy with `separate_duties` keeps from
+    approving the run's calls. A start whose signature does not verify fails."""
+
+
+class StartSignature(_Payload):
+    """An Ed25519 signature, with an approver key, over the RFC 8785 canonical JSON of
+    the start input in which this object stands without its `sig`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key_id: str = Field(min_length=1, max_length=200)
+    workflow_id: str = Field(min_length=1, max_length=1000)
+    """The workflow id the start is for: the signature is refused under any other."""
+    expires_at: str = Field(max_length=40)
+    """RFC 3339 time after which the signed start is refused (bounds its replay
+    under a workflow id reused once the run has closed)."""
+    sig: str = Field(pattern=r"^[A-Za-z0-9_-]{86}$")
+    """The 64-byte signature, base64url without padding."""
+
+    @field_validator("expires_at")
+    @classmethod
+    def _rfc3339(cls, value: str) -> str:
+        parse_time(value)
+        return value
 
 
 class AgentResult(_Payload):
@@ -94,6 +120,10 @@ class DecisionSignal(_Payload):
     always_when: list[ApprovalCondition] | None = Field(None, min_length=1, max_length=20)
     """With `always`: the later calls the rule covers (all conditions must hold);
     without it, only calls with the same arguments."""
+    execution_id: str | None = Field(None, min_length=1, max_length=200)
+    """The run execution the decision is for (the pending item's `execution_id`);
+    refused by any other, such as a later run reusing the workflow id. A signed
+    decision must carry it when the pending item gives one."""
     signature: Signature | None = None
     """Ed25519 signature over the RFC 8785 canonical JSON of this payload without
     `signature` (`workflows.signed_decisions`)."""
@@ -157,6 +187,12 @@ class PendingApproval(_Payload):
     """What a decision binds to: hex SHA-256 of the RFC 8785 canonical JSON of `args`."""
     run_id: str | None = None
     """The run (workflow id) that holds the call."""
+    execution_id: str | None = None
+    """The run's execution (`RunState.execution_id`): what a decision names besides
+    `run_id`, so it cannot be replayed into a later run under the same workflow id."""
+    sensitive: list[str] = []
+    """Argument names the tool marks sensitive: `agentctl` and the UI show their
+    values only on request."""
 
 
 # --- activities ---------------------------------------------------------------
@@ -229,3 +265,4 @@ class ToolOutcome(_Payload):
 
 
 ModelRequest.model_rebuild()
+AgentInput.model_rebuild()

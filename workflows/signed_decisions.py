@@ -68,14 +68,22 @@ def signed_message(payload: DecisionSignal) -> bytes:
     return canonical_json(fields)
 
 
-def verify(payload: DecisionSignal, keys: list[ApproverKey], *, now: datetime) -> ApproverKey:
+def verify(
+    payload: DecisionSignal,
+    keys: list[ApproverKey],
+    *,
+    now: datetime,
+    execution_bound: bool = False,
+) -> ApproverKey:
     """The key that signed `payload`; raises DecisionRefused if none did, or if the
-    signed payload is not bound (run, arguments, expiry, decision) or names
-    another approver than the key's owner."""
+    signed payload is not bound (run, arguments, expiry, decision, and with
+    `execution_bound` the run's execution) or names another approver than the
+    key's owner."""
     signature = payload.signature
     if signature is None:
         raise DecisionRefused("the tool's policy requires a signed decision (`signature`)")
-    unbound = [f for f in SIGNED_FIELDS if getattr(payload, f) is None]
+    required = (*SIGNED_FIELDS, "execution_id") if execution_bound else SIGNED_FIELDS
+    unbound = [f for f in required if getattr(payload, f) is None]
     if unbound:
         raise DecisionRefused(f"a signed decision must carry {', '.join(unbound)}")
     key = next((k for k in keys if k.key_id == signature.key_id), None)
@@ -83,14 +91,11 @@ def verify(payload: DecisionSignal, keys: list[ApproverKey], *, now: datetime) -
         raise DecisionRefused(f"signed with key {signature.key_id!r}, which this run does not know")
     if key.not_after is not None and now > key.not_after:
         raise DecisionRefused(f"key {key.key_id!r} expired at {key.not_after.isoformat()}")
-    try:
-        public = Ed25519PublicKey.from_public_bytes(_unbase64url(key.public_key))
-        public.verify(_unbase64url(signature.sig), signed_message(payload))
-    except (InvalidSignature, ValueError, binascii.Error):
+    if not verifies(key, signature.sig, signed_message(payload)):
         raise DecisionRefused(
             f"the signature with key {key.key_id!r} does not verify (payload changed after "
             "signing, or not signed over its RFC 8785 canonical JSON)"
-        ) from None
+        )
     if payload.approver != key.owner:
         raise DecisionRefused(
             f"signed with {key.owner}'s key {key.key_id!r}, but names {payload.approver!r}"
@@ -99,11 +104,21 @@ def verify(payload: DecisionSignal, keys: list[ApproverKey], *, now: datetime) -
 
 
 def binding_problem(
-    payload: DecisionSignal, *, run_id: str, digest: str | None, now: datetime
+    payload: DecisionSignal,
+    *,
+    run_id: str,
+    digest: str | None,
+    now: datetime,
+    execution_id: str | None = None,
 ) -> str | None:
     """Why the payload's bindings do not match the call it decides, or None."""
     if payload.run_id is not None and payload.run_id != run_id:
         return f"the decision is for run {payload.run_id!r}, not this one"
+    if payload.execution_id is not None and payload.execution_id != execution_id:
+        return (
+            f"the decision is for execution {payload.execution_id!r} of run {run_id!r}, "
+            "not this one (an earlier run under the same workflow id?)"
+        )
     if payload.arguments_sha256 is not None and payload.arguments_sha256 != digest:
         return (
             "arguments_sha256 does not match the call's arguments (the decision was made "
@@ -112,6 +127,16 @@ def binding_problem(
     if payload.expires_at is not None and now >= parse_time(payload.expires_at):
         return f"the decision expired at {payload.expires_at}"
     return None
+
+
+def verifies(key: ApproverKey, sig: str, message: bytes) -> bool:
+    """Whether `sig` (base64url Ed25519) is `key`'s signature over `message`."""
+    try:
+        public = Ed25519PublicKey.from_public_bytes(_unbase64url(key.public_key))
+        public.verify(_unbase64url(sig), message)
+    except (InvalidSignature, ValueError, binascii.Error):
+        return False
+    return True
 
 
 def _unbase64url(text: str) -> bytes:

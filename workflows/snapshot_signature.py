@@ -11,15 +11,11 @@ decisions it carries on open calls and its `always` rules (`workflows.resume_tru
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from durable_agents.workflows import signed_decisions  # noqa: F401 (warms cryptography)
+from durable_agents.workflows import signed_decisions
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.state import ApproverKey
 
@@ -64,13 +60,6 @@ def verified_by(
     key = next((k for k in keys if k.key_id == claim.key_id), None)
     if key is None or (key.not_after is not None and now > key.not_after):
         return None
-    try:
-        public = Ed25519PublicKey.from_public_bytes(_unbase64url(key.public_key))
-        public.verify(_unbase64url(claim.signature), claim.body)
-    except (InvalidSignature, ValueError, binascii.Error):
+    if not signed_decisions.verifies(key, claim.signature, claim.body):
         return None
     return key.key_id
-
-
-def _unbase64url(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -42,7 +42,10 @@ bounded audit of refusals (`refused_decisions_dropped`, `refused_signals`,
 `allow_always` and `limits`, `AgentSpec.approver_keys`, and on decisions (and
 decision attempts) `run_id`, `arguments_sha256`, `expires_at`, `signed_by`,
 `always_when`; `DecisionAttempt.via`; `RunState.revoked_rules`;
-`AgentSpec.snapshot_keys` and `refuse_unverified_snapshots`."""
+`AgentSpec.snapshot_keys` and `refuse_unverified_snapshots`.
+1.4 added `RunState.execution_id` and `execution_id` on decisions (and decision
+attempts), the signed start (`RunState.started_by`), `ApprovalPolicy.separate_duties`
+and `ToolSpec.sensitive`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -134,6 +137,10 @@ class ApprovalPolicy(_Model):
     edit alike (e.g. `amount <= 1000`): a call outside them is answered to the model
     as refused, an edit outside them is refused. A condition that cannot be
     evaluated does not hold. Added in 1.3."""
+    separate_duties: bool = False
+    """Whoever started the run may not approve its calls: approvals must be signed,
+    the run's start must be signed (`RunState.started_by`), and the two keys must
+    belong to different owners. Added in 1.4."""
 
 
 class ToolSpec(_Model):
@@ -155,6 +162,11 @@ class ToolSpec(_Model):
     """The tool's activity heartbeats while it runs; an attempt silent this long
     (its worker died) is retried at once, and a cancel reaches it. None: no
     heartbeat timeout (runs of builds before 1.2). Added in 1.2."""
+    sensitive: list[str] = []
+    """Top-level argument names whose values are kept out of sight: redacted in the
+    UI's details, activity summaries and logs, and shown by `agentctl` as
+    `<sensitive, N chars>` unless asked (`--show-sensitive`). They stay in the
+    run's (encrypted) payloads. Added in 1.4."""
 
 
 class ApproverKey(_Model):
@@ -313,6 +325,8 @@ class Decision(_Model):
     always_when: list[ApprovalCondition] | None = None
     """With `always`: the rule covers later calls whose arguments meet all of these;
     None: only calls with the same arguments (`arguments_sha256`). Added in 1.3."""
+    execution_id: StrictStr | None = None
+    """The run execution the decision named (`RunState.execution_id`). Added in 1.4."""
     at: AwareDatetime
 
 
@@ -356,6 +370,8 @@ class DecisionAttempt(_Model):
     signature: Signature | None = None
     always_when: list[ApprovalCondition] | None = None
     """The binding fields the sender gave (see `Decision`). Added in 1.3."""
+    execution_id: StrictStr | None = None
+    """As `Decision.execution_id`. Added in 1.4."""
     via: Literal["signal", "snapshot"] = "signal"
     """`snapshot`: a decision carried in a resumed snapshot that could not be
     verified, dropped rather than trusted. Added in 1.3."""
@@ -394,10 +410,19 @@ class RunOrigin(_Model):
     were dropped (`workflows.resume_trust`). Added in 1.3."""
 
 
+class Starter(_Model):
+    """Who started the run, as proven by a signed start (`workflows.signed_start`)."""
+
+    key_id: str = Field(min_length=1, max_length=200)
+    """The approver key whose signature over the start input verified."""
+    owner: str = Field(min_length=1, max_length=200)
+    """That key's owner."""
+
+
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.3"] = "1.3"
+    schema_version: Literal["1.4"] = "1.4"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -439,6 +464,15 @@ class RunState(_Model):
     """Call ids of `always` decisions whose rule no longer decides later calls: they
     came with a resumed snapshot, which cannot vouch for them
     (`workflows.resume_trust`). Added in 1.3."""
+    execution_id: str | None = None
+    """Temporal's run id of the first workflow execution of this run (kept across
+    continue-as-new; a resume or fork, or a new run reusing the workflow id, gets
+    its own). A decision naming another one is refused, and a signed decision must
+    name it, so one captured from an earlier run under the same workflow id cannot
+    be replayed into this one. None: runs started before 1.4. Added in 1.4."""
+    started_by: Starter | None = None
+    """The owner of the key that signed the run's start input; None: an unsigned
+    start (anyone who may start workflows). Added in 1.4."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

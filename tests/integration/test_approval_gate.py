@@ -51,18 +51,27 @@ async def waiting(worker, model_server, *calls: Call, agent: str = "treasurer"):
     return handle
 
 
-def signed(run_id: str, call_id: str, arguments: dict, *, key=ALICE, **fields) -> dict:
+def signed(
+    run_id: str, call_id: str, arguments: dict, *, execution_id: str, key=ALICE, **fields
+) -> dict:
     return key.sign(
         {
             "call_id": call_id,
             "decision": "approve",
             "approver": key.owner,
             "run_id": run_id,
+            "execution_id": execution_id,
             "arguments_sha256": arguments_sha256(arguments),
             "expires_at": "2099-01-01T00:00:00Z",
             **fields,
         }
     )
+
+
+async def execution_of(handle) -> str:
+    """The run's execution, as its pending items give it (what a decision names)."""
+    [item, *_] = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+    return item["execution_id"]
 
 
 async def last_refusal(handle) -> str:
@@ -127,7 +136,12 @@ async def test_a_typed_in_approver_cannot_pass_a_policy_that_requires_signatures
     assert await last_refusal(handle) == (
         "the tool's policy requires a signed decision (`signature`)"
     )
-    await signal_from_cli(worker, handle.id, "approve", signed(handle.id, "p1", PAY, key=MALLORY))
+    await signal_from_cli(
+        worker,
+        handle.id,
+        "approve",
+        signed(handle.id, "p1", PAY, key=MALLORY, execution_id=await execution_of(handle)),
+    )
     assert "signed with key 'mallory-test', which this run does not know" in (
         await last_refusal(handle)
     )
@@ -156,7 +170,9 @@ async def test_a_typed_in_approver_cannot_pass_a_policy_that_requires_signatures
 
 async def test_a_signed_rejection_cannot_be_sent_as_an_approval(worker, model_server):
     handle = await waiting(worker, model_server, Call("pay", PAY, "p1"))
-    rejection = signed(handle.id, "p1", PAY, decision="reject")
+    rejection = signed(
+        handle.id, "p1", PAY, decision="reject", execution_id=await execution_of(handle)
+    )
     await signal_from_cli(worker, handle.id, "approve", rejection)
     assert "the payload says 'reject' but was sent as 'approve'" in await last_refusal(handle)
     unnamed = ALICE.sign({k: v for k, v in rejection.items() if k not in ("decision", "signature")})
@@ -195,9 +211,17 @@ async def test_always_covers_the_same_arguments_not_a_bigger_refund(worker, mode
 
 async def test_a_policy_can_forbid_always(worker, model_server, alice_key):
     handle = await waiting(worker, model_server, Call("pay", PAY, "p1"))
-    await signal_from_cli(worker, handle.id, "approve", signed(handle.id, "p1", PAY, always=True))
+    await signal_from_cli(
+        worker,
+        handle.id,
+        "approve",
+        signed(handle.id, "p1", PAY, always=True, execution_id=await execution_of(handle)),
+    )
     assert await last_refusal(handle) == "the policy of pay does not allow `always`"
-    await signal_from_cli(worker, handle.id, "approve", signed(handle.id, "p1", PAY))
+    execution_id = await execution_of(handle)
+    await signal_from_cli(
+        worker, handle.id, "approve", signed(handle.id, "p1", PAY, execution_id=execution_id)
+    )
     assert (await handle.result()).status is RunStatus.COMPLETED
 
 
@@ -210,13 +234,19 @@ async def test_a_signed_decision_copied_into_another_run_is_refused(worker, mode
     first, second = await start(worker, agent="treasurer"), await start(worker, agent="treasurer")
     for handle in (first, second):
         await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    payload = signed(first.id, "p1", PAY)
+    payload = signed(first.id, "p1", PAY, execution_id=await execution_of(first))
     await signal_from_cli(worker, second.id, "approve", payload)
     assert f"the decision is for run {first.id!r}, not this one" in await last_refusal(second)
     await signal_from_cli(worker, first.id, "approve", payload)
     assert (await first.result()).status is RunStatus.COMPLETED
     assert [c[0] for c in agents.CALLS] == ["pay"]
-    expired = signed(second.id, "p1", PAY, expires_at="2020-01-01T00:00:00Z")
+    expired = signed(
+        second.id,
+        "p1",
+        PAY,
+        expires_at="2020-01-01T00:00:00Z",
+        execution_id=await execution_of(second),
+    )
     await signal_from_cli(worker, second.id, "approve", expired)
     assert await last_refusal(second) == "the decision expired at 2020-01-01T00:00:00Z"
     await second.terminate("test over")

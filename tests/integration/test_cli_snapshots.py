@@ -50,11 +50,11 @@ def ctl(worker) -> Ctl:
 def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     assert run_main(["--address", UNREACHABLE, "validate", str(FIXTURE)]) == 0
     assert capsys.readouterr().out.strip() == (
-        "valid, schema 1.3, run support-7, 10 items, status failed"
+        "valid, schema 1.4, run support-7, 10 items, status failed"
     )
     assert run_main(["validate", str(fixture_path("1.0"))]) == 0
     assert capsys.readouterr().out.strip() == (
-        "valid, schema 1.0 (migrated to 1.3), run support-7, 10 items, status failed"
+        "valid, schema 1.0 (migrated to 1.4), run support-7, 10 items, status failed"
     )
 
 
@@ -63,14 +63,14 @@ def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     [
         ('"approver": "alice"', "snapshot was modified after export (digest mismatch)"),
         ('"turn": 2,', "snapshot was modified after export (digest mismatch)"),
-        ('"schema_version": "1.3"', "snapshot schema 2.0 is newer than this reader (1.x); upgrade"),
+        ('"schema_version": "1.4"', "snapshot schema 2.0 is newer than this reader (1.x); upgrade"),
     ],
 )
 def test_validate_refuses_a_tampered_file(edit, message, tmp_path, capsys) -> None:
     replacement = {
         '"approver": "alice"': '"approver": "mallory"',
         '"turn": 2,': '"turn": 3,',
-        '"schema_version": "1.3"': '"schema_version": "2.0"',
+        '"schema_version": "1.4"': '"schema_version": "2.0"',
     }[edit]
     target = tmp_path / "tampered.json"
     target.write_text(FIXTURE.read_text().replace(edit, replacement, 1))
@@ -155,7 +155,7 @@ async def test_export_validate_resume_and_approve_with_edited_arguments(
 
     verdict = await agentctl("validate", str(target))  # offline: no connection options
     assert verdict.stdout.strip() == (
-        f"valid, schema 1.3, run {source}, 2 items, status awaiting_approval"
+        f"valid, schema 1.4, run {source}, 2 items, status awaiting_approval"
     )
     new_id = f"resumed-{uuid.uuid4().hex[:8]}"
     resumed = (await ctl("resume", str(target), "--id", new_id, "--json")).json()

@@ -117,12 +117,52 @@ def test_worker_config_comes_from_the_configmap_and_secrets_from_a_secret():
         for e in container["env"]
         if "secretKeyRef" in e.get("valueFrom", {})
     }
-    assert from_secrets == {"TEMPORAL_API_KEY": "agent-secrets", "OPENAI_API_KEY": "agent-secrets"}
-    keys_file = next(e["value"] for e in container["env"] if e["name"] == "AGENT_CODEC_KEYS_FILE")
-    volume = next(v for v in worker_pod()["volumes"] if v["name"] == "codec-keys")
-    mount = next(m for m in container["volumeMounts"] if m["name"] == "codec-keys")
-    secret = found[("Secret", volume["secret"]["secretName"])]
-    assert keys_file == f"{mount['mountPath']}/{next(iter(secret['stringData']))}"
+    # Temporal's client configuration reads TEMPORAL_API_KEY from the environment only.
+    assert from_secrets == {"TEMPORAL_API_KEY": "agent-secrets"}
+    files = secret_files(worker_pod(), container)
+    assert files["AGENT_CODEC_KEYS_FILE"] == ("agent-codec-keys", "keys")
+    assert files["OPENAI_API_KEY_FILE"] == ("agent-secrets", "OPENAI_API_KEY")
+
+
+SECRET_VALUES = (
+    "OPENAI_API_KEY",
+    "AGENT_CODEC_SERVER_TOKEN",
+    "AGENT_CODEC_KEYS",
+    "AGENT_SNAPSHOT_KEY",
+)
+"""Secrets the app reads as `NAME` or `NAME_FILE`: deploy/ passes them as files only."""
+
+
+def secret_files(pod: dict, container: dict) -> dict[str, tuple[str, str]]:
+    """`*_FILE` variable -> (Secret, key) of the secret volume item it names."""
+    found = {}
+    for entry in container.get("env", []):
+        if not entry["name"].endswith("_FILE"):
+            continue
+        directory, _, file_name = entry["value"].rpartition("/")
+        [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == directory]
+        assert mount.get("readOnly") is True, entry["name"]
+        [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        items = {i["path"]: i["key"] for i in volume["secret"].get("items", [])}
+        found[entry["name"]] = (volume["secret"]["secretName"], items.get(file_name, file_name))
+    return found
+
+
+def test_secrets_reach_the_pods_as_files_each_only_where_needed():
+    found = resources_by_kind()
+    wanted = {
+        "agent-worker": {"AGENT_CODEC_KEYS_FILE", "OPENAI_API_KEY_FILE"},
+        "agent-codec-server": {"AGENT_CODEC_KEYS_FILE", "AGENT_CODEC_SERVER_TOKEN_FILE"},
+    }
+    for name, files in wanted.items():
+        pod = found[("Deployment", name)]["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        assert not {e["name"] for e in container["env"]} & set(SECRET_VALUES), name
+        mounted = secret_files(pod, container)
+        assert set(mounted) == files, name
+        for variable, (secret, key) in mounted.items():
+            assert key == variable.removesuffix("_FILE") or variable == "AGENT_CODEC_KEYS_FILE"
+            assert key in found[("Secret", secret)]["stringData"], (name, variable)
 
 
 def test_every_referenced_config_and_secret_key_exists():
@@ -139,6 +179,11 @@ def test_every_referenced_config_and_secret_key_exists():
                 if "secretKeyRef" in ref and not ref["secretKeyRef"].get("optional"):
                     target = found[("Secret", ref["secretKeyRef"]["name"])]["stringData"]
                     assert ref["secretKeyRef"]["key"] in target, (name, entry["name"])
+        for volume in doc["spec"]["template"]["spec"]["volumes"]:
+            secret = volume.get("secret")
+            if secret and not secret.get("optional"):
+                target = found[("Secret", secret["secretName"])]["stringData"]
+                assert {i["key"] for i in secret.get("items", [])} <= set(target), volume
 
 
 def test_temporal_api_key_is_set_only_when_the_secret_has_one():
@@ -267,8 +312,62 @@ def test_compose_points_the_ui_at_the_codec_server():
     assert ui["TEMPORAL_CODEC_ENDPOINT"] == f"http://localhost:{published}"
     ui_port = services["temporal-ui"]["ports"][0].rsplit(":", 2)[-2]
     assert codec["environment"]["AGENT_CODEC_SERVER_CORS_ORIGINS"] == f"http://localhost:{ui_port}"
-    assert "AGENT_CODEC_SERVER_TOKEN" in codec["environment"]
-    assert "AGENT_CODEC_KEYS" in services["worker"]["environment"]
+    assert "AGENT_CODEC_SERVER_TOKEN_FILE" in codec["environment"]
+    assert "AGENT_CODEC_KEYS_FILE" in services["worker"]["environment"]
+
+
+def test_compose_passes_secrets_as_files_never_in_the_environment():
+    # `docker inspect` shows a container's environment: secrets go through `secrets:`
+    # (files under /run/secrets, bind-mounted: the read-only services accept no other).
+    spec = compose()
+    text = (DEPLOY / "compose.yaml").read_text()
+    never = {*SECRET_VALUES, "POSTGRES_PASSWORD", "POSTGRES_PWD"}
+    for name in never:
+        assert f"${{{name}" not in text, name  # not interpolated from the host either
+    files = {
+        "worker": {"OPENAI_API_KEY_FILE": "openai_api_key", "AGENT_CODEC_KEYS_FILE": "codec_keys"},
+        "codec-server": {
+            "AGENT_CODEC_KEYS_FILE": "codec_keys",
+            "AGENT_CODEC_SERVER_TOKEN_FILE": "codec_server_token",
+        },
+        "postgresql": {"POSTGRES_PASSWORD_FILE": "postgres_password"},
+    }
+    for service_name, service in spec["services"].items():
+        environment = service.get("environment", {})
+        assert not set(environment) & never, service_name
+        for variable, secret in files.get(service_name, {}).items():
+            assert environment[variable] == f"/run/secrets/{secret}", (service_name, variable)
+            assert secret in service["secrets"], (service_name, secret)
+    for secret in spec["secrets"].values():
+        assert set(secret) == {"file"} and secret["file"].startswith("./secrets/")
+    ignored = (DEPLOY / "secrets" / ".gitignore").read_text().splitlines()
+    assert "*" in ignored  # the files themselves never go into git
+    assert "postgres_password" in spec["services"]["temporal"]["secrets"]
+
+
+def test_temporal_gets_the_database_password_from_its_secret_file(tmp_path):
+    # temporalio/auto-setup reads POSTGRES_PWD only: the wrapper sets it from the file
+    # and execs the image's own entrypoint (ENTRYPOINT /etc/temporal/entrypoint.sh,
+    # CMD autosetup). Run here with both paths pointed at stand-ins.
+    temporal = compose()["services"]["temporal"]
+    assert temporal["entrypoint"][:2] == ["/bin/sh", "-c"]
+    script = temporal["entrypoint"][2].replace("$$", "$")
+    password, entrypoint = tmp_path / "postgres_password", tmp_path / "entrypoint.sh"
+    password.write_text("pw with spaces\n")
+    entrypoint.write_text('#!/bin/sh\necho "$POSTGRES_PWD|$*"\n')  # exported: it sees it
+    entrypoint.chmod(0o755)
+    script = script.replace("/run/secrets/postgres_password", str(password))
+    script = script.replace("/etc/temporal/entrypoint.sh", str(entrypoint))
+    clean = {"PATH": os.environ["PATH"]}
+    result = subprocess.run(
+        ["sh", "-c", script], capture_output=True, timeout=30, text=True, env=clean
+    )
+    assert (result.returncode, result.stdout) == (0, "pw with spaces|autosetup\n")
+    password.unlink()
+    result = subprocess.run(
+        ["sh", "-c", script], capture_output=True, timeout=30, text=True, env=clean
+    )
+    assert result.returncode != 0 and result.stdout == ""  # no start without the password
 
 
 def test_compose_builds_the_agent_image_once():
@@ -295,12 +394,28 @@ def test_compose_registers_the_contracts_search_attributes():
 def test_dockerfile_is_non_root_pinned_and_signal_ready():
     text = (DEPLOY / "Dockerfile").read_text()
     base = re.search(r"ARG PYTHON_IMAGE=(\S+)", text).group(1)
-    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base)
-    assert "pip install --no-deps -r /tmp/requirements.lock" in text
+    # By tag and digest: the tag says what it is, the digest makes it immutable.
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+@sha256:[0-9a-f]{64}", base)
+    assert "docker buildx imagetools inspect" in text  # how to refresh it
+    assert "pip install --no-deps --require-hashes -r /tmp/requirements.lock" in text
     assert re.search(r"^USER 10001", text, re.M)
     assert 'CMD ["python", "/app/worker.py"]' in text  # exec form: worker.py is PID 1
+    kept = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     for source in re.findall(r"^COPY (?!--from)(\S+)", text, re.M):
         assert (ROOT / source).exists(), source
+        # The build context holds only what the filter lets through (** excludes the rest).
+        assert f"!{source}" in kept or f"!{source}/**" in kept, source
+
+
+PINNED_IMAGE = r"\$\{\w+:-[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}\}"
+"""`${VARIABLE:-image:tag@sha256:...}`: by digest, and replaceable as a whole."""
+
+
+def test_compose_pins_third_party_images_by_digest():
+    for name, service in compose()["services"].items():
+        if "build" in service or service.get("pull_policy") == "never":
+            continue  # the project's own image
+        assert re.fullmatch(PINNED_IMAGE, service["image"]), name
 
 
 def lock_module():
@@ -321,10 +436,65 @@ def test_lock_matches_the_installed_runtime_dependencies(tmp_path):
 
 
 def lock() -> dict[str, str]:
-    lines = (DEPLOY / "requirements.lock").read_text().splitlines()
-    pins = [line for line in lines if line and not line.startswith("#")]
-    assert all(re.fullmatch(r"[a-z0-9-]+==[\w.]+", p) for p in pins), pins
-    return dict(p.split("==") for p in pins)
+    """The lock's pins, each checked to carry sha256 hashes (pip --require-hashes)."""
+    text = (DEPLOY / "requirements.lock").read_text()
+    entries = [e for e in text.replace(" \\\n", " ").splitlines() if not e.startswith("#")]
+    pins = {}
+    for entry in entries:
+        match = re.fullmatch(r"([a-z0-9-]+)==([\w.]+)((?: +--hash=sha256:[0-9a-f]{64})+)", entry)
+        assert match, entry
+        pins[match.group(1)] = match.group(2)
+    return pins
+
+
+def test_lock_hashes_every_pin_and_the_makefile_uses_plain_constraints():
+    locker = lock_module()
+    pins = lock()
+    assert pins == dict(
+        line.split("==") for line in locker.CONSTRAINTS.read_text().splitlines() if "==" in line
+    )
+    # pip puts a whole install in hash-checking mode once a constraint has a hash, which
+    # `pip install -e .[test]` cannot satisfy: make install takes the plain constraints.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "pip install --quiet -c deploy/constraints.txt -e '.[test]'" in makefile
+    _, hashes, problems = locker.parse(locker.LOCK.read_text())
+    assert problems == [] and all(hashes.values())
+    assert len(hashes["pydantic-core"]) > 10  # a wheel per platform, not just this one
+
+
+ZEROS = "0" * 64
+BROKEN_LOCKS = {
+    "no-hash": (
+        r"(?m)^(six==\S+) \\\n(?:    --hash=\S+ \\\n)*    --hash=\S+$",
+        r"\1",
+        "six==1.17.0 has no --hash",
+    ),
+    "not-hex": ("--hash=sha256:", "--hash=sha256:zz", "malformed hash for"),
+    "md5": ("--hash=sha256:", "--hash=md5:", "malformed hash for"),
+    "too-long": ("--hash=sha256:", f"--hash=sha256:{ZEROS}", "malformed hash for"),
+    "two-on-a-line": (r"(--hash=\S+)", r"\1 \1", "malformed hash for"),
+    "orphan": (r"\Z", f"    --hash=sha256:{ZEROS}\n", "a hash line without a pin"),
+    "not-pinned": ("\nsix==", "\nsix>=", "not a `name==version` pin"),
+}
+"""Edits of the lock (pattern, replacement, first match only) and what --check says."""
+
+
+@pytest.mark.parametrize("broken", BROKEN_LOCKS)
+def test_lock_check_refuses_a_pin_without_a_well_formed_hash(tmp_path, monkeypatch, broken):
+    locker = lock_module()
+    pattern, replacement, problem = BROKEN_LOCKS[broken]
+
+    def offline(*_args, **_kwargs):
+        raise AssertionError("--check must not go online")
+
+    monkeypatch.setattr(locker.urllib.request, "urlopen", offline)
+    assert locker.check() == []
+    edited = tmp_path / "requirements.lock"
+    edited.write_text(re.sub(pattern, replacement, locker.LOCK.read_text(), count=1))
+    assert edited.read_text() != locker.LOCK.read_text()
+    problems = locker.check(edited)
+    assert any(problem in p for p in problems), problems
+    assert not locker.is_current(edited)
 
 
 def test_lock_pins_the_runtime_dependencies_within_pyproject_ranges():

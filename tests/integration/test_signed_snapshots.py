@@ -164,6 +164,7 @@ async def test_a_signature_that_fails_inside_a_strict_sandbox_does_not_kill_the_
                 "decision": "approve",
                 "approver": "alice",
                 "run_id": resumed.id,
+                "execution_id": pending.execution_id,
                 "arguments_sha256": pending.arguments_sha256,
                 "expires_at": "2099-01-01T00:00:00Z",
             }

@@ -153,6 +153,22 @@ treasurer = dataclasses.replace(
 assistant's."""
 
 
+@tool(
+    needs_approval=ApprovalPolicy(require_signature=True, separate_duties=True),
+    sensitive=["iban"],
+)
+def transfer(iban: str, amount: float, ctx: ToolContext) -> str:
+    """Wire money; approved (signed) by someone other than who started the run. The
+    account number is sensitive: people see it only on request."""
+    CALLS.append(("transfer", {"iban": iban, "amount": amount}, ctx.idempotency_key))
+    return f"sent {amount}"
+
+
+custodian = dataclasses.replace(assistant, name="custodian", tools=[transfer, add], max_turns=6)
+"""Four eyes: `transfer` separates duties (the signed starter may not approve it) and
+hides the account number."""
+
+
 @tool(name="lookup_order")
 def _lookup_order(order_id: int, ctx: ToolContext) -> str:
     """Find an order."""

@@ -30,7 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
-from tests.support.approver_keys import ALICE, WORKER_TRUST
+from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.histories import HISTORIES
 
 CANCEL = "(cancel the run)"
@@ -393,6 +393,50 @@ async def record_resumed(client: Client, name: str, script: list, decision) -> N
         await _save(client, name, handle)
 
 
+IBAN = {"iban": "DE89370400440532013000", "amount": 250}
+
+
+async def record_signed_start(client: Client, name: str) -> None:
+    """v11: a run bound to its execution (execution-bound-decisions), started with
+    alice's signed start, of a tool that separates duties and hides the account
+    number: alice's signed approval is refused (she started the run), bob's bound
+    to another execution is refused, bob's bound to this one runs the transfer."""
+    script = [Reply(tool_calls=(Call("transfer", IBAN, "t1"),)), Reply(content="sent")]
+    async with _serving(client, name, script) as task_queue:
+        run_id = f"history-{name}"
+        start = AgentInput(agent="custodian", input="go").model_dump(mode="json")
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            ALICE.sign_start(start, workflow_id=run_id, expires_at="2099-01-01T00:00:00Z"),
+            id=run_id,
+            task_queue=task_queue,
+        )
+
+        def approval(key, execution_id: str) -> dict:
+            return key.sign(
+                {
+                    "call_id": "t1",
+                    "decision": "approve",
+                    "approver": key.owner,
+                    "run_id": run_id,
+                    "execution_id": execution_id,
+                    "arguments_sha256": arguments_sha256(IBAN),
+                    "expires_at": "2099-01-01T00:00:00Z",
+                }
+            )
+
+        execution = handle.first_execution_run_id
+        await _act(
+            handle,
+            [
+                (AWAITING, contract.SIGNAL_APPROVE, approval(ALICE, execution)),
+                (AWAITING, contract.SIGNAL_APPROVE, approval(BOB, "another-execution")),
+                (AWAITING, contract.SIGNAL_APPROVE, approval(BOB, execution)),
+            ],
+        )
+        await _save(client, name, handle)
+
+
 def forged(snapshot: RunState) -> RunState:
     """`snapshot` with an approval (and `always` rule) of its pending call that nobody made."""
     reply = snapshot.items[-1]
@@ -416,6 +460,8 @@ async def main() -> None:
         for name, (agent, session, script, actions) in SCENARIOS.items():
             if not _recorded(name):
                 await record(env.client, name, agent, session, script, actions)
+        if not _recorded("execution_bound_v11"):
+            await record_signed_start(env.client, "execution_bound_v11")
         for name, (script, decision) in RESUMED.items():
             if not _recorded(name):
                 await record_resumed(env.client, name, script, decision)

@@ -29,6 +29,7 @@ from durable_agents.workflows.state import (
     RunOrigin,
     RunState,
     RunStatus,
+    Starter,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -314,11 +315,37 @@ def _golden_1_3() -> RunState:
     return state
 
 
+def _golden_1_4() -> RunState:
+    """1.3's, with what 1.4 added: the run's execution and a signed start (who started
+    it), a policy that separates duties, a tool's sensitive parameter, and decisions
+    (and a refused attempt) that name the execution."""
+    state = _golden_1_3()
+    refund, delete = state.agent.tools[1], state.agent.tools[2]
+    refund.sensitive = ["order_id"]
+    delete.approval.separate_duties = True
+    state.execution_id = "0b6b2a9e-3c1f-4d5e-9a7b-8c9d0e1f2a3b"
+    state.started_by = Starter(key_id="carol-2026", owner="carol")
+    c4 = [i for i in state.items if isinstance(i, Decision)][2]
+    c4.execution_id = state.execution_id
+    state.refused_decisions.append(
+        DecisionAttempt(
+            call_id="c4",
+            decision="approve",
+            approver="bob",
+            execution_id="f00d0000-0000-4000-8000-000000000000",
+            at=at(95),
+            refused_because="the decision is for another execution of run support-7",
+        )
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
     "1.2": _golden_1_2,
     "1.3": _golden_1_3,
+    "1.4": _golden_1_4,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -91,16 +92,49 @@ def test_render_keeps_backticks_inside_code_spans_and_marks_an_error_result():
     assert lines[5] == "**Last tool result** `lookup` (error): ``` ``bad`` input ```"
 
 
-def test_render_cuts_long_arguments_and_results():
+def test_render_cuts_a_long_result_but_shows_a_long_argument_in_full_folded():
+    # What an approver reads in the UI is what runs: an amount after a long field
+    # used to be cut off at 80 characters.
     state = new_run()
     reply(state, ("l1", "lookup", "{}"))
     loop.record_tool_outcomes(state, [ToolOutcome(call_id="l1", content="x" * 500)], now=T0)
-    reply(state, ("c1", "refund", '{"text": "%s"}' % ("y" * 500)))
+    reply(state, ("c1", "refund", '{"text": "%s", "amount": 100000}' % ("y" * 250)))
+
+    lines = details.render(state).splitlines()
+    assert f"`{'x' * 79}…`" in lines[-1]
+    call = lines.index(next(line for line in lines if line.startswith("- `refund(text=")))
+    assert lines[call + 1 : call + 6] == [
+        f"  - `text` = `{'y' * 100}`",
+        f"    ↪ `{'y' * 100}`",
+        f"    ↪ `{'y' * 50}`",
+        "  - `amount` = `100000`",
+        "",
+    ]
+
+
+def test_render_masks_sensitive_values_and_escapes_invisible_characters():
+    state = new_run()
+    state.agent.tools[1].sensitive = ["card"]
+    arguments = {"card": "4111111111111111", "note": "ok\u202egnp.exe" + " " * 80}
+    reply(state, ("c1", "refund", json.dumps(arguments)))
 
     rendered = details.render(state)
-    assert max(len(line) for line in rendered.splitlines()) < 140
-    assert f"`{'x' * 79}…`" in rendered
-    assert len(rendered) < 400
+    assert "4111" not in rendered
+    assert '- `refund(card="<sensitive, 16 chars>", note=' in rendered
+    assert "  - `card` = `<sensitive, 16 chars>`" in rendered
+    assert "\u202e" not in rendered and "\\u{202e}gnp.exe" in rendered
+
+
+def test_render_shows_at_most_a_budget_of_one_calls_arguments_and_says_so():
+    state = new_run()
+    reply(state, ("c1", "refund", json.dumps({"blob": "z" * 50_000, "amount": 7})))
+
+    rendered = details.render(state)
+    assert len(rendered) < details.SHOWN_PER_CALL + 2_000
+    assert "… (34,000 more characters: `agentctl pending` shows them)" in rendered.replace(
+        "`\n    ↪ `", ""
+    )
+    assert "  - `amount` = `7`" in rendered  # later arguments still named
 
 
 @pytest.mark.parametrize(

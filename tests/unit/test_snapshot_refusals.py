@@ -30,8 +30,8 @@ REFUSALS = [
         "newer-major",
     ),
     case(
-        lambda: edited(set_at("schema_version", "1.4")),
-        "snapshot schema 1.4 is newer than this reader (1.3); upgrade",
+        lambda: edited(set_at("schema_version", "1.5")),
+        "snapshot schema 1.5 is newer than this reader (1.4); upgrade",
         "newer-minor",
     ),
     case(
@@ -42,7 +42,7 @@ REFUSALS = [
     *(
         case(
             lambda v=v: edited(set_at("schema_version", v)),
-            'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.3", got '
+            'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.4", got '
             + json.dumps(v),
             f"malformed-version-{v}",
         )
@@ -97,7 +97,7 @@ REFUSALS = [
     ),
     case(
         lambda: edited(set_at("items.0.sender", "eve")),
-        "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.3)",
+        "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.4)",
         "unknown-field",
     ),
     case(

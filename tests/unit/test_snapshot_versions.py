@@ -191,8 +191,9 @@ def test_older_snapshots_migrate_step_by_step_and_are_written_as_the_newest(monk
     monkeypatch.setitem(MIGRATIONS, "0.8", _from_0_8)
     monkeypatch.setitem(MIGRATIONS, "0.9", _from_0_9)
     text = json.dumps(_old_0_8())
-    assert loads(text) == golden_state("1.0")  # 0.8 -> 0.9 -> 1.0 -> 1.1 -> 1.2 -> 1.3
-    assert validate(text).startswith("valid, schema 0.8 (migrated to 1.3), run support-7")
+    assert loads(text) == golden_state("1.0")  # 0.8 -> 0.9 -> 1.0 -> ... -> the newest
+    migrated = f"valid, schema 0.8 (migrated to {SCHEMA_VERSION}), run support-7"
+    assert validate(text).startswith(migrated)
     assert dumps(loads(text)) == dumps(golden_state("1.0"))
 
 
@@ -205,6 +206,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.0": MIGRATIONS["1.0"],
         "1.1": MIGRATIONS["1.1"],
         "1.2": MIGRATIONS["1.2"],
+        "1.3": MIGRATIONS["1.3"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
@@ -221,9 +223,7 @@ def test_a_step_that_edits_its_argument_in_place_does_not_reach_the_caller():
     original = json.loads(golden_text("1.0"))
     del original["integrity"]
     before = json.dumps(original)
-    migrated = migrate(
-        original, migrations={"1.0": careless, "1.1": MIGRATIONS["1.1"], "1.2": MIGRATIONS["1.2"]}
-    )
+    migrated = migrate(original, migrations={**MIGRATIONS, "1.0": careless})
     assert json.dumps(original) == before
     assert migrated["items"][0]["content"] == "changed by the step"
 

@@ -101,6 +101,7 @@ def test_registry_loads_every_agent_of_a_module():
     assert AgentRegistry.from_modules(["tests.support.agents"]).names() == [
         "assistant",
         "concierge",
+        "custodian",
         "frugal",
         "marathon",
         "sleepy",
