@@ -28,6 +28,13 @@ class _Payload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _Answer(BaseModel):
+    """What a run answers to a query: a reader ignores fields a later build added
+    (they are only ever added), so an older `agentctl` can still read a newer run."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
 def problems(err: ValidationError) -> str:
     """A validation error on one line: `always: Input should be a valid boolean; ...`."""
     return "; ".join(
@@ -164,7 +171,7 @@ class EndSessionSignal(_Payload):
 # --- queries ----------------------------------------------------------------------
 
 
-class StatusView(_Payload):
+class StatusView(_Answer):
     """Result of the `get_status` query."""
 
     status: RunStatus
@@ -174,7 +181,7 @@ class StatusView(_Payload):
     usage: Usage
 
 
-class PendingApproval(_Payload):
+class PendingApproval(_Answer):
     """One entry of the `get_pending_approvals` query."""
 
     call_id: str

@@ -191,3 +191,15 @@ def test_arguments_that_are_not_an_object_are_hidden_whole_for_a_tool_with_secre
     assert "4111" not in str(argument_view.named_values(broken, ["card"]))
     assert "4111" not in argument_view.redacted(broken, ["card"])
     assert argument_view.named_values(broken, []) == broken
+
+
+def test_an_older_reader_takes_query_answers_with_fields_a_later_build_added():
+    from durable_agents.workflows.payloads import DecisionSignal, PendingApproval, StatusView
+    from pydantic import ValidationError
+
+    item = {"call_id": "c1", "tool": "t", "arguments": "{}", "requested_at": "2026-01-01T00:00Z"}
+    assert PendingApproval.model_validate({**item, "added_later": 1}).call_id == "c1"
+    status = {"status": "running", "agent": "a", "turn": 0, "pending_approvals": 0, "usage": {}}
+    assert StatusView.model_validate({**status, "current_agent": "a"}).agent == "a"
+    with pytest.raises(ValidationError):  # what senders send is still refused if unknown
+        DecisionSignal.model_validate({"call_id": "c1", "approver": "a", "added_later": 1})
