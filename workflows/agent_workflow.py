@@ -212,11 +212,13 @@ class AgentWorkflow:
         state.started_by = None
         if self._start_claim is not None:
             try:
+                # Judged at the server's start time, not now: a start that waited in the
+                # queue while workers were down is not late for it.
                 state.started_by = signed_start.verify(
                     self._start_claim,
                     state.agent.approver_keys,
                     workflow_id=info.workflow_id,
-                    now=workflow.now(),
+                    now=info.workflow_start_time,
                 )
             except ValueError as err:
                 raise ApplicationError(
