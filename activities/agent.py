@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
+from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
 from durable_agents.workflows.state import AgentSpec, ApproverKey, RetrySpec
@@ -57,6 +59,12 @@ class Agent:
     """Model calls before the run continues as new (earlier if Temporal suggests it)."""
     history_bytes_per_workflow_run: int | None = None
     """History bytes before the run continues as new; None: when Temporal suggests it."""
+    output_type: Any = None
+    """The type of the final output (a pydantic model, `int`, `list[str]`, a `Literal`,
+    a union of models); the model is asked for it with a strict JSON Schema and a
+    reply that does not validate goes back to it. None: free text."""
+    output_retries: int = 2
+    """Invalid final replies sent back to the model before the run ends `output_invalid`."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -75,6 +83,10 @@ class Agent:
         for t in self.tools:
             if not isinstance(t, Tool):
                 raise TypeError(f"agent {self.name}: {t!r} is not a @tool")
+        if not 0 <= self.output_retries <= 10:
+            raise ValueError(f"agent {self.name}: output_retries must be 0 to 10")
+        if self.output_type is not None:
+            as_output(self.output_type)  # TypeError now, not at the first run
 
     def spec(self, trust: Trust | None = None) -> AgentSpec:
         """The plain-data description frozen into a run at its start, with the keys of
@@ -87,6 +99,7 @@ class Agent:
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
             tools=[t.spec() for t in self.tools],
+            output=as_output(self.output_type).spec if self.output_type is not None else None,
             model_retry=RetrySpec(
                 **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),
                 budget_seconds=(

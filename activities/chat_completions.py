@@ -21,7 +21,14 @@ from durable_agents.activities.model_errors import (
 )
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
-from durable_agents.workflows.state import AssistantMessage, Item, ToolResult, Usage, UserMessage
+from durable_agents.workflows.state import (
+    AssistantMessage,
+    Item,
+    OutputSpec,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from openai.types.chat import ChatCompletion
 from temporalio.exceptions import ApplicationError
 
@@ -47,8 +54,8 @@ class ChatCompletionsAPI:
             )
         self._client = client
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        """The model's reply to the conversation in `request`."""
+    async def complete(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
+        """The model's reply to the conversation in `request` (as `output`, if given)."""
         options: dict[str, Any] = {
             "model": request.model,
             "messages": to_messages(
@@ -57,6 +64,11 @@ class ChatCompletionsAPI:
         }
         if request.tools:
             options["tools"] = to_tools(request.tools)
+        if output is not None:
+            options["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": output.name, "schema": output.json_schema, "strict": True},
+            }
         timeout = request_timeout(self._client.timeout)
         try:
             # `client.post` with the finished body, not `chat.completions.create`:

@@ -11,14 +11,17 @@ implementation, not branches in here.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 import openai
 from durable_agents.activities import telemetry
 from durable_agents.activities.chat_completions import ChatCompletionsAPI
 from durable_agents.activities.heartbeat import heartbeating
-from durable_agents.workflows.contract import ACTIVITY_CALL_MODEL
+from durable_agents.activities.output_type import OutputType
+from durable_agents.workflows.contract import ACTIVITY_CALL_MODEL, ERROR_OUTPUT_TYPE_UNKNOWN
 from durable_agents.workflows.payloads import ModelReply, ModelRequest
+from durable_agents.workflows.state import OutputSpec
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -29,8 +32,9 @@ DEFAULT_MAX_CONCURRENT = 64
 class ModelAPI(Protocol):
     """One provider API, as `call_model` uses it."""
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        """The model's next reply to the conversation in `request`.
+    async def complete(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
+        """The model's next reply to the conversation in `request`; with `output`, the
+        model is asked for that structured output (its strict JSON Schema).
 
         Raises `ApplicationError`s built by `activities.model_errors`: retryable
         (`ModelUnavailable`) for transient failures, non-retryable with a contract
@@ -46,27 +50,33 @@ class ModelActivities:
         api: ModelAPI | openai.AsyncOpenAI,
         *,
         max_concurrent: int | None = DEFAULT_MAX_CONCURRENT,
+        output_types: Callable[[str], OutputType | None] | None = None,
     ) -> None:
         """`api`: a `ModelAPI`, or an `openai` client (built with `max_retries=0`)
         spoken to through Chat Completions. `max_concurrent`: model calls this
-        worker has in flight at once (others wait, heartbeating); None: no limit."""
+        worker has in flight at once (others wait, heartbeating); None: no limit.
+        `output_types`: finds an agent's output type by its schema digest
+        (`AgentRegistry.output_type`), to check final replies against."""
         if max_concurrent is not None and max_concurrent < 1:
             raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
         self._api: ModelAPI = (
             ChatCompletionsAPI(api) if isinstance(api, openai.AsyncOpenAI) else api
         )
         self._slots = asyncio.Semaphore(max_concurrent) if max_concurrent else None
+        self._output_types = output_types
 
     @activity.defn(name=ACTIVITY_CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelReply:
         """Ask the model for its next reply to the conversation in `request`."""
         try:
+            typed = self._output_type(request) if request.output is not None else None
+            schema = {"output": typed.spec} if typed is not None else {}
             async with heartbeating():
                 if self._slots is None:
-                    reply = await self._api.complete(request)
+                    reply = await self._api.complete(request, **schema)
                 else:
                     async with self._slots:
-                        reply = await self._api.complete(request)
+                        reply = await self._api.complete(request, **schema)
         except ApplicationError as err:
             telemetry.count_model_call(request.model, outcome=err.type or "error")
             raise
@@ -75,4 +85,19 @@ class ModelActivities:
             telemetry.count_model_call(request.model, outcome=outcome)
             raise
         telemetry.count_model_call(request.model, usage=reply.usage)
+        if typed is not None and not reply.tool_calls:
+            reply.output_check = typed.check(reply.content)
         return reply
+
+    def _output_type(self, request: ModelRequest) -> OutputType:
+        assert request.output is not None
+        found = self._output_types(request.output.sha256) if self._output_types else None
+        if found is None:
+            # Retryable: during a deploy, a worker of the run's build can check it.
+            raise ApplicationError(
+                f"no agent of this worker has the output type {request.output.name} with "
+                f"schema sha256 {request.output.sha256[:16]}… (changed since the run "
+                "started?): the reply cannot be checked here",
+                type=ERROR_OUTPUT_TYPE_UNKNOWN,
+            )
+        return found

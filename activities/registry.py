@@ -6,6 +6,8 @@ import importlib
 from collections.abc import Iterable
 
 from durable_agents.activities.agent import Agent
+from durable_agents.activities.output_type import OutputType
+from durable_agents.activities.output_type import output_type as as_output
 
 
 class AgentRegistry:
@@ -26,6 +28,15 @@ class AgentRegistry:
     def get(self, name: str) -> Agent | None:
         """The agent called `name`, or None."""
         return self._agents.get(name)
+
+    def output_type(self, sha256: str) -> OutputType | None:
+        """The output type of a served agent whose strict schema has this digest."""
+        for agent in self._agents.values():
+            if agent.output_type is not None:
+                found = as_output(agent.output_type)
+                if found.spec.sha256 == sha256:
+                    return found
+        return None
 
     def names(self) -> list[str]:
         """Every registered agent name, sorted."""

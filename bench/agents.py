@@ -11,6 +11,7 @@ import asyncio
 import time
 
 from durable_agents.activities import Agent, tool
+from pydantic import BaseModel
 
 MANY_TURNS = 2_000
 """max_turns of the bench agents: the responder, not the agent, ends a run."""
@@ -64,3 +65,17 @@ history = Agent(
 
 approval = Agent(name="approval", instructions="ask first", model="scripted", tools=[stamp])
 """Concurrency: each run parks on one approval, then the tool stamps its start."""
+
+
+class Verdict(BaseModel):
+    """A structured answer (bench.structured_output)."""
+
+    approve: bool
+    amount: float
+    reason: str | None
+
+
+plain = Agent(name="plain", instructions="answer", model="scripted")
+"""Free text, no tools: the baseline of bench.structured_output."""
+typed = Agent(name="typed", instructions="answer", model="scripted", output_type=Verdict)
+"""The same, answering with a Verdict."""

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 from uuid import uuid4
 
 from durable_agents.client import snapshots
@@ -20,6 +20,7 @@ from durable_agents.client.errors import (
     AgentClientError,
     AgentError,
     DecisionRefused,
+    RunFailed,
     failure_message,
     from_rpc_error,
     run_ended,
@@ -46,9 +47,10 @@ from durable_agents.workflows.payloads import (
     MessageSignal,
     PendingApproval,
     StatusView,
+    problems,
 )
-from durable_agents.workflows.state import ApprovalCondition, Decision, RunState
-from pydantic import BaseModel, JsonValue
+from durable_agents.workflows.state import ApprovalCondition, Decision, RunState, RunStatus
+from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -148,6 +150,8 @@ def decision_payload(
         payload = signing_key.sign(payload)
     return payload
 
+
+_T = TypeVar("_T")
 
 SIGNED_DECISION_LIFETIME = timedelta(minutes=15)
 """How long a signed decision is valid when the signer does not say."""
@@ -393,14 +397,43 @@ class AgentClient:
             )
         return workflow_id
 
-    async def result(self, run_id: str) -> AgentResult:
-        """Wait for the run to end; raises `RunFailed` if it failed or was cancelled."""
+    @overload
+    async def result(self, run_id: str) -> AgentResult: ...
+
+    @overload
+    async def result(self, run_id: str, *, output_type: type[_T]) -> _T: ...
+
+    @overload
+    async def result(self, run_id: str, *, output_type: Any) -> Any: ...
+
+    async def result(self, run_id: str, *, output_type: Any = None) -> Any:
+        """Wait for the run to end; raises `RunFailed` if it failed or was cancelled.
+
+        With `output_type` (the agent's output type, or any type its JSON validates
+        as), the typed final output; a run that ended otherwise than `completed`
+        (`output_invalid`, `max_turns_exceeded`) raises `RunFailed` with its error."""
         with self.translating(run_id):
             try:
                 handle = self.client.get_workflow_handle(run_id, result_type=AgentResult)
-                return await handle.result()
+                outcome: AgentResult = await handle.result()
             except WorkflowFailureError as err:
                 raise run_failed(run_id, err.cause) from err
+        if output_type is None:
+            return outcome
+        if outcome.status is not RunStatus.COMPLETED or outcome.final_output is None:
+            error = (await self.state(run_id)).error
+            why = f": {error.message}" if error is not None else ""
+            raise RunFailed(
+                run_id,
+                f"ended {outcome.status.value}{why}",
+                error_type=error.type if error is not None else None,
+            )
+        try:
+            return TypeAdapter(output_type).validate_json(outcome.final_output)
+        except ValidationError as err:
+            raise AgentClientError(
+                f"run {run_id!r}: its output is not a {output_type!r}: {problems(err)}"
+            ) from None
 
     # --- deciding ------------------------------------------------------------------
 

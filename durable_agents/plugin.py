@@ -127,7 +127,11 @@ class AgentsPlugin(SimplePlugin):
         activities = None
         if model_client is not None:
             tools = ToolActivities(self.registry, trust=self.trust)
-            model = ModelActivities(model_client, max_concurrent=max_model_calls)
+            model = ModelActivities(
+                model_client,
+                max_concurrent=max_model_calls,
+                output_types=self.registry.output_type,
+            )
             activities = [tools.describe_agent, tools.run_tool, model.call_model]
         super().__init__(
             PLUGIN_NAME,

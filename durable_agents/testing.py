@@ -306,6 +306,11 @@ class _Handler(BaseHTTPRequestHandler):
             model._failure(message)
             self._send_error(400, message, "unsupported")
             return
+        problem = response_format_problem(body.get("response_format"))
+        if problem is not None:  # as OpenAI answers a schema strict mode cannot take
+            model._failure(f"scripted model: {problem}")
+            self._send_error(400, problem, "invalid_response_format")
+            return
         step = model._record_and_pick(body, route)
         if isinstance(step, Reply):
             model._sleep(step.delay_seconds)
@@ -348,6 +353,46 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data if cut is None else data[:cut])
         if cut is not None:
             self.close_connection = True
+
+
+def response_format_problem(response_format: object) -> str | None:
+    """Why OpenAI would refuse a `response_format`, as far as its strict-mode rules go:
+    a `json_schema` with a name, `strict: true`, an object at the root, and every
+    object closed (`additionalProperties: false`) with every property required.
+    None for no `response_format`, or one that meets them."""
+    if response_format is None:
+        return None
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return "response_format: only json_schema is scripted"
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        return "response_format.json_schema needs a name"
+    if spec.get("strict") is not True or not isinstance(spec.get("schema"), dict):
+        return "response_format.json_schema: strict and a schema are expected"
+    if spec["schema"].get("type") != "object":
+        return "Invalid schema: the root must be an object"
+    return _strict_problem(spec["schema"], "#")
+
+
+def _strict_problem(node: object, path: str) -> str | None:
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            problem = _strict_problem(item, f"{path}/{index}")
+            if problem is not None:
+                return problem
+        return None
+    if not isinstance(node, dict):
+        return None
+    if node.get("type") == "object" or "properties" in node:
+        if node.get("additionalProperties") is not False:
+            return f"Invalid schema at {path}: additionalProperties must be false"
+        if sorted(node.get("required", [])) != sorted(node.get("properties", {})):
+            return f"Invalid schema at {path}: every property must be required"
+    for key, value in node.items():
+        problem = _strict_problem(value, f"{path}/{key}")
+        if problem is not None:
+            return problem
+    return None
 
 
 def echo_responder(body: dict) -> Reply:

@@ -52,7 +52,8 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     previous minor of the same major: one line per change, with its JSON pointer.
 
     Allowed: new properties (not required) and new `$defs`, with their defaults in
-    the `default` of an enclosing object; documentation; the
+    the `default` of an enclosing object; values appended to an `enum` (a new
+    status: every old value still reads); documentation; the
     version itself (`$id`, `title`, the `schema_version` constant). Anything else
     (a removed or changed keyword, a new required field, a new constraint) is not.
     """
@@ -65,6 +66,8 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _changes(old: Any, new: Any, pointer: str) -> list[str]:
+    if pointer.endswith("/enum") and isinstance(old, list) and isinstance(new, list):
+        return [] if new[: len(old)] == old else [f"{pointer}: changed"]
     if not (isinstance(old, dict) and isinstance(new, dict)):
         return [] if old == new else [f"{pointer or '/'}: changed"]
     found = [f"{pointer}/{k}: removed" for k in old if k not in new]

@@ -263,6 +263,7 @@ class AgentWorkflow:
         rename = not unsafe or workflow.patched(patches.PATCH_RENAME_UNSAFE_IDS)
         non_finite = proposed_calls.has_non_finite_numbers(reply)
         finite = not non_finite or workflow.patched(patches.PATCH_FINITE_NUMBERS)
+        typed = state.agent.output is None or workflow.patched(patches.PATCH_STRUCTURED_OUTPUT)
         loop.record_model_reply(
             state,
             reply,
@@ -273,6 +274,7 @@ class AgentWorkflow:
             scoped_rules=scoped,
             rename_unsafe_ids=rename,
             finite_numbers=finite,
+            typed_output=typed,
         )
         metrics.turn(state.agent.name)
 

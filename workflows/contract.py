@@ -32,6 +32,11 @@ ERROR_APPROVAL_TIMEOUT = "ApprovalTimeout"
 ERROR_TOOL_TIMEOUT = "ToolTimeout"
 """An attempt of a tool cut off at its start-to-close timeout (retryable)."""
 ERROR_TOOL_RESULT = "ToolResultNotSerialisable"
+ERROR_OUTPUT_INVALID = "OutputInvalid"
+"""The final reply never matched the agent's output type (status `output_invalid`)."""
+ERROR_OUTPUT_TYPE_UNKNOWN = "OutputTypeUnknown"
+"""A model call asked to check an output type this worker's agents do not define
+(retryable: a worker of the run's build can take it)."""
 
 # A payload the data converter could not read for the workflow (`dataplane.codec`):
 # its data is the reason. Signals and the input are taken raw, so the run records it.

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from durable_agents.workflows import decisions
+from durable_agents.workflows import decisions, output
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
     ModelRequest,
+    OutputRef,
     StatusView,
     ToolOutcome,
     ToolRequest,
@@ -120,7 +121,8 @@ def resume(
     snapshot's own (e.g. on another server, or after the source ended): the new
     run records its origin (keeping the one `workflows.snapshot.fork` set for
     this snapshot), a failed or cancelled run resumes as running, since resuming
-    is how it is retried, and the calls still open keep their idempotency key.
+    is how it is retried (an `output_invalid` one asks the model once more, with a
+    fresh budget of retries), and the calls still open keep their idempotency key.
     """
     state = snapshot.model_copy(deep=True)
     if not continue_as_new:
@@ -129,6 +131,8 @@ def resume(
         if state.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             state.status = RunStatus.RUNNING
             state.error = None
+        elif state.status is RunStatus.OUTPUT_INVALID:
+            output.reopen(state)
         for call in _unresolved_calls(state, last_reply(state)):
             if call.idempotency_key is None:
                 call.idempotency_key = idempotency_key(snapshot, call.call_id)
@@ -209,6 +213,7 @@ def model_request(state: RunState) -> ModelRequest:
         ],
         turn=state.turn + 1,
         tool_output_limit=spec.tool_output_limit,
+        output=OutputRef(name=spec.output.name, sha256=spec.output.sha256) if spec.output else None,
     )
 
 
@@ -275,6 +280,7 @@ def record_model_reply(
     scoped_rules: bool = True,
     rename_unsafe_ids: bool = True,
     finite_numbers: bool = True,
+    typed_output: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
@@ -283,7 +289,9 @@ def record_model_reply(
     new one (`workflows.proposed_calls.unique_call_ids`); the model sees the new id
     with the call and its result, so the conversation stays consistent. With
     `scoped_rules` (the patch `bound-decisions`), rules cover only the calls
-    `decisions.covers` says, and held decisions are checked as bound ones.
+    `decisions.covers` says, and held decisions are checked as bound ones. With
+    `typed_output` (the patch `structured-output`), a final reply of an agent with an
+    output type is its output only if `call_model` found it valid (`output.settle`).
     """
     state.turn += 1
     state.usage = state.usage.plus(reply.usage)
@@ -308,7 +316,10 @@ def record_model_reply(
                 decisions.record(state, decisions.rule_decision(rule, call, now=now))
     decisions.release_held(state, now=now, bound=scoped_rules)
     if not calls:
-        state.final_output = reply.content or ""
+        if typed_output and state.agent.output is not None:
+            output.settle(state, reply.output_check, now=now)
+        else:
+            state.final_output = reply.content or ""
     state.updated_at = now
 
 
@@ -374,7 +385,7 @@ def turns_since_user_message(state: RunState) -> int:
     """Model calls since the latest user message (what `max_turns` limits)."""
     count = 0
     for item in reversed(state.items):
-        if isinstance(item, UserMessage):
+        if isinstance(item, UserMessage) and not item.feedback:
             break
         count += isinstance(item, AssistantMessage)
     return count

@@ -61,3 +61,7 @@ PATCH_EXECUTION_BOUND = "execution-bound-decisions"
 run id of its chain): a decision naming another execution is refused and a signed
 decision must name it, so a decision captured from an earlier run under a reused
 workflow id cannot be replayed into this one."""
+PATCH_STRUCTURED_OUTPUT = "structured-output"
+"""An agent with an output type (schema 1.5) asks the model for it with a strict JSON
+Schema; a final reply that does not match goes back to the model with the error
+(`output_retries`), then the run ends `output_invalid`."""

@@ -221,6 +221,16 @@ class ModelRequest(_Payload):
     turn: int
     tool_output_limit: int = 64_000
     """Characters of one tool result sent to the model; the rest is cut, marked."""
+    output: OutputRef | None = None
+    """Ask for the agent's output type (`call_model` finds its schema by digest in the
+    worker, so history does not carry the schema on every turn); None: free text."""
+
+
+class OutputRef(_Payload):
+    """An agent's output type, named by its strict schema's digest (`OutputSpec`)."""
+
+    name: str
+    sha256: str
 
 
 class ToolSchema(_Payload):
@@ -239,6 +249,17 @@ class ModelToolCall(_Payload):
     arguments: str
 
 
+class OutputCheck(_Payload):
+    """Whether a final reply is the agent's output type (checked by `call_model`
+    against the type itself, in the worker that defines it)."""
+
+    valid: bool
+    value: JsonValue = None
+    """The output as JSON (unwrapped for a type that is not an object)."""
+    problem: str | None = None
+    """Why it is not valid: the validation error, as the model is told it."""
+
+
 class ModelReply(_Payload):
     """Result of `call_model`."""
 
@@ -246,6 +267,8 @@ class ModelReply(_Payload):
     tool_calls: list[ModelToolCall] = []
     usage: Usage = Usage()
     finish_reason: str | None = None
+    output_check: OutputCheck | None = None
+    """For a final reply (no tool calls) of an agent with an output type: the check."""
 
 
 class ToolRequest(_Payload):

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -45,7 +45,9 @@ decision attempts) `run_id`, `arguments_sha256`, `expires_at`, `signed_by`,
 `AgentSpec.snapshot_keys` and `refuse_unverified_snapshots`.
 1.4 added `RunState.execution_id` and `execution_id` on decisions (and decision
 attempts), the signed start (`RunState.started_by`), `ApprovalPolicy.separate_duties`
-and `ToolSpec.sensitive`."""
+and `ToolSpec.sensitive`.
+1.5 added structured output: `AgentSpec.output` and `output_retries`,
+`UserMessage.feedback`, the status `output_invalid`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -72,6 +74,8 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     MAX_TURNS_EXCEEDED = "max_turns_exceeded"
+    OUTPUT_INVALID = "output_invalid"
+    """The final reply never matched the agent's output type (1.5)."""
 
     @property
     def is_final(self) -> bool:
@@ -84,6 +88,7 @@ _FINAL = {
     RunStatus.FAILED,
     RunStatus.CANCELLED,
     RunStatus.MAX_TURNS_EXCEEDED,
+    RunStatus.OUTPUT_INVALID,
 }
 
 
@@ -181,6 +186,22 @@ class ApproverKey(_Model):
     """Signatures made with it are refused after this time; None: no end."""
 
 
+class OutputSpec(_Model):
+    """The type of an agent's final output, as the model is asked for it: a strict JSON
+    Schema, named, and its digest (which build's type it was, for a reader of a
+    snapshot taken by another build). Added in 1.5."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The type's name (`RefundDecision`; `list_str` for `list[str]`)."""
+    json_schema: dict[str, JsonValue]
+    """The strict JSON Schema the reply must match (an object at the root)."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Hex SHA-256 of the RFC 8785 canonical JSON of `json_schema`."""
+    wrapped: bool = False
+    """The type is not an object (`int`, `list[str]`, a union): the schema is an object
+    whose one property `output` holds the value, and the output is that value."""
+
+
 class AgentSpec(_Model):
     """The agent as it was when the run started (later code changes do not leak in)."""
 
@@ -217,6 +238,11 @@ class AgentSpec(_Model):
     refuse_unverified_snapshots: bool = False
     """The worker refuses to resume a snapshot that does not verify under
     `snapshot_keys` (the run fails as invalid input). Added in 1.3."""
+    output: OutputSpec | None = None
+    """The type the final output must have; None: free text. Added in 1.5."""
+    output_retries: int = Field(2, ge=0, le=10)
+    """Final replies that do not match `output` sent back to the model with the
+    validation error before the run ends `output_invalid`. Added in 1.5."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -270,6 +296,9 @@ class UserMessage(_Model):
 
     type: Literal["user_message"] = "user_message"
     content: str
+    feedback: bool = False
+    """Written by the run, not the user: why the previous reply was not the agent's
+    output type (it does not start a new exchange). Added in 1.5."""
 
 
 class AssistantMessage(_Model):
@@ -422,7 +451,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.4"] = "1.4"
+    schema_version: Literal["1.5"] = "1.5"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -29,7 +29,8 @@ from tests.support.cli_support import (
 from tests.support.snapshot_golden import fixture_path
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
-FIXTURE = fixture_path(SCHEMA_VERSION)
+FIXTURE = fixture_path("1.4")
+"""A released golden snapshot; it reads as the newest version."""
 
 
 def resigned(doc: dict) -> dict:
@@ -50,11 +51,11 @@ def ctl(worker) -> Ctl:
 def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     assert run_main(["--address", UNREACHABLE, "validate", str(FIXTURE)]) == 0
     assert capsys.readouterr().out.strip() == (
-        "valid, schema 1.4, run support-7, 10 items, status failed"
+        f"valid, schema 1.4 (migrated to {SCHEMA_VERSION}), run support-7, 10 items, status failed"
     )
     assert run_main(["validate", str(fixture_path("1.0"))]) == 0
     assert capsys.readouterr().out.strip() == (
-        "valid, schema 1.0 (migrated to 1.4), run support-7, 10 items, status failed"
+        f"valid, schema 1.0 (migrated to {SCHEMA_VERSION}), run support-7, 10 items, status failed"
     )
 
 
@@ -155,7 +156,7 @@ async def test_export_validate_resume_and_approve_with_edited_arguments(
 
     verdict = await agentctl("validate", str(target))  # offline: no connection options
     assert verdict.stdout.strip() == (
-        f"valid, schema 1.4, run {source}, 2 items, status awaiting_approval"
+        f"valid, schema {SCHEMA_VERSION}, run {source}, 2 items, status awaiting_approval"
     )
     new_id = f"resumed-{uuid.uuid4().hex[:8]}"
     resumed = (await ctl("resume", str(target), "--id", new_id, "--json")).json()

@@ -7,6 +7,7 @@ import dataclasses
 import time
 from datetime import timedelta
 
+from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 
 from durable_agents import Agent, ApprovalCondition, ApprovalPolicy, ToolContext, tool
@@ -211,3 +212,22 @@ support = dataclasses.replace(
 )
 """The agent of the golden snapshots (tests/fixtures): a resumed snapshot takes its
 tools and policies from the worker, so the worker must serve it."""
+
+
+class RefundDecision(BaseModel):
+    """A structured answer: whether to refund, how much, and why."""
+
+    approve: bool
+    amount: float
+    reason: str | None
+
+
+decider = dataclasses.replace(
+    assistant, name="decider", tools=[add], output_type=RefundDecision, max_turns=6
+)
+"""Answers with a RefundDecision (structured output, two retries)."""
+
+tally = dataclasses.replace(
+    assistant, name="tally", tools=[add], output_type=int, output_retries=0, max_turns=6
+)
+"""Answers with an int, and no second chance."""

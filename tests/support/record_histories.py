@@ -257,6 +257,19 @@ SCENARIOS = {
         ],
         [],
     ),
+    # v12: structured output (structured-output): a final reply that is not a valid
+    # RefundDecision goes back to the model with the error, the next one is the output.
+    "structured_output_v12": (
+        "decider",
+        False,
+        [
+            Reply(content='{"approve": "maybe", "amount": 1}'),
+            Reply(content='{"approve": true, "amount": 1, "reason": null}'),
+        ],
+        [],
+    ),
+    # v12: an int output that never validates (no retries): the run ends output_invalid.
+    "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
     "continue_as_new_pending_approval_v2": (

@@ -24,6 +24,7 @@ from durable_agents.workflows.state import (
     Decision,
     DecisionAttempt,
     ErrorInfo,
+    OutputSpec,
     RefusedSignal,
     RetrySpec,
     RunOrigin,
@@ -340,12 +341,45 @@ def _golden_1_4() -> RunState:
     return state
 
 
+def _golden_1_5() -> RunState:
+    """1.4's, with what 1.5 added: an output type (a strict schema, wrapped), its
+    retries, a feedback message after an invalid reply, and the `output_invalid` end."""
+    state = _golden_1_4()
+    state.agent.output = OutputSpec(
+        name="list_str",
+        json_schema={
+            "type": "object",
+            "properties": {"output": {"type": "array", "items": {"type": "string"}}},
+            "required": ["output"],
+            "additionalProperties": False,
+        },
+        sha256="3f1d6c0e9b7a5c4d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d",
+        wrapped=True,
+    )
+    state.agent.output_retries = 1
+    state.items.append(
+        UserMessage(
+            content="Your reply is not a valid list_str: output: Field required\n"
+            "Reply again with only the JSON that matches the required schema.",
+            feedback=True,
+        )
+    )
+    state.status = RunStatus.OUTPUT_INVALID
+    state.error = ErrorInfo(
+        type="OutputInvalid",
+        message="the final reply is not a valid list_str after 2 attempts: output: Field required",
+        details={"output_type": "list_str"},
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
     "1.2": _golden_1_2,
     "1.3": _golden_1_3,
     "1.4": _golden_1_4,
+    "1.5": _golden_1_5,
 }
 
 

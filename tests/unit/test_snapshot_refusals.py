@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
+from durable_agents.workflows.state import SCHEMA_VERSION
 
 from tests.support.snapshot_golden import (
     KEY,
@@ -23,6 +24,9 @@ from tests.support.snapshot_golden import (
 # --- refusals -------------------------------------------------------------------------
 
 
+_MAJOR, _MINOR = SCHEMA_VERSION.split(".")
+NEXT_MINOR = f"{_MAJOR}.{int(_MINOR) + 1}"
+
 REFUSALS = [
     case(
         lambda: edited(set_at("schema_version", "2.0")),
@@ -30,8 +34,8 @@ REFUSALS = [
         "newer-major",
     ),
     case(
-        lambda: edited(set_at("schema_version", "1.5")),
-        "snapshot schema 1.5 is newer than this reader (1.4); upgrade",
+        lambda: edited(set_at("schema_version", NEXT_MINOR)),
+        f"snapshot schema {NEXT_MINOR} is newer than this reader ({SCHEMA_VERSION}); upgrade",
         "newer-minor",
     ),
     case(
@@ -42,8 +46,8 @@ REFUSALS = [
     *(
         case(
             lambda v=v: edited(set_at("schema_version", v)),
-            'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as "1.4", got '
-            + json.dumps(v),
+            "invalid snapshot at $.schema_version: expected "
+            f'"MAJOR.MINOR" such as "{SCHEMA_VERSION}", got ' + json.dumps(v),
             f"malformed-version-{v}",
         )
         for v in ["1", "1.0.0", "v1.0", "01.0", "1.x", 1.0, None]
@@ -97,7 +101,7 @@ REFUSALS = [
     ),
     case(
         lambda: edited(set_at("items.0.sender", "eve")),
-        "invalid snapshot at $.items[0].sender: unknown field (not in schema 1.4)",
+        f"invalid snapshot at $.items[0].sender: unknown field (not in schema {SCHEMA_VERSION})",
         "unknown-field",
     ),
     case(

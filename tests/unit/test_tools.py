@@ -102,10 +102,12 @@ def test_registry_loads_every_agent_of_a_module():
         "assistant",
         "concierge",
         "custodian",
+        "decider",
         "frugal",
         "marathon",
         "sleepy",
         "support",
+        "tally",
         "treasurer",
     ]
 
