@@ -10,7 +10,8 @@ from typing import Any
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
-from durable_agents.workflows.state import AgentSpec, ApproverKey, RetrySpec
+from durable_agents.workflows.settings import tool_choice_problem
+from durable_agents.workflows.state import AgentSpec, ApproverKey, ModelSettings, RetrySpec
 from temporalio.common import RetryPolicy
 
 DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
@@ -65,6 +66,9 @@ class Agent:
     reply that does not validate goes back to it. None: free text."""
     output_retries: int = 2
     """Invalid final replies sent back to the model before the run ends `output_invalid`."""
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+    """Temperature, tool choice, reasoning effort, ... for every model call (a start
+    input may override the sampling ones for its run)."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -87,6 +91,9 @@ class Agent:
             raise ValueError(f"agent {self.name}: output_retries must be 0 to 10")
         if self.output_type is not None:
             as_output(self.output_type)  # TypeError now, not at the first run
+        problem = tool_choice_problem(self.model_settings, [t.name for t in self.tools])
+        if problem is not None:
+            raise ValueError(f"agent {self.name}: {problem}")
 
     def spec(self, trust: Trust | None = None) -> AgentSpec:
         """The plain-data description frozen into a run at its start, with the keys of

@@ -24,6 +24,7 @@ from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToo
 from durable_agents.workflows.state import (
     AssistantMessage,
     Item,
+    ModelSettings,
     OutputSpec,
     ToolResult,
     Usage,
@@ -69,17 +70,21 @@ class ChatCompletionsAPI:
                 "type": "json_schema",
                 "json_schema": {"name": output.name, "schema": output.json_schema, "strict": True},
             }
+        headers: dict[str, str] = {}
+        if request.settings is not None:
+            options.update(settings_options(request.settings, tools=bool(request.tools)))
+            headers = dict(request.settings.extra_headers or {})
         timeout = request_timeout(self._client.timeout)
         try:
             # `client.post` with the finished body, not `chat.completions.create`:
             # the same request, response type and errors, without the client's
             # parameter transform, which walks every message of the conversation
             # on every call (17x the cost at 300 turns: bench/RESULTS.md).
+            sent: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+            if headers:
+                sent["headers"] = headers
             completion = await self._client.post(
-                COMPLETIONS_PATH,
-                body=options,
-                cast_to=ChatCompletion,
-                options={} if timeout is None else {"timeout": timeout},
+                COMPLETIONS_PATH, body=options, cast_to=ChatCompletion, options=sent
             )
         except openai.APIStatusError as err:
             raise _status_error(err) from err
@@ -97,6 +102,24 @@ class ChatCompletionsAPI:
         if not isinstance(completion, ChatCompletion):  # a proxy's page, sent as text
             raise unavailable(f"the reply is not a chat completion: {preview(completion)}")
         return to_reply(completion)
+
+
+def settings_options(settings: ModelSettings, *, tools: bool) -> dict[str, Any]:
+    """The request-body parameters of `settings` (those set), as Chat Completions names
+    them; `extra_body` last, so an endpoint's own parameters can override."""
+    body: dict[str, Any] = settings.model_dump(
+        exclude_none=True,
+        include={"temperature", "top_p", "reasoning_effort", "seed", "stop", "metadata"},
+    )
+    if settings.max_output_tokens is not None:
+        body["max_completion_tokens"] = settings.max_output_tokens
+    if tools and settings.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = settings.parallel_tool_calls
+    choice = settings.tool_choice
+    if choice is not None:
+        named = {"type": "function", "function": {"name": choice}}
+        body["tool_choice"] = choice if choice in ("auto", "none", "required") else named
+    return body | dict(settings.extra_body or {})
 
 
 def to_messages(

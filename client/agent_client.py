@@ -49,7 +49,13 @@ from durable_agents.workflows.payloads import (
     StatusView,
     problems,
 )
-from durable_agents.workflows.state import ApprovalCondition, Decision, RunState, RunStatus
+from durable_agents.workflows.state import (
+    ApprovalCondition,
+    Decision,
+    ModelSettings,
+    RunState,
+    RunStatus,
+)
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from temporalio.client import (
     Client,
@@ -216,6 +222,7 @@ class AgentClient:
         run_id: str | None = None,
         session: bool = False,
         signing_key: SigningKey | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
     ) -> AgentRun:
         """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
 
@@ -224,9 +231,12 @@ class AgentClient:
         know), the start is signed: the run records the key's owner as who started
         it (`started_by`), and a policy with `separate_duties` refuses that owner's
         approvals. The signature names the workflow id and lapses after
-        SIGNED_START_LIFETIME."""
+        SIGNED_START_LIFETIME. `model_settings`: this run's `temperature`, `tool_choice`,
+        ... over the agent's (not `extra_headers` or `extra_body`)."""
         start_input = agent_input(agent, input, context=context, max_turns=max_turns)
         start_input.session = session
+        if model_settings is not None:
+            start_input.model_settings = checked(ModelSettings, **dict(model_settings))
         return self.run(await self._start(start_input, run_id, input, signing_key=signing_key))
 
     def run(self, run_id: str) -> AgentRun:
@@ -379,14 +389,14 @@ class AgentClient:
         `resume_from` unchanged, so the worker can check its signature. `signing_key`:
         sign the start (`workflows.signed_start`)."""
         workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
-        arg: object = agent_input
+        # Fields left unset are not sent, so a worker of an earlier build (which
+        # refuses unknown fields) takes a start that uses nothing new.
+        arg = {k: v for k, v in agent_input.model_dump(mode="json").items() if v is not None}
         if document is not None:
-            arg = {**agent_input.model_dump(mode="json", exclude={"resume_from"}),
-                   "resume_from": document}  # fmt: skip
+            arg["resume_from"] = document
         if signing_key is not None:
-            plain = arg if isinstance(arg, dict) else agent_input.model_dump(mode="json")
             expires = _rfc3339(datetime.now(UTC) + SIGNED_START_LIFETIME)
-            arg = signing_key.sign_start(plain, workflow_id=workflow_id, expires_at=expires)
+            arg = signing_key.sign_start(arg, workflow_id=workflow_id, expires_at=expires)
         with self.translating(workflow_id):
             await self.client.start_workflow(
                 contract.WORKFLOW_TYPE,

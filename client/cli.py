@@ -108,6 +108,7 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
             run_id=args.id,
             session=args.session,
             signing_key=signing.read_key(Path(args.key)) if args.key else None,
+            model_settings=parse_settings(args.setting) if args.setting else None,
         )
     ).id
     started = StartedRun(run_id=run_id)
@@ -245,6 +246,22 @@ def parse_context(text: str) -> JsonValue:
         ) from err
 
 
+def parse_settings(pairs: list[str]) -> dict[str, JsonValue]:
+    """`--setting NAME=VALUE` options as a dict (VALUE as JSON, else as text); the
+    names and values are checked against ModelSettings when the input is built."""
+    found: dict[str, JsonValue] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise AgentClientError(f"--setting {pair!r}: expected NAME=VALUE")
+        try:
+            value: JsonValue = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        found[name.strip()] = value
+    return found
+
+
 def parse_arguments(text: str) -> dict[str, JsonValue]:
     """The `--args` option: a JSON object of edited tool arguments."""
     try:
@@ -317,6 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--wait", action="store_true", help="wait for the run's result")
     start.add_argument(
         "--session", action="store_true", help="keep the run open for `message` until `end`"
+    )
+    start.add_argument(
+        "--setting",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a model setting for this run (temperature=0, tool_choice=required, "
+        'stop=["END"], ...; VALUE is JSON, or text); repeat for more',
     )
     start.add_argument(
         "--key",

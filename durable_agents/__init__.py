@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from durable_agents.workflows.state import (
         ApprovalCondition,
         ApprovalPolicy,
+        ModelSettings,
         RunState,
         RunStatus,
     )
@@ -42,6 +43,7 @@ _EXPORTS = {
     "ApprovalCondition": "durable_agents.workflows.state",
     "ApprovalPolicy": "durable_agents.workflows.state",
     "DecisionRefused": "durable_agents.workflows.errors",
+    "ModelSettings": "durable_agents.workflows.state",
     "AgentError": "durable_agents.workflows.errors",
     "RunFailed": "durable_agents.client.errors",
     "RunState": "durable_agents.workflows.state",
@@ -63,6 +65,7 @@ __all__ = [
     "ApprovalCondition",
     "ApprovalPolicy",
     "DecisionRefused",
+    "ModelSettings",
     "RunFailed",
     "RunState",
     "RunStatus",

@@ -119,6 +119,8 @@ class ScriptedModelServer:
         """Answers when the script is empty (None: answer HTTP 500 `EXHAUSTED`)."""
         self.requests: list[dict] = []
         """Every chat-completions request body received (parsed), in order."""
+        self.headers: list[dict[str, str]] = []
+        """The HTTP headers of each of those requests (names lower-cased), in order."""
         self.errors: list[str] = []
         """Problems on the server side (script exhausted, responder raised, ...)."""
         self.routes: list[str] = []
@@ -192,9 +194,12 @@ class ScriptedModelServer:
 
     # --- used by the handler threads -------------------------------------------
 
-    def _record_and_pick(self, body: dict, route: str = "") -> Step:
+    def _record_and_pick(
+        self, body: dict, route: str = "", headers: Mapping[str, str] | None = None
+    ) -> Step:
         with self._lock:
             self.requests.append(body)
+            self.headers.append({k.lower(): v for k, v in (headers or {}).items()})
             self.routes.append(route)
             step = self._steps.popleft() if self._steps else None
         if step is not None:
@@ -311,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
             model._failure(f"scripted model: {problem}")
             self._send_error(400, problem, "invalid_response_format")
             return
-        step = model._record_and_pick(body, route)
+        step = model._record_and_pick(body, route, dict(self.headers.items()))
         if isinstance(step, Reply):
             model._sleep(step.delay_seconds)
             self._send_json(200, model._completion(body, step))

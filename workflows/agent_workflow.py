@@ -192,13 +192,21 @@ class AgentWorkflow:
             return self._stamp_start(state)
         spec = await activity_calls.describe_agent(agent_input.agent)
         lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
-        state = loop.new_state(
-            spec,
-            agent_input,
-            run_id=workflow.info().workflow_id,
-            now=workflow.now(),
-            lower_max_turns_only=not lifted or workflow.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY),
-        )
+        lower_only = not lifted or workflow.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY)
+        try:
+            state = loop.new_state(
+                spec,
+                agent_input,
+                run_id=workflow.info().workflow_id,
+                now=workflow.now(),
+                lower_max_turns_only=lower_only,
+            )
+        except ValueError as err:  # model settings the input may not set
+            raise ApplicationError(
+                f"invalid AgentWorkflow input: {err}",
+                type=contract.ERROR_INVALID_INPUT,
+                non_retryable=True,
+            ) from None
         state.workflow_runs.append(workflow.info().run_id)
         return self._stamp_start(state)
 

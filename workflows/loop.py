@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from durable_agents.workflows import decisions, output
+from durable_agents.workflows import decisions, output, settings
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -91,9 +91,11 @@ def new_state(
 ) -> RunState:
     """The state of a fresh run: the user's input is the first item. The input's
     `max_turns` can lower the agent's limit, not lift it (`lower_max_turns_only`:
-    False only for runs started before that rule)."""
+    False only for runs started before that rule); its model settings go over the
+    agent's (ValueError if they may not: `workflows.settings`)."""
     wanted = agent_input.max_turns or spec.max_turns
     return RunState(
+        model_settings=settings.for_run(spec, agent_input.model_settings),
         run_id=run_id,
         agent=spec,
         max_turns=min(wanted, spec.max_turns) if lower_max_turns_only else wanted,
@@ -213,6 +215,7 @@ def model_request(state: RunState) -> ModelRequest:
         ],
         turn=state.turn + 1,
         tool_output_limit=spec.tool_output_limit,
+        settings=settings.for_turn(state.model_settings, tools_called=_tools_called(state)),
         output=OutputRef(name=spec.output.name, sha256=spec.output.sha256) if spec.output else None,
     )
 
@@ -389,6 +392,16 @@ def turns_since_user_message(state: RunState) -> int:
             break
         count += isinstance(item, AssistantMessage)
     return count
+
+
+def _tools_called(state: RunState) -> bool:
+    """The model has called a tool since the user's latest message."""
+    for item in reversed(state.items):
+        if isinstance(item, UserMessage) and not item.feedback:
+            return False
+        if isinstance(item, AssistantMessage) and item.tool_calls:
+            return True
+    return False
 
 
 def last_reply(state: RunState) -> AssistantMessage | None:

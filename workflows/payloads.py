@@ -15,6 +15,7 @@ from durable_agents.workflows.snapshot_input import SnapshotInput
 from durable_agents.workflows.state import (
     ApprovalCondition,
     Item,
+    ModelSettings,
     RunStatus,
     Signature,
     Usage,
@@ -61,6 +62,9 @@ class AgentInput(_Payload):
     resume_from: SnapshotInput | None = None
     """Continue from this snapshot instead of starting afresh: a RunState, or an
     exported snapshot file as is (digest checked, migrated; `workflows.snapshot_input`)."""
+    model_settings: ModelSettings | None = None
+    """This run's settings over the agent's (`temperature`, `tool_choice`, ...; not
+    `extra_headers` or `extra_body`, which only the agent sets)."""
     start_signature: StartSignature | None = None
     """Proof of who starts the run (`workflows.signed_start`): the run records the
     key's owner as `started_by`, whom a policy with `separate_duties` keeps from
@@ -221,6 +225,8 @@ class ModelRequest(_Payload):
     turn: int
     tool_output_limit: int = 64_000
     """Characters of one tool result sent to the model; the rest is cut, marked."""
+    settings: ModelSettings | None = None
+    """The run's model settings; None: the endpoint's defaults."""
     output: OutputRef | None = None
     """Ask for the agent's output type (`call_model` finds its schema by digest in the
     worker, so history does not carry the schema on every turn); None: free text."""

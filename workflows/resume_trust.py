@@ -8,6 +8,8 @@ part from the worker's registry and from nothing else:
 
 - the agent spec (tools, `needs_approval`, policies, approvers, limits, approver
   keys) is the worker's, as `describe_agent` gives it; `max_turns` can only go down;
+  model settings keep the run's sampling choices, over the worker's agent, but
+  never its `extra_headers` or `extra_body` (`workflows.settings`);
 - each call still open is judged again by that spec: a tool the agent no longer
   has, or arguments outside its limits, are answered to the model; whether it
   needs a decision is recomputed;
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from durable_agents.workflows import decisions, loop
+from durable_agents.workflows import decisions, loop, settings
 from durable_agents.workflows.payloads import ModelToolCall
 from durable_agents.workflows.proposed_calls import malformed_problem, proposed_call
 from durable_agents.workflows.state import (
@@ -50,6 +52,9 @@ def reground(
     result = state.model_copy(deep=True)
     result.agent = spec
     result.max_turns = min(state.max_turns, spec.max_turns)
+    result.model_settings = settings.for_run(
+        spec, settings.without_agent_only(state.model_settings)
+    )
     if result.origin is not None:
         result.origin.verified_by = verified_by
     reply = loop.last_reply(result)

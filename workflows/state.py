@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -47,7 +47,8 @@ decision attempts) `run_id`, `arguments_sha256`, `expires_at`, `signed_by`,
 attempts), the signed start (`RunState.started_by`), `ApprovalPolicy.separate_duties`
 and `ToolSpec.sensitive`.
 1.5 added structured output: `AgentSpec.output` and `output_retries`,
-`UserMessage.feedback`, the status `output_invalid`."""
+`UserMessage.feedback`, the status `output_invalid`.
+1.6 added model settings: `AgentSpec.model_settings`, `RunState.model_settings`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -186,6 +187,34 @@ class ApproverKey(_Model):
     """Signatures made with it are refused after this time; None: no end."""
 
 
+class ModelSettings(_Model):
+    """How the model is asked: sampling and tool-use settings, sent with every model call
+    of a run. Unset fields (None) are not sent, so the endpoint's defaults apply.
+    Added in 1.6."""
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    max_output_tokens: int | None = Field(None, ge=1)
+    """Most tokens one reply may have (Chat Completions: `max_completion_tokens`)."""
+    tool_choice: str | None = Field(None, min_length=1, max_length=64)
+    """`auto`, `none`, `required` (some tool), or the name of one of the agent's tools."""
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    seed: int | None = None
+    stop: list[str] | None = Field(None, min_length=1, max_length=4)
+    metadata: dict[str, str] | None = Field(None, max_length=16)
+    extra_headers: dict[str, str] | None = Field(None, max_length=32)
+    """HTTP headers for an OpenAI-compatible endpoint. The agent's to set: a start
+    input may not (it could redirect what the worker's key pays for)."""
+    extra_body: dict[str, JsonValue] | None = Field(None, max_length=32)
+    """Request-body parameters of an OpenAI-compatible endpoint, merged in last. The
+    agent's to set, like `extra_headers`."""
+
+    def is_empty(self) -> bool:
+        """Nothing set: the endpoint's defaults."""
+        return not self.model_dump(exclude_none=True)
+
+
 class OutputSpec(_Model):
     """The type of an agent's final output, as the model is asked for it: a strict JSON
     Schema, named, and its digest (which build's type it was, for a reader of a
@@ -243,6 +272,8 @@ class AgentSpec(_Model):
     output_retries: int = Field(2, ge=0, le=10)
     """Final replies that do not match `output` sent back to the model with the
     validation error before the run ends `output_invalid`. Added in 1.5."""
+    model_settings: ModelSettings = ModelSettings()
+    """The agent's own model settings. Added in 1.6."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -451,7 +482,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.5"] = "1.5"
+    schema_version: Literal["1.6"] = "1.6"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -502,6 +533,9 @@ class RunState(_Model):
     started_by: Starter | None = None
     """The owner of the key that signed the run's start input; None: an unsigned
     start (anyone who may start workflows). Added in 1.4."""
+    model_settings: ModelSettings = ModelSettings()
+    """The settings every model call of this run is sent with: the agent's, with the
+    start input's on top, fixed when the run started (a resume keeps them). Added in 1.6."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -14,7 +14,6 @@ from durable_agents.workflows.payloads import AgentInput, AgentResult
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowFailureError
 
 from durable_agents.signing import write_key
 from durable_agents.testing import Call, Reply
@@ -22,7 +21,7 @@ from tests.integration.test_approval_gate import signed
 from tests.support import agents
 from tests.support.approver_keys import ALICE, BOB, MALLORY
 from tests.support.cli_support import bound_to
-from tests.support.runs import state_of, temporal_cli, wait_for_status
+from tests.support.runs import refused_start, state_of, temporal_cli, wait_for_status
 
 IBAN = {"iban": "DE89370400440532013000", "amount": 250}
 PAY = {"order": "A12", "amount": 900}
@@ -169,17 +168,8 @@ async def test_a_start_whose_signature_does_not_verify_fails_as_invalid_input(
     worker, model_server, tmp_path, forgery, why
 ):
     run_id = f"forged-start-{len(why)}"
-    path = tmp_path / "input.json"
-    path.write_text(json.dumps(_start_input(run_id, **forgery)))
-    await temporal_cli(
-        worker, "workflow", "start", "--type", contract.WORKFLOW_TYPE,
-        "--task-queue", worker.task_queue, "--workflow-id", run_id, "--input-file", str(path),
-    )  # fmt: skip
-    handle = worker.client.get_workflow_handle(run_id, result_type=AgentResult)
-    with pytest.raises(WorkflowFailureError) as failed:
-        await result(handle)
-    assert failed.value.cause.type == contract.ERROR_INVALID_INPUT
-    assert why in str(failed.value.cause)
+    refused = await refused_start(worker, tmp_path, _start_input(run_id, **forgery), run_id=run_id)
+    assert why in refused
     assert agents.CALLS == []
 
 

@@ -10,7 +10,14 @@ from datetime import timedelta
 from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 
-from durable_agents import Agent, ApprovalCondition, ApprovalPolicy, ToolContext, tool
+from durable_agents import (
+    Agent,
+    ApprovalCondition,
+    ApprovalPolicy,
+    ModelSettings,
+    ToolContext,
+    tool,
+)
 
 CALLS: list[tuple[str, dict, str]] = []
 """(tool, arguments, idempotency key) of every tool execution in this process."""
@@ -231,3 +238,23 @@ tally = dataclasses.replace(
     assistant, name="tally", tools=[add], output_type=int, output_retries=0, max_turns=6
 )
 """Answers with an int, and no second chance."""
+
+tuned = dataclasses.replace(
+    assistant,
+    name="tuned",
+    tools=[add],
+    model_settings=ModelSettings(
+        temperature=0.3,
+        top_p=0.8,
+        max_output_tokens=256,
+        tool_choice="add",
+        parallel_tool_calls=False,
+        reasoning_effort="low",
+        seed=11,
+        stop=["END"],
+        metadata={"team": "qa"},
+        extra_headers={"X-Tenant": "acme"},
+        extra_body={"top_k": 40},
+    ),
+)
+"""Sets every model setting."""

@@ -21,7 +21,7 @@ from durable_agents.workflows.payloads import (
     MessageSignal,
 )
 from durable_agents.workflows.signed_decisions import arguments_sha256
-from durable_agents.workflows.state import REFUSALS_KEPT, Decision, RunState
+from durable_agents.workflows.state import REFUSALS_KEPT, Decision, ModelSettings, RunState
 from openai import AsyncOpenAI
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -268,6 +268,14 @@ SCENARIOS = {
         ],
         [],
     ),
+    # v13: model settings (the agent's, a start input's temperature over them): every
+    # model call carries them; the forced tool_choice is dropped once the tool was called.
+    "model_settings_v13": (
+        "tuned",
+        False,
+        [Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)), Reply(content="3")],
+        [],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval
@@ -290,6 +298,8 @@ SCENARIOS = {
 
 MAX_TURNS = {"field_limits_v5": 10**6}
 """Scenarios started with a `max_turns` of their own."""
+SETTINGS = {"model_settings_v13": ModelSettings(temperature=0.0)}
+"""Scenarios started with model settings of their own."""
 
 RESUMED = {
     # v9: a run resumed from a forged snapshot (verified-resume): its approval of c1
@@ -368,7 +378,13 @@ async def record(
     async with _serving(client, name, script) as task_queue:
         handle = await client.start_workflow(
             contract.WORKFLOW_TYPE,
-            AgentInput(agent=agent, input="go", session=session, max_turns=MAX_TURNS.get(name)),
+            AgentInput(
+                agent=agent,
+                input="go",
+                session=session,
+                max_turns=MAX_TURNS.get(name),
+                model_settings=SETTINGS.get(name),
+            ),
             id=f"history-{name}",
             task_queue=task_queue,
         )

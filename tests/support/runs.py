@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 import uuid
@@ -71,3 +72,25 @@ async def temporal_cli(worker, *args: str) -> str:
     out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
     return out.decode()
+
+
+async def refused_start(worker, folder, start_input: dict, *, run_id: str | None = None) -> str:
+    """Start AgentWorkflow (id `run_id`, default a fresh one) from the `temporal` CLI with
+    `start_input` as its input file; the run must fail as invalid input: its message."""
+    from temporalio.client import WorkflowFailureError
+
+    run_id = run_id or f"cli-start-{uuid.uuid4().hex[:10]}"
+    path = folder / f"{run_id}.json"
+    path.write_text(json.dumps(start_input))
+    await temporal_cli(
+        worker, "workflow", "start", "--type", contract.WORKFLOW_TYPE,
+        "--task-queue", worker.task_queue, "--workflow-id", run_id, "--input-file", str(path),
+    )  # fmt: skip
+    handle = worker.client.get_workflow_handle(run_id, result_type=AgentResult)
+    try:
+        async with asyncio.timeout(30):
+            await handle.result()
+    except WorkflowFailureError as failed:
+        assert failed.cause.type == contract.ERROR_INVALID_INPUT, failed.cause
+        return str(failed.cause)
+    raise AssertionError(f"the run {run_id} started from {start_input} did not fail")

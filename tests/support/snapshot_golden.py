@@ -24,6 +24,7 @@ from durable_agents.workflows.state import (
     Decision,
     DecisionAttempt,
     ErrorInfo,
+    ModelSettings,
     OutputSpec,
     RefusedSignal,
     RetrySpec,
@@ -373,6 +374,27 @@ def _golden_1_5() -> RunState:
     return state
 
 
+def _golden_1_6() -> RunState:
+    """1.5's, with what 1.6 added: the agent's model settings (every field) and the
+    run's, with a start input's temperature over the agent's."""
+    state = _golden_1_5()
+    state.agent.model_settings = ModelSettings(
+        temperature=0.7,
+        top_p=0.9,
+        max_output_tokens=800,
+        tool_choice=state.agent.tools[0].name,
+        parallel_tool_calls=False,
+        reasoning_effort="low",
+        seed=7,
+        stop=["END"],
+        metadata={"team": "billing"},
+        extra_headers={"X-Tenant": "acme"},
+        extra_body={"top_k": 40},
+    )
+    state.model_settings = state.agent.model_settings.model_copy(update={"temperature": 0.0})
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -380,6 +402,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.3": _golden_1_3,
     "1.4": _golden_1_4,
     "1.5": _golden_1_5,
+    "1.6": _golden_1_6,
 }
 
 

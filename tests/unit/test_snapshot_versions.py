@@ -208,6 +208,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.2": MIGRATIONS["1.2"],
         "1.3": MIGRATIONS["1.3"],
         "1.4": MIGRATIONS["1.4"],
+        "1.5": MIGRATIONS["1.5"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
