@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from durable_agents.activities.guardrail import Guardrail
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
@@ -69,6 +70,10 @@ class Agent:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     """Temperature, tool choice, reasoning effort, ... for every model call (a start
     input may override the sampling ones for its run)."""
+    input_guardrails: Sequence[Guardrail] = ()
+    """`@input_guardrail`s: checks on each user message before the model sees it."""
+    output_guardrails: Sequence[Guardrail] = ()
+    """`@output_guardrail`s: checks on the final output before the run ends or waits."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -91,6 +96,12 @@ class Agent:
             raise ValueError(f"agent {self.name}: output_retries must be 0 to 10")
         if self.output_type is not None:
             as_output(self.output_type)  # TypeError now, not at the first run
+        for kind, found in (("input", self.input_guardrails), ("output", self.output_guardrails)):
+            names = [g.name for g in found if isinstance(g, Guardrail) and g.kind == kind]
+            if len(names) != len(found):
+                raise TypeError(f"agent {self.name}: {kind}_guardrails takes @{kind}_guardrail")
+            if len(set(names)) != len(names):
+                raise ValueError(f"agent {self.name}: two {kind} guardrails share a name")
         problem = tool_choice_problem(self.model_settings, [t.name for t in self.tools])
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")
@@ -106,6 +117,8 @@ class Agent:
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
             tools=[t.spec() for t in self.tools],
+            input_guardrails=[g.spec() for g in self.input_guardrails],
+            output_guardrails=[g.spec() for g in self.output_guardrails],
             output=as_output(self.output_type).spec if self.output_type is not None else None,
             model_retry=RetrySpec(
                 **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),
@@ -118,3 +131,8 @@ class Agent:
     def tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return next((t for t in self.tools if t.name == name), None)
+
+    def guardrail(self, kind: str, name: str) -> Guardrail | None:
+        """The guardrail of `kind` called `name`, or None."""
+        found = self.input_guardrails if kind == "input" else self.output_guardrails
+        return next((g for g in found if g.name == name), None)

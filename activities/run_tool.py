@@ -8,19 +8,29 @@ import json
 import pydantic_core
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
+from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
 from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
+    ACTIVITY_RUN_GUARDRAIL,
     ACTIVITY_RUN_TOOL,
     ERROR_TOOL_RESULT,
     ERROR_TOOL_TIMEOUT,
     ERROR_UNKNOWN_AGENT,
+    ERROR_UNKNOWN_GUARDRAIL,
 )
-from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
+from durable_agents.workflows.payloads import (
+    DescribeAgentInput,
+    GuardrailRequest,
+    GuardrailVerdict,
+    ToolOutcome,
+    ToolRequest,
+    problems,
+)
 from durable_agents.workflows.state import AgentSpec
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -28,6 +38,10 @@ RAISED = "raised"
 """`agent_tool_failures` reason: the tool raised (its retry policy applies)."""
 UNSERIALISABLE = "unserialisable_result"
 """`agent_tool_failures` reason: the tool returned something that is not JSON."""
+
+
+REASON_CHARS = 2_000
+"""Characters of a guardrail's reason kept in the run."""
 
 
 class ToolActivities:
@@ -50,6 +64,31 @@ class ToolActivities:
                 non_retryable=True,
             )
         return agent.spec(self._trust)
+
+    @activity.defn(name=ACTIVITY_RUN_GUARDRAIL)
+    async def run_guardrail(self, request: GuardrailRequest) -> GuardrailVerdict:
+        """Run one guardrail of the agent on the value it checks. A guardrail that raises
+        fails the attempt (its retry policy applies; the run counts a last failure as
+        a tripwire)."""
+        agent = self._registry.get(request.agent)
+        found = agent.guardrail(request.kind, request.name) if agent is not None else None
+        if found is None:
+            raise ApplicationError(
+                f"agent {request.agent!r} has no {request.kind} guardrail {request.name!r} "
+                "on this worker",
+                type=ERROR_UNKNOWN_GUARDRAIL,
+                non_retryable=True,
+            )
+        context = GuardrailContext(
+            run_id=request.run_id, agent=request.agent, context=request.context
+        )
+        value = request.value
+        if request.kind == "output" and agent is not None and agent.output_type is not None:
+            value = TypeAdapter(agent.output_type).validate_python(value)
+        async with heartbeating():
+            result = await found.check(value, context)
+        reason = result.reason[:REASON_CHARS] if result.reason is not None else None
+        return GuardrailVerdict(name=found.name, tripped=result.tripped, reason=reason)
 
     @activity.defn(name=ACTIVITY_RUN_TOOL)
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:

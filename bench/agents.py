@@ -13,6 +13,8 @@ import time
 from durable_agents.activities import Agent, tool
 from pydantic import BaseModel
 
+from durable_agents import GuardrailResult, input_guardrail
+
 MANY_TURNS = 2_000
 """max_turns of the bench agents: the responder, not the agent, ends a run."""
 
@@ -79,3 +81,13 @@ plain = Agent(name="plain", instructions="answer", model="scripted")
 """Free text, no tools: the baseline of bench.structured_output."""
 typed = Agent(name="typed", instructions="answer", model="scripted", output_type=Verdict)
 """The same, answering with a Verdict."""
+
+
+@input_guardrail
+def polite(text: str) -> GuardrailResult:
+    """Passes every message (bench.agent_features: what a passing guardrail costs)."""
+    return GuardrailResult(tripped=False)
+
+
+checked = Agent(name="checked", instructions="answer", model="scripted", input_guardrails=[polite])
+"""`plain` with one passing input guardrail."""

@@ -20,12 +20,15 @@ from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.workflows import contract, decisions, driver, loop
 from durable_agents.workflows.payloads import (
     DecideInput,
+    GuardrailRequest,
+    GuardrailVerdict,
     ModelReply,
     ModelRequest,
     PendingApproval,
     ToolOutcome,
 )
-from durable_agents.workflows.state import ErrorInfo, RunState, ToolCall
+from durable_agents.workflows.state import ErrorInfo, GuardrailSpec, RunState, ToolCall
+from pydantic import JsonValue
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -105,6 +108,12 @@ class _LocalIO:
     async def await_input(self, state: RunState) -> bool:
         return False  # a session waits for the user's next message: stop here
 
+    async def check_guardrails(
+        self, state: RunState, step: loop.CheckGuardrails
+    ) -> list[GuardrailVerdict]:
+        specs = state.agent.guardrails(step.kind)
+        return [await _run_guardrail(self._tools, state, s, step.value) for s in specs]
+
 
 async def _decide(state: RunState, approve: Approve | None) -> bool:
     """Ask `approve` about every pending call; False if it left one undecided."""
@@ -146,6 +155,28 @@ async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> T
             call_id=call.call_id,
             content=f"Error: tool '{call.tool}' failed: {_message(err)}",
             is_error=True,
+        )
+
+
+async def _run_guardrail(
+    tools: ToolActivities, state: RunState, spec: GuardrailSpec, value: JsonValue
+) -> GuardrailVerdict:
+    """One attempt of the `run_guardrail` activity; a failure counts as tripped."""
+    request = GuardrailRequest(
+        run_id=state.run_id,
+        agent=state.agent.name,
+        name=spec.name,
+        kind=spec.kind,
+        value=value,
+        context=state.context,
+    )
+    try:
+        return await asyncio.wait_for(
+            ActivityEnvironment().run(tools.run_guardrail, request), timeout=spec.timeout_seconds
+        )
+    except Exception as err:  # as the workflow does once the guardrail's retries are spent
+        return GuardrailVerdict(
+            name=spec.name, tripped=True, reason=f"the guardrail failed: {_message(err)}"
         )
 
 

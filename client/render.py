@@ -14,6 +14,7 @@ from durable_agents.workflows.payloads import AgentResult, PendingApproval, Stat
 from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
+    GuardrailCheck,
     Item,
     RunState,
     RunStatus,
@@ -201,6 +202,10 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
     if isinstance(item, Decision):
         masked_names = hidden.get(item.call_id, [])
         return [decision(item, sensitive=masked_names) + _HOW.get(item.via, "")]
+    if isinstance(item, GuardrailCheck):
+        verdict = "tripped" if item.tripped else "passed"
+        why = f": {_cut(item.reason)}" if item.reason else ""
+        return [f"{item.kind} guardrail {safe(item.name)} {verdict}{why}"]
     return [f"{item.type}"]
 
 

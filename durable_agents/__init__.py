@@ -17,13 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from durable_agents.activities.agent import Agent
+    from durable_agents.activities.guardrail import (
+        GuardrailContext,
+        input_guardrail,
+        output_guardrail,
+    )
     from durable_agents.activities.tool import Tool, ToolContext, tool
     from durable_agents.client.agent_client import AgentClient
     from durable_agents.client.errors import AgentClientError, RunFailed
     from durable_agents.client.run import AgentRun
     from durable_agents.plugin import AgentsPlugin
     from durable_agents.workflows.errors import AgentError, DecisionRefused
-    from durable_agents.workflows.payloads import AgentInput, AgentResult
+    from durable_agents.workflows.payloads import AgentInput, AgentResult, GuardrailResult
     from durable_agents.workflows.state import (
         ApprovalCondition,
         ApprovalPolicy,
@@ -43,6 +48,10 @@ _EXPORTS = {
     "ApprovalCondition": "durable_agents.workflows.state",
     "ApprovalPolicy": "durable_agents.workflows.state",
     "DecisionRefused": "durable_agents.workflows.errors",
+    "GuardrailContext": "durable_agents.activities.guardrail",
+    "GuardrailResult": "durable_agents.workflows.payloads",
+    "input_guardrail": "durable_agents.activities.guardrail",
+    "output_guardrail": "durable_agents.activities.guardrail",
     "ModelSettings": "durable_agents.workflows.state",
     "AgentError": "durable_agents.workflows.errors",
     "RunFailed": "durable_agents.client.errors",
@@ -65,12 +74,16 @@ __all__ = [
     "ApprovalCondition",
     "ApprovalPolicy",
     "DecisionRefused",
+    "GuardrailContext",
+    "GuardrailResult",
     "ModelSettings",
     "RunFailed",
     "RunState",
     "RunStatus",
     "Tool",
     "ToolContext",
+    "input_guardrail",
+    "output_guardrail",
     "tool",
 ]
 

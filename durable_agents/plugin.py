@@ -132,7 +132,12 @@ class AgentsPlugin(SimplePlugin):
                 max_concurrent=max_model_calls,
                 output_types=self.registry.output_type,
             )
-            activities = [tools.describe_agent, tools.run_tool, model.call_model]
+            activities = [
+                tools.describe_agent,
+                tools.run_tool,
+                tools.run_guardrail,
+                model.call_model,
+            ]
         super().__init__(
             PLUGIN_NAME,
             data_converter=self._client_converter,

@@ -53,7 +53,8 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
     Allowed: new properties (not required) and new `$defs`, with their defaults in
     the `default` of an enclosing object; values appended to an `enum` (a new
-    status: every old value still reads); documentation; the
+    status) and alternatives to a union (a new item type, in `oneOf`/`anyOf` and the
+    discriminator's mapping): every old value still reads; documentation; the
     version itself (`$id`, `title`, the `schema_version` constant). Anything else
     (a removed or changed keyword, a new required field, a new constraint) is not.
     """
@@ -66,14 +67,19 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _changes(old: Any, new: Any, pointer: str) -> list[str]:
-    if pointer.endswith("/enum") and isinstance(old, list) and isinstance(new, list):
+    widening = pointer.endswith(("/enum", "/oneOf", "/anyOf"))
+    if widening and isinstance(old, list) and isinstance(new, list):
         return [] if new[: len(old)] == old else [f"{pointer}: changed"]
     if not (isinstance(old, dict) and isinstance(new, dict)):
         return [] if old == new else [f"{pointer or '/'}: changed"]
     found = [f"{pointer}/{k}: removed" for k in old if k not in new]
     for key in old.keys() & new.keys():
         found += _changes(old[key], new[key], f"{pointer}/{key}")
-    extendable = pointer.endswith("/properties") or pointer == "/$defs" or _in_default(pointer)
+    extendable = (
+        pointer.endswith(("/properties", "/discriminator/mapping"))
+        or pointer == "/$defs"
+        or _in_default(pointer)
+    )
     found += [f"{pointer}/{k}: added" for k in new.keys() - old.keys() if not extendable]
     return sorted(found)
 

@@ -21,11 +21,21 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import argument_view, contract, details, loop, patches
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
+        GuardrailRequest,
+        GuardrailVerdict,
         ModelReply,
         ModelRequest,
         ToolOutcome,
     )
-    from durable_agents.workflows.state import AgentSpec, ErrorInfo, RetrySpec, RunState, ToolCall
+    from durable_agents.workflows.state import (
+        AgentSpec,
+        ErrorInfo,
+        GuardrailSpec,
+        RetrySpec,
+        RunState,
+        ToolCall,
+    )
+    from pydantic import JsonValue
 
 DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
 DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
@@ -72,6 +82,33 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
     except ActivityError as err:
         _reraise_cancel(err)
         return error_info(err)
+
+
+async def run_guardrail(state: RunState, spec: GuardrailSpec, value: JsonValue) -> GuardrailVerdict:
+    """The guardrail's verdict on `value`; one that failed for good counts as tripped
+    (a check that cannot run lets nothing through)."""
+    request = GuardrailRequest(
+        run_id=state.run_id,
+        agent=state.agent.name,
+        name=spec.name,
+        kind=spec.kind,
+        value=value,
+        context=state.context,
+    )
+    try:
+        verdict: GuardrailVerdict = await workflow.execute_activity(
+            contract.ACTIVITY_RUN_GUARDRAIL,
+            request,
+            result_type=GuardrailVerdict,
+            start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+            retry_policy=retry_policy(spec.retry),
+            summary=f"{spec.kind} guardrail {spec.name}",
+        )
+        return verdict
+    except ActivityError as err:
+        return GuardrailVerdict(
+            name=spec.name, tripped=True, reason=f"the guardrail failed: {root_message(err)}"
+        )
 
 
 async def run_tool(

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         AgentInput,
         AgentResult,
         DecideInput,
+        GuardrailVerdict,
         ModelReply,
         PendingApproval,
         StatusView,
@@ -285,6 +286,13 @@ class AgentWorkflow:
             typed_output=typed,
         )
         metrics.turn(state.agent.name)
+
+    async def check_guardrails(
+        self, state: RunState, step: loop.CheckGuardrails
+    ) -> list[GuardrailVerdict]:
+        specs = state.agent.guardrails(step.kind)
+        checks = (activity_calls.run_guardrail(state, s, step.value) for s in specs)
+        return list(await asyncio.gather(*checks))
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         return list(await asyncio.gather(*(activity_calls.run_tool(state, c) for c in calls)))

@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from durable_agents.workflows import loop
-from durable_agents.workflows.payloads import ModelReply, ToolOutcome
+from durable_agents.workflows import guardrails, loop
+from durable_agents.workflows.payloads import GuardrailVerdict, ModelReply, ToolOutcome
 from durable_agents.workflows.state import RunState, ToolCall
 
 
@@ -57,6 +57,13 @@ class LoopIO(Protocol):
         """Wait for the session's next message; False: stop here."""
         ...
 
+    async def check_guardrails(
+        self, state: RunState, step: loop.CheckGuardrails
+    ) -> list[GuardrailVerdict]:
+        """The verdicts of the agent's guardrails of `step.kind` on `step.value`, in the
+        agent's order (one that failed counts as tripped)."""
+        ...
+
 
 async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) -> None:
     """Run `state` forward until it ends, the I/O stops it, or after `max_steps` steps."""
@@ -83,5 +90,8 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
         elif isinstance(step, loop.AwaitInput):
             if not await io.await_input(state):
                 return
+        elif isinstance(step, loop.CheckGuardrails):
+            verdicts = await io.check_guardrails(state, step)
+            guardrails.record(state, step.kind, verdicts, now=io.stamp())
         elif not await io.await_decisions(state, step):
             return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
 from durable_agents.workflows.payloads import GuardrailVerdict
@@ -29,31 +29,33 @@ from durable_agents.workflows.state import (
 from pydantic import JsonValue
 
 Kind = Literal["input", "output"]
+_I = TypeVar("_I", UserMessage, AssistantMessage)
 
 
 def due(state: RunState) -> tuple[Kind, JsonValue] | None:
     """The guardrails to run next, and the value they check; None if none are due."""
     agent = state.agent
     if agent.input_guardrails:
-        message = _latest_user_message(state)
-        if message is not None and not _checked_after(state, message, "input"):
-            return "input", state.items[message].content  # type: ignore[union-attr]
+        found = _latest(state, UserMessage)
+        if (
+            found is not None
+            and not found[1].feedback
+            and not _checked_after(state, found[0], "input")
+        ):
+            return "input", found[1].content
     if agent.output_guardrails and state.final_output is not None:
-        reply = _latest_reply(state)
-        if reply is not None and _is_final(state, reply) and not _checked_after(state, reply, "output"):
-            return "output", _output_value(state)
+        reply = _latest(state, AssistantMessage)
+        if reply is not None and _is_final(state, *reply):
+            if not _checked_after(state, reply[0], "output"):
+                return "output", _output_value(state)
     return None
 
 
-def _is_final(state: RunState, index: int) -> bool:
-    """The reply at `index` is the run's answer: no tool calls, nobody spoke after it
+def _is_final(state: RunState, index: int, reply: AssistantMessage) -> bool:
+    """`reply` (at `index`) is the run's answer: no tool calls, nobody spoke after it
     (a feedback message asks again; a user message starts a new exchange)."""
-    reply = state.items[index]
-    return (
-        isinstance(reply, AssistantMessage)
-        and not reply.tool_calls
-        and not any(isinstance(i, UserMessage) for i in state.items[index + 1 :])
-    )
+    later = state.items[index + 1 :]
+    return not reply.tool_calls and not any(isinstance(i, UserMessage) for i in later)
 
 
 def record(state: RunState, kind: Kind, verdicts: list[GuardrailVerdict], *, now: datetime) -> None:
@@ -89,18 +91,12 @@ def _output_value(state: RunState) -> JsonValue:
     return json.loads(text) if state.agent.output is not None else text
 
 
-def _latest_user_message(state: RunState) -> int | None:
+def _latest(state: RunState, kind: type[_I]) -> tuple[int, _I] | None:
+    """The latest item of `kind` and its index (feedback messages included)."""
     for index in range(len(state.items) - 1, -1, -1):
         item = state.items[index]
-        if isinstance(item, UserMessage) and not item.feedback:
-            return index
-    return None
-
-
-def _latest_reply(state: RunState) -> int | None:
-    for index in range(len(state.items) - 1, -1, -1):
-        if isinstance(state.items[index], AssistantMessage):
-            return index
+        if isinstance(item, kind):
+            return index, item
     return None
 
 

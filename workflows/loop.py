@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
-from durable_agents.workflows import decisions, output, settings
+from durable_agents.workflows import decisions, guardrails, output, settings
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -38,6 +39,7 @@ from durable_agents.workflows.state import (
     ToolResult,
     UserMessage,
 )
+from pydantic import JsonValue
 
 # --- steps ------------------------------------------------------------------
 
@@ -75,7 +77,15 @@ class Finish:
     status: RunStatus
 
 
-Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish
+@dataclass(frozen=True)
+class CheckGuardrails:
+    """Run the agent's guardrails of `kind` on `value` (`workflows.guardrails`)."""
+
+    kind: Literal["input", "output"]
+    value: JsonValue
+
+
+Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish | CheckGuardrails
 
 
 # --- starting ----------------------------------------------------------------
@@ -178,8 +188,11 @@ def next_step(state: RunState) -> Step:
     """What the run must do next, given only its state."""
     if state.status.is_final:
         return Finish(state.status)
+    check = guardrails.due(state)
+    if check is not None:
+        return CheckGuardrails(*check)
     reply = last_reply(state)
-    if reply is not None and not reply.tool_calls and not isinstance(state.items[-1], UserMessage):
+    if reply is not None and not reply.tool_calls and not _spoken_to_since(state, reply):
         return AwaitInput() if state.session else Finish(RunStatus.COMPLETED)
     open_calls = _unresolved_calls(state, reply)
     if not open_calls:
@@ -392,6 +405,16 @@ def turns_since_user_message(state: RunState) -> int:
             break
         count += isinstance(item, AssistantMessage)
     return count
+
+
+def _spoken_to_since(state: RunState, reply: AssistantMessage) -> bool:
+    """A message (the user's, or feedback) came after `reply`: the model must answer."""
+    for item in reversed(state.items):
+        if item is reply:
+            return False
+        if isinstance(item, UserMessage):
+            return True
+    return False
 
 
 def _tools_called(state: RunState) -> bool:

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6 (the newest).
+validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7 (the newest).
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -70,6 +70,12 @@ def _1_5_to_1_6(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.6"}
 
 
+def _1_6_to_1_7(data: dict[str, Any]) -> dict[str, Any]:
+    """1.7 added optional fields, an item type and a status (guardrails): nothing to
+    convert. A 1.6 run has no guardrails."""
+    return {**data, "schema_version": "1.7"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -77,5 +83,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.3": _1_3_to_1_4,
     "1.4": _1_4_to_1_5,
     "1.5": _1_5_to_1_6,
+    "1.6": _1_6_to_1_7,
 }
 """Released version -> the step from it to the next version."""

@@ -292,6 +292,35 @@ class ToolRequest(_Payload):
     context: JsonValue = None
 
 
+class GuardrailResult(_Payload):
+    """What a guardrail function returns."""
+
+    tripped: bool
+    """True: stop the run (`guardrail_tripped`)."""
+    reason: str | None = None
+    """Why, for the people who read the run (kept in RunState, at most 2,000 characters)."""
+
+
+class GuardrailRequest(_Payload):
+    """Input of `run_guardrail`."""
+
+    run_id: str
+    agent: str
+    name: str
+    kind: Literal["input", "output"]
+    value: JsonValue
+    """What it checks: the user's message, or the final output (JSON for a typed one)."""
+    context: JsonValue = None
+
+
+class GuardrailVerdict(_Payload):
+    """Result of `run_guardrail`."""
+
+    name: str
+    tripped: bool
+    reason: str | None = None
+
+
 class ToolOutcome(_Payload):
     """Result of `run_tool`: the tool's output, or why it has none."""
 

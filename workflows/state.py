@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -48,7 +48,9 @@ attempts), the signed start (`RunState.started_by`), `ApprovalPolicy.separate_du
 and `ToolSpec.sensitive`.
 1.5 added structured output: `AgentSpec.output` and `output_retries`,
 `UserMessage.feedback`, the status `output_invalid`.
-1.6 added model settings: `AgentSpec.model_settings`, `RunState.model_settings`."""
+1.6 added model settings: `AgentSpec.model_settings`, `RunState.model_settings`.
+1.7 added guardrails: `AgentSpec.input_guardrails` and `output_guardrails`, the
+`GuardrailCheck` item, the status `guardrail_tripped`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -77,6 +79,8 @@ class RunStatus(StrEnum):
     MAX_TURNS_EXCEEDED = "max_turns_exceeded"
     OUTPUT_INVALID = "output_invalid"
     """The final reply never matched the agent's output type (1.5)."""
+    GUARDRAIL_TRIPPED = "guardrail_tripped"
+    """An input or output guardrail stopped the run (1.7)."""
 
     @property
     def is_final(self) -> bool:
@@ -90,6 +94,7 @@ _FINAL = {
     RunStatus.CANCELLED,
     RunStatus.MAX_TURNS_EXCEEDED,
     RunStatus.OUTPUT_INVALID,
+    RunStatus.GUARDRAIL_TRIPPED,
 }
 
 
@@ -173,6 +178,17 @@ class ToolSpec(_Model):
     UI's details, activity summaries and logs, and shown by `agentctl` as
     `<sensitive, N chars>` unless asked (`--show-sensitive`). They stay in the
     run's (encrypted) payloads. Added in 1.4."""
+
+
+class GuardrailSpec(_Model):
+    """A guardrail as frozen into a run: enough to run it as an activity. Added in 1.7."""
+
+    name: str = Field(min_length=1, max_length=200)
+    kind: Literal["input", "output"]
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of its activity."""
+    retry: RetrySpec = RetrySpec()
+    """How often it is tried; one that still fails counts as tripped."""
 
 
 class ApproverKey(_Model):
@@ -274,10 +290,18 @@ class AgentSpec(_Model):
     validation error before the run ends `output_invalid`. Added in 1.5."""
     model_settings: ModelSettings = ModelSettings()
     """The agent's own model settings. Added in 1.6."""
+    input_guardrails: list[GuardrailSpec] = []
+    """Checks on each message of the user, before the model sees it. Added in 1.7."""
+    output_guardrails: list[GuardrailSpec] = []
+    """Checks on the final output, before the run ends or waits. Added in 1.7."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
         return next((t for t in self.tools if t.name == name), None)
+
+    def guardrails(self, kind: Literal["input", "output"]) -> list[GuardrailSpec]:
+        """The agent's guardrails of `kind`, in order."""
+        return self.input_guardrails if kind == "input" else self.output_guardrails
 
     def require_tool(self, name: str) -> ToolSpec:
         """The tool called `name`, for a call known to name one (the loop answers
@@ -390,6 +414,18 @@ class Decision(_Model):
     at: AwareDatetime
 
 
+class GuardrailCheck(_Model):
+    """A guardrail's verdict on what comes before it (a user message, a final reply).
+    Added in 1.7."""
+
+    type: Literal["guardrail_check"] = "guardrail_check"
+    kind: Literal["input", "output"]
+    name: StrictStr
+    tripped: StrictBool
+    reason: StrictStr | None = None
+    at: AwareDatetime
+
+
 class RefusedSignal(_Model):
     """A signal the run could not use: an unknown name, a payload that is not the
     signal's, or more than one argument. Decision signals are audited in
@@ -442,7 +478,7 @@ class DecisionAttempt(_Model):
 
 
 Item = Annotated[
-    UserMessage | AssistantMessage | ToolResult | Decision,
+    UserMessage | AssistantMessage | ToolResult | Decision | GuardrailCheck,
     Field(discriminator="type"),
 ]
 
@@ -482,7 +518,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.6"] = "1.6"
+    schema_version: Literal["1.7"] = "1.7"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

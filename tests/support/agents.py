@@ -14,8 +14,12 @@ from durable_agents import (
     Agent,
     ApprovalCondition,
     ApprovalPolicy,
+    GuardrailContext,
+    GuardrailResult,
     ModelSettings,
     ToolContext,
+    input_guardrail,
+    output_guardrail,
     tool,
 )
 
@@ -258,3 +262,25 @@ tuned = dataclasses.replace(
     ),
 )
 """Sets every model setting."""
+
+
+@input_guardrail(retry_policy=FAST_RETRY)
+def no_passwords(text: str, ctx: GuardrailContext) -> GuardrailResult:
+    """Trips on a message that gives a password away; "boom" makes it fail."""
+    CALLS.append(("no_passwords", {"text": text}, ctx.run_id))
+    if "boom" in text:
+        raise RuntimeError("the checker is down")
+    return GuardrailResult(tripped="password" in text.lower(), reason="a password was shared")
+
+
+@output_guardrail(retry_policy=RetryPolicy(maximum_attempts=1))
+async def refund_cap(decision: RefundDecision) -> GuardrailResult:
+    """Trips on a refund over 1000."""
+    CALLS.append(("refund_cap", decision.model_dump(), ""))
+    return GuardrailResult(tripped=decision.amount > 1000, reason=f"{decision.amount} is over 1000")
+
+
+guarded = dataclasses.replace(
+    decider, name="guarded", input_guardrails=[no_passwords], output_guardrails=[refund_cap]
+)
+"""Checks each message, and its RefundDecision."""

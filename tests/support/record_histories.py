@@ -276,6 +276,20 @@ SCENARIOS = {
         [Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)), Reply(content="3")],
         [],
     ),
+    # v14: guardrails: the input and the RefundDecision pass their checks (one activity
+    # each); then a run whose output trips the output guardrail (withheld).
+    "guardrails_v14": (
+        "guarded",
+        False,
+        [Reply(content='{"approve": true, "amount": 40, "reason": null}')],
+        [],
+    ),
+    "guardrail_tripped_v14": (
+        "guarded",
+        False,
+        [Reply(content='{"approve": true, "amount": 5000, "reason": null}')],
+        [],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval

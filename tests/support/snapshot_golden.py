@@ -24,6 +24,8 @@ from durable_agents.workflows.state import (
     Decision,
     DecisionAttempt,
     ErrorInfo,
+    GuardrailCheck,
+    GuardrailSpec,
     ModelSettings,
     OutputSpec,
     RefusedSignal,
@@ -395,6 +397,28 @@ def _golden_1_6() -> RunState:
     return state
 
 
+def _golden_1_7() -> RunState:
+    """1.6's, with what 1.7 added: an input and an output guardrail in the spec, a
+    passed input check and a tripped output check."""
+    state = _golden_1_6()
+    state.agent.input_guardrails = [GuardrailSpec(name="no_secrets", kind="input")]
+    state.agent.output_guardrails = [
+        GuardrailSpec(
+            name="refund_cap",
+            kind="output",
+            timeout_seconds=10.0,
+            retry=RetrySpec(maximum_attempts=2),
+        )
+    ]
+    state.items.append(GuardrailCheck(kind="input", name="no_secrets", tripped=False, at=at(98)))
+    state.items.append(
+        GuardrailCheck(
+            kind="output", name="refund_cap", tripped=True, reason="over 1000 EUR", at=at(99)
+        )
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -403,6 +427,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.4": _golden_1_4,
     "1.5": _golden_1_5,
     "1.6": _golden_1_6,
+    "1.7": _golden_1_7,
 }
 
 

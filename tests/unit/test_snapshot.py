@@ -272,11 +272,12 @@ def test_canonical_json_follows_rfc_8785(value: Any, canonical: str):
 
 def test_an_invalid_state_is_refused_on_write():
     state = golden_state()
-    state.items[3].decision = "maybe"  # type: ignore[union-attr]  # no validation on assignment
+    index = next(i for i, item in enumerate(state.items) if item.type == "decision")
+    state.items[index].decision = "maybe"  # type: ignore[union-attr]  # no validation on assignment
     with pytest.raises(SnapshotError) as raised:
         dumps(state)
     assert str(raised.value) == (
-        "invalid snapshot at $.items[3].decision: Input should be 'approve' or 'reject'"
+        f"invalid snapshot at $.items[{index}].decision: Input should be 'approve' or 'reject'"
     )
 
 

@@ -112,7 +112,8 @@ REFUSALS = [
     case(
         lambda: edited(set_at("items.2.type", "handoff")),
         "invalid snapshot at $.items[2]: unknown item type 'handoff' "
-        "(expected 'user_message', 'assistant_message', 'tool_result', 'decision')",
+        "(expected 'user_message', 'assistant_message', 'tool_result', 'decision', "
+        "'guardrail_check')",
         "unknown-item-type",
     ),
     case(

@@ -8,8 +8,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from durable_agents.workflows import loop
+from durable_agents.workflows import guardrails, loop
 from durable_agents.workflows.migrations import MIGRATIONS
+from durable_agents.workflows.payloads import GuardrailVerdict
 from durable_agents.workflows.snapshot import dumps, json_schema, loads, migrate, validate
 from durable_agents.workflows.state import (
     SCHEMA_VERSION,
@@ -65,6 +66,10 @@ def test_golden_fixture_resumes_where_it_failed(version: str):
     assert state.status == RunStatus.RUNNING and state.error is None
     assert state.origin == RunOrigin(run_id="support-7", turn=2, mode="resume")
     step = loop.next_step(state)
+    if state.agent.input_guardrails:  # 1.7+: the message the resume adds is checked first
+        assert isinstance(step, loop.CheckGuardrails) and step.kind == "input"
+        guardrails.record(state, "input", [GuardrailVerdict(name="g", tripped=False)], now=at(100))
+        step = loop.next_step(state)
     assert isinstance(step, loop.CallModel) and step.request.turn == 3
 
 
@@ -75,6 +80,7 @@ def test_golden_fixture_covers_every_item_type_and_decision_record():
         "assistant_message",
         "tool_result",
         "decision",
+        "guardrail_check",
     }
     made = [i for i in state.items if isinstance(i, Decision)]
     assert {d.via for d in made} == {"update", "rule", "signal"}
@@ -209,6 +215,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.3": MIGRATIONS["1.3"],
         "1.4": MIGRATIONS["1.4"],
         "1.5": MIGRATIONS["1.5"],
+        "1.6": MIGRATIONS["1.6"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

@@ -104,6 +104,7 @@ def test_registry_loads_every_agent_of_a_module():
         "custodian",
         "decider",
         "frugal",
+        "guarded",
         "marathon",
         "sleepy",
         "support",

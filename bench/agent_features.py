@@ -1,10 +1,12 @@
-"""Structured output's cost (issue 17's figures): `python -m bench.structured_output`.
+"""What structured output and guardrails cost (issue 17's figures):
+`python -m bench.agent_features`.
 
-One run of the `plain` bench agent (free text, no tools) and one of `typed` (the
-same, answering with a `Verdict`, valid the first time), then one of `typed` whose
-first answer is invalid (one retry), against the dev server and the scripted model:
-workflow tasks, history events and history bytes of each, and what the typed runs
-add. Sizes do not vary between runs of the same script, so one run each.
+One run of the `plain` bench agent (free text, no tools), one of `typed` (the same,
+answering with a `Verdict`, valid the first time), one of `typed` whose first answer
+is invalid (one retry), and one of `checked` (`plain` with one passing input
+guardrail), against the dev server and the scripted model: workflow tasks, history
+events and history bytes of each, and what each adds to the plain run. Sizes do not
+vary between runs of the same script, so one run each.
 """
 
 from __future__ import annotations
@@ -44,8 +46,14 @@ async def main() -> None:
         retried = await measure(
             env.client, "typed", [Reply(content='{"approve": "maybe"}'), Reply(content=VALID)]
         )
-    print("structured output, one run each (workflow tasks / events / history bytes)")
-    runs = (("plain", plain), ("typed, valid first", typed), ("typed, 1 retry", retried))
+        checked = await measure(env.client, "checked", [Reply(content="within policy")])
+    print("one run each (workflow tasks / events / history bytes), and what it adds to plain")
+    runs = (
+        ("plain", plain),
+        ("typed, valid first", typed),
+        ("typed, 1 retry", retried),
+        ("1 passing guardrail", checked),
+    )
     for label, run in runs:
         extra = {k: run[k] - plain[k] for k in run}
         print(

@@ -1,0 +1,132 @@
+"""Guardrails without Temporal: when they are due in the pure loop, what a verdict does,
+and how a guardrail is defined."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+from durable_agents.workflows import guardrails, loop
+from durable_agents.workflows.payloads import AgentInput, GuardrailVerdict, ModelReply, OutputCheck
+from durable_agents.workflows.state import GuardrailSpec, RunStatus, UserMessage
+
+from durable_agents import (
+    Agent,
+    GuardrailContext,
+    GuardrailResult,
+    input_guardrail,
+    output_guardrail,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+PASS = GuardrailVerdict(name="g", tripped=False)
+
+
+def run(*, typed: bool = False, session: bool = False):
+    agent = Agent(name="a", instructions="", output_type=int if typed else None)
+    spec = agent.spec()
+    spec.input_guardrails = [GuardrailSpec(name="g", kind="input")]
+    spec.output_guardrails = [GuardrailSpec(name="g", kind="output")]
+    start = AgentInput(agent="a", input="hello", session=session)
+    return loop.new_state(spec, start, run_id="r", now=T0)
+
+
+def reply(state, content="done", check=None):
+    loop.record_model_reply(state, ModelReply(content=content, output_check=check), now=T0)
+
+
+def test_input_guardrails_run_before_the_first_model_call_and_then_not_again():
+    state = run()
+    assert loop.next_step(state) == loop.CheckGuardrails("input", "hello")
+    guardrails.record(state, "input", [PASS], now=T0)
+    assert isinstance(loop.next_step(state), loop.CallModel)
+
+
+def test_output_guardrails_get_the_final_output_then_the_run_ends():
+    state = run()
+    guardrails.record(state, "input", [PASS], now=T0)
+    reply(state, "the answer")
+    assert loop.next_step(state) == loop.CheckGuardrails("output", "the answer")
+    guardrails.record(state, "output", [PASS], now=T0)
+    assert loop.next_step(state) == loop.Finish(RunStatus.COMPLETED)
+
+
+def test_a_typed_output_is_checked_as_its_value_and_only_once_valid():
+    state = run(typed=True)
+    guardrails.record(state, "input", [PASS], now=T0)
+    reply(state, "x", OutputCheck(valid=False, problem="no"))
+    assert isinstance(loop.next_step(state), loop.CallModel)  # retried, not checked
+    reply(state, '{"output": 5}', OutputCheck(valid=True, value=5))
+    assert loop.next_step(state) == loop.CheckGuardrails("output", 5)
+
+
+def test_a_tripwire_ends_the_run_and_withholds_an_output():
+    state = run()
+    guardrails.record(state, "input", [PASS], now=T0)
+    reply(state, "secret plans")
+    tripped = GuardrailVerdict(name="g", tripped=True, reason="leaks")
+    guardrails.record(state, "output", [PASS, tripped], now=T0)
+    assert (state.status, state.final_output) == (RunStatus.GUARDRAIL_TRIPPED, None)
+    assert state.error.message == "output guardrail g tripped: leaks"
+    assert loop.next_step(state) == loop.Finish(RunStatus.GUARDRAIL_TRIPPED)
+
+
+def test_each_new_session_message_is_checked():
+    state = run(session=True)
+    guardrails.record(state, "input", [PASS], now=T0)
+    reply(state, "hi")
+    guardrails.record(state, "output", [PASS], now=T0)
+    assert loop.next_step(state) == loop.AwaitInput()
+    state.items.append(UserMessage(content="next"))
+    assert loop.next_step(state) == loop.CheckGuardrails("input", "next")
+    guardrails.record(state, "input", [PASS], now=T0)
+    assert isinstance(loop.next_step(state), loop.CallModel)
+
+
+def test_a_guardrail_takes_the_value_and_optionally_its_context():
+    @input_guardrail
+    def plain(text: str) -> GuardrailResult:
+        return GuardrailResult(tripped=text == "no")
+
+    @output_guardrail(name="ctx_aware")
+    async def aware(value: int, ctx: GuardrailContext) -> GuardrailResult:
+        return GuardrailResult(tripped=False, reason=ctx.run_id)
+
+    context = GuardrailContext(run_id="r1", agent="a")
+    assert asyncio.run(plain.check("no", context)).tripped
+    assert asyncio.run(aware.check(1, context)).reason == "r1"
+    assert (plain.kind, aware.kind, aware.name) == ("input", "output", "ctx_aware")
+
+
+def test_a_guardrail_with_a_wrong_shape_is_refused():
+    with pytest.raises(TypeError, match="takes the checked value as its one parameter"):
+
+        @input_guardrail
+        def two(a: str, b: str) -> GuardrailResult: ...
+
+    @input_guardrail
+    def sloppy(text: str) -> bool:
+        return True
+
+    with pytest.raises(TypeError, match="returned bool, not a GuardrailResult"):
+        asyncio.run(sloppy.check("x", GuardrailContext(run_id="r", agent="a")))
+    with pytest.raises(TypeError, match="input_guardrails takes @input_guardrail"):
+        Agent(name="a", instructions="", input_guardrails=[sloppy, lambda t: t])
+
+
+def test_an_output_guardrail_cannot_stand_in_for_an_input_one():
+    @output_guardrail
+    def out(value: str) -> GuardrailResult:
+        return GuardrailResult(tripped=False)
+
+    with pytest.raises(TypeError, match="input_guardrails takes @input_guardrail"):
+        Agent(name="a", instructions="", input_guardrails=[out])
+
+
+def test_a_resume_is_no_way_around_a_tripwire():
+    state = run()
+    guardrails.record(state, "input", [GuardrailVerdict(name="g", tripped=True)], now=T0)
+    resumed = loop.resume(state, run_id="r2", workflow_run="w2", now=T0)
+    assert resumed.status is RunStatus.GUARDRAIL_TRIPPED
+    assert loop.next_step(resumed) == loop.Finish(RunStatus.GUARDRAIL_TRIPPED)
