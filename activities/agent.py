@@ -70,6 +70,9 @@ class Agent:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     """Temperature, tool choice, reasoning effort, ... for every model call (a start
     input may override the sampling ones for its run)."""
+    token_budget: int | None = None
+    """Tokens a run may spend (input and output); the run ends `budget_exceeded` before
+    a model call that could pass it. Needs `model_settings.max_output_tokens`."""
     input_guardrails: Sequence[Guardrail] = ()
     """`@input_guardrail`s: checks on each user message before the model sees it."""
     output_guardrails: Sequence[Guardrail] = ()
@@ -102,6 +105,14 @@ class Agent:
                 raise TypeError(f"agent {self.name}: {kind}_guardrails takes @{kind}_guardrail")
             if len(set(names)) != len(names):
                 raise ValueError(f"agent {self.name}: two {kind} guardrails share a name")
+        if self.token_budget is not None:
+            if self.token_budget < 1:
+                raise ValueError(f"agent {self.name}: token_budget must be at least 1")
+            if self.model_settings.max_output_tokens is None:
+                raise ValueError(
+                    f"agent {self.name}: a token_budget needs model_settings.max_output_tokens "
+                    "(one reply must have a bound)"
+                )
         problem = tool_choice_problem(self.model_settings, [t.name for t in self.tools])
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")

@@ -198,6 +198,8 @@ def to_reply(completion: Any) -> ModelReply:
         usage = completion.usage  # absent, or counts left out: counted as 0
         prompt = (usage.prompt_tokens if usage else 0) or 0
         output = (usage.completion_tokens if usage else 0) or 0
+        prompt_details = getattr(usage, "prompt_tokens_details", None)
+        output_details = getattr(usage, "completion_tokens_details", None)
         return ModelReply(
             content=message.content,
             tool_calls=calls,
@@ -206,6 +208,8 @@ def to_reply(completion: Any) -> ModelReply:
                 input_tokens=prompt,
                 output_tokens=output,
                 total_tokens=(usage.total_tokens if usage else 0) or prompt + output,
+                cached_input_tokens=getattr(prompt_details, "cached_tokens", 0) or 0,
+                reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
             ),
             finish_reason=choice.finish_reason,
         )

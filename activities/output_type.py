@@ -21,6 +21,7 @@ from typing import Any
 
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import OutputCheck, problems
+from durable_agents.workflows.proposed_calls import parse_arguments
 from durable_agents.workflows.state import OutputSpec
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
@@ -39,6 +40,10 @@ class OutputType:
         """Whether `content` is a valid output; the value as JSON, or the problem."""
         if not content or not content.strip():
             return OutputCheck(valid=False, problem="the reply is empty: send the JSON")
+        try:
+            parse_arguments(content, finite=True)  # NaN, Infinity, 1e400: no JSON value
+        except ValueError as err:
+            return OutputCheck(valid=False, problem=f"Invalid JSON: {err}")
         try:
             value = self.adapter.validate_json(content)
         except ValidationError as err:

@@ -223,6 +223,7 @@ class AgentClient:
         session: bool = False,
         signing_key: SigningKey | None = None,
         model_settings: ModelSettings | dict[str, Any] | None = None,
+        token_budget: int | None = None,
     ) -> AgentRun:
         """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
 
@@ -232,11 +233,17 @@ class AgentClient:
         it (`started_by`), and a policy with `separate_duties` refuses that owner's
         approvals. The signature names the workflow id and lapses after
         SIGNED_START_LIFETIME. `model_settings`: this run's `temperature`, `tool_choice`,
-        ... over the agent's (not `extra_headers` or `extra_body`)."""
+        ... over the agent's (not `extra_headers` or `extra_body`). `token_budget`: the
+        run's, if lower than the agent's (the run ends `budget_exceeded` before a model
+        call that could pass it)."""
         start_input = agent_input(agent, input, context=context, max_turns=max_turns)
         start_input.session = session
         if model_settings is not None:
             start_input.model_settings = checked(ModelSettings, **dict(model_settings))
+        if token_budget is not None:  # only lowers the agent's
+            start_input.token_budget = checked(
+                AgentInput, agent=agent, input=input, token_budget=token_budget
+            ).token_budget
         return self.run(await self._start(start_input, run_id, input, signing_key=signing_key))
 
     def run(self, run_id: str) -> AgentRun:

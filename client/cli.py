@@ -26,6 +26,7 @@ from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows import contract
+from durable_agents.workflows.argument_view import masked as masked_value
 from durable_agents.workflows.errors import AgentError
 from durable_agents.workflows.payloads import PendingApproval
 from durable_agents.workflows.state import Decision
@@ -109,6 +110,7 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
             session=args.session,
             signing_key=signing.read_key(Path(args.key)) if args.key else None,
             model_settings=parse_settings(args.setting) if args.setting else None,
+            token_budget=args.token_budget,
         )
     ).id
     started = StartedRun(run_id=run_id)
@@ -200,11 +202,16 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
         )
     else:  # the signal; the run's state tells whether it was applied, held or refused
         recorded = await send_decision(agents, args.run_id, args.call_id, decision, **options)
+    hidden = shown.sensitive if shown is not None else []
     if args.json:
+        if isinstance(recorded, Decision) and recorded.arguments is not None and hidden:
+            masked = {
+                n: masked_value(v) if n in hidden else v for n, v in recorded.arguments.items()
+            }
+            recorded = recorded.model_copy(update={"arguments": masked})
         return recorded.model_dump_json(indent=2)
     if isinstance(recorded, Decision):
         echo = f"\n{render.call(shown)}" if shown is not None else ""
-        hidden = shown.sensitive if shown is not None else []
         return render.decision(recorded, sensitive=hidden) + echo
     return (
         f"{decision} of call {args.call_id} held: run {args.run_id} applies it when the "
@@ -334,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--wait", action="store_true", help="wait for the run's result")
     start.add_argument(
         "--session", action="store_true", help="keep the run open for `message` until `end`"
+    )
+    start.add_argument(
+        "--token-budget",
+        type=_positive_int,
+        metavar="N",
+        help="tokens the run may spend (only lowers the agent's budget)",
     )
     start.add_argument(
         "--setting",

@@ -42,8 +42,10 @@ async def watch(args: argparse.Namespace, agents: AgentClient, out: TextIO | Non
         raise AgentClientError(
             f"run {args.run_id!r} still running after {args.timeout:g}s (--timeout)"
         ) from None
-    if args.json:
-        return last.model_dump_json()
+    if args.json:  # sensitive arguments masked, as everywhere people look
+        return last.model_copy(
+            update={"pending": [render.masked_item(p) for p in last.pending]}
+        ).model_dump_json()
     if live:  # end the redrawn line with the final status
         out.write(f"\r\033[K{render.watch_line(last)}\n")
     return render.watch_outcome(last)

@@ -68,6 +68,10 @@ class Reply:
     tool_calls: tuple[Call, ...] = ()
     usage: tuple[int, int] = (10, 5)
     """(prompt_tokens, completion_tokens); total is their sum."""
+    cached_tokens: int = 0
+    """Of the prompt tokens, those from the prompt cache (`prompt_tokens_details`)."""
+    reasoning_tokens: int = 0
+    """Of the completion tokens, those spent reasoning (`completion_tokens_details`)."""
     delay_seconds: float = 0.0
     """Wait this long before answering (latency tests)."""
 
@@ -258,6 +262,8 @@ class ScriptedModelServer:
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+                "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
             },
         }
 

@@ -106,6 +106,8 @@ async def run_guardrail(state: RunState, spec: GuardrailSpec, value: JsonValue) 
         )
         return verdict
     except ActivityError as err:
+        if isinstance(err.cause, CancelledError):  # the run is being cancelled
+            raise asyncio.CancelledError() from err
         return GuardrailVerdict(
             name=spec.name, tripped=True, reason=f"the guardrail failed: {root_message(err)}"
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy, ToolSpec
@@ -54,11 +54,15 @@ def condition_holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> 
         return False
 
 
-def limits_problem(policy: ApprovalPolicy, arguments: dict[str, Any]) -> str | None:
-    """The first of the policy's `limits` the arguments do not meet, in words, or None."""
+def limits_problem(
+    policy: ApprovalPolicy, arguments: dict[str, Any], *, sensitive: Collection[str] = ()
+) -> str | None:
+    """The first of the policy's `limits` the arguments do not meet, in words, or None
+    (the value of a `sensitive` argument is not quoted)."""
     for limit in policy.limits:
         if not condition_holds(limit, arguments):
-            shown = json.dumps(arguments.get(limit.field, None))
+            value = arguments.get(limit.field, None)
+            shown = "a sensitive value" if limit.field in sensitive else json.dumps(value)
             return (
                 f"{limit.field} must be {limit.op} {json.dumps(limit.value)} "
                 f"(is {shown if limit.field in arguments else 'missing'})"

@@ -97,7 +97,7 @@ def check(
             raise DecisionRefused("only an approval can carry edited arguments")
         problem = arguments_problem(tool, request.arguments)
         if problem is None and bound:
-            problem = limits_problem(policy, request.arguments)
+            problem = limits_problem(policy, request.arguments, sensitive=tool.sensitive)
         if problem:
             raise DecisionRefused(f"edited arguments are not valid for {call.tool}: {problem}")
     return call
@@ -308,6 +308,12 @@ def covers(state: RunState, rule: Decision, call: ToolCall, *, now: datetime) ->
         return False
     if policy.approvers is not None and rule.approver not in policy.approvers:
         return False
+    if policy.separate_duties and (
+        rule.signed_by is None
+        or state.started_by is None
+        or state.started_by.owner == rule.approver
+    ):
+        return False  # e.g. the rule came with a snapshot its approver resumed
     arguments = signed_decisions.call_arguments(call)
     if arguments is None or limits_problem(policy, arguments) is not None:
         return False

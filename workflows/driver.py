@@ -92,6 +92,6 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
                 return
         elif isinstance(step, loop.CheckGuardrails):
             verdicts = await io.check_guardrails(state, step)
-            guardrails.record(state, step.kind, verdicts, now=io.stamp())
+            guardrails.record(state, step.kind, verdicts, now=io.stamp(), item=step.item)
         elif not await io.await_decisions(state, step):
             return

@@ -1,20 +1,23 @@
 """Guardrails in the pure loop: when they run, and what their verdicts do. Pure.
 
-Input guardrails check each message of the user (the first, and each new one of a
-session) before the model sees it; output guardrails check the final output before
-the run ends or waits for the next message. Their verdicts are recorded as
-`GuardrailCheck` items after what they checked, so the loop knows what has been
-checked, also after a continue-as-new or a resume. A tripwire ends the run
-`guardrail_tripped` with the guardrail's name and reason; an output that tripped
-one is withheld (`final_output` cleared). A guardrail that fails after its retries
-counts as tripped: a check that cannot run must not let anything through.
+Input guardrails check each message of the user the model has not answered yet
+(the first, each new one of a session, every one of several delivered together)
+before the model sees it; output guardrails check the final output before the run
+ends, waits, or takes the next message. Their verdicts are `GuardrailCheck` items
+naming what they checked (`item`), so the loop knows what has been checked, also
+after a continue-as-new or a resume (a resumed snapshot that cannot be verified
+keeps no check of what the model has not answered: `workflows.resume_trust`). A
+tripwire ends the run `guardrail_tripped` with the guardrail's name and reason; an
+output that tripped one is withheld (`final_output` cleared). A guardrail that
+fails after its retries counts as tripped: a check that cannot run must not let
+anything through.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Literal
 
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
 from durable_agents.workflows.payloads import GuardrailVerdict
@@ -29,37 +32,49 @@ from durable_agents.workflows.state import (
 from pydantic import JsonValue
 
 Kind = Literal["input", "output"]
-_I = TypeVar("_I", UserMessage, AssistantMessage)
 
 
-def due(state: RunState) -> tuple[Kind, JsonValue] | None:
-    """The guardrails to run next, and the value they check; None if none are due."""
+def due(state: RunState) -> tuple[Kind, JsonValue, int] | None:
+    """The guardrails to run next, the value they check and its index in `items`;
+    None if none are due."""
     agent = state.agent
+    reply = _latest_reply(state)
     if agent.input_guardrails:
-        found = _latest(state, UserMessage)
-        if (
-            found is not None
-            and not found[1].feedback
-            and not _checked_after(state, found[0], "input")
-        ):
-            return "input", found[1].content
-    if agent.output_guardrails and state.final_output is not None:
-        reply = _latest(state, AssistantMessage)
-        if reply is not None and _is_final(state, *reply):
-            if not _checked_after(state, reply[0], "output"):
-                return "output", _output_value(state)
+        for index in range(reply + 1 if reply is not None else 0, len(state.items)):
+            item = state.items[index]
+            if isinstance(item, UserMessage) and not item.feedback:
+                if not _checked(state, index, "input"):
+                    return "input", item.content, index
+    if output_due(state):
+        assert reply is not None
+        return "output", _output_value(state), reply
     return None
 
 
-def _is_final(state: RunState, index: int, reply: AssistantMessage) -> bool:
-    """`reply` (at `index`) is the run's answer: no tool calls, nobody spoke after it
-    (a feedback message asks again; a user message starts a new exchange)."""
-    later = state.items[index + 1 :]
-    return not reply.tool_calls and not any(isinstance(i, UserMessage) for i in later)
+def output_due(state: RunState) -> bool:
+    """The final output waits for its output guardrails (no message may be delivered
+    before they have run: `workflows.loop.deliver_messages`)."""
+    if not state.agent.output_guardrails or state.final_output is None:
+        return False
+    reply = _latest_reply(state)
+    if reply is None:
+        return False
+    answer = state.items[reply]
+    later = state.items[reply + 1 :]
+    final = isinstance(answer, AssistantMessage) and not answer.tool_calls
+    asked_again = any(isinstance(i, UserMessage) for i in later)
+    return final and not asked_again and not _checked(state, reply, "output")
 
 
-def record(state: RunState, kind: Kind, verdicts: list[GuardrailVerdict], *, now: datetime) -> None:
-    """Record the verdicts; the first tripwire ends the run."""
+def record(
+    state: RunState,
+    kind: Kind,
+    verdicts: list[GuardrailVerdict],
+    *,
+    now: datetime,
+    item: int | None = None,
+) -> None:
+    """Record the verdicts on the item at `item`; the first tripwire ends the run."""
     for verdict in verdicts:
         state.items.append(
             GuardrailCheck(
@@ -67,6 +82,7 @@ def record(state: RunState, kind: Kind, verdicts: list[GuardrailVerdict], *, now
                 name=verdict.name,
                 tripped=verdict.tripped,
                 reason=verdict.reason,
+                item=item,
                 at=now,
             )
         )
@@ -84,21 +100,45 @@ def record(state: RunState, kind: Kind, verdicts: list[GuardrailVerdict], *, now
     state.updated_at = now
 
 
+def unanswered_checks(state: RunState) -> list[int]:
+    """Indexes of the checks of what the model has not answered yet, or of its final
+    reply: what a resumed snapshot that cannot be verified may not vouch for."""
+    reply = _latest_reply(state)
+    start = reply if reply is not None else 0
+    return [
+        index
+        for index in range(start, len(state.items))
+        if isinstance(state.items[index], GuardrailCheck)
+    ]
+
+
 def _output_value(state: RunState) -> JsonValue:
     """The final output as the output guardrails get it: the typed value's JSON for an
-    agent with an output type, else the text."""
+    agent with an output type, else the text (also a text a snapshot brought from an
+    agent without one: the guardrail's own check of the type then fails, closed)."""
     text = state.final_output or ""
-    return json.loads(text) if state.agent.output is not None else text
+    if state.agent.output is None:
+        return text
+    try:
+        value: JsonValue = json.loads(text)
+    except ValueError:
+        return text
+    return value
 
 
-def _latest(state: RunState, kind: type[_I]) -> tuple[int, _I] | None:
-    """The latest item of `kind` and its index (feedback messages included)."""
+def _latest_reply(state: RunState) -> int | None:
     for index in range(len(state.items) - 1, -1, -1):
-        item = state.items[index]
-        if isinstance(item, kind):
-            return index, item
+        if isinstance(state.items[index], AssistantMessage):
+            return index
     return None
 
 
-def _checked_after(state: RunState, index: int, kind: Kind) -> bool:
-    return any(isinstance(i, GuardrailCheck) and i.kind == kind for i in state.items[index + 1 :])
+def _checked(state: RunState, index: int, kind: Kind) -> bool:
+    """A check of `kind` names the item at `index` (or, recorded before checks named
+    their item, comes after it)."""
+    return any(
+        isinstance(check, GuardrailCheck)
+        and check.kind == kind
+        and (check.item == index if check.item is not None else position > index)
+        for position, check in enumerate(state.items)
+    )

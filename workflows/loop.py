@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from durable_agents.workflows import decisions, guardrails, output, settings
+from durable_agents.workflows import budget, decisions, guardrails, output, settings
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -83,6 +83,8 @@ class CheckGuardrails:
 
     kind: Literal["input", "output"]
     value: JsonValue
+    item: int | None = None
+    """Index in `items` of what is checked."""
 
 
 Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish | CheckGuardrails
@@ -105,7 +107,8 @@ def new_state(
     agent's (ValueError if they may not: `workflows.settings`)."""
     wanted = agent_input.max_turns or spec.max_turns
     return RunState(
-        model_settings=settings.for_run(spec, agent_input.model_settings),
+        model_settings=(chosen := settings.for_run(spec, agent_input.model_settings)),
+        token_budget=budget.for_run(spec, agent_input.token_budget, chosen),
         run_id=run_id,
         agent=spec,
         max_turns=min(wanted, spec.max_turns) if lower_max_turns_only else wanted,
@@ -198,7 +201,10 @@ def next_step(state: RunState) -> Step:
     if not open_calls:
         if turns_since_user_message(state) >= state.max_turns:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
-        return CallModel(model_request(state))
+        request = model_request(state)
+        if budget.exceeded(state, request) is not None:
+            return Finish(RunStatus.BUDGET_EXCEEDED)
+        return CallModel(request)
     decided = decisions.decided(state)
     runnable = tuple(
         c.model_copy(update={"arguments": decisions.arguments_for(c, decided.get(c.call_id))})
@@ -318,7 +324,9 @@ def record_model_reply(
     )
     calls = [proposed_call(state.agent, c, finite=finite_numbers) for c in proposed]
     state.items.append(
-        AssistantMessage(turn=state.turn, content=reply.content, tool_calls=calls, at=now)
+        AssistantMessage(
+            turn=state.turn, content=reply.content, tool_calls=calls, at=now, usage=reply.usage
+        )
     )
     for call in calls:
         problem = malformed_problem(
@@ -356,8 +364,11 @@ def receive_message(state: RunState, content: str, *, now: datetime) -> None:
 
 def deliver_messages(state: RunState, *, now: datetime) -> None:
     """Move queued messages into the conversation once no tool call awaits its
-    result (a user message may not come between a call and its result)."""
+    result (a user message may not come between a call and its result) and the
+    final output has been through its output guardrails."""
     if not state.queued_messages or _unresolved_calls(state, last_reply(state)):
+        return
+    if guardrails.output_due(state):  # the answer is checked before the next message
         return
     state.items.extend(UserMessage(content=c) for c in state.queued_messages)
     state.queued_messages = []
@@ -372,7 +383,9 @@ def end_session(state: RunState, *, reason: str, now: datetime) -> None:
 
 
 def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
-    """Mark the run as ended."""
+    """Mark the run as ended (with why, for a budget it would have passed)."""
+    if status is RunStatus.BUDGET_EXCEEDED and state.error is None:
+        state.error = budget.exceeded(state, model_request(state))
     state.status = status
     state.updated_at = now
 

@@ -65,3 +65,5 @@ PATCH_STRUCTURED_OUTPUT = "structured-output"
 """An agent with an output type (schema 1.5) asks the model for it with a strict JSON
 Schema; a final reply that does not match goes back to the model with the error
 (`output_retries`), then the run ends `output_invalid`."""
+PATCH_TOTAL_TOKENS = "total-tokens-attribute"
+"""The run keeps the `AgentTotalTokens` search attribute current (schema 1.8)."""

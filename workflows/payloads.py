@@ -62,6 +62,8 @@ class AgentInput(_Payload):
     resume_from: SnapshotInput | None = None
     """Continue from this snapshot instead of starting afresh: a RunState, or an
     exported snapshot file as is (digest checked, migrated; `workflows.snapshot_input`)."""
+    token_budget: int | None = Field(None, ge=1)
+    """This run's token budget: only lowers the agent's (a run cannot lift it)."""
     model_settings: ModelSettings | None = None
     """This run's settings over the agent's (`temperature`, `tool_choice`, ...; not
     `extra_headers` or `extra_body`, which only the agent sets)."""

@@ -95,7 +95,7 @@ def malformed_problem(
             "once. Send each argument once."
         )
     tool = spec.require_tool(call.tool)
-    outside = limits_problem(tool.approval, arguments)
+    outside = limits_problem(tool.approval, arguments, sensitive=tool.sensitive)
     if outside is not None:
         return (
             f"Error: arguments for tool '{call.tool}' are outside what its policy allows: "

@@ -9,7 +9,8 @@ part from the worker's registry and from nothing else:
 - the agent spec (tools, `needs_approval`, policies, approvers, limits, approver
   keys) is the worker's, as `describe_agent` gives it; `max_turns` can only go down;
   model settings keep the run's sampling choices, over the worker's agent, but
-  never its `extra_headers` or `extra_body` (`workflows.settings`);
+  never its `extra_headers` or `extra_body` (`workflows.settings`); the token budget
+  can only go down;
 - each call still open is judged again by that spec: a tool the agent no longer
   has, or arguments outside its limits, are answered to the model; whether it
   needs a decision is recomputed;
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from durable_agents.workflows import decisions, loop, settings
+from durable_agents.workflows import budget, decisions, guardrails, loop, settings
 from durable_agents.workflows.payloads import ModelToolCall
 from durable_agents.workflows.proposed_calls import malformed_problem, proposed_call
 from durable_agents.workflows.state import (
@@ -55,6 +56,7 @@ def reground(
     result.model_settings = settings.for_run(
         spec, settings.without_agent_only(state.model_settings)
     )
+    result.token_budget = budget.for_run(spec, state.token_budget, result.model_settings)
     if result.origin is not None:
         result.origin.verified_by = verified_by
     reply = loop.last_reply(result)
@@ -84,6 +86,10 @@ def reground(
         if decision.via in ("signal", "update", "rule"):
             result.refused_decisions.append(_dropped(decision, why, now=now))
     if verified_by is None:
+        # What the model has not answered is checked again: a snapshot's word that
+        # it passed its guardrails counts for nothing.
+        dropped_checks = set(guardrails.unanswered_checks(result))
+        result.items = [i for n, i in enumerate(result.items) if n not in dropped_checks]
         for held in result.held_decisions:
             update = {"via": "snapshot", "refused_because": UNVERIFIED, "at": now}
             result.refused_decisions.append(held.model_copy(update=update))

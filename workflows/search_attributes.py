@@ -6,6 +6,7 @@ AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
 AGENT_TURN = SearchAttributeKey.for_int("AgentTurn")
+AGENT_TOTAL_TOKENS = SearchAttributeKey.for_int("AgentTotalTokens")
 
-ALL = (AGENT_NAME, AGENT_STATUS, AGENT_PENDING_APPROVALS, AGENT_TURN)
+ALL = (AGENT_NAME, AGENT_STATUS, AGENT_PENDING_APPROVALS, AGENT_TURN, AGENT_TOTAL_TOKENS)
 """Every key the workflow writes; a server must have them all registered."""

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -50,7 +50,10 @@ and `ToolSpec.sensitive`.
 `UserMessage.feedback`, the status `output_invalid`.
 1.6 added model settings: `AgentSpec.model_settings`, `RunState.model_settings`.
 1.7 added guardrails: `AgentSpec.input_guardrails` and `output_guardrails`, the
-`GuardrailCheck` item, the status `guardrail_tripped`."""
+`GuardrailCheck` item, the status `guardrail_tripped`.
+1.8 added `GuardrailCheck.item`, and the token ledger and budget: `Usage.cached_input_tokens` and
+`reasoning_tokens`, `AssistantMessage.usage`, `AgentSpec.token_budget`,
+`RunState.token_budget`, the status `budget_exceeded`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -81,6 +84,8 @@ class RunStatus(StrEnum):
     """The final reply never matched the agent's output type (1.5)."""
     GUARDRAIL_TRIPPED = "guardrail_tripped"
     """An input or output guardrail stopped the run (1.7)."""
+    BUDGET_EXCEEDED = "budget_exceeded"
+    """The next model call could have passed the run's token budget (1.8)."""
 
     @property
     def is_final(self) -> bool:
@@ -95,6 +100,7 @@ _FINAL = {
     RunStatus.MAX_TURNS_EXCEEDED,
     RunStatus.OUTPUT_INVALID,
     RunStatus.GUARDRAIL_TRIPPED,
+    RunStatus.BUDGET_EXCEEDED,
 }
 
 
@@ -294,6 +300,9 @@ class AgentSpec(_Model):
     """Checks on each message of the user, before the model sees it. Added in 1.7."""
     output_guardrails: list[GuardrailSpec] = []
     """Checks on the final output, before the run ends or waits. Added in 1.7."""
+    token_budget: int | None = Field(None, ge=1)
+    """Tokens (input and output, as the provider counts them) a run may spend; None:
+    no budget. Added in 1.8."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -319,15 +328,17 @@ class Usage(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those the provider served from its prompt cache. Added in 1.8."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those spent reasoning (not in the reply). Added in 1.8."""
 
     def plus(self, other: Usage) -> Usage:
         """The sum of two usages."""
-        return Usage(
-            model_calls=self.model_calls + other.model_calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-        )
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in _COUNTS})
+
+
+_COUNTS = tuple(Usage.model_fields)
 
 
 class ToolCall(_Model):
@@ -365,6 +376,8 @@ class AssistantMessage(_Model):
     tool_calls: list[ToolCall] = []
     at: AwareDatetime
     """Workflow time at which the reply was recorded."""
+    usage: Usage | None = None
+    """What this model call used, as the provider reported it. Added in 1.8."""
 
 
 class ToolResult(_Model):
@@ -423,6 +436,9 @@ class GuardrailCheck(_Model):
     name: StrictStr
     tripped: StrictBool
     reason: StrictStr | None = None
+    item: int | None = Field(None, ge=0)
+    """Index in `items` of what it checked; None: the latest such item before it
+    (checks recorded before 1.8). Added in 1.8."""
     at: AwareDatetime
 
 
@@ -518,7 +534,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.7"] = "1.7"
+    schema_version: Literal["1.8"] = "1.8"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -572,6 +588,8 @@ class RunState(_Model):
     model_settings: ModelSettings = ModelSettings()
     """The settings every model call of this run is sent with: the agent's, with the
     start input's on top, fixed when the run started (a resume keeps them). Added in 1.6."""
+    token_budget: int | None = Field(None, ge=1)
+    """The run's token budget: the agent's, or lower if the start input asked. Added in 1.8."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

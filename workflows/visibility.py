@@ -4,15 +4,18 @@ workflow. Workflow code (deterministic)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import decisions, details, metrics
+    from durable_agents.workflows import decisions, details, metrics, patches
     from durable_agents.workflows import search_attributes as sa
     from durable_agents.workflows.state import RunState, RunStatus
 
-Published = tuple[str, str, int, int]
-"""The search-attribute values last set: agent, status, pending approvals, turn."""
+Published = tuple[str, str, int, int, int]
+"""The search-attribute values last set: agent, status, pending approvals, turn, tokens."""
 
 
 def publish(state: RunState, *, last: Published | None) -> Published:
@@ -20,16 +23,18 @@ def publish(state: RunState, *, last: Published | None) -> Published:
     `last` (an upsert is a history event); returns what they are now."""
     workflow.set_current_details(details.render(state))
     pending = len(decisions.pending_calls(state))
-    values = (state.agent.name, state.status.value, pending, state.turn)
+    tokens = state.usage.total_tokens
+    values = (state.agent.name, state.status.value, pending, state.turn, tokens)
     if values != last:
-        workflow.upsert_search_attributes(
-            [
-                sa.AGENT_NAME.value_set(state.agent.name),
-                sa.AGENT_STATUS.value_set(state.status.value),
-                sa.AGENT_PENDING_APPROVALS.value_set(pending),
-                sa.AGENT_TURN.value_set(state.turn),
-            ]
-        )
+        updates: list[SearchAttributeUpdate[Any]] = [
+            sa.AGENT_NAME.value_set(state.agent.name),
+            sa.AGENT_STATUS.value_set(state.status.value),
+            sa.AGENT_PENDING_APPROVALS.value_set(pending),
+            sa.AGENT_TURN.value_set(state.turn),
+        ]
+        if workflow.patched(patches.PATCH_TOTAL_TOKENS):
+            updates.append(sa.AGENT_TOTAL_TOKENS.value_set(tokens))
+        workflow.upsert_search_attributes(updates)
     return values
 
 

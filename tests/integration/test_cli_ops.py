@@ -180,10 +180,17 @@ async def test_setup_registers_the_attributes_and_is_idempotent(env):
         "  created AgentStatus",
         "  created AgentPendingApprovals",
         "  created AgentTurn",
+        "  created AgentTotalTokens",
     ]
     again = await agentctl("setup", "--namespace", namespace, "--json", connection=connection)
     assert again.json() == {
         "namespace": namespace,
         "created": [],
-        "existing": ["AgentName", "AgentStatus", "AgentPendingApprovals", "AgentTurn"],
+        "existing": [
+            "AgentName",
+            "AgentStatus",
+            "AgentPendingApprovals",
+            "AgentTurn",
+            "AgentTotalTokens",
+        ],
     }

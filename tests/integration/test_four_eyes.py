@@ -200,10 +200,19 @@ async def test_sensitive_arguments_are_masked_wherever_people_look(worker, model
     details = metadata.current_details
     assert "<sensitive, 22 chars>" in details and secret not in details
 
-    approved = await ctl("approve", run_id, "t1", "--key", keys["bob"])
-    assert approved.code == 0 and secret not in approved.stdout
+    watched = await ctl("watch", run_id, "--json")
+    assert (
+        watched.code == 0
+        and secret not in watched.stdout
+        and "<sensitive, 22 chars>" in (watched.stdout)
+    )
+    edited = json.dumps({"iban": "DE00999999999999999999", "amount": 250})
+    approved = await ctl("approve", run_id, "t1", "--key", keys["bob"], "--args", edited, "--json")
+    assert approved.code == 0, approved.stderr
+    assert secret not in approved.stdout and "DE00999999999999999999" not in approved.stdout
     assert (await result(handle)).status is RunStatus.COMPLETED
-    assert [c[1] for c in agents.CALLS] == [IBAN]  # the tool got the real value
+    # the tool got the approver's edit, in full
+    assert [c[1] for c in agents.CALLS] == [{"iban": "DE00999999999999999999", "amount": 250}]
     summaries = [
         event.user_metadata.summary
         async for event in handle.fetch_history_events()

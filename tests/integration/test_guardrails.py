@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 import pytest
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import AgentResult
+from durable_agents.workflows.payloads import AgentInput, AgentResult
 from durable_agents.workflows.state import GuardrailCheck, RunStatus
 from temporalio.api.enums.v1 import EventType
 
@@ -110,3 +111,19 @@ async def test_a_session_checks_each_new_message(worker, model_server):
         ("input", "no_passwords", False),
         ("input", "no_passwords", True),
     ]
+
+
+async def test_a_message_sent_with_the_start_does_not_hide_the_start_input(worker, model_server):
+    # Signal-with-start delivers the input and the message together: each is checked.
+    handle = await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="guarded", input="my password is hunter2", session=True),
+        id=f"guarded-{uuid.uuid4().hex[:8]}",
+        task_queue=worker.task_queue,
+        result_type=AgentResult,
+        start_signal=contract.SIGNAL_SEND_MESSAGE,
+        start_signal_args=[{"content": "hello"}],
+    )
+    assert (await finished(handle)).status is RunStatus.GUARDRAIL_TRIPPED
+    assert model_server.requests == []
+    assert checks(await state_of(handle)) == [("input", "no_passwords", True)]

@@ -183,7 +183,13 @@ async def test_watch_ends_when_the_run_is_terminated_mid_turn(client, worker, mo
 async def test_setup_registers_the_search_attributes_once(env):
     client = AgentClient(await fresh_namespace(env))
     first = await client.setup_search_attributes()
-    assert first.created == ["AgentName", "AgentStatus", "AgentPendingApprovals", "AgentTurn"]
+    assert first.created == [
+        "AgentName",
+        "AgentStatus",
+        "AgentPendingApprovals",
+        "AgentTurn",
+        "AgentTotalTokens",
+    ]
     assert first.existing == []
     again = await client.setup_search_attributes()
     assert (again.created, again.existing) == ([], first.created)
@@ -216,4 +222,5 @@ def test_create_commands_match_the_contract():
         "temporal operator search-attribute create --name AgentStatus --type Keyword",
         "temporal operator search-attribute create --name AgentPendingApprovals --type Int",
         "temporal operator search-attribute create --name AgentTurn --type Int",
+        "temporal operator search-attribute create --name AgentTotalTokens --type Int",
     ]

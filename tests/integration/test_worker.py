@@ -116,7 +116,8 @@ async def test_search_attribute_check_names_what_is_missing_and_the_fix():
         await bare.shutdown()
     assert caught.value.message.startswith(
         "namespace 'default' lacks search attributes AgentName, AgentStatus, "
-        "AgentPendingApprovals, AgentTurn; register them with `agentctl setup` or: "
+        "AgentPendingApprovals, AgentTurn, AgentTotalTokens; register them with "
+        "`agentctl setup` or: "
         "temporal operator search-attribute create --name AgentName --type Keyword;"
     )
 

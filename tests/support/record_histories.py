@@ -290,6 +290,17 @@ SCENARIOS = {
         [Reply(content='{"approve": true, "amount": 5000, "reason": null}')],
         [],
     ),
+    # v15: the token ledger and budget (total-tokens-attribute): AgentTotalTokens kept
+    # current, the second model call could pass the run's budget of 600: budget_exceeded.
+    "token_budget_v15": (
+        "tuned",
+        False,
+        [
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),), usage=(200, 50)),
+            Reply(content="3"),
+        ],
+        [],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval
@@ -314,6 +325,8 @@ MAX_TURNS = {"field_limits_v5": 10**6}
 """Scenarios started with a `max_turns` of their own."""
 SETTINGS = {"model_settings_v13": ModelSettings(temperature=0.0)}
 """Scenarios started with model settings of their own."""
+BUDGETS = {"token_budget_v15": 600}
+"""Scenarios started with a token budget of their own."""
 
 RESUMED = {
     # v9: a run resumed from a forged snapshot (verified-resume): its approval of c1
@@ -398,6 +411,7 @@ async def record(
                 session=session,
                 max_turns=MAX_TURNS.get(name),
                 model_settings=SETTINGS.get(name),
+                token_budget=BUDGETS.get(name),
             ),
             id=f"history-{name}",
             task_queue=task_queue,

@@ -419,6 +419,30 @@ def _golden_1_7() -> RunState:
     return state
 
 
+def _golden_1_8() -> RunState:
+    """1.7's, with what 1.8 added: a token budget (the agent's, lowered by the run),
+    cached and reasoning tokens in the totals, a reply with its own usage, and
+    guardrail checks that name what they checked."""
+    state = _golden_1_7()
+    state.agent.token_budget = 100_000
+    state.token_budget = 50_000
+    state.usage.cached_input_tokens = 40
+    state.usage.reasoning_tokens = 12
+    checks = [i for i in state.items if isinstance(i, GuardrailCheck)]
+    checks[0].item = 0  # the first message
+    checks[1].item = max(n for n, i in enumerate(state.items) if isinstance(i, AssistantMessage))
+    reply = next(i for i in reversed(state.items) if isinstance(i, AssistantMessage))
+    reply.usage = Usage(
+        model_calls=1,
+        input_tokens=120,
+        output_tokens=30,
+        total_tokens=150,
+        cached_input_tokens=40,
+        reasoning_tokens=12,
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -428,6 +452,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.5": _golden_1_5,
     "1.6": _golden_1_6,
     "1.7": _golden_1_7,
+    "1.8": _golden_1_8,
 }
 
 

@@ -203,3 +203,38 @@ def test_an_older_reader_takes_query_answers_with_fields_a_later_build_added():
     assert StatusView.model_validate({**status, "current_agent": "a"}).agent == "a"
     with pytest.raises(ValidationError):  # what senders send is still refused if unknown
         DecisionSignal.model_validate({"call_id": "c1", "approver": "a", "added_later": 1})
+
+
+def test_a_standing_rule_of_the_run_s_starter_decides_nothing_under_separation_of_duties():
+    # Bob's `always` rule came with a verified snapshot that Bob resumed (he signed its
+    # start): his rule would approve a call of a run he started.
+    from durable_agents.workflows import decisions as rules
+    from durable_agents.workflows.state import Decision
+
+    state = executing(FOUR_EYES, Starter(key_id="bob-1", owner="bob"))
+    call = rules.pending_calls(state)[0]
+    rule = Decision(
+        call_id="c0",
+        decision="approve",
+        approver="bob",
+        always=True,
+        via="update",
+        signed_by="bob-1",
+        arguments_sha256=rules.signed_decisions.call_sha256(call),
+        at=T0,
+    )
+    assert not rules.covers(state, rule, call, now=T0)
+    state.started_by = Starter(key_id="alice-1", owner="alice")
+    assert rules.covers(state, rule, call, now=T0)
+    state.started_by = None
+    assert not rules.covers(state, rule, call, now=T0)
+
+
+def test_a_limit_on_a_sensitive_argument_does_not_quote_its_value():
+    from durable_agents.workflows.approval_policy import limits_problem
+    from durable_agents.workflows.state import ApprovalCondition
+
+    policy = ApprovalPolicy(limits=[ApprovalCondition(field="pin", op="<=", value=9999)])
+    problem = limits_problem(policy, {"pin": 123456}, sensitive=["pin"])
+    assert problem == "pin must be <= 9999 (is a sensitive value)"
+    assert limits_problem(policy, {"pin": 123456}) == "pin must be <= 9999 (is 123456)"

@@ -7,9 +7,9 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
-from durable_agents.workflows import guardrails, loop
+from durable_agents.workflows import guardrails, loop, resume_trust
 from durable_agents.workflows.payloads import AgentInput, GuardrailVerdict, ModelReply, OutputCheck
-from durable_agents.workflows.state import GuardrailSpec, RunStatus, UserMessage
+from durable_agents.workflows.state import GuardrailCheck, GuardrailSpec, RunStatus, UserMessage
 
 from durable_agents import (
     Agent,
@@ -32,38 +32,45 @@ def run(*, typed: bool = False, session: bool = False):
     return loop.new_state(spec, start, run_id="r", now=T0)
 
 
+def check_of(state) -> int | None:
+    """The item the due check names (what a driver passes on)."""
+    step = loop.next_step(state)
+    assert isinstance(step, loop.CheckGuardrails)
+    return step.item
+
+
 def reply(state, content="done", check=None):
     loop.record_model_reply(state, ModelReply(content=content, output_check=check), now=T0)
 
 
 def test_input_guardrails_run_before_the_first_model_call_and_then_not_again():
     state = run()
-    assert loop.next_step(state) == loop.CheckGuardrails("input", "hello")
-    guardrails.record(state, "input", [PASS], now=T0)
+    assert loop.next_step(state) == loop.CheckGuardrails("input", "hello", 0)
+    guardrails.record(state, "input", [PASS], now=T0, item=check_of(state))
     assert isinstance(loop.next_step(state), loop.CallModel)
 
 
 def test_output_guardrails_get_the_final_output_then_the_run_ends():
     state = run()
-    guardrails.record(state, "input", [PASS], now=T0)
+    guardrails.record(state, "input", [PASS], now=T0, item=check_of(state))
     reply(state, "the answer")
-    assert loop.next_step(state) == loop.CheckGuardrails("output", "the answer")
-    guardrails.record(state, "output", [PASS], now=T0)
+    assert loop.next_step(state) == loop.CheckGuardrails("output", "the answer", 2)
+    guardrails.record(state, "output", [PASS], now=T0, item=check_of(state))
     assert loop.next_step(state) == loop.Finish(RunStatus.COMPLETED)
 
 
 def test_a_typed_output_is_checked_as_its_value_and_only_once_valid():
     state = run(typed=True)
-    guardrails.record(state, "input", [PASS], now=T0)
+    guardrails.record(state, "input", [PASS], now=T0, item=check_of(state))
     reply(state, "x", OutputCheck(valid=False, problem="no"))
     assert isinstance(loop.next_step(state), loop.CallModel)  # retried, not checked
     reply(state, '{"output": 5}', OutputCheck(valid=True, value=5))
-    assert loop.next_step(state) == loop.CheckGuardrails("output", 5)
+    assert loop.next_step(state) == loop.CheckGuardrails("output", 5, 4)
 
 
 def test_a_tripwire_ends_the_run_and_withholds_an_output():
     state = run()
-    guardrails.record(state, "input", [PASS], now=T0)
+    guardrails.record(state, "input", [PASS], now=T0, item=check_of(state))
     reply(state, "secret plans")
     tripped = GuardrailVerdict(name="g", tripped=True, reason="leaks")
     guardrails.record(state, "output", [PASS, tripped], now=T0)
@@ -74,13 +81,13 @@ def test_a_tripwire_ends_the_run_and_withholds_an_output():
 
 def test_each_new_session_message_is_checked():
     state = run(session=True)
-    guardrails.record(state, "input", [PASS], now=T0)
+    guardrails.record(state, "input", [PASS], now=T0, item=check_of(state))
     reply(state, "hi")
-    guardrails.record(state, "output", [PASS], now=T0)
+    guardrails.record(state, "output", [PASS], now=T0, item=check_of(state))
     assert loop.next_step(state) == loop.AwaitInput()
     state.items.append(UserMessage(content="next"))
-    assert loop.next_step(state) == loop.CheckGuardrails("input", "next")
-    guardrails.record(state, "input", [PASS], now=T0)
+    assert loop.next_step(state) == loop.CheckGuardrails("input", "next", 4)
+    guardrails.record(state, "input", [PASS], now=T0, item=check_of(state))
     assert isinstance(loop.next_step(state), loop.CallModel)
 
 
@@ -130,3 +137,48 @@ def test_a_resume_is_no_way_around_a_tripwire():
     resumed = loop.resume(state, run_id="r2", workflow_run="w2", now=T0)
     assert resumed.status is RunStatus.GUARDRAIL_TRIPPED
     assert loop.next_step(resumed) == loop.Finish(RunStatus.GUARDRAIL_TRIPPED)
+
+
+def test_every_message_the_model_has_not_answered_is_checked_one_by_one():
+    # The start input and a message that arrived while the run was starting are
+    # delivered together: each gets its own check before the model sees them.
+    state = run(session=True)
+    state.queued_messages = ["my password is x"]
+    loop.deliver_messages(state, now=T0)
+    assert loop.next_step(state) == loop.CheckGuardrails("input", "hello", 0)
+    guardrails.record(state, "input", [PASS], now=T0, item=0)
+    assert loop.next_step(state) == loop.CheckGuardrails("input", "my password is x", 1)
+
+
+def test_a_message_waits_until_the_answer_before_it_has_been_checked():
+    state = run(session=True)
+    guardrails.record(state, "input", [PASS], now=T0, item=0)
+    reply(state, "the answer")
+    state.queued_messages = ["next question"]
+    loop.deliver_messages(state, now=T0)  # held: the answer is not checked yet
+    assert state.queued_messages == ["next question"]
+    assert loop.next_step(state) == loop.CheckGuardrails("output", "the answer", 2)
+    guardrails.record(state, "output", [PASS], now=T0, item=2)
+    loop.deliver_messages(state, now=T0)
+    assert state.queued_messages == [] and state.items[-1].content == "next question"
+
+
+def test_a_resumed_snapshot_s_word_that_checks_passed_counts_for_nothing():
+    state = run()
+    forged = state.model_copy(deep=True)
+    forged.items.append(
+        GuardrailCheck(kind="input", name="g", tripped=False, item=0, at=T0)
+    )  # nobody ran it
+    resumed = loop.resume(forged, run_id="r2", workflow_run="w2", now=T0)
+    regrounded = resume_trust.reground(resumed, resumed.agent, now=T0)
+    assert loop.next_step(regrounded) == loop.CheckGuardrails("input", "hello", 0)
+
+
+def test_a_text_output_brought_to_a_typed_agent_does_not_wedge_the_run():
+    state = run(session=True)
+    guardrails.record(state, "input", [PASS], now=T0, item=0)
+    reply(state, "hello there")  # a free-text answer, then the agent got a type
+    typed = run(typed=True)
+    state.agent = typed.agent
+    step = loop.next_step(state)
+    assert step == loop.CheckGuardrails("output", "hello there", 2)  # its own check fails

@@ -145,3 +145,9 @@ def test_the_error_kept_is_bounded():
     state = run(retries=0)
     answer(state, OutputCheck(valid=False, problem="x" * 100_000))
     assert len(state.error.message) < output.PROBLEM_CHARS + 200
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_number_json_cannot_hold_is_not_an_output(number):
+    check = output_type(float).check('{"output": ' + number + "}")
+    assert not check.valid and "Invalid JSON" in check.problem

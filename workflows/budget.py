@@ -1,0 +1,91 @@
+"""A run's token budget: the next model call may not start if it could pass it. Pure.
+
+Before each model call the run takes an upper bound of what the call can use: the
+previous call's input and output tokens as the provider counted them (they cover
+everything up to and including that reply), plus the UTF-8 bytes of what was added
+since (no token is shorter than a byte) with a margin per message, plus the call's
+`max_output_tokens` (the provider stops there). If what the run has used plus that
+bound passes the budget, the run ends `budget_exceeded` instead of calling: a
+budget is never overspent, at the price of stopping a little early.
+"""
+
+from __future__ import annotations
+
+import json
+
+from durable_agents.workflows.contract import ERROR_BUDGET_EXCEEDED
+from durable_agents.workflows.payloads import ModelRequest
+from durable_agents.workflows.state import (
+    AgentSpec,
+    AssistantMessage,
+    ErrorInfo,
+    ModelSettings,
+    RunState,
+    ToolResult,
+    UserMessage,
+)
+
+PER_MESSAGE = 16
+"""Tokens allowed for a message's framing (role, separators) in the bound."""
+
+
+def for_run(agent: AgentSpec, asked: int | None, settings: ModelSettings) -> int | None:
+    """The run's budget: the agent's, or `asked` if lower; ValueError if a budget
+    cannot be kept because one reply has no bound (`max_output_tokens` unset)."""
+    given = [b for b in (agent.token_budget, asked) if b is not None]
+    budget = min(given) if given else None
+    if budget is not None and settings.max_output_tokens is None:
+        raise ValueError(
+            "a token budget needs model_settings.max_output_tokens: without it one reply "
+            "has no bound"
+        )
+    return budget
+
+
+def next_call_bound(state: RunState, request: ModelRequest) -> int:
+    """An upper bound of the tokens the model call `request` can use."""
+    output = request.settings.max_output_tokens if request.settings else None
+    previous = next(
+        (
+            (index, item)
+            for index, item in reversed(list(enumerate(state.items)))
+            if isinstance(item, AssistantMessage) and item.usage is not None
+        ),
+        None,
+    )
+    if previous is None:
+        tools = json.dumps([t.model_dump(mode="json") for t in request.tools])
+        base = _bytes(request.instructions) + _bytes(tools) + PER_MESSAGE
+        added = state.items
+    else:
+        index, reply = previous
+        assert reply.usage is not None
+        base = reply.usage.input_tokens + reply.usage.output_tokens
+        added = state.items[index + 1 :]
+    for item in added:
+        if isinstance(item, UserMessage | ToolResult):
+            base += _bytes(item.content) + PER_MESSAGE
+        elif isinstance(item, AssistantMessage):
+            calls = "".join(c.tool + c.arguments + c.call_id for c in item.tool_calls)
+            base += _bytes(item.content or "") + _bytes(calls) + PER_MESSAGE
+    return base + (output or 0)
+
+
+def exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
+    """Why the call `request` may not start (it could pass the budget), or None."""
+    if state.token_budget is None:
+        return None
+    used = state.usage.total_tokens
+    bound = next_call_bound(state, request)
+    if used + bound <= state.token_budget:
+        return None
+    return ErrorInfo(
+        type=ERROR_BUDGET_EXCEEDED,
+        message=f"the next model call could use up to {bound:,} tokens; the run has used "
+        f"{used:,} of its budget of {state.token_budget:,}",
+        details={"budget": state.token_budget, "used": used, "next_call_bound": bound},
+    )
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
