@@ -2,11 +2,13 @@
 
 Before each model call the run takes an upper bound of what the call can use: the
 previous call's input and output tokens as the provider counted them (they cover
-everything up to and including that reply), plus the UTF-8 bytes of what was added
-since (no token is shorter than a byte) with a margin per message, plus the call's
-`max_output_tokens` (the provider stops there). If what the run has used plus that
-bound passes the budget, the run ends `budget_exceeded` instead of calling: a
-budget is never overspent, at the price of stopping a little early.
+everything up to and including that reply: instructions, tools and output schema
+included), plus the UTF-8 bytes of what was added since (no token is shorter than
+a byte) with a margin per message, plus the call's `max_output_tokens` (the
+provider stops there); for the first call, the bytes of all it sends. If what the
+run has used plus that bound passes the budget, the run ends `budget_exceeded`
+instead of calling: a budget is never overspent, at the price of stopping a little
+early.
 """
 
 from __future__ import annotations
@@ -53,9 +55,11 @@ def next_call_bound(state: RunState, request: ModelRequest) -> int:
         ),
         None,
     )
-    if previous is None:
+    if previous is None:  # the first call: everything it sends, counted in bytes
         tools = json.dumps([t.model_dump(mode="json") for t in request.tools])
-        base = _bytes(request.instructions) + _bytes(tools) + PER_MESSAGE
+        schema = state.agent.output.json_schema if state.agent.output is not None else None
+        base = _bytes(request.instructions) + _bytes(tools) + _bytes(json.dumps(schema))
+        base += PER_MESSAGE
         added = state.items
     else:
         index, reply = previous

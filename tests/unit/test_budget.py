@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 import pytest
 from durable_agents.workflows import budget, loop, resume_trust
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
-from durable_agents.workflows.state import AgentSpec, ModelSettings, RunStatus, ToolSpec, Usage
+from durable_agents.workflows.state import (
+    AgentSpec,
+    ModelSettings,
+    OutputSpec,
+    RunStatus,
+    ToolSpec,
+    Usage,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -78,3 +85,15 @@ def test_a_resumed_snapshot_cannot_lift_the_agent_s_budget():
     assert resume_trust.reground(resumed, spec(), now=T0).token_budget == 1_000
     honest = loop.resume(state, run_id="r3", workflow_run="w3", now=T0)
     assert resume_trust.reground(honest, spec(), now=T0).token_budget == 500
+
+
+def test_the_first_call_of_a_typed_agent_counts_the_schema_it_sends():
+    plain = run()
+    typed = run()
+    typed.agent.output = OutputSpec(
+        name="big",
+        json_schema={"type": "object", "description": "x" * 5_000},
+        sha256="0" * 64,
+    )
+    request = loop.model_request(plain)
+    assert budget.next_call_bound(typed, request) >= budget.next_call_bound(plain, request) + 5_000
