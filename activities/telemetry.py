@@ -77,6 +77,9 @@ def count_model_call(model: str, *, outcome: str = "ok", usage: Usage | None = N
         tokens = meter.create_counter(MODEL_TOKENS, "Model tokens", "tokens")
         tokens.add(usage.input_tokens, {"model": model, "token_type": "input"})
         tokens.add(usage.output_tokens, {"model": model, "token_type": "output"})
+        # Of those: the prompt cache's share of the input, reasoning's of the output.
+        tokens.add(usage.cached_input_tokens, {"model": model, "token_type": "cached_input"})
+        tokens.add(usage.reasoning_tokens, {"model": model, "token_type": "reasoning"})
         _label_span(
             {
                 "agent.model": model,

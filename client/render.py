@@ -217,7 +217,17 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _tokens(usage: Usage) -> str:
-    return _plural(usage.total_tokens, "token")
+    """`153 tokens`, with the cached and reasoning shares when there are any."""
+    shares = [
+        f"{count} {kind}"
+        for count, kind in (
+            (usage.cached_input_tokens, "cached"),
+            (usage.reasoning_tokens, "reasoning"),
+        )
+        if count
+    ]
+    total = _plural(usage.total_tokens, "token")
+    return f"{total} ({', '.join(shares)})" if shares else total
 
 
 def _cut(text: str, limit: int = CELL) -> str:

@@ -56,7 +56,7 @@ async def test_worker_metrics_count_model_calls_tokens_and_tools(env, model_serv
             tool_calls=(Call("add", {"a": 1, "b": 2}), Call("flaky", {})),
             usage=(100, 20),
         ),
-        Reply(content="3, and flaky failed", usage=(150, 10)),
+        Reply(content="3, and flaky failed", usage=(150, 10), cached_tokens=90, reasoning_tokens=4),
     )
     port, queue = free_port(), f"metrics-{uuid.uuid4().hex[:8]}"
     async with worker_process(
@@ -85,6 +85,8 @@ async def test_worker_metrics_count_model_calls_tokens_and_tools(env, model_serv
     assert total(found, telemetry.MODEL_CALLS, **model, outcome="ModelUnavailable") == 1
     assert total(found, telemetry.MODEL_TOKENS, **model, token_type="input") == 250
     assert total(found, telemetry.MODEL_TOKENS, **model, token_type="output") == 30
+    assert total(found, telemetry.MODEL_TOKENS, **model, token_type="cached_input") == 90
+    assert total(found, telemetry.MODEL_TOKENS, **model, token_type="reasoning") == 4
     assert total(found, telemetry.TOOL_CALLS, tool="add") == 1
     assert total(found, telemetry.TOOL_CALLS, tool="flaky") == 3  # its retry policy: 3 attempts
     assert total(found, telemetry.TOOL_FAILURES, tool="flaky", reason="raised") == 3
