@@ -17,10 +17,9 @@ from datetime import UTC, datetime, timedelta
 
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
-from durable_agents.workflows import contract, decisions, driver, loop
+from durable_agents.workflows import contract, decisions, driver, guardrails, loop
 from durable_agents.workflows.payloads import (
     DecideInput,
-    GuardrailRequest,
     GuardrailVerdict,
     ModelReply,
     ModelRequest,
@@ -162,22 +161,13 @@ async def _run_guardrail(
     tools: ToolActivities, state: RunState, spec: GuardrailSpec, value: JsonValue
 ) -> GuardrailVerdict:
     """One attempt of the `run_guardrail` activity; a failure counts as tripped."""
-    request = GuardrailRequest(
-        run_id=state.run_id,
-        agent=state.agent.name,
-        name=spec.name,
-        kind=spec.kind,
-        value=value,
-        context=state.context,
-    )
+    request = guardrails.request(state, spec, value)
     try:
         return await asyncio.wait_for(
             ActivityEnvironment().run(tools.run_guardrail, request), timeout=spec.timeout_seconds
         )
     except Exception as err:  # as the workflow does once the guardrail's retries are spent
-        return GuardrailVerdict(
-            name=spec.name, tripped=True, reason=f"the guardrail failed: {_message(err)}"
-        )
+        return guardrails.failed(spec, _message(err))
 
 
 def _error_info(err: BaseException) -> ErrorInfo:

@@ -18,10 +18,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import argument_view, contract, details, loop, patches
+    from durable_agents.workflows import argument_view, contract, details, guardrails, loop, patches
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
-        GuardrailRequest,
         GuardrailVerdict,
         ModelReply,
         ModelRequest,
@@ -87,18 +86,10 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
 async def run_guardrail(state: RunState, spec: GuardrailSpec, value: JsonValue) -> GuardrailVerdict:
     """The guardrail's verdict on `value`; one that failed for good counts as tripped
     (a check that cannot run lets nothing through)."""
-    request = GuardrailRequest(
-        run_id=state.run_id,
-        agent=state.agent.name,
-        name=spec.name,
-        kind=spec.kind,
-        value=value,
-        context=state.context,
-    )
     try:
         verdict: GuardrailVerdict = await workflow.execute_activity(
             contract.ACTIVITY_RUN_GUARDRAIL,
-            request,
+            guardrails.request(state, spec, value),
             result_type=GuardrailVerdict,
             start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
             retry_policy=retry_policy(spec.retry),
@@ -108,9 +99,7 @@ async def run_guardrail(state: RunState, spec: GuardrailSpec, value: JsonValue) 
     except ActivityError as err:
         if isinstance(err.cause, CancelledError):  # the run is being cancelled
             raise asyncio.CancelledError() from err
-        return GuardrailVerdict(
-            name=spec.name, tripped=True, reason=f"the guardrail failed: {root_message(err)}"
-        )
+        return guardrails.failed(spec, root_message(err))
 
 
 async def run_tool(

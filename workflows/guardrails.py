@@ -20,11 +20,12 @@ from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
-from durable_agents.workflows.payloads import GuardrailVerdict
+from durable_agents.workflows.payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.state import (
     AssistantMessage,
     ErrorInfo,
     GuardrailCheck,
+    GuardrailSpec,
     RunState,
     RunStatus,
     UserMessage,
@@ -98,6 +99,23 @@ def record(
         if kind == "output":
             state.final_output = None
     state.updated_at = now
+
+
+def request(state: RunState, spec: GuardrailSpec, value: JsonValue) -> GuardrailRequest:
+    """The `run_guardrail` input that checks `value` with the guardrail `spec`."""
+    return GuardrailRequest(
+        run_id=state.run_id,
+        agent=state.agent.name,
+        name=spec.name,
+        kind=spec.kind,
+        value=value,
+        context=state.context,
+    )
+
+
+def failed(spec: GuardrailSpec, why: str) -> GuardrailVerdict:
+    """The verdict of a guardrail that could not run: tripped (fail closed)."""
+    return GuardrailVerdict(name=spec.name, tripped=True, reason=f"the guardrail failed: {why}")
 
 
 def unanswered_checks(state: RunState) -> list[int]:
