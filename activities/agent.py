@@ -11,8 +11,14 @@ from durable_agents.activities.guardrail import Guardrail
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
-from durable_agents.workflows.settings import tool_choice_problem
-from durable_agents.workflows.state import AgentSpec, ApproverKey, ModelSettings, RetrySpec
+from durable_agents.workflows.settings import api_problem, tool_choice_problem
+from durable_agents.workflows.state import (
+    AgentSpec,
+    ApproverKey,
+    ModelAPIName,
+    ModelSettings,
+    RetrySpec,
+)
 from temporalio.common import RetryPolicy
 
 DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
@@ -77,6 +83,10 @@ class Agent:
     """`@input_guardrail`s: checks on each user message before the model sees it."""
     output_guardrails: Sequence[Guardrail] = ()
     """`@output_guardrail`s: checks on the final output before the run ends or waits."""
+    model_api: ModelAPIName | None = None
+    """`"responses"`: the OpenAI Responses API (reasoning items kept in the run, sent
+    back with `store=False`); `"chat_completions"`: Chat Completions, which every
+    OpenAI-compatible server speaks. None: the worker's default (`--model-api`)."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -113,7 +123,14 @@ class Agent:
                     f"agent {self.name}: a token_budget needs model_settings.max_output_tokens "
                     "(one reply must have a bound)"
                 )
-        problem = tool_choice_problem(self.model_settings, [t.name for t in self.tools])
+        if self.model_api not in (None, "chat_completions", "responses"):
+            raise ValueError(
+                f"agent {self.name}: model_api must be 'chat_completions' or 'responses', "
+                f"not {self.model_api!r}"
+            )
+        problem = tool_choice_problem(
+            self.model_settings, [t.name for t in self.tools]
+        ) or api_problem(self.model_settings, self.model_api)
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")
 

@@ -6,20 +6,11 @@ are sorted by `activities.model_errors`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any
 
 import openai
-from durable_agents.activities.model_errors import (
-    preview,
-    redact,
-    reply_error,
-    request_timeout,
-    retry_delay,
-    unavailable,
-)
-from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
+from durable_agents.activities.model_errors import reply_error
+from durable_agents.activities.openai_http import checked_client, post
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -31,12 +22,9 @@ from durable_agents.workflows.state import (
     UserMessage,
 )
 from openai.types.chat import ChatCompletion
-from temporalio.exceptions import ApplicationError
 
 COMPLETIONS_PATH = "/chat/completions"
 """The Chat Completions endpoint, relative to the client's base URL."""
-
-_TRANSIENT_STATUS = frozenset({408, 409, 429})
 
 
 class ChatCompletionsAPI:
@@ -48,12 +36,7 @@ class ChatCompletionsAPI:
     """
 
     def __init__(self, client: openai.AsyncOpenAI) -> None:
-        if getattr(client, "max_retries", None) != 0:
-            raise ValueError(
-                "the openai client must be created with max_retries=0 "
-                f"(got {getattr(client, 'max_retries', None)!r}): Temporal owns retries"
-            )
-        self._client = client
+        self._client = checked_client(client)
 
     async def complete(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
         """The model's reply to the conversation in `request` (as `output`, if given)."""
@@ -74,33 +57,14 @@ class ChatCompletionsAPI:
         if request.settings is not None:
             options.update(settings_options(request.settings, tools=bool(request.tools)))
             headers = dict(request.settings.extra_headers or {})
-        timeout = request_timeout(self._client.timeout)
-        try:
-            # `client.post` with the finished body, not `chat.completions.create`:
-            # the same request, response type and errors, without the client's
-            # parameter transform, which walks every message of the conversation
-            # on every call (17x the cost at 300 turns: bench/RESULTS.md).
-            sent: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-            if headers:
-                sent["headers"] = headers
-            completion = await self._client.post(
-                COMPLETIONS_PATH, body=options, cast_to=ChatCompletion, options=sent
-            )
-        except openai.APIStatusError as err:
-            raise _status_error(err) from err
-        except openai.APITimeoutError as err:
-            raise unavailable(f"request timed out: {err.message}") from err
-        except openai.APIConnectionError as err:
-            detail = f": {err.__cause__}" if err.__cause__ else ""
-            raise unavailable(f"{err.message.rstrip('.')}{detail}") from err
-        except openai.APIResponseValidationError as err:
-            raise reply_error(f"the reply does not match the API: {err.message}") from err
-        except json.JSONDecodeError as err:  # cut off, or a page that is not JSON
-            raise unavailable(
-                f"the reply is not JSON ({err.msg} at character {err.pos}): {preview(err.doc)}"
-            ) from err
-        if not isinstance(completion, ChatCompletion):  # a proxy's page, sent as text
-            raise unavailable(f"the reply is not a chat completion: {preview(completion)}")
+        completion = await post(
+            self._client,
+            COMPLETIONS_PATH,
+            options,
+            ChatCompletion,
+            what="chat completion",
+            headers=headers,
+        )
         return to_reply(completion)
 
 
@@ -148,13 +112,13 @@ def to_messages(
                 ]
             messages.append(message)
         elif isinstance(item, ToolResult):
-            content = _truncated(item.content, tool_output_limit)
+            content = truncated(item.content, tool_output_limit)
             messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
         # Decision items are our audit trail, not conversation: the model never sees them.
     return messages
 
 
-def _truncated(text: str, limit: int | None) -> str:
+def truncated(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     return (
@@ -215,31 +179,3 @@ def to_reply(completion: Any) -> ModelReply:
         )
     except (AttributeError, TypeError, ValueError) as err:
         raise reply_error(f"the reply has an unusable shape: {err}") from err
-
-
-def _status_error(err: openai.APIStatusError) -> ApplicationError:
-    status = err.status_code
-    provider_message = _provider_message(err)
-    details = {"status_code": status, "provider_message": provider_message}
-    if status in _TRANSIENT_STATUS or status >= 500:
-        return unavailable(
-            f"HTTP {status}: {provider_message}",
-            details,
-            delay=retry_delay(err.response.headers),
-        )
-    return ApplicationError(
-        f"model request refused: HTTP {status}: {provider_message}",
-        details,
-        type=ERROR_MODEL_REQUEST,
-        non_retryable=True,
-    )
-
-
-def _provider_message(err: openai.APIStatusError) -> str:
-    """The provider's own error message when it sent one, key-like strings redacted."""
-    body = err.body
-    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return redact(body["message"])
-    if isinstance(body, str) and body.strip():
-        return redact(body.strip())
-    return redact(err.message)

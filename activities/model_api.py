@@ -4,8 +4,9 @@ The activity owns what every API shares: heartbeats (a dead worker is noticed in
 seconds), the worker's limit on model calls in flight, telemetry. A `ModelAPI`
 owns one provider API: turning the conversation into a request, the call, the
 reply and the error taxonomy (`activities.model_errors`). Chat Completions
-(`activities.chat_completions`) is the first; the Responses API is a second
-implementation, not branches in here.
+(`activities.chat_completions`) and the Responses API (`activities.responses_api`)
+are the two; each request names its API (the agent's `model_api`) or takes the
+worker's default.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from durable_agents.activities import telemetry
 from durable_agents.activities.chat_completions import ChatCompletionsAPI
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.output_type import OutputType
+from durable_agents.activities.responses_api import ResponsesAPI
 from durable_agents.workflows.contract import ACTIVITY_CALL_MODEL, ERROR_OUTPUT_TYPE_UNKNOWN
 from durable_agents.workflows.payloads import ModelReply, ModelRequest
-from durable_agents.workflows.state import OutputSpec
+from durable_agents.workflows.state import ModelAPIName, OutputSpec
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -51,17 +53,29 @@ class ModelActivities:
         *,
         max_concurrent: int | None = DEFAULT_MAX_CONCURRENT,
         output_types: Callable[[str], OutputType | None] | None = None,
+        default_api: ModelAPIName = "chat_completions",
     ) -> None:
-        """`api`: a `ModelAPI`, or an `openai` client (built with `max_retries=0`)
-        spoken to through Chat Completions. `max_concurrent`: model calls this
+        """`api`: an `openai` client (built with `max_retries=0`), spoken to through
+        the API each request names, else `default_api`; or one `ModelAPI` for every
+        request (it may read `request.api`). `max_concurrent`: model calls this
         worker has in flight at once (others wait, heartbeating); None: no limit.
         `output_types`: finds an agent's output type by its schema digest
         (`AgentRegistry.output_type`), to check final replies against."""
         if max_concurrent is not None and max_concurrent < 1:
             raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
-        self._api: ModelAPI = (
-            ChatCompletionsAPI(api) if isinstance(api, openai.AsyncOpenAI) else api
-        )
+        if default_api not in ("chat_completions", "responses"):
+            raise ValueError(
+                f"default_api must be 'chat_completions' or 'responses', not {default_api!r}"
+            )
+        self._apis: dict[str, ModelAPI]
+        if isinstance(api, openai.AsyncOpenAI):
+            self._apis = {
+                "chat_completions": ChatCompletionsAPI(api),
+                "responses": ResponsesAPI(api),
+            }
+        else:
+            self._apis = {"chat_completions": api, "responses": api}
+        self._default_api = default_api
         self._slots = asyncio.Semaphore(max_concurrent) if max_concurrent else None
         self._output_types = output_types
 
@@ -71,12 +85,13 @@ class ModelActivities:
         try:
             typed = self._output_type(request) if request.output is not None else None
             schema = {"output": typed.spec} if typed is not None else {}
+            api = self._apis[request.api or self._default_api]
             async with heartbeating():
                 if self._slots is None:
-                    reply = await self._api.complete(request, **schema)
+                    reply = await api.complete(request, **schema)
                 else:
                     async with self._slots:
-                        reply = await self._api.complete(request, **schema)
+                        reply = await api.complete(request, **schema)
         except ApplicationError as err:
             telemetry.count_model_call(request.model, outcome=err.type or "error")
             raise

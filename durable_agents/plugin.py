@@ -30,6 +30,7 @@ from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
 from durable_agents.signing import trust_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.state import ModelAPIName
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
 
@@ -97,6 +98,8 @@ class AgentsPlugin(SimplePlugin):
     None of the three: `data_converter_from_env()` (AGENT_CODEC_KEYS,
     AGENT_PAYLOAD_STORE), as `worker.py` and `agentctl` do.
     `max_model_calls` (default 64): model calls a worker has in flight at once.
+    `model_api`: the API of agents that name none (`Agent.model_api`):
+    "chat_completions" (default; every OpenAI-compatible server) or "responses".
     `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
     `()`: the SDK's default restrictions).
     `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
@@ -118,6 +121,7 @@ class AgentsPlugin(SimplePlugin):
         sandbox_passthrough: Sequence[str] = SANDBOX_PASSTHROUGH,
         sticky_timeout: timedelta = STICKY_TIMEOUT,
         trust: Trust | None = None,
+        model_api: ModelAPIName = "chat_completions",
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.trust = trust if trust is not None else trust_from_env()
@@ -131,6 +135,7 @@ class AgentsPlugin(SimplePlugin):
                 model_client,
                 max_concurrent=max_model_calls,
                 output_types=self.registry.output_type,
+                default_api=model_api,
             )
             activities = [
                 tools.describe_agent,

@@ -1,10 +1,17 @@
-"""A real local HTTP server that speaks OpenAI's Chat Completions API, scripted.
+"""A real local HTTP server that speaks OpenAI's Chat Completions and Responses APIs,
+scripted.
 
 Tests, the offline demo and manual tries point the official `openai` client at
 it (`base_url=server.base_url`); the client talks real HTTP, nothing is mocked.
-Each request to `POST /v1/chat/completions` (non-streaming; also under a path
-prefix, `/NAME/v1/chat/completions`, to tell clients apart) is answered by the
-next scripted step, else by the responder, else with a loud HTTP 500.
+Each request to `POST /v1/chat/completions` or `POST /v1/responses`
+(non-streaming; also under a path prefix, `/NAME/v1/...`, to tell clients apart)
+is answered by the next scripted step, else by the responder, else with a loud
+HTTP 500. The same steps answer either API, in its own shape.
+
+The Responses endpoint is stateless, as OpenAI's is with `store=False`: it keeps
+no response (a `previous_response_id` is refused), and a reasoning item sent back
+must be one it issued, with its encrypted content unchanged and followed by the
+item that came after it.
 
 A step is one of:
 
@@ -46,6 +53,8 @@ __all__ = [
 ]
 
 COMPLETIONS_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
+ENDPOINTS = {COMPLETIONS_PATH: "chat_completions", RESPONSES_PATH: "responses"}
 EXHAUSTED = "scripted model: script exhausted"
 
 
@@ -72,6 +81,9 @@ class Reply:
     """Of the prompt tokens, those from the prompt cache (`prompt_tokens_details`)."""
     reasoning_tokens: int = 0
     """Of the completion tokens, those spent reasoning (`completion_tokens_details`)."""
+    reasoning: tuple[str, ...] = ()
+    """Responses API only: one reasoning item per entry (the entry its summary), with
+    encrypted content the server checks when it comes back."""
     delay_seconds: float = 0.0
     """Wait this long before answering (latency tests)."""
 
@@ -130,6 +142,8 @@ class ScriptedModelServer:
         self.routes: list[str] = []
         """The path before `/v1/chat/completions` of each request, in order: a client
         whose base URL is `.../NAME/v1` is told apart by it ("" for the plain one)."""
+        self.endpoints: list[str] = []
+        """The API of each request, in order: "chat_completions" or "responses"."""
         self.in_flight = 0
         """Requests being answered right now."""
         self.max_in_flight = 0
@@ -140,6 +154,8 @@ class ScriptedModelServer:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._completion_ids = itertools.count(1)
+        self._reasoning_ids = itertools.count(1)
+        self._issued: dict[str, str] = {}
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -199,9 +215,14 @@ class ScriptedModelServer:
     # --- used by the handler threads -------------------------------------------
 
     def _record_and_pick(
-        self, body: dict, route: str = "", headers: Mapping[str, str] | None = None
+        self,
+        body: dict,
+        route: str = "",
+        headers: Mapping[str, str] | None = None,
+        endpoint: str = "chat_completions",
     ) -> Step:
         with self._lock:
+            self.endpoints.append(endpoint)
             self.requests.append(body)
             self.headers.append({k.lower(): v for k, v in (headers or {}).items()})
             self.routes.append(route)
@@ -267,6 +288,117 @@ class ScriptedModelServer:
             },
         }
 
+    def _response(self, body: dict, reply: Reply) -> dict:
+        """`reply` as a Responses API object (reasoning, message, function calls)."""
+        output: list[dict[str, Any]] = []
+        for summary in reply.reasoning:
+            with self._lock:
+                item_id = f"rs_scripted_{next(self._reasoning_ids)}"
+                sealed = f"sealed:{item_id}:{json.dumps(summary)}"
+                self._issued[item_id] = sealed
+            output.append(
+                {
+                    "id": item_id,
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": summary}],
+                    "encrypted_content": sealed,
+                }
+            )
+        number = next(self._completion_ids)
+        if reply.content is not None:
+            output.append(
+                {
+                    "id": f"msg_scripted_{number}",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+                }
+            )
+        for call in reply.tool_calls:
+            call_id = call.call_id or self._next_call_id()
+            arguments = call.arguments
+            output.append(
+                {
+                    "id": f"fc_{call_id}",
+                    "type": "function_call",
+                    "call_id": call_id,
+                    "name": call.tool,
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                    "status": "completed",
+                }
+            )
+        prompt, completion = reply.usage
+        return {
+            "id": f"resp_scripted_{number}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": str(body.get("model", "scripted")),
+            "output": output,
+            "parallel_tool_calls": bool(body.get("parallel_tool_calls", True)),
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+            "store": bool(body.get("store", True)),
+            "error": None,
+            "incomplete_details": None,
+            "instructions": body.get("instructions"),
+            "metadata": body.get("metadata") or {},
+            "temperature": body.get("temperature"),
+            "top_p": body.get("top_p"),
+            "usage": {
+                "input_tokens": prompt,
+                "input_tokens_details": {"cached_tokens": reply.cached_tokens},
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    def input_problem(self, body: dict) -> str | None:
+        """Why OpenAI would refuse a stateless Responses request's `input`, or None."""
+        if body.get("previous_response_id") is not None:
+            return (
+                f"Previous response with id '{body['previous_response_id']}' not found "
+                "(this server stores no response)."
+            )
+        items = body.get("input")
+        if isinstance(items, str):
+            return None
+        if not isinstance(items, list):
+            return "input: a string or a list of items is expected"
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or item.get("type") != "reasoning":
+                continue
+            item_id = item.get("id")
+            with self._lock:
+                issued = self._issued.get(item_id) if isinstance(item_id, str) else None
+            if issued is None:
+                return (
+                    f"Item with id '{item_id}' not found. Items are not persisted when "
+                    "`store` is set to false."
+                )
+            if item.get("encrypted_content") != issued:
+                return f"The encrypted content for item {item_id} could not be verified."
+            after = next((i for i in items[index + 1 :] if not _is_reasoning(i)), None)
+            if not _is_model_output(after):
+                return (
+                    f"Item '{item_id}' of type 'reasoning' was provided without its "
+                    "required following item."
+                )
+        return None
+
+
+def _is_reasoning(item: object) -> bool:
+    return isinstance(item, dict) and item.get("type") == "reasoning"
+
+
+def _is_model_output(item: object) -> bool:
+    """An assistant message or a function call: what reasoning is followed by."""
+    return isinstance(item, dict) and (
+        item.get("type") == "function_call" or item.get("role") == "assistant"
+    )
+
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -292,19 +424,20 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
         path = self.path.split("?")[0]
-        if not path.endswith(COMPLETIONS_PATH):
+        suffix = next((p for p in ENDPOINTS if path.endswith(p)), None)
+        if suffix is None:
             self._send_error(404, f"no route for POST {self.path}", "not_found")
             return
         with model._lock:
             model.in_flight += 1
             model.max_in_flight = max(model.max_in_flight, model.in_flight)
         try:
-            self._answer(model, raw, path.removesuffix(COMPLETIONS_PATH))
+            self._answer(model, raw, path.removesuffix(suffix), ENDPOINTS[suffix])
         finally:
             with model._lock:
                 model.in_flight -= 1
 
-    def _answer(self, model: ScriptedModelServer, raw: bytes, route: str) -> None:
+    def _answer(self, model: ScriptedModelServer, raw: bytes, route: str, endpoint: str) -> None:
         try:
             body = json.loads(raw)
             if not isinstance(body, dict):
@@ -317,15 +450,21 @@ class _Handler(BaseHTTPRequestHandler):
             model._failure(message)
             self._send_error(400, message, "unsupported")
             return
-        problem = response_format_problem(body.get("response_format"))
-        if problem is not None:  # as OpenAI answers a schema strict mode cannot take
+        responses = endpoint == "responses"
+        problem = (
+            text_format_problem(body.get("text")) or model.input_problem(body)
+            if responses
+            else response_format_problem(body.get("response_format"))
+        )
+        if problem is not None:  # as OpenAI answers a request it cannot take
             model._failure(f"scripted model: {problem}")
-            self._send_error(400, problem, "invalid_response_format")
+            self._send_error(400, problem, "invalid_request")
             return
-        step = model._record_and_pick(body, route, dict(self.headers.items()))
+        step = model._record_and_pick(body, route, dict(self.headers.items()), endpoint)
         if isinstance(step, Reply):
             model._sleep(step.delay_seconds)
-            self._send_json(200, model._completion(body, step))
+            answer = model._response if responses else model._completion
+            self._send_json(200, answer(body, step))
         elif isinstance(step, Fault):
             self._send_error(step.status, step.message, None, step.headers)
         elif isinstance(step, Hang):
@@ -385,6 +524,21 @@ def response_format_problem(response_format: object) -> str | None:
     return _strict_problem(spec["schema"], "#")
 
 
+def text_format_problem(text: object) -> str | None:
+    """`response_format_problem` for the Responses API's `text.format`."""
+    if text is None:
+        return None
+    if not isinstance(text, dict):
+        return "text: an object is expected"
+    spec = text.get("format")
+    if spec is None or (isinstance(spec, dict) and spec.get("type") == "text"):
+        return None
+    if not isinstance(spec, dict) or spec.get("type") != "json_schema":
+        return "text.format: only json_schema is scripted"
+    fields = {k: v for k, v in spec.items() if k != "type"}
+    return response_format_problem({"type": "json_schema", "json_schema": fields})
+
+
 def _strict_problem(node: object, path: str) -> str | None:
     if isinstance(node, list):
         for index, item in enumerate(node):
@@ -407,8 +561,11 @@ def _strict_problem(node: object, path: str) -> str | None:
 
 
 def echo_responder(body: dict) -> Reply:
-    """Answer with the last user message, prefixed by "echo: "."""
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    """Answer with the last user message, prefixed by "echo: " (either API)."""
+    sent = body.get("messages", body.get("input", []))
+    if isinstance(sent, str):
+        sent = [{"role": "user", "content": sent}]
+    users = [m for m in sent if isinstance(m, dict) and m.get("role") == "user"]
     text = users[-1].get("content") if users else ""
     return Reply(content=f"echo: {text}")
 

@@ -48,6 +48,7 @@ from durable_agents.signing import describe_trust, trust_from_env
 from durable_agents.workflows import search_attributes
 from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
 from durable_agents.workflows.errors import AgentError
+from durable_agents.workflows.state import ModelAPIName
 
 DEV_PORT = 7233
 DEV_UI_PORT = 8233
@@ -74,6 +75,7 @@ def build_worker(
     max_model_calls: int | None = DEFAULT_MAX_CONCURRENT,
     sticky_timeout: timedelta = STICKY_TIMEOUT,
     trust: Trust | None = None,
+    model_api: ModelAPIName = "chat_completions",
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -82,7 +84,8 @@ def build_worker(
     On shutdown, running activities get `drain` to finish before they are cancelled;
     `plugins` (e.g. tracing, see `activities.telemetry`) are added to the worker's.
     `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
-    their tasks; an evicted run replays its history on its next task."""
+    their tasks; an evicted run replays its history on its next task. `model_api`:
+    the API of agents that name none (see `AgentsPlugin`)."""
     agents = AgentsPlugin(
         agents=registry,
         model_client=model_client,
@@ -91,6 +94,7 @@ def build_worker(
         sandbox_passthrough=sandbox_passthrough,
         sticky_timeout=sticky_timeout,
         trust=trust,
+        model_api=model_api,
     )
     return Worker(
         client,
@@ -200,6 +204,11 @@ async def serve(args: argparse.Namespace) -> None:
     """Connect (or start the dev server), then run the worker until SIGINT/SIGTERM."""
     if (args.codec_server is not None or args.ui_codec_endpoint) and not args.dev:
         raise WorkerSetupError("--codec-server and --ui-codec-endpoint go with --dev")
+    if args.model_api not in ("chat_completions", "responses"):
+        raise WorkerSetupError(
+            f"--model-api / AGENT_MODEL_API: 'chat_completions' or 'responses', not "
+            f"{args.model_api!r}"
+        )
     modules = [m for m in (args.agents or "").split(",") if m.strip()]
     if not modules:
         raise WorkerSetupError("no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES")
@@ -251,6 +260,7 @@ async def serve(args: argparse.Namespace) -> None:
             plugins=[p.plugin for p in plugins],
             max_model_calls=args.max_model_calls or None,
             trust=trust,
+            model_api=args.model_api,
         )
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -393,6 +403,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="model calls in flight at once from this worker; others wait (env "
         f"AGENT_MAX_MODEL_CALLS; default {DEFAULT_MAX_CONCURRENT}; 0: no limit)",
+    )
+    parser.add_argument(
+        "--model-api",
+        choices=("chat_completions", "responses"),
+        default=os.environ.get("AGENT_MODEL_API") or "chat_completions",
+        help="the API model calls speak for agents that name none (env AGENT_MODEL_API; "
+        "default chat_completions, which every OpenAI-compatible server speaks)",
     )
     parser.add_argument(
         "--metrics-port",

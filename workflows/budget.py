@@ -72,6 +72,8 @@ def next_call_bound(state: RunState, request: ModelRequest) -> int:
         elif isinstance(item, AssistantMessage):
             calls = "".join(c.tool + c.arguments + c.call_id for c in item.tool_calls)
             base += _bytes(item.content or "") + _bytes(calls) + PER_MESSAGE
+            for thought in item.reasoning:  # sent back encrypted: its bytes bound it
+                base += _bytes(thought.encrypted_content or "") + _bytes("".join(thought.summary))
     return base + (output or 0)
 
 

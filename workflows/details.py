@@ -24,7 +24,8 @@ _PLAIN = re.compile(r"[^\s,()=\[\]{}\"'`]+")
 
 
 def render(state: RunState) -> str:
-    """Status, turn, pending approvals (tool and short arguments), last tool result, usage."""
+    """Status, turn, pending approvals (tool and short arguments), the latest reply's
+    reasoning summary, last tool result, usage."""
     usage = state.usage
     lines = [
         f"**{state.status.value}** · {state.agent.name} · turn {state.turn} · "
@@ -35,6 +36,10 @@ def render(state: RunState) -> str:
         lines += ["", f"**Pending approvals ({len(pending)})**"]
         for call in pending:
             lines += _pending_call(state, call)
+    reply = next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
+    summary = " ".join(s for thought in (reply.reasoning if reply else []) for s in thought.summary)
+    if reply is not None and summary:
+        lines += ["", f"**Reasoning** (turn {reply.turn}): {_code(_short(summary, 2 * SHORT))}"]
     result = next((i for i in reversed(state.items) if isinstance(i, ToolResult)), None)
     if result is not None:
         marker = " (error)" if result.is_error else ""

@@ -236,6 +236,7 @@ def model_request(state: RunState) -> ModelRequest:
         tool_output_limit=spec.tool_output_limit,
         settings=settings.for_turn(state.model_settings, tools_called=_tools_called(state)),
         output=OutputRef(name=spec.output.name, sha256=spec.output.sha256) if spec.output else None,
+        api=spec.model_api,
     )
 
 
@@ -325,7 +326,12 @@ def record_model_reply(
     calls = [proposed_call(state.agent, c, finite=finite_numbers) for c in proposed]
     state.items.append(
         AssistantMessage(
-            turn=state.turn, content=reply.content, tool_calls=calls, at=now, usage=reply.usage
+            turn=state.turn,
+            content=reply.content,
+            tool_calls=calls,
+            at=now,
+            usage=reply.usage,
+            reasoning=reply.reasoning,
         )
     )
     for call in calls:

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8 (the newest).
+validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9 (the newest).
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -82,6 +82,12 @@ def _1_7_to_1_8(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.8"}
 
 
+def _1_8_to_1_9(data: dict[str, Any]) -> dict[str, Any]:
+    """1.9 added optional fields only (the Responses API): nothing to convert. A 1.8
+    run's agent speaks the worker's default API, and its replies carry no reasoning."""
+    return {**data, "schema_version": "1.9"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -91,5 +97,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.5": _1_5_to_1_6,
     "1.6": _1_6_to_1_7,
     "1.7": _1_7_to_1_8,
+    "1.8": _1_8_to_1_9,
 }
 """Released version -> the step from it to the next version."""

@@ -15,7 +15,9 @@ from durable_agents.workflows.snapshot_input import SnapshotInput
 from durable_agents.workflows.state import (
     ApprovalCondition,
     Item,
+    ModelAPIName,
     ModelSettings,
+    ReasoningItem,
     RunStatus,
     Signature,
     Usage,
@@ -232,6 +234,8 @@ class ModelRequest(_Payload):
     output: OutputRef | None = None
     """Ask for the agent's output type (`call_model` finds its schema by digest in the
     worker, so history does not carry the schema on every turn); None: free text."""
+    api: ModelAPIName | None = None
+    """The API to speak (the agent's `model_api`); None: the worker's default."""
 
 
 class OutputRef(_Payload):
@@ -277,6 +281,8 @@ class ModelReply(_Payload):
     finish_reason: str | None = None
     output_check: OutputCheck | None = None
     """For a final reply (no tool calls) of an agent with an output type: the check."""
+    reasoning: list[ReasoningItem] = []
+    """The reasoning items of the reply (Responses API), to pass back on later calls."""
 
 
 class ToolRequest(_Payload):

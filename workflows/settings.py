@@ -9,12 +9,14 @@ worker's taken (`workflows.resume_trust`).
 
 from __future__ import annotations
 
-from durable_agents.workflows.state import AgentSpec, ModelSettings
+from durable_agents.workflows.state import AgentSpec, ModelAPIName, ModelSettings
 
 AGENT_ONLY = ("extra_headers", "extra_body")
 """Settings only the agent sets."""
 TOOL_CHOICES = ("auto", "none", "required")
 """`tool_choice` values that name no tool."""
+NOT_IN_RESPONSES = ("seed", "stop")
+"""Settings the Responses API has no parameter for."""
 
 
 def for_run(agent: AgentSpec, run: ModelSettings | None) -> ModelSettings:
@@ -29,7 +31,9 @@ def for_run(agent: AgentSpec, run: ModelSettings | None) -> ModelSettings:
             )
     update = run.model_dump(exclude_none=True) if run is not None else {}
     merged = agent.model_settings.model_copy(update=update)
-    problem = tool_choice_problem(merged, [t.name for t in agent.tools])
+    problem = tool_choice_problem(merged, [t.name for t in agent.tools]) or api_problem(
+        merged, agent.model_api
+    )
     if problem is not None:
         raise ValueError(f"model_settings: {problem}")
     return merged
@@ -60,3 +64,14 @@ def tool_choice_problem(settings: ModelSettings, tools: list[str]) -> str | None
     if choice != "required" and choice not in tools:
         return f"tool_choice {choice!r} names no tool of the agent ({', '.join(tools)})"
     return None
+
+
+def api_problem(settings: ModelSettings, api: ModelAPIName | None) -> str | None:
+    """Why `settings` cannot be sent through `api`, or None (a setting the API has no
+    parameter for is refused, not dropped)."""
+    if api != "responses":
+        return None
+    given = [name for name in NOT_IN_RESPONSES if getattr(settings, name) is not None]
+    if not given:
+        return None
+    return f"the Responses API has no {' or '.join(given)} (set model_api='chat_completions')"

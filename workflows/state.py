@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -53,7 +53,8 @@ and `ToolSpec.sensitive`.
 `GuardrailCheck` item, the status `guardrail_tripped`.
 1.8 added `GuardrailCheck.item`, and the token ledger and budget: `Usage.cached_input_tokens` and
 `reasoning_tokens`, `AssistantMessage.usage`, `AgentSpec.token_budget`,
-`RunState.token_budget`, the status `budget_exceeded`."""
+`RunState.token_budget`, the status `budget_exceeded`.
+1.9 added the Responses API: `AgentSpec.model_api`, `AssistantMessage.reasoning`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -253,6 +254,10 @@ class OutputSpec(_Model):
     whose one property `output` holds the value, and the output is that value."""
 
 
+ModelAPIName = Literal["chat_completions", "responses"]
+"""The provider APIs a model call can speak (`activities.model_api`)."""
+
+
 class AgentSpec(_Model):
     """The agent as it was when the run started (later code changes do not leak in)."""
 
@@ -303,6 +308,8 @@ class AgentSpec(_Model):
     token_budget: int | None = Field(None, ge=1)
     """Tokens (input and output, as the provider counts them) a run may spend; None:
     no budget. Added in 1.8."""
+    model_api: ModelAPIName | None = None
+    """The API model calls speak; None: the worker's default. Added in 1.9."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -367,6 +374,19 @@ class UserMessage(_Model):
     output type (it does not start a new exchange). Added in 1.5."""
 
 
+class ReasoningItem(_Model):
+    """The model's reasoning behind a reply, as the Responses API returns it: kept so
+    the next call can carry it on (`store=False`: the provider keeps nothing, the
+    run does). Added in 1.9."""
+
+    id: str = Field(min_length=1, max_length=200)
+    summary: list[str] = []
+    """The reasoning summaries the provider sent, if any (readable)."""
+    encrypted_content: str | None = None
+    """The reasoning itself, encrypted by the provider for the provider; None: not
+    sent, and then not passed back either."""
+
+
 class AssistantMessage(_Model):
     """One model reply: text, tool calls, or both."""
 
@@ -378,6 +398,9 @@ class AssistantMessage(_Model):
     """Workflow time at which the reply was recorded."""
     usage: Usage | None = None
     """What this model call used, as the provider reported it. Added in 1.8."""
+    reasoning: list[ReasoningItem] = []
+    """The reasoning behind this reply (Responses API), passed back on later calls.
+    Added in 1.9."""
 
 
 class ToolResult(_Model):
@@ -534,7 +557,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.8"] = "1.8"
+    schema_version: Literal["1.9"] = "1.9"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -284,3 +284,14 @@ guarded = dataclasses.replace(
     decider, name="guarded", input_guardrails=[no_passwords], output_guardrails=[refund_cap]
 )
 """Checks each message, and its RefundDecision."""
+
+thinker = dataclasses.replace(
+    assistant,
+    name="thinker",
+    model="o-test",
+    model_api="responses",
+    model_settings=ModelSettings(reasoning_effort="medium"),
+    max_turns=6,
+)
+"""Speaks the Responses API (reasoning items carried in the run), with the assistant's
+tools: `send_email` needs approval."""

@@ -301,6 +301,21 @@ SCENARIOS = {
         ],
         [],
     ),
+    # v16: the Responses API: a reply with a reasoning item and a call that needs
+    # approval, approved; the reasoning goes back with the tool's result.
+    "responses_api_v16": (
+        "thinker",
+        False,
+        [
+            Reply(
+                tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),),
+                reasoning=("Mail needs a yes first.",),
+                reasoning_tokens=12,
+            ),
+            Reply(content="sent", reasoning=("Done.",)),
+        ],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann"))],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval

@@ -28,6 +28,7 @@ from durable_agents.workflows.state import (
     GuardrailSpec,
     ModelSettings,
     OutputSpec,
+    ReasoningItem,
     RefusedSignal,
     RetrySpec,
     RunOrigin,
@@ -443,6 +444,27 @@ def _golden_1_8() -> RunState:
     return state
 
 
+def _golden_1_9() -> RunState:
+    """1.8's, with what 1.9 added: an agent that speaks the Responses API (without the
+    settings it has no parameter for), a reply with its reasoning items (one carried
+    encrypted with summaries, one without encrypted content)."""
+    state = _golden_1_8()
+    state.agent.model_api = "responses"
+    unsupported = {"seed": None, "stop": None}
+    state.agent.model_settings = state.agent.model_settings.model_copy(update=unsupported)
+    state.model_settings = state.model_settings.model_copy(update=unsupported)
+    reply = next(i for i in reversed(state.items) if isinstance(i, AssistantMessage))
+    reply.reasoning = [
+        ReasoningItem(
+            id="rs_golden_1",
+            summary=["**Checking the refund**", "The amount is under the cap."],
+            encrypted_content="gAAAAABgolden-opaque-ciphertext==",
+        ),
+        ReasoningItem(id="rs_golden_2"),
+    ]
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -453,6 +475,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.6": _golden_1_6,
     "1.7": _golden_1_7,
     "1.8": _golden_1_8,
+    "1.9": _golden_1_9,
 }
 
 

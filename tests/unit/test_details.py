@@ -11,6 +11,7 @@ from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolC
 from durable_agents.workflows.state import (
     AgentSpec,
     ErrorInfo,
+    ReasoningItem,
     RunState,
     RunStatus,
     ToolSpec,
@@ -187,3 +188,22 @@ def test_tool_call_summary_is_cut_at_the_limit_and_keeps_the_closing_parenthesis
 def test_static_summary_is_the_agent_and_the_first_words_on_one_line(text, summary):
     assert details.static_summary("support", text) == summary
     assert len(details.static_summary("support", text)) <= len("support: ") + 60
+
+
+def test_render_shows_the_latest_replys_reasoning_summary_never_its_sealed_content():
+    state = new_run()
+    thought = ReasoningItem(
+        id="rs_1",
+        summary=["**Refund** under the cap.", "Needs\u202eapproval."],
+        encrypted_content="SEALED-CIPHERTEXT",
+    )
+    answer = ModelReply(
+        tool_calls=[ModelToolCall(call_id="c1", tool="refund", arguments="{}")],
+        reasoning=[thought],
+    )
+    loop.record_model_reply(state, answer, now=T0)
+    shown = details.render(state)
+    assert "**Reasoning** (turn 1): `**Refund** under the cap. Needs\\u{202e}approval.`" in shown
+    assert "SEALED" not in shown
+    reply(state)  # a later reply without reasoning: nothing stale is shown
+    assert "Reasoning" not in details.render(state)
