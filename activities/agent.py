@@ -16,6 +16,7 @@ from durable_agents.workflows.state import (
     AgentSpec,
     ApproverKey,
     ModelAPIName,
+    ModelPrice,
     ModelSettings,
     RetrySpec,
 )
@@ -79,6 +80,9 @@ class Agent:
     token_budget: int | None = None
     """Tokens a run may spend (input and output); the run ends `budget_exceeded` before
     a model call that could pass it. Needs `model_settings.max_output_tokens`."""
+    cost_budget: float | None = None
+    """Money a run may spend, in the currency of the worker's price for `model`
+    (`AGENT_PRICES`, which must have one); as `token_budget` otherwise."""
     input_guardrails: Sequence[Guardrail] = ()
     """`@input_guardrail`s: checks on each user message before the model sees it."""
     output_guardrails: Sequence[Guardrail] = ()
@@ -128,19 +132,29 @@ class Agent:
                 f"agent {self.name}: model_api must be 'chat_completions' or 'responses', "
                 f"not {self.model_api!r}"
             )
+        if self.cost_budget is not None:
+            if not (isinstance(self.cost_budget, int | float) and 0 < self.cost_budget < 1e15):
+                raise ValueError(f"agent {self.name}: cost_budget must be a positive amount")
+            if self.model_settings.max_output_tokens is None:
+                raise ValueError(
+                    f"agent {self.name}: a cost_budget needs model_settings.max_output_tokens "
+                    "(one reply must have a bound)"
+                )
         problem = tool_choice_problem(
             self.model_settings, [t.name for t in self.tools]
         ) or api_problem(self.model_settings, self.model_api)
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")
 
-    def spec(self, trust: Trust | None = None) -> AgentSpec:
+    def spec(self, trust: Trust | None = None, price: ModelPrice | None = None) -> AgentSpec:
         """The plain-data description frozen into a run at its start, with the keys of
-        the worker's configuration (`durable_agents.signing.Trust`)."""
+        the worker's configuration (`durable_agents.signing.Trust`) and the price of
+        its model from the worker's price table."""
         trust = trust or Trust()
         return derive(
             AgentSpec,
             self,
+            price=price,
             approver_keys=list(trust.approver_keys),
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,

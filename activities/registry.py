@@ -38,6 +38,10 @@ class AgentRegistry:
                     return found
         return None
 
+    def agents(self) -> list[Agent]:
+        """Every registered agent, by name."""
+        return [self._agents[name] for name in self.names()]
+
     def names(self) -> list[str]:
         """Every registered agent name, sorted."""
         return sorted(self._agents)

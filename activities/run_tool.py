@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 
 import pydantic_core
 from durable_agents.activities import telemetry
@@ -29,7 +30,7 @@ from durable_agents.workflows.payloads import (
     ToolRequest,
     problems,
 )
-from durable_agents.workflows.state import AgentSpec
+from durable_agents.workflows.state import AgentSpec, ModelPrice
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -47,14 +48,21 @@ REASON_CHARS = 2_000
 class ToolActivities:
     """Activities bound to one worker's agent registry."""
 
-    def __init__(self, registry: AgentRegistry, *, trust: Trust | None = None) -> None:
+    def __init__(
+        self,
+        registry: AgentRegistry,
+        *,
+        trust: Trust | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
+    ) -> None:
         self._registry = registry
         self._trust = trust or Trust()
+        self._prices = dict(prices or {})
 
     @activity.defn(name=ACTIVITY_DESCRIBE_AGENT)
     async def describe_agent(self, request: DescribeAgentInput) -> AgentSpec:
-        """The spec of a registered agent, with the worker's approver keys, to be frozen
-        into a run when it starts or resumes."""
+        """The spec of a registered agent, with the worker's approver keys and its
+        model's price, to be frozen into a run when it starts or resumes."""
         agent = self._registry.get(request.agent)
         if agent is None:
             known = ", ".join(self._registry.names()) or "none"
@@ -63,7 +71,7 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
-        return agent.spec(self._trust)
+        return agent.spec(self._trust, self._prices.get(agent.model))
 
     @activity.defn(name=ACTIVITY_RUN_GUARDRAIL)
     async def run_guardrail(self, request: GuardrailRequest) -> GuardrailVerdict:

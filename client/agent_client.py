@@ -224,6 +224,7 @@ class AgentClient:
         signing_key: SigningKey | None = None,
         model_settings: ModelSettings | dict[str, Any] | None = None,
         token_budget: int | None = None,
+        cost_budget: float | None = None,
     ) -> AgentRun:
         """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
 
@@ -235,15 +236,22 @@ class AgentClient:
         SIGNED_START_LIFETIME. `model_settings`: this run's `temperature`, `tool_choice`,
         ... over the agent's (not `extra_headers` or `extra_body`). `token_budget`: the
         run's, if lower than the agent's (the run ends `budget_exceeded` before a model
-        call that could pass it)."""
+        call that could pass it); `cost_budget` likewise, in the currency of the
+        workers' price for the agent's model."""
         start_input = agent_input(agent, input, context=context, max_turns=max_turns)
         start_input.session = session
         if model_settings is not None:
             start_input.model_settings = checked(ModelSettings, **dict(model_settings))
-        if token_budget is not None:  # only lowers the agent's
-            start_input.token_budget = checked(
-                AgentInput, agent=agent, input=input, token_budget=token_budget
-            ).token_budget
+        if token_budget is not None or cost_budget is not None:  # only lower the agent's
+            budgets = checked(
+                AgentInput,
+                agent=agent,
+                input=input,
+                token_budget=token_budget,
+                cost_budget=cost_budget,
+            )
+            start_input.token_budget = budgets.token_budget
+            start_input.cost_budget = budgets.cost_budget
         return self.run(await self._start(start_input, run_id, input, signing_key=signing_key))
 
     def run(self, run_id: str) -> AgentRun:

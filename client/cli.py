@@ -14,6 +14,7 @@ import asyncio
 import gc
 import getpass
 import json
+import math
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -111,6 +112,7 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
             signing_key=signing.read_key(Path(args.key)) if args.key else None,
             model_settings=parse_settings(args.setting) if args.setting else None,
             token_budget=args.token_budget,
+            cost_budget=args.cost_budget,
         )
     ).id
     started = StartedRun(run_id=run_id)
@@ -313,6 +315,19 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
 
 
 _positive_int = _int_at_least(1)
+
+
+def _amount(text: str) -> float:
+    """A positive, finite amount of money."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid amount: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive amount, not {text}")
+    return value
+
+
 _turn = _int_at_least(0)
 
 
@@ -347,6 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         metavar="N",
         help="tokens the run may spend (only lowers the agent's budget)",
+    )
+    start.add_argument(
+        "--cost-budget",
+        type=_amount,
+        metavar="AMOUNT",
+        help="money the run may spend, in the currency of the worker's price for the "
+        "agent's model (only lowers the agent's budget)",
     )
     start.add_argument(
         "--setting",

@@ -34,6 +34,8 @@ def status(run_id: str, view: StatusView) -> str:
     """`support-ab12 · awaiting_approval · turn 2 · 1 pending approval · 153 tokens`."""
     pending = _plural(view.pending_approvals, "pending approval")
     parts = [run_id, view.status.value, f"turn {view.turn}", pending, _tokens(view.usage)]
+    if view.currency is not None:
+        parts.append(f"{view.usage.cost:.4f} {view.currency}")
     return SEP.join(parts)
 
 

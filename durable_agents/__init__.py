@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from durable_agents.workflows.state import (
         ApprovalCondition,
         ApprovalPolicy,
+        ModelPrice,
         ModelSettings,
         RunState,
         RunStatus,
@@ -53,6 +54,7 @@ _EXPORTS = {
     "input_guardrail": "durable_agents.activities.guardrail",
     "output_guardrail": "durable_agents.activities.guardrail",
     "ModelSettings": "durable_agents.workflows.state",
+    "ModelPrice": "durable_agents.workflows.state",
     "AgentError": "durable_agents.workflows.errors",
     "RunFailed": "durable_agents.client.errors",
     "RunState": "durable_agents.workflows.state",
@@ -76,6 +78,7 @@ __all__ = [
     "DecisionRefused",
     "GuardrailContext",
     "GuardrailResult",
+    "ModelPrice",
     "ModelSettings",
     "RunFailed",
     "RunState",

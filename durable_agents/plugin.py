@@ -14,7 +14,7 @@ pass-through and our liveness settings, next to whatever the worker already has.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 
 from openai import AsyncOpenAI
@@ -28,9 +28,10 @@ from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelAct
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
+from durable_agents.prices import prices_from_env, unpriced_budgets
 from durable_agents.signing import trust_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
-from durable_agents.workflows.state import ModelAPIName
+from durable_agents.workflows.state import ModelAPIName, ModelPrice
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
 
@@ -100,6 +101,10 @@ class AgentsPlugin(SimplePlugin):
     `max_model_calls` (default 64): model calls a worker has in flight at once.
     `model_api`: the API of agents that name none (`Agent.model_api`):
     "chat_completions" (default; every OpenAI-compatible server) or "responses".
+    `prices`: the price table, model name -> `ModelPrice` (frozen into each run at
+    start and resume: its costs, a cost budget); None: from the environment
+    (`AGENT_PRICES`, `durable_agents.prices`). An agent with a `cost_budget` needs
+    its model's price.
     `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
     `()`: the SDK's default restrictions).
     `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
@@ -122,15 +127,20 @@ class AgentsPlugin(SimplePlugin):
         sticky_timeout: timedelta = STICKY_TIMEOUT,
         trust: Trust | None = None,
         model_api: ModelAPIName = "chat_completions",
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.trust = trust if trust is not None else trust_from_env()
+        self.prices = dict(prices) if prices is not None else prices_from_env()
+        problem = unpriced_budgets(self.registry.agents(), self.prices)
+        if problem is not None:
+            raise AgentsPluginError(problem)
         self.converter = _converter(data_converter, codec, payload_store)
         self._passthrough = tuple(sandbox_passthrough)
         self._sticky_timeout = sticky_timeout
         activities = None
         if model_client is not None:
-            tools = ToolActivities(self.registry, trust=self.trust)
+            tools = ToolActivities(self.registry, trust=self.trust, prices=self.prices)
             model = ModelActivities(
                 model_client,
                 max_concurrent=max_model_calls,

@@ -17,7 +17,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
@@ -43,12 +43,18 @@ from durable_agents.dataplane.codec import (
     keys_from_env,
 )
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
-from durable_agents.plugin import SANDBOX_PASSTHROUGH, STICKY_TIMEOUT, AgentsPlugin
+from durable_agents.plugin import (
+    SANDBOX_PASSTHROUGH,
+    STICKY_TIMEOUT,
+    AgentsPlugin,
+    AgentsPluginError,
+)
+from durable_agents.prices import describe_prices, prices_from_env, unpriced_budgets
 from durable_agents.signing import describe_trust, trust_from_env
 from durable_agents.workflows import search_attributes
 from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
 from durable_agents.workflows.errors import AgentError
-from durable_agents.workflows.state import ModelAPIName
+from durable_agents.workflows.state import ModelAPIName, ModelPrice
 
 DEV_PORT = 7233
 DEV_UI_PORT = 8233
@@ -76,6 +82,7 @@ def build_worker(
     sticky_timeout: timedelta = STICKY_TIMEOUT,
     trust: Trust | None = None,
     model_api: ModelAPIName = "chat_completions",
+    prices: Mapping[str, ModelPrice] | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -85,7 +92,7 @@ def build_worker(
     `plugins` (e.g. tracing, see `activities.telemetry`) are added to the worker's.
     `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
     their tasks; an evicted run replays its history on its next task. `model_api`:
-    the API of agents that name none (see `AgentsPlugin`)."""
+    the API of agents that name none, `prices`: the price table (see `AgentsPlugin`)."""
     agents = AgentsPlugin(
         agents=registry,
         model_client=model_client,
@@ -95,6 +102,7 @@ def build_worker(
         sticky_timeout=sticky_timeout,
         trust=trust,
         model_api=model_api,
+        prices=prices,
     )
     return Worker(
         client,
@@ -221,8 +229,12 @@ async def serve(args: argparse.Namespace) -> None:
     try:  # pydantic + codec + payload store: the same converter as agentctl and AgentClient
         converter = data_converter_from_env()
         trust = trust_from_env()
+        prices = prices_from_env()
     except AgentError as err:
         raise WorkerSetupError(err.message) from err
+    problem = unpriced_budgets(registry.agents(), prices)
+    if problem is not None:
+        raise WorkerSetupError(problem)
     runtime, plugins = observability(args)
     async with AsyncExitStack() as stack:
         if args.dev:
@@ -251,17 +263,21 @@ async def serve(args: argparse.Namespace) -> None:
             await check_search_attributes(client)
         for tracing in plugins:  # flush the last spans when the worker stops
             stack.callback(tracing.provider.shutdown)
-        worker = build_worker(
-            client,
-            registry=registry,
-            model_client=openai_client,
-            task_queue=args.task_queue,
-            drain=timedelta(seconds=args.drain_seconds),
-            plugins=[p.plugin for p in plugins],
-            max_model_calls=args.max_model_calls or None,
-            trust=trust,
-            model_api=args.model_api,
-        )
+        try:
+            worker = build_worker(
+                client,
+                registry=registry,
+                model_client=openai_client,
+                task_queue=args.task_queue,
+                drain=timedelta(seconds=args.drain_seconds),
+                plugins=[p.plugin for p in plugins],
+                max_model_calls=args.max_model_calls or None,
+                trust=trust,
+                model_api=args.model_api,
+                prices=prices,
+            )
+        except AgentsPluginError as err:  # e.g. a cost budget without its price
+            raise WorkerSetupError(str(err)) from err
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
@@ -273,6 +289,7 @@ async def serve(args: argparse.Namespace) -> None:
             )
             print(encryption_status(keys), flush=True)
             print(describe_trust(trust), flush=True)
+            print(describe_prices(prices), flush=True)
             await stop.wait()
             print(
                 f"worker: draining (running activities get {args.drain_seconds:g}s to finish)",

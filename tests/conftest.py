@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
-from tests.support import agents
+from tests.support import agents, priced_agents
 from tests.support.approver_keys import WORKER_TRUST
 
 
@@ -73,6 +73,7 @@ async def serving(
     *,
     task_queue: str | None = None,
     trust: Trust = WORKER_TRUST,
+    prices: dict | None = None,
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
     talking to `model_server`."""
@@ -81,10 +82,13 @@ async def serving(
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     running = build_worker(
         client,
-        registry=AgentRegistry.from_modules(["tests.support.agents"]),
+        registry=AgentRegistry.from_modules(
+            ["tests.support.agents", "tests.support.priced_agents"]
+        ),
         model_client=openai_client,
         task_queue=task_queue,
         trust=trust,
+        prices=priced_agents.PRICES if prices is None else prices,
     )
     async with running:
         yield RunningWorker(

@@ -286,6 +286,9 @@ class AgentWorkflow:
             typed_output=typed,
         )
         metrics.turn(state.agent.name)
+        last = loop.last_reply(state)
+        if state.agent.price is not None and last is not None and last.usage is not None:
+            metrics.cost(state.agent.name, state.agent.price.currency, last.usage.cost)
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails

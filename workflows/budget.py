@@ -1,4 +1,5 @@
-"""A run's token budget: the next model call may not start if it could pass it. Pure.
+"""A run's budgets, of tokens and of money: the next model call may not start if it
+could pass one. Pure.
 
 Before each model call the run takes an upper bound of what the call can use: the
 previous call's input and output tokens as the provider counted them (they cover
@@ -8,7 +9,8 @@ a byte) with a margin per message, plus the call's `max_output_tokens` (the
 provider stops there); for the first call, the bytes of all it sends. If what the
 run has used plus that bound passes the budget, the run ends `budget_exceeded`
 instead of calling: a budget is never overspent, at the price of stopping a little
-early.
+early. A cost budget takes the same bound at the run's price (`AgentSpec.price`,
+every input token at the uncached price).
 """
 
 from __future__ import annotations
@@ -44,8 +46,34 @@ def for_run(agent: AgentSpec, asked: int | None, settings: ModelSettings) -> int
     return budget
 
 
+def cost_for_run(agent: AgentSpec, asked: float | None, settings: ModelSettings) -> float | None:
+    """The run's cost budget: the agent's, or `asked` if lower; ValueError if it cannot
+    be kept (no price for the agent's model, or one reply has no bound)."""
+    given = [b for b in (agent.cost_budget, asked) if b is not None]
+    budget = min(given) if given else None
+    if budget is None:
+        return None
+    if agent.price is None:
+        raise ValueError(
+            f"a cost budget needs a price for the model {agent.model!r}: the worker's price "
+            "table (AGENT_PRICES) has none"
+        )
+    if settings.max_output_tokens is None:
+        raise ValueError(
+            "a cost budget needs model_settings.max_output_tokens: without it one reply "
+            "has no bound"
+        )
+    return budget
+
+
 def next_call_bound(state: RunState, request: ModelRequest) -> int:
     """An upper bound of the tokens the model call `request` can use."""
+    sent, replied = next_call_bounds(state, request)
+    return sent + replied
+
+
+def next_call_bounds(state: RunState, request: ModelRequest) -> tuple[int, int]:
+    """Upper bounds of the input and of the output tokens of the model call `request`."""
     output = request.settings.max_output_tokens if request.settings else None
     previous = next(
         (
@@ -74,11 +102,38 @@ def next_call_bound(state: RunState, request: ModelRequest) -> int:
             base += _bytes(item.content or "") + _bytes(calls) + PER_MESSAGE
             for thought in item.reasoning:  # sent back encrypted: its bytes bound it
                 base += _bytes(thought.encrypted_content or "") + _bytes("".join(thought.summary))
-    return base + (output or 0)
+    return base, output or 0
 
 
 def exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
-    """Why the call `request` may not start (it could pass the budget), or None."""
+    """Why the call `request` may not start (it could pass a budget), or None."""
+    return _tokens_exceeded(state, request) or _cost_exceeded(state, request)
+
+
+def _cost_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
+    price = state.agent.price
+    if state.cost_budget is None or price is None:
+        return None
+    sent, replied = next_call_bounds(state, request)
+    bound = (sent * price.input + replied * price.output) / 1_000_000
+    used = state.usage.cost
+    if used + bound <= state.cost_budget:
+        return None
+    currency = price.currency
+    return ErrorInfo(
+        type=ERROR_BUDGET_EXCEEDED,
+        message=f"the next model call could cost up to {bound:.6f} {currency}; the run has "
+        f"spent {used:.6f} of its budget of {state.cost_budget:g} {currency}",
+        details={
+            "cost_budget": state.cost_budget,
+            "spent": used,
+            "next_call_cost_bound": bound,
+            "currency": currency,
+        },
+    )
+
+
+def _tokens_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
     if state.token_budget is None:
         return None
     used = state.usage.total_tokens

@@ -27,9 +27,12 @@ def render(state: RunState) -> str:
     """Status, turn, pending approvals (tool and short arguments), the latest reply's
     reasoning summary, last tool result, usage."""
     usage = state.usage
+    price = state.agent.price
+    spent = f" · {usage.cost:.4f} {price.currency}" if price is not None else ""
     lines = [
         f"**{state.status.value}** · {state.agent.name} · turn {state.turn} · "
         f"{_plural(usage.total_tokens, 'token')} · {_plural(usage.model_calls, 'model call')}"
+        f"{spent}"
     ]
     pending = decisions.pending_calls(state)
     if pending:

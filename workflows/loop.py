@@ -32,11 +32,13 @@ from durable_agents.workflows.state import (
     AgentSpec,
     AssistantMessage,
     ErrorInfo,
+    ModelPrice,
     RunOrigin,
     RunState,
     RunStatus,
     ToolCall,
     ToolResult,
+    Usage,
     UserMessage,
 )
 from pydantic import JsonValue
@@ -109,6 +111,7 @@ def new_state(
     return RunState(
         model_settings=(chosen := settings.for_run(spec, agent_input.model_settings)),
         token_budget=budget.for_run(spec, agent_input.token_budget, chosen),
+        cost_budget=budget.cost_for_run(spec, agent_input.cost_budget, chosen),
         run_id=run_id,
         agent=spec,
         max_turns=min(wanted, spec.max_turns) if lower_max_turns_only else wanted,
@@ -221,6 +224,11 @@ def awaiting_model(state: RunState) -> bool:
     return isinstance(next_step(state), CallModel)
 
 
+def priced(usage: Usage, price: ModelPrice) -> Usage:
+    """`usage` with what it costs at `price`."""
+    return usage.model_copy(update={"cost": price.cost(usage)})
+
+
 def model_request(state: RunState) -> ModelRequest:
     """The request for the model's next turn."""
     spec = state.agent
@@ -317,6 +325,8 @@ def record_model_reply(
     output type is its output only if `call_model` found it valid (`output.settle`).
     """
     state.turn += 1
+    if state.agent.price is not None:  # priced here, from the recorded tokens
+        reply = reply.model_copy(update={"usage": priced(reply.usage, state.agent.price)})
     state.usage = state.usage.plus(reply.usage)
     proposed = (
         unique_call_ids(state, reply, safe=safe_ids, rename_unsafe=rename_unsafe_ids)
@@ -413,6 +423,7 @@ def status_view(state: RunState) -> StatusView:
         turn=state.turn,
         pending_approvals=len(decisions.pending_calls(state)),
         usage=state.usage,
+        currency=state.agent.price.currency if state.agent.price is not None else None,
     )
 
 

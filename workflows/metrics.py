@@ -16,6 +16,15 @@ def turn(agent: str) -> None:
     _meter(agent).create_counter("agent_turns", "Model calls made by agent runs").add(1)
 
 
+def cost(agent: str, currency: str, amount: float) -> None:
+    """What one model call of a run of `agent` cost, at the run's price (counted in
+    millionths of the currency: counters are whole numbers)."""
+    counter = _meter(agent).create_counter(
+        "agent_model_cost", "Model spend at the worker's prices", "micro"
+    )
+    counter.add(round(amount * 1_000_000), {"currency": currency})
+
+
 def finished(agent: str, status: str) -> None:
     """A run of `agent` ended with `status`."""
     counter = _meter(agent).create_counter("agent_runs_finished", "Agent runs by final status")

@@ -66,6 +66,9 @@ class AgentInput(_Payload):
     exported snapshot file as is (digest checked, migrated; `workflows.snapshot_input`)."""
     token_budget: int | None = Field(None, ge=1)
     """This run's token budget: only lowers the agent's (a run cannot lift it)."""
+    cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """This run's cost budget, in the currency of the worker's price for the agent's
+    model: only lowers the agent's."""
     model_settings: ModelSettings | None = None
     """This run's settings over the agent's (`temperature`, `tool_choice`, ...; not
     `extra_headers` or `extra_body`, which only the agent sets)."""
@@ -187,6 +190,8 @@ class StatusView(_Answer):
     turn: int
     pending_approvals: int
     usage: Usage
+    currency: str | None = None
+    """The currency of `usage.cost` (the run's price); None: the run is not priced."""
 
 
 class PendingApproval(_Answer):

@@ -57,6 +57,7 @@ def reground(
         spec, settings.without_agent_only(state.model_settings)
     )
     result.token_budget = budget.for_run(spec, state.token_budget, result.model_settings)
+    result.cost_budget = budget.cost_for_run(spec, state.cost_budget, result.model_settings)
     if result.origin is not None:
         result.origin.verified_by = verified_by
     reply = loop.last_reply(result)

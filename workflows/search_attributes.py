@@ -7,6 +7,14 @@ AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
 AGENT_TURN = SearchAttributeKey.for_int("AgentTurn")
 AGENT_TOTAL_TOKENS = SearchAttributeKey.for_int("AgentTotalTokens")
+AGENT_TOTAL_COST = SearchAttributeKey.for_float("AgentTotalCost")
 
-ALL = (AGENT_NAME, AGENT_STATUS, AGENT_PENDING_APPROVALS, AGENT_TURN, AGENT_TOTAL_TOKENS)
+ALL = (
+    AGENT_NAME,
+    AGENT_STATUS,
+    AGENT_PENDING_APPROVALS,
+    AGENT_TURN,
+    AGENT_TOTAL_TOKENS,
+    AGENT_TOTAL_COST,
+)
 """Every key the workflow writes; a server must have them all registered."""

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.9"
+SCHEMA_VERSION = "1.10"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -54,7 +54,9 @@ and `ToolSpec.sensitive`.
 1.8 added `GuardrailCheck.item`, and the token ledger and budget: `Usage.cached_input_tokens` and
 `reasoning_tokens`, `AssistantMessage.usage`, `AgentSpec.token_budget`,
 `RunState.token_budget`, the status `budget_exceeded`.
-1.9 added the Responses API: `AgentSpec.model_api`, `AssistantMessage.reasoning`."""
+1.9 added the Responses API: `AgentSpec.model_api`, `AssistantMessage.reasoning`.
+1.10 added prices and cost budgets: `AgentSpec.price` and `cost_budget`, `Usage.cost`,
+`RunState.cost_budget`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -310,6 +312,11 @@ class AgentSpec(_Model):
     no budget. Added in 1.8."""
     model_api: ModelAPIName | None = None
     """The API model calls speak; None: the worker's default. Added in 1.9."""
+    price: ModelPrice | None = None
+    """What the agent's model costs, from the worker's price table when the run started
+    or resumed; None: not priced (costs stay 0). Added in 1.10."""
+    cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Money (in `price.currency`) a run may spend; None: no budget. Added in 1.10."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -339,6 +346,9 @@ class Usage(_Model):
     """Of `input_tokens`, those the provider served from its prompt cache. Added in 1.8."""
     reasoning_tokens: int = 0
     """Of `output_tokens`, those spent reasoning (not in the reply). Added in 1.8."""
+    cost: float = Field(0.0, ge=0, allow_inf_nan=False)
+    """What the tokens cost at the run's price (`AgentSpec.price`, its currency); 0
+    without one. Added in 1.10."""
 
     def plus(self, other: Usage) -> Usage:
         """The sum of two usages."""
@@ -346,6 +356,31 @@ class Usage(_Model):
 
 
 _COUNTS = tuple(Usage.model_fields)
+
+
+class ModelPrice(_Model):
+    """What a million tokens of one model cost, by kind (a worker's price table,
+    `AGENT_PRICES`). Reasoning tokens are output tokens and cost as such. Added in 1.10."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    """Per million input tokens not served from the prompt cache."""
+    output: float = Field(ge=0, allow_inf_nan=False)
+    """Per million output tokens (reasoning included)."""
+    cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Per million input tokens served from the prompt cache; None: as `input`."""
+    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    """ISO 4217 code of the prices (and of a cost budget against them)."""
+
+    def cost(self, usage: Usage) -> float:
+        """What `usage`'s tokens cost at this price."""
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        per_million = (
+            (usage.input_tokens - cached) * self.input
+            + cached * cached_price
+            + usage.output_tokens * self.output
+        )
+        return per_million / 1_000_000
 
 
 class ToolCall(_Model):
@@ -557,7 +592,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.9"] = "1.9"
+    schema_version: Literal["1.10"] = "1.10"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -613,6 +648,9 @@ class RunState(_Model):
     start input's on top, fixed when the run started (a resume keeps them). Added in 1.6."""
     token_budget: int | None = Field(None, ge=1)
     """The run's token budget: the agent's, or lower if the start input asked. Added in 1.8."""
+    cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """The run's cost budget (in `agent.price.currency`): the agent's, or lower if the
+    start input asked. Added in 1.10."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

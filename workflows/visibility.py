@@ -14,8 +14,9 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import search_attributes as sa
     from durable_agents.workflows.state import RunState, RunStatus
 
-Published = tuple[str, str, int, int, int]
-"""The search-attribute values last set: agent, status, pending approvals, turn, tokens."""
+Published = tuple[str, str, int, int, int, float]
+"""The search-attribute values last set: agent, status, pending approvals, turn,
+tokens, cost."""
 
 
 def publish(state: RunState, *, last: Published | None) -> Published:
@@ -23,8 +24,8 @@ def publish(state: RunState, *, last: Published | None) -> Published:
     `last` (an upsert is a history event); returns what they are now."""
     workflow.set_current_details(details.render(state))
     pending = len(decisions.pending_calls(state))
-    tokens = state.usage.total_tokens
-    values = (state.agent.name, state.status.value, pending, state.turn, tokens)
+    tokens, cost = state.usage.total_tokens, state.usage.cost
+    values = (state.agent.name, state.status.value, pending, state.turn, tokens, cost)
     if values != last:
         updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_NAME.value_set(state.agent.name),
@@ -34,6 +35,8 @@ def publish(state: RunState, *, last: Published | None) -> Published:
         ]
         if workflow.patched(patches.PATCH_TOTAL_TOKENS):
             updates.append(sa.AGENT_TOTAL_TOKENS.value_set(tokens))
+        if state.agent.price is not None and workflow.patched(patches.PATCH_TOTAL_COST):
+            updates.append(sa.AGENT_TOTAL_COST.value_set(cost))
         workflow.upsert_search_attributes(updates)
     return values
 

@@ -181,6 +181,7 @@ async def test_setup_registers_the_attributes_and_is_idempotent(env):
         "  created AgentPendingApprovals",
         "  created AgentTurn",
         "  created AgentTotalTokens",
+        "  created AgentTotalCost",
     ]
     again = await agentctl("setup", "--namespace", namespace, "--json", connection=connection)
     assert again.json() == {
@@ -192,5 +193,6 @@ async def test_setup_registers_the_attributes_and_is_idempotent(env):
             "AgentPendingApprovals",
             "AgentTurn",
             "AgentTotalTokens",
+            "AgentTotalCost",
         ],
     }

@@ -189,6 +189,7 @@ async def test_setup_registers_the_search_attributes_once(env):
         "AgentPendingApprovals",
         "AgentTurn",
         "AgentTotalTokens",
+        "AgentTotalCost",
     ]
     assert first.existing == []
     again = await client.setup_search_attributes()
@@ -223,4 +224,5 @@ def test_create_commands_match_the_contract():
         "temporal operator search-attribute create --name AgentPendingApprovals --type Int",
         "temporal operator search-attribute create --name AgentTurn --type Int",
         "temporal operator search-attribute create --name AgentTotalTokens --type Int",
+        "temporal operator search-attribute create --name AgentTotalCost --type Double",
     ]

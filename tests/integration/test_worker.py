@@ -76,6 +76,33 @@ async def test_worker_refuses_a_template_placeholder_key_and_a_bad_approver_key_
     assert code == 1 and err.startswith(f"worker: error: {bad_keys} is not a list of approver keys")
 
 
+async def test_worker_refuses_a_bad_price_table_an_unpriced_budget_and_an_unknown_api(
+    tmp_path,
+):
+    env = {**without_openai_key(), "OPENAI_API_KEY": "test-key"}
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"priced-model": {"input": -1, "output": 2}}')
+    code, _, err = await run(
+        "worker.py", "--agents", "tests.support.agents", env={**env, "AGENT_PRICES": str(prices)}
+    )
+    assert code == 1 and err.startswith(f"worker: error: AGENT_PRICES ({prices}) is not a valid")
+    assert "priced-model.input: Input should be greater than or equal to 0" in err
+    code, _, err = await run("worker.py", "--agents", "tests.support.priced_agents", env=env)
+    assert (code, err.strip()) == (  # no AGENT_PRICES: refused before connecting
+        1,
+        "worker: error: agents with a cost_budget need their model's price (AGENT_PRICES): "
+        "spender (priced-model)",
+    )
+    code, _, err = await run(
+        "worker.py", "--agents", "tests.support.agents", env={**env, "AGENT_MODEL_API": "soap"}
+    )
+    assert (code, err.strip()) == (
+        1,
+        "worker: error: --model-api / AGENT_MODEL_API: 'chat_completions' or 'responses', "
+        "not 'soap'",
+    )
+
+
 async def test_the_dev_servers_data_is_private(tmp_path):
     from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -116,7 +143,7 @@ async def test_search_attribute_check_names_what_is_missing_and_the_fix():
         await bare.shutdown()
     assert caught.value.message.startswith(
         "namespace 'default' lacks search attributes AgentName, AgentStatus, "
-        "AgentPendingApprovals, AgentTurn, AgentTotalTokens; register them with "
+        "AgentPendingApprovals, AgentTurn, AgentTotalTokens, AgentTotalCost; register them with "
         "`agentctl setup` or: "
         "temporal operator search-attribute create --name AgentName --type Keyword;"
     )

@@ -32,6 +32,7 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.histories import HISTORIES
+from tests.support.priced_agents import PRICES
 
 CANCEL = "(cancel the run)"
 """An action that cancels the run instead of signalling it."""
@@ -316,6 +317,17 @@ SCENARIOS = {
         ],
         [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann"))],
     ),
+    # v17: a priced run (total-cost-attribute): each reply priced at the worker's
+    # price, AgentTotalCost kept current next to AgentTotalTokens.
+    "priced_run_v17": (
+        "spender",
+        False,
+        [
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),), usage=(300, 40)),
+            Reply(content="3", usage=(360, 10), cached_tokens=300),
+        ],
+        [],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval
@@ -388,10 +400,13 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
         model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
         worker = build_worker(
             client,
-            registry=AgentRegistry.from_modules(["tests.support.agents"]),
+            registry=AgentRegistry.from_modules(
+                ["tests.support.agents", "tests.support.priced_agents"]
+            ),
             model_client=model,
             task_queue=f"record-{name}",
             trust=WORKER_TRUST,
+            prices=PRICES,
         )
         async with worker:
             yield f"record-{name}"

@@ -26,6 +26,7 @@ from durable_agents.workflows.state import (
     ErrorInfo,
     GuardrailCheck,
     GuardrailSpec,
+    ModelPrice,
     ModelSettings,
     OutputSpec,
     ReasoningItem,
@@ -465,6 +466,21 @@ def _golden_1_9() -> RunState:
     return state
 
 
+def _golden_1_10() -> RunState:
+    """1.9's, with what 1.10 added: the model's price from the worker's table (cached
+    input priced on its own, in euros), the agent's cost budget lowered by the run,
+    and the cost of each reply and of the run."""
+    state = _golden_1_9()
+    state.agent.price = ModelPrice(input=2.5, cached_input=1.25, output=10.0, currency="EUR")
+    state.agent.cost_budget = 5.0
+    state.cost_budget = 2.5
+    reply = next(i for i in reversed(state.items) if isinstance(i, AssistantMessage))
+    assert reply.usage is not None
+    reply.usage.cost = state.agent.price.cost(reply.usage)
+    state.usage.cost = reply.usage.cost
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -476,6 +492,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.7": _golden_1_7,
     "1.8": _golden_1_8,
     "1.9": _golden_1_9,
+    "1.10": _golden_1_10,
 }
 
 

@@ -218,6 +218,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.6": MIGRATIONS["1.6"],
         "1.7": MIGRATIONS["1.7"],
         "1.8": MIGRATIONS["1.8"],
+        "1.9": MIGRATIONS["1.9"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
