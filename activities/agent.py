@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from durable_agents.activities.guardrail import Guardrail
 from durable_agents.activities.output_type import output_type as as_output
@@ -14,6 +14,7 @@ from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retr
 from durable_agents.workflows.settings import api_problem, tool_choice_problem
 from durable_agents.workflows.state import (
     AgentSpec,
+    ApprovalPolicy,
     ApproverKey,
     ModelAPIName,
     ModelPrice,
@@ -83,6 +84,14 @@ class Agent:
     cost_budget: float | None = None
     """Money a run may spend, in the currency of the worker's price for `model`
     (`AGENT_PRICES`, which must have one); as `token_budget` otherwise."""
+    on_budget: Literal["stop", "ask"] = "stop"
+    """At a budget: end the run `budget_exceeded` ("stop"), or ("ask") wait for a person
+    to extend it: a pending `extend_budget` request, approved (with the proposed
+    budget or an edited one) or rejected like a tool call."""
+    budget_approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Who may extend a budget (`approvers`, `require_signature`, `separate_duties`),
+    how long a request waits (`timeout`, `on_timeout`) and the most it may be set to
+    (`limits` on `token_budget` / `cost_budget`)."""
     input_guardrails: Sequence[Guardrail] = ()
     """`@input_guardrail`s: checks on each user message before the model sees it."""
     output_guardrails: Sequence[Guardrail] = ()
@@ -131,6 +140,14 @@ class Agent:
             raise ValueError(
                 f"agent {self.name}: model_api must be 'chat_completions' or 'responses', "
                 f"not {self.model_api!r}"
+            )
+        if self.on_budget not in ("stop", "ask"):
+            raise ValueError(f"agent {self.name}: on_budget must be 'stop' or 'ask'")
+        if self.on_budget == "ask" and self.token_budget is None and self.cost_budget is None:
+            raise ValueError(f"agent {self.name}: on_budget='ask' needs a token or cost budget")
+        if self.budget_approval.when:
+            raise ValueError(
+                f"agent {self.name}: budget_approval takes no `when`: every extension is asked"
             )
         if self.cost_budget is not None:
             if not (isinstance(self.cost_budget, int | float) and 0 < self.cost_budget < 1e15):

@@ -16,15 +16,22 @@ every input token at the uncached price).
 from __future__ import annotations
 
 import json
+import math
+from datetime import datetime
+from typing import Literal
 
 from durable_agents.workflows.contract import ERROR_BUDGET_EXCEEDED
 from durable_agents.workflows.payloads import ModelRequest
 from durable_agents.workflows.state import (
+    BUDGET_TOOL,
     AgentSpec,
     AssistantMessage,
+    BudgetRequest,
+    Decision,
     ErrorInfo,
     ModelSettings,
     RunState,
+    ToolCall,
     ToolResult,
     UserMessage,
 )
@@ -150,3 +157,114 @@ def _tokens_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None
 
 def _bytes(text: str) -> int:
     return len(text.encode("utf-8"))
+
+
+# --- extensions (on_budget="ask") ---------------------------------------------------
+
+
+def requests(state: RunState) -> list[BudgetRequest]:
+    """The run's budget requests, oldest first."""
+    return [i for i in state.items if isinstance(i, BudgetRequest)]
+
+
+def request_for(state: RunState, call_id: str) -> BudgetRequest | None:
+    """The budget request `call_id` names, or None."""
+    return next((r for r in requests(state) if r.call_id == call_id), None)
+
+
+def open_request(state: RunState) -> BudgetRequest | None:
+    """The latest budget request while it waits for a decision, or None."""
+    found = requests(state)
+    if not found or state.status.is_final:
+        return None
+    decided = {i.call_id for i in state.items if isinstance(i, Decision)}
+    return found[-1] if found[-1].call_id not in decided else None
+
+
+def refused(state: RunState) -> bool:
+    """Whether the latest budget request was rejected (by a person or its deadline)."""
+    found = requests(state)
+    if not found:
+        return False
+    return any(
+        isinstance(i, Decision) and i.call_id == found[-1].call_id and i.decision == "reject"
+        for i in state.items
+    )
+
+
+def ask(state: RunState, error: ErrorInfo, *, now: datetime) -> BudgetRequest:
+    """Record a request to extend the budget `error` says the next call could pass:
+    by as much again as the budget the agent started with, and at least to what the
+    next call needs."""
+    details = error.details
+    kind: Literal["tokens", "cost"] = "cost" if "cost_budget" in details else "tokens"
+    if kind == "cost":
+        current, used = state.cost_budget, state.usage.cost
+        bound, step = details["next_call_cost_bound"], state.agent.cost_budget or current
+    else:
+        current, used = state.token_budget, state.usage.total_tokens
+        bound, step = details["next_call_bound"], state.agent.token_budget or current
+    assert current is not None and step is not None
+    assert isinstance(bound, int | float)
+    needed = used + bound
+    proposed = max(current + step, needed)
+    if kind == "tokens":
+        needed, proposed = math.ceil(needed), math.ceil(proposed)
+    request = BudgetRequest(
+        call_id=f"budget/{len(requests(state)) + 1}",
+        kind=kind,
+        budget=current,
+        needed=needed,
+        proposed=proposed,
+        message=error.message,
+        at=now,
+    )
+    state.items.append(request)
+    state.updated_at = now
+    return request
+
+
+def as_call(request: BudgetRequest) -> ToolCall:
+    """The request as the pending call people see and decide (`BUDGET_TOOL`)."""
+    arguments = {_FIELD[request.kind]: _amount(request.kind, request.proposed)}
+    return ToolCall(
+        call_id=request.call_id,
+        tool=BUDGET_TOOL,
+        arguments=json.dumps(arguments),
+        needs_approval=True,
+    )
+
+
+def arguments_problem(request: BudgetRequest, arguments: dict[str, object]) -> str | None:
+    """Why an approver's edit of the request cannot be the new budget, or None."""
+    name = _FIELD[request.kind]
+    if set(arguments) != {name}:
+        return f"a budget extension takes one argument, {name}"
+    value = arguments[name]
+    whole = request.kind == "tokens"
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+        return f"{name} must be {'a whole number' if whole else 'a number'}"
+    if not math.isfinite(value) or value < request.needed:
+        needed = _amount(request.kind, request.needed)
+        return f"{name} must be at least {needed} (what the next model call could need)"
+    return None
+
+
+def extend(state: RunState, request: BudgetRequest, decision: Decision) -> None:
+    """Apply an approval of `request`: the budget it names (the approver's edit, else
+    the proposed one) becomes the run's."""
+    if decision.decision != "approve":
+        return
+    value = (decision.arguments or {}).get(_FIELD[request.kind], request.proposed)
+    assert isinstance(value, int | float)
+    if request.kind == "cost":
+        state.cost_budget = float(value)
+    else:
+        state.token_budget = int(value)
+
+
+_FIELD = {"tokens": "token_budget", "cost": "cost_budget"}
+
+
+def _amount(kind: str, value: float) -> int | float:
+    return int(value) if kind == "tokens" else value

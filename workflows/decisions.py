@@ -19,7 +19,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Literal
 
-from durable_agents.workflows import signed_decisions
+from durable_agents.workflows import budget, signed_decisions
 from durable_agents.workflows.approval_policy import (
     arguments_problem,
     condition_holds,
@@ -29,6 +29,7 @@ from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput, PendingApproval, parse_time
 from durable_agents.workflows.state import (
+    ApprovalPolicy,
     AssistantMessage,
     Decision,
     DecisionAttempt,
@@ -70,6 +71,7 @@ def check(
             raise _NotYetProposed(f"no tool call {call_id} yet: the model is still answering")
         raise DecisionRefused(f"no tool call {call_id} in run {state.run_id}")
     turn, call = found
+    asked = budget.request_for(state, call_id)
     earlier = decided(state).get(call_id)
     if earlier is not None:
         raise DecisionRefused(
@@ -79,14 +81,18 @@ def check(
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is already resolved")
     if not call.needs_approval:
         raise DecisionRefused(f"tool call {call_id} ({call.tool}) needs no approval")
-    tool = state.agent.tool(call.tool)
-    if tool is None:  # a call a resumed snapshot left open, of a tool the agent lacks
+    tool = state.agent.tool(call.tool) if asked is None else None
+    if (
+        tool is None and asked is None
+    ):  # a call a resumed snapshot left open, of a tool the agent lacks
         raise DecisionRefused(f"tool call {call_id} names no tool of the agent ({call.tool})")
     if bound and call not in pending_calls(state):
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is not waiting for a decision")
-    policy = tool.approval
+    policy = tool.approval if tool is not None else state.agent.budget_approval
     if bound:
-        _check_binding(state, request, call, now=now)
+        _check_binding(state, request, call, policy, now=now)
+    if asked is not None and request.always:
+        raise DecisionRefused("a budget extension is decided once: `always` is refused")
     if policy.approvers is not None and request.approver not in policy.approvers:
         raise DecisionRefused(
             f"{request.approver} may not decide {call.tool} calls "
@@ -95,16 +101,29 @@ def check(
     if request.arguments is not None:
         if request.decision != "approve":
             raise DecisionRefused("only an approval can carry edited arguments")
-        problem = arguments_problem(tool, request.arguments)
+        problem = (
+            arguments_problem(tool, request.arguments)
+            if tool is not None
+            else budget.arguments_problem(asked, request.arguments)  # type: ignore[arg-type]
+        )
         if problem is None and bound:
-            problem = limits_problem(policy, request.arguments, sensitive=tool.sensitive)
+            sensitive = tool.sensitive if tool is not None else []
+            problem = limits_problem(policy, request.arguments, sensitive=sensitive)
         if problem:
             raise DecisionRefused(f"edited arguments are not valid for {call.tool}: {problem}")
+    elif asked is not None and request.decision == "approve":
+        problem = limits_problem(policy, json.loads(call.arguments))
+        if problem:
+            raise DecisionRefused(
+                f"the proposed budget is outside the policy's limits ({problem}): approve "
+                "with arguments within them"
+            )
     return call
 
 
-def _check_binding(state: RunState, request: DecideInput, call: ToolCall, *, now: datetime) -> None:
-    policy = state.agent.require_tool(call.tool).approval
+def _check_binding(
+    state: RunState, request: DecideInput, call: ToolCall, policy: ApprovalPolicy, *, now: datetime
+) -> None:
     problem = signed_decisions.binding_problem(
         request,
         run_id=state.run_id,
@@ -172,6 +191,9 @@ def apply(
         at=now,
     )
     record(state, recorded)
+    asked = budget.request_for(state, call.call_id)
+    if asked is not None:
+        budget.extend(state, asked, recorded)
     if request.always:
         for other in pending_calls(state):
             if other.tool == call.tool and (not bound or covers(state, recorded, other, now=now)):
@@ -337,7 +359,7 @@ def expire(state: RunState, *, now: datetime) -> ErrorInfo | None:
     for call, deadline in deadlines(state):
         if deadline > now:
             continue
-        policy = state.agent.require_tool(call.tool).approval
+        policy = _policy(state, call)
         waited = _words(policy.timeout)  # type: ignore[arg-type]
         if policy.on_timeout == "fail":
             return ErrorInfo(
@@ -361,33 +383,34 @@ def expire(state: RunState, *, now: datetime) -> ErrorInfo | None:
 
 def deadlines(state: RunState) -> list[tuple[ToolCall, datetime]]:
     """Pending calls whose tool has an approval timeout, with their deadlines."""
-    reply = _last_reply(state)
     found = []
     for call in pending_calls(state):
-        timeout = state.agent.require_tool(call.tool).approval.timeout
-        if reply is not None and timeout is not None:
-            found.append((call, reply.at + timeout))
+        timeout = _policy(state, call).timeout
+        asked_at = _asked_at(state, call)
+        if asked_at is not None and timeout is not None:
+            found.append((call, asked_at + timeout))
     return found
 
 
 def pending_calls(state: RunState) -> list[ToolCall]:
     """Calls of the latest reply that wait for a decision."""
     reply = _last_reply(state)
+    asked = budget.open_request(state)
+    extension = [budget.as_call(asked)] if asked is not None else []
     if reply is None or state.status.is_final:
-        return []
+        return extension
     done = decided(state).keys() | _answered(state)
-    return [c for c in reply.tool_calls if c.needs_approval and c.call_id not in done]
+    return [c for c in reply.tool_calls if c.needs_approval and c.call_id not in done] + extension
 
 
 def pending_approvals(state: RunState) -> list[PendingApproval]:
     """The `get_pending_approvals` view of the pending calls."""
-    reply = _last_reply(state)
     return [
         PendingApproval(
             call_id=c.call_id,
             tool=c.tool,
             arguments=c.arguments,
-            requested_at=reply.at,
+            requested_at=asked_at,
             args=signed_decisions.call_arguments(c),
             arguments_sha256=signed_decisions.call_sha256(c),
             run_id=state.run_id,
@@ -395,7 +418,7 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
             sensitive=sensitive_names(state, c),
         )
         for c in pending_calls(state)
-        if reply is not None
+        if (asked_at := _asked_at(state, c)) is not None
     ]
 
 
@@ -434,7 +457,7 @@ def arguments_for(call: ToolCall, decision: Decision | None) -> str:
 def record(state: RunState, decision: Decision) -> None:
     """Append a decision; a rejection also answers the call for the model."""
     state.items.append(decision)
-    if decision.decision == "reject":
+    if decision.decision == "reject" and budget.request_for(state, decision.call_id) is None:
         who = {
             "rule": f"a standing rule of {decision.approver}",
             "timeout": "the approval deadline",
@@ -476,6 +499,22 @@ def _is_repeat(state: RunState, request: DecideInput) -> bool:
     )
 
 
+def _policy(state: RunState, call: ToolCall) -> ApprovalPolicy:
+    """The policy deciding `call`: its tool's, or the agent's for budget extensions."""
+    if budget.request_for(state, call.call_id) is not None:
+        return state.agent.budget_approval
+    return state.agent.require_tool(call.tool).approval
+
+
+def _asked_at(state: RunState, call: ToolCall) -> datetime | None:
+    """When `call` started to wait: its reply's time, or its budget request's."""
+    asked = budget.request_for(state, call.call_id)
+    if asked is not None:
+        return asked.at
+    reply = _last_reply(state)
+    return reply.at if reply is not None else None
+
+
 def _last_reply(state: RunState) -> AssistantMessage | None:
     return next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
 
@@ -485,6 +524,9 @@ def _all_calls(state: RunState) -> list[ToolCall]:
 
 
 def _find_call(state: RunState, call_id: str) -> tuple[int, ToolCall] | None:
+    asked = budget.request_for(state, call_id)
+    if asked is not None:
+        return state.turn, budget.as_call(asked)
     for item in reversed(state.items):
         if isinstance(item, AssistantMessage):
             for call in item.tool_calls:

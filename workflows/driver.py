@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from durable_agents.workflows import guardrails, loop
+from durable_agents.workflows import budget, guardrails, loop
 from durable_agents.workflows.payloads import GuardrailVerdict, ModelReply, ToolOutcome
 from durable_agents.workflows.state import RunState, ToolCall
 
@@ -90,6 +90,8 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
         elif isinstance(step, loop.AwaitInput):
             if not await io.await_input(state):
                 return
+        elif isinstance(step, loop.AskBudget):
+            budget.ask(state, step.error, now=io.stamp())
         elif isinstance(step, loop.CheckGuardrails):
             verdicts = await io.check_guardrails(state, step)
             guardrails.record(state, step.kind, verdicts, now=io.stamp(), item=step.item)

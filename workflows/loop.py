@@ -68,6 +68,14 @@ class AwaitDecisions:
 
 
 @dataclass(frozen=True)
+class AskBudget:
+    """The next model call could pass a budget and the agent asks to extend it: record
+    the request (`budget.ask`), then wait for its decision."""
+
+    error: ErrorInfo
+
+
+@dataclass(frozen=True)
 class AwaitInput:
     """A session waits for the user's next message."""
 
@@ -89,7 +97,7 @@ class CheckGuardrails:
     """Index in `items` of what is checked."""
 
 
-Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish | CheckGuardrails
+Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish | CheckGuardrails | AskBudget
 
 
 # --- starting ----------------------------------------------------------------
@@ -205,9 +213,13 @@ def next_step(state: RunState) -> Step:
         if turns_since_user_message(state) >= state.max_turns:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
         request = model_request(state)
-        if budget.exceeded(state, request) is not None:
-            return Finish(RunStatus.BUDGET_EXCEEDED)
-        return CallModel(request)
+        over = budget.exceeded(state, request)
+        if over is None:
+            return CallModel(request)
+        if state.agent.on_budget == "ask" and not budget.refused(state):
+            asked = budget.open_request(state)
+            return AwaitDecisions((asked.call_id,)) if asked else AskBudget(over)
+        return Finish(RunStatus.BUDGET_EXCEEDED)
     decided = decisions.decided(state)
     runnable = tuple(
         c.model_copy(update={"arguments": decisions.arguments_for(c, decided.get(c.call_id))})

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 1.10 (the newest).
+validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 1.10, 1.11 (the newest).
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -94,6 +94,12 @@ def _1_9_to_1_10(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.10"}
 
 
+def _1_10_to_1_11(data: dict[str, Any]) -> dict[str, Any]:
+    """1.11 added optional fields and an item type (budget extensions): nothing to
+    convert. A 1.10 run stops at its budgets."""
+    return {**data, "schema_version": "1.11"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -105,5 +111,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.7": _1_7_to_1_8,
     "1.8": _1_8_to_1_9,
     "1.9": _1_9_to_1_10,
+    "1.10": _1_10_to_1_11,
 }
 """Released version -> the step from it to the next version."""

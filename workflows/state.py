@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.10"
+SCHEMA_VERSION = "1.11"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -56,7 +56,9 @@ and `ToolSpec.sensitive`.
 `RunState.token_budget`, the status `budget_exceeded`.
 1.9 added the Responses API: `AgentSpec.model_api`, `AssistantMessage.reasoning`.
 1.10 added prices and cost budgets: `AgentSpec.price` and `cost_budget`, `Usage.cost`,
-`RunState.cost_budget`."""
+`RunState.cost_budget`.
+1.11 added budget extensions: `AgentSpec.on_budget` and `budget_approval`, the
+`BudgetRequest` item."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -317,6 +319,12 @@ class AgentSpec(_Model):
     or resumed; None: not priced (costs stay 0). Added in 1.10."""
     cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Money (in `price.currency`) a run may spend; None: no budget. Added in 1.10."""
+    on_budget: Literal["stop", "ask"] = "stop"
+    """At a budget: end the run `budget_exceeded`, or ask a person to extend it (a
+    `BudgetRequest`, decided like a tool call). Added in 1.11."""
+    budget_approval: ApprovalPolicy = ApprovalPolicy()
+    """Who may extend a budget, signed or not, and how long a request waits (its
+    `limits` cap the budget an approver may set). Added in 1.11."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -551,8 +559,32 @@ class DecisionAttempt(_Model):
     """Why it cannot apply; None while it is held for a call not yet seen."""
 
 
+class BudgetRequest(_Model):
+    """The run reached a budget and asks to extend it (`AgentSpec.on_budget="ask"`):
+    pending like a tool call of `BUDGET_TOOL` whose arguments name the new budget,
+    approved or rejected with the same signals and update. Added in 1.11."""
+
+    type: Literal["budget_request"] = "budget_request"
+    call_id: str = Field(pattern=r"^budget/[1-9][0-9]{0,8}$")
+    """`budget/<n>`: a `/` no model call id keeps, so none can collide with it."""
+    kind: Literal["tokens", "cost"]
+    budget: float = Field(gt=0, allow_inf_nan=False)
+    """The budget reached."""
+    needed: float = Field(gt=0, allow_inf_nan=False)
+    """What the run has used plus the bound of its next model call."""
+    proposed: float = Field(gt=0, allow_inf_nan=False)
+    """The budget an approval sets, unless it edits the arguments."""
+    message: str
+    """Why the next call could pass the budget, in words."""
+    at: AwareDatetime
+
+
+BUDGET_TOOL = "extend_budget"
+"""The name a budget request goes by where pending calls are listed."""
+
+
 Item = Annotated[
-    UserMessage | AssistantMessage | ToolResult | Decision | GuardrailCheck,
+    UserMessage | AssistantMessage | ToolResult | Decision | GuardrailCheck | BudgetRequest,
     Field(discriminator="type"),
 ]
 
@@ -592,7 +624,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.10"] = "1.10"
+    schema_version: Literal["1.11"] = "1.11"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -76,6 +76,8 @@ class _Walk:
     """Call ids with a result since the latest reply."""
     rules: set[tuple[str, str, str]] = field(default_factory=set)
     """(tool, decision, approver) of each `always` decision so far."""
+    budgets: dict[str, list[Decision]] = field(default_factory=dict)
+    """Budget request id -> its decisions."""
 
     def step(self, index: int, item: Any) -> Problem | None:
         path = f"$.items[{index}]"
@@ -94,10 +96,21 @@ class _Walk:
             self.answered.add(item.call_id)
         elif item.type == "decision":
             return self._decision(path, index, item)
+        elif item.type == "budget_request":
+            if item.call_id in self.budgets or item.call_id in self.proposed_at:
+                return f"{path}.call_id", f"a second call or request with id {item.call_id!r}"
+            self.budgets[item.call_id] = []
         return None
 
     def _decision(self, path: str, index: int, decision: Decision) -> Problem | None:
         call_id = decision.call_id
+        if call_id in self.budgets:
+            if self.budgets[call_id]:
+                return f"{path}.call_id", f"second decision for budget request {call_id!r}"
+            if decision.via == "rule" or decision.always:
+                return f"{path}.via", "a budget request is decided once, by no rule"
+            self.budgets[call_id].append(decision)
+            return None
         calls = self.window.get(call_id)
         if calls is None:
             if call_id in self.known:

@@ -199,7 +199,7 @@ async def test_unknown_agent_fails_the_run_with_a_clear_error(worker):
     with pytest.raises(WorkflowFailureError) as caught:
         await handle.result()
     assert (
-        "unknown agent 'ghost'; this worker serves: assistant, concierge, custodian, decider"
+        "unknown agent 'ghost'; this worker serves: asker, assistant, concierge, custodian, decider"
         in caught.value.cause.message
     )
 

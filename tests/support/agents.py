@@ -295,3 +295,19 @@ thinker = dataclasses.replace(
 )
 """Speaks the Responses API (reasoning items carried in the run), with the assistant's
 tools: `send_email` needs approval."""
+
+asker = dataclasses.replace(
+    assistant,
+    name="asker",
+    tools=[add],
+    token_budget=600,
+    on_budget="ask",
+    model_settings=ModelSettings(max_output_tokens=100),
+    budget_approval=ApprovalPolicy(
+        approvers=["ann", "alice"],
+        limits=[ApprovalCondition(field="token_budget", op="<=", value=5000)],
+        timeout=timedelta(seconds=20),
+    ),
+)
+"""At its budget of 600 tokens, asks ann or alice to extend it (to 5,000 at most; a
+request waits 20 s, then counts as rejected)."""

@@ -328,6 +328,17 @@ SCENARIOS = {
         ],
         [],
     ),
+    # v18: a budget extension (on_budget="ask"): at 600 tokens the run asks, ann
+    # approves budget/1 by signal, the run goes on with 1,200 and completes.
+    "budget_extension_v18": (
+        "asker",
+        False,
+        [
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),), usage=(300, 40)),
+            Reply(content="3", usage=(400, 10)),
+        ],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="budget/1", approver="ann"))],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval

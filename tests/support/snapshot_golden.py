@@ -21,6 +21,7 @@ from durable_agents.workflows.state import (
     ApprovalPolicy,
     ApproverKey,
     AssistantMessage,
+    BudgetRequest,
     Decision,
     DecisionAttempt,
     ErrorInfo,
@@ -481,6 +482,65 @@ def _golden_1_10() -> RunState:
     return state
 
 
+def _golden_1_11() -> RunState:
+    """1.10's, with what 1.11 added: an agent that asks to extend its budgets (who may,
+    up to what, for how long), a request approved with an edited budget, and one
+    rejected at its deadline, each after the last reply."""
+    state = _golden_1_10()
+    state.agent.on_budget = "ask"
+    state.agent.budget_approval = ApprovalPolicy(
+        approvers=["finance"],
+        timeout=timedelta(hours=4),
+        limits=[ApprovalCondition(field="cost_budget", op="<=", value=20)],
+    )
+    state.items.append(
+        BudgetRequest(
+            call_id="budget/1",
+            kind="cost",
+            budget=2.5,
+            needed=3.1,
+            proposed=7.5,
+            message="the next model call could cost up to 0.700000 EUR; the run has spent "
+            "2.400000 of its budget of 2.5 EUR",
+            at=at(100),
+        )
+    )
+    state.items.append(
+        Decision(
+            call_id="budget/1",
+            decision="approve",
+            approver="finance",
+            arguments={"cost_budget": 4},
+            via="update",
+            at=at(101),
+        )
+    )
+    state.cost_budget = 4.0
+    state.items.append(
+        BudgetRequest(
+            call_id="budget/2",
+            kind="tokens",
+            budget=50_000,
+            needed=50_420,
+            proposed=100_000,
+            message="the next model call could use up to 1,000 tokens; the run has used "
+            "49,420 of its budget of 50,000",
+            at=at(102),
+        )
+    )
+    state.items.append(
+        Decision(
+            call_id="budget/2",
+            decision="reject",
+            approver="system",
+            reason="no decision within 4 h",
+            via="timeout",
+            at=at(103),
+        )
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -493,6 +553,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.8": _golden_1_8,
     "1.9": _golden_1_9,
     "1.10": _golden_1_10,
+    "1.11": _golden_1_11,
 }
 
 

@@ -81,9 +81,10 @@ def test_golden_fixture_covers_every_item_type_and_decision_record():
         "tool_result",
         "decision",
         "guardrail_check",
+        "budget_request",
     }
     made = [i for i in state.items if isinstance(i, Decision)]
-    assert {d.via for d in made} == {"update", "rule", "signal"}
+    assert {d.via for d in made} == {"update", "rule", "signal", "timeout"}
     assert any(d.arguments for d in made) and any(d.always for d in made)
     assert state.held_decisions and state.refused_decisions[0].refused_because
     policy = state.agent.tool("refund").approval  # type: ignore[union-attr]
@@ -219,6 +220,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.7": MIGRATIONS["1.7"],
         "1.8": MIGRATIONS["1.8"],
         "1.9": MIGRATIONS["1.9"],
+        "1.10": MIGRATIONS["1.10"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

@@ -99,6 +99,7 @@ def test_agent_spec_freezes_model_limits_and_tools():
 
 def test_registry_loads_every_agent_of_a_module():
     assert AgentRegistry.from_modules(["tests.support.agents"]).names() == [
+        "asker",
         "assistant",
         "concierge",
         "custodian",
