@@ -91,3 +91,15 @@ def polite(text: str) -> GuardrailResult:
 
 checked = Agent(name="checked", instructions="answer", model="scripted", input_guardrails=[polite])
 """`plain` with one passing input guardrail."""
+
+looped = Agent(name="looped", instructions="echo", model="scripted", tools=[echo], max_turns=50)
+"""A tool loop over Chat Completions (bench.agent_features: the Responses API's cost)."""
+reasoned = Agent(
+    name="reasoned",
+    instructions="echo",
+    model="scripted",
+    tools=[echo],
+    max_turns=50,
+    model_api="responses",
+)
+"""The same loop over the Responses API, each reply with a reasoning item."""
