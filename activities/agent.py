@@ -11,8 +11,10 @@ from durable_agents.activities.guardrail import Guardrail
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
+from durable_agents.workflows.budget import BUDGET_FIELDS
 from durable_agents.workflows.settings import api_problem, tool_choice_problem
 from durable_agents.workflows.state import (
+    BUDGET_TOOL,
     AgentSpec,
     ApprovalPolicy,
     ApproverKey,
@@ -149,6 +151,20 @@ class Agent:
             raise ValueError(
                 f"agent {self.name}: budget_approval takes no `when`: every extension is asked"
             )
+        fields = {c.field for c in self.budget_approval.limits} - set(BUDGET_FIELDS)
+        if fields:
+            raise ValueError(
+                f"agent {self.name}: budget_approval.limits name {', '.join(sorted(fields))}; "
+                f"an extension has {' or '.join(BUDGET_FIELDS)}"
+            )
+        policy = self.budget_approval
+        if self.on_budget == "ask" and policy.approvers is None and not policy.require_signature:
+            raise ValueError(
+                f"agent {self.name}: on_budget='ask' needs budget_approval to say who may "
+                "extend a budget (approvers, or require_signature)"
+            )
+        if any(t.name == BUDGET_TOOL for t in self.tools):
+            raise ValueError(f"agent {self.name}: the tool name {BUDGET_TOOL!r} is reserved")
         if self.cost_budget is not None:
             if not (isinstance(self.cost_budget, int | float) and 0 < self.cost_budget < 1e15):
                 raise ValueError(f"agent {self.name}: cost_budget must be a positive amount")

@@ -13,6 +13,7 @@ from durable_agents.workflows.argument_view import fold, masked, named_values, r
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
     AssistantMessage,
+    BudgetRequest,
     Decision,
     GuardrailCheck,
     Item,
@@ -208,6 +209,13 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         verdict = "tripped" if item.tripped else "passed"
         why = f": {_cut(item.reason)}" if item.reason else ""
         return [f"{item.kind} guardrail {safe(item.name)} {verdict}{why}"]
+    if isinstance(item, BudgetRequest):
+        unit = "tokens" if item.kind == "tokens" else ""
+        return [
+            f"budget request [{item.call_id}]: {item.kind} budget {item.budget:g} reached "
+            f"(the next call could need {item.needed:g} {unit}".rstrip()
+            + f"); asks for {item.proposed:g}"
+        ]
     return [f"{item.type}"]
 
 

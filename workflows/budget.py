@@ -20,11 +20,13 @@ import math
 from datetime import datetime
 from typing import Literal
 
+from durable_agents.workflows.approval_policy import condition_holds
 from durable_agents.workflows.contract import ERROR_BUDGET_EXCEEDED
 from durable_agents.workflows.payloads import ModelRequest
 from durable_agents.workflows.state import (
     BUDGET_TOOL,
     AgentSpec,
+    ApprovalCondition,
     AssistantMessage,
     BudgetRequest,
     Decision,
@@ -192,10 +194,12 @@ def refused(state: RunState) -> bool:
     )
 
 
-def ask(state: RunState, error: ErrorInfo, *, now: datetime) -> BudgetRequest:
-    """Record a request to extend the budget `error` says the next call could pass:
-    by as much again as the budget the agent started with, and at least to what the
-    next call needs."""
+def extension(state: RunState, error: ErrorInfo) -> BudgetRequest | None:
+    """The request to extend the budget `error` says the next call could pass: by as
+    much again as the budget the agent started with, at least to what the next call
+    needs, within the limits of `budget_approval` (cut to them); None if even what
+    the next call needs is outside them (no approval could let it run). Its time is
+    set when it is recorded (`ask`)."""
     details = error.details
     kind: Literal["tokens", "cost"] = "cost" if "cost_budget" in details else "tokens"
     if kind == "cost":
@@ -207,21 +211,40 @@ def ask(state: RunState, error: ErrorInfo, *, now: datetime) -> BudgetRequest:
     assert current is not None and step is not None
     assert isinstance(bound, int | float)
     needed = used + bound
-    proposed = max(current + step, needed)
+    wanted = max(current + step, needed)
     if kind == "tokens":
-        needed, proposed = math.ceil(needed), math.ceil(proposed)
-    request = BudgetRequest(
+        needed, wanted = math.ceil(needed), math.ceil(wanted)
+    caps = [c.value for c in limits(state, kind) if c.op in ("<=", "==")]
+    capped = min([wanted, *(c for c in caps if isinstance(c, int | float))])
+    fits = [v for v in (wanted, capped, needed) if v >= needed and _within(state, kind, v)]
+    if not fits:
+        return None
+    return BudgetRequest(
         call_id=f"budget/{len(requests(state)) + 1}",
         kind=kind,
         budget=current,
         needed=needed,
-        proposed=proposed,
+        proposed=fits[0],
         message=error.message,
-        at=now,
+        at=state.updated_at,
     )
-    state.items.append(request)
+
+
+def ask(state: RunState, request: BudgetRequest, *, now: datetime) -> None:
+    """Record `request` (see `extension`), asked `now`: the run waits for its decision."""
+    state.items.append(request.model_copy(update={"at": now}))
     state.updated_at = now
-    return request
+
+
+def limits(state: RunState, kind: str) -> list[ApprovalCondition]:
+    """The limits of `budget_approval` on the budget of `kind` (the others are on the
+    other budget: they do not bind this one)."""
+    return [c for c in state.agent.budget_approval.limits if c.field == _FIELD[kind]]
+
+
+def _within(state: RunState, kind: str, value: float) -> bool:
+    arguments = {_FIELD[kind]: _amount(kind, value)}
+    return all(condition_holds(c, arguments) for c in limits(state, kind))
 
 
 def as_call(request: BudgetRequest) -> ToolCall:
@@ -244,7 +267,11 @@ def arguments_problem(request: BudgetRequest, arguments: dict[str, object]) -> s
     whole = request.kind == "tokens"
     if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
         return f"{name} must be {'a whole number' if whole else 'a number'}"
-    if not math.isfinite(value) or value < request.needed:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name} must be a finite number"
+    if not -MAX_BUDGET <= value <= MAX_BUDGET:  # also keeps huge ints out of float math
+        return f"{name} must be at most {MAX_BUDGET:,}"
+    if value < request.needed:
         needed = _amount(request.kind, request.needed)
         return f"{name} must be at least {needed} (what the next model call could need)"
     return None
@@ -264,6 +291,10 @@ def extend(state: RunState, request: BudgetRequest, decision: Decision) -> None:
 
 
 _FIELD = {"tokens": "token_budget", "cost": "cost_budget"}
+BUDGET_FIELDS = tuple(_FIELD.values())
+"""The argument a budget extension takes, by kind: what `budget_approval.limits` name."""
+MAX_BUDGET = 2**53
+"""The largest budget an approver may set (exact as a float, and in any language)."""
 
 
 def _amount(kind: str, value: float) -> int | float:

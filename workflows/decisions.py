@@ -31,6 +31,7 @@ from durable_agents.workflows.payloads import DecideInput, PendingApproval, pars
 from durable_agents.workflows.state import (
     ApprovalPolicy,
     AssistantMessage,
+    BudgetRequest,
     Decision,
     DecisionAttempt,
     ErrorInfo,
@@ -108,11 +109,13 @@ def check(
         )
         if problem is None and bound:
             sensitive = tool.sensitive if tool is not None else []
-            problem = limits_problem(policy, request.arguments, sensitive=sensitive)
+            problem = limits_problem(
+                _limited(state, policy, asked), request.arguments, sensitive=sensitive
+            )
         if problem:
             raise DecisionRefused(f"edited arguments are not valid for {call.tool}: {problem}")
     elif asked is not None and request.decision == "approve":
-        problem = limits_problem(policy, json.loads(call.arguments))
+        problem = limits_problem(_limited(state, policy, asked), json.loads(call.arguments))
         if problem:
             raise DecisionRefused(
                 f"the proposed budget is outside the policy's limits ({problem}): approve "
@@ -424,6 +427,8 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
 
 def sensitive_names(state: RunState, call: ToolCall) -> list[str]:
     """The argument names of `call` its tool marks sensitive."""
+    if budget.request_for(state, call.call_id) is not None:
+        return []
     tool = state.agent.tool(call.tool)
     return tool.sensitive if tool is not None else []
 
@@ -497,6 +502,15 @@ def _is_repeat(state: RunState, request: DecideInput) -> bool:
         and (earlier.decision, earlier.approver, earlier.reason, earlier.always, earlier.arguments)
         == (request.decision, request.approver, request.reason, request.always, request.arguments)
     )
+
+
+def _limited(
+    state: RunState, policy: ApprovalPolicy, asked: BudgetRequest | None
+) -> ApprovalPolicy:
+    """`policy`, with only the limits on the budget `asked` extends (`budget.limits`)."""
+    if asked is None:
+        return policy
+    return policy.model_copy(update={"limits": budget.limits(state, asked.kind)})
 
 
 def _policy(state: RunState, call: ToolCall) -> ApprovalPolicy:

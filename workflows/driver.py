@@ -91,7 +91,7 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
             if not await io.await_input(state):
                 return
         elif isinstance(step, loop.AskBudget):
-            budget.ask(state, step.error, now=io.stamp())
+            budget.ask(state, step.request, now=io.stamp())
         elif isinstance(step, loop.CheckGuardrails):
             verdicts = await io.check_guardrails(state, step)
             guardrails.record(state, step.kind, verdicts, now=io.stamp(), item=step.item)

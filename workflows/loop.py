@@ -31,6 +31,7 @@ from durable_agents.workflows.proposed_calls import (
 from durable_agents.workflows.state import (
     AgentSpec,
     AssistantMessage,
+    BudgetRequest,
     ErrorInfo,
     ModelPrice,
     RunOrigin,
@@ -72,7 +73,7 @@ class AskBudget:
     """The next model call could pass a budget and the agent asks to extend it: record
     the request (`budget.ask`), then wait for its decision."""
 
-    error: ErrorInfo
+    request: BudgetRequest
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,11 @@ def next_step(state: RunState) -> Step:
             return CallModel(request)
         if state.agent.on_budget == "ask" and not budget.refused(state):
             asked = budget.open_request(state)
-            return AwaitDecisions((asked.call_id,)) if asked else AskBudget(over)
+            if asked is not None:
+                return AwaitDecisions((asked.call_id,))
+            extension = budget.extension(state, over)
+            if extension is not None:  # else no approval within the limits could help
+                return AskBudget(extension)
         return Finish(RunStatus.BUDGET_EXCEEDED)
     decided = decisions.decided(state)
     runnable = tuple(

@@ -58,6 +58,10 @@ def reground(
     )
     result.token_budget = budget.for_run(spec, state.token_budget, result.model_settings)
     result.cost_budget = budget.cost_for_run(spec, state.cost_budget, result.model_settings)
+    # A request still open was made against the snapshot's budgets, not these: the
+    # run asks again if it must (with this worker's policy and its own numbers).
+    open_budget = budget.open_request(result)
+    result.items = [i for i in result.items if i is not open_budget]
     if result.origin is not None:
         result.origin.verified_by = verified_by
     reply = loop.last_reply(result)

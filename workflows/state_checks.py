@@ -109,6 +109,8 @@ class _Walk:
                 return f"{path}.call_id", f"second decision for budget request {call_id!r}"
             if decision.via == "rule" or decision.always:
                 return f"{path}.via", "a budget request is decided once, by no rule"
+            if decision.via == "timeout" and decision.decision != "reject":
+                return f"{path}.decision", "a decision at the approval deadline can only reject"
             self.budgets[call_id].append(decision)
             return None
         calls = self.window.get(call_id)

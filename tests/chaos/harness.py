@@ -82,7 +82,8 @@ class DevServer:
 
 
 def _kind(key) -> str:
-    return {"KEYWORD": "Keyword", "INT": "Int"}[key.indexed_value_type.name.split("_")[-1]]
+    kinds = {"KEYWORD": "Keyword", "INT": "Int", "DOUBLE": "Double"}
+    return kinds[key.indexed_value_type.name.split("_")[-1]]
 
 
 @dataclass

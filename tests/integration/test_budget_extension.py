@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client import snapshots
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal
 from durable_agents.workflows.state import (
@@ -62,6 +63,8 @@ async def test_an_approved_extension_lets_the_run_go_on(worker, model_server):
     assert "- `extend_budget(token_budget=1200)` — call id `budget/1`" in (metadata.current_details)
     listed = await bound_to(worker)("pending", handle.id)
     assert "extend_budget" in listed.stdout and "budget/1" in listed.stdout
+    shown = await bound_to(worker)("state", handle.id)
+    assert "budget request [budget/1]: tokens budget 600 reached" in shown.stdout, shown.stdout
 
     decision = await client.decide(handle.id, "budget/1", "approve", approver="ann")
     assert decision.call_id == "budget/1"
@@ -195,3 +198,32 @@ async def test_a_pending_request_and_its_extension_survive_continue_as_new(env, 
         assert (await finished(handle)).status is RunStatus.COMPLETED
         state = await state_of(handle)
     assert state.token_budget == 1200 and state.turn == 2
+
+
+async def test_a_number_no_budget_can_be_is_refused_and_the_run_goes_on(worker, model_server):
+    handle, client = await asking(worker, model_server, Reply(content="3"))
+    huge = {"call_id": "budget/1", "approver": "ann", "arguments": {"token_budget": 10**400}}
+    await handle.signal(contract.SIGNAL_APPROVE, huge)
+    async with asyncio.timeout(10):
+        while not (await state_of(handle)).refused_decisions:
+            await asyncio.sleep(0.1)
+    [refused] = (await state_of(handle)).refused_decisions
+    assert "token_budget must be at most 9,007,199,254,740,992" in (refused.refused_because or "")
+    await client.approve(handle.id, "budget/1", approver="ann")  # the run still listens
+    assert (await finished(handle)).status is RunStatus.COMPLETED
+
+
+async def test_a_resumed_snapshot_asks_again_with_its_own_numbers(worker, model_server):
+    handle, client = await asking(worker, model_server, Reply(content="3"))
+    exported = await client.export(handle.id)
+    await client.cancel(handle.id)
+    resumed = await client.resume(exported)
+    resumed_handle = worker.client.get_workflow_handle(resumed.id, result_type=AgentResult)
+    await wait_for_status(resumed_handle, RunStatus.AWAITING_APPROVAL)
+    [pending] = await client.pending(resumed.id)
+    state = await state_of(resumed_handle)
+    [asked] = [i for i in state.items if isinstance(i, BudgetRequest)]
+    assert pending.call_id == asked.call_id == "budget/1"
+    assert asked.at > snapshots.loads(exported).updated_at  # asked anew, not carried
+    await client.approve(resumed.id, "budget/1", approver="ann")
+    assert (await finished(resumed_handle)).status is RunStatus.COMPLETED

@@ -381,10 +381,8 @@ def test_compose_builds_the_agent_image_once():
 
 def test_compose_registers_the_contracts_search_attributes():
     script = compose()["services"]["temporal-setup"]["command"][0]
-    wanted = {
-        f"{k.name}:{'Keyword' if k.indexed_value_type.name == 'KEYWORD' else 'Int'}"
-        for k in search_attributes.ALL
-    }
+    kinds = {"KEYWORD": "Keyword", "INT": "Int", "DOUBLE": "Double"}
+    wanted = {f"{k.name}:{kinds[k.indexed_value_type.name]}" for k in search_attributes.ALL}
     assert wanted == set(re.search(r"for attribute in ([^;]+);", script).group(1).split())
 
 

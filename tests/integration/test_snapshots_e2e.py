@@ -14,14 +14,22 @@ from durable_agents.client import AgentClient, AgentClientError, InvalidSnapshot
 from durable_agents.client.local_run import run_locally
 from durable_agents.workflows import decisions, loop, search_attributes, snapshot
 from durable_agents.workflows.payloads import AgentInput, DecideInput, StatusView
-from durable_agents.workflows.state import Decision, RunOrigin, RunStatus, UserMessage
+from durable_agents.workflows.state import (
+    Decision,
+    ModelPrice,
+    RunOrigin,
+    RunStatus,
+    UserMessage,
+)
 from openai import AsyncOpenAI
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.testing import Call, Fault, Reply
 from durable_agents.worker import build_worker, temporal_binary
+from tests.conftest import serving
 from tests.support import agents
+from tests.support.priced_agents import PRICES
 from tests.support.snapshot_golden import RELEASED, golden_text
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
@@ -232,9 +240,22 @@ async def test_fork_refusal_is_a_clear_error(client, worker, model_server):
 
 
 @pytest.mark.parametrize("version", RELEASED)
-async def test_golden_fixture_resumes_on_the_worker_and_completes(client, model_server, version):
+async def test_golden_fixture_resumes_on_the_worker_and_completes(env, model_server, version):
     model_server.script(Reply(content="all done", usage=(20, 4)))
+    # The worker prices the golden agent's model: a 1.10+ snapshot keeps a cost budget,
+    # which a worker without the price refuses to resume.
+    prices = {**PRICES, "test-model": ModelPrice(input=1.0, output=2.0)}
+    async with serving(env.client, model_server, prices=prices) as worker:
+        client = AgentClient(worker.client, task_queue=worker.task_queue)
+        await _resume_golden(client, version)
 
+
+async def test_a_snapshot_with_a_cost_budget_does_not_resume_where_it_has_no_price(client):
+    with pytest.raises(RunFailed, match="a cost budget needs a price for the model 'test-model'"):
+        await client.result((await client.resume(golden_text("1.10"))).id)
+
+
+async def _resume_golden(client: AgentClient, version: str) -> None:
     resumed = (await client.resume(golden_text(version))).id
 
     result = await client.result(resumed)

@@ -4,16 +4,29 @@ approver may make, and snapshots whose requests and decisions contradict each ot
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import budget
 from durable_agents.workflows.snapshot import SnapshotError, loads
-from durable_agents.workflows.state import BudgetRequest, ErrorInfo
+from durable_agents.workflows.state import (
+    ApprovalCondition,
+    ApprovalPolicy,
+    BudgetRequest,
+    ErrorInfo,
+)
 
+from durable_agents import Agent, ModelSettings, tool
 from tests.support.snapshot_golden import golden_state, golden_text, sign
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@tool
+def extend_budget(by: int) -> str:
+    """A tool whose name the budget requests take."""
+    return str(by)
 
 
 def request(kind: str = "tokens", needed: float = 810, proposed: float = 1200) -> BudgetRequest:
@@ -47,8 +60,9 @@ def test_an_edit_must_name_a_whole_budget_the_next_call_fits_in(arguments, probl
     [
         (2.5, None),
         (3, None),
-        (float("inf"), "at least"),
-        (float("nan"), "at least"),
+        (float("inf"), "a finite number"),
+        (float("nan"), "a finite number"),
+        (10**400, "at most 9,007,199,254,740,992"),
         (1.0, "at least"),
     ],
 )
@@ -64,17 +78,34 @@ def test_a_run_asks_for_its_budget_again_or_what_the_next_call_needs():
     state.token_budget, state.agent.token_budget = 600, 600
     state.usage.total_tokens = 500
     over = ErrorInfo(type="BudgetExceeded", message="m", details={"next_call_bound": 300.4})
-    first = budget.ask(state, over, now=T0)
+    first = budget.extension(state, over)
+    assert first is not None
     assert (first.call_id, first.kind, first.needed, first.proposed) == (
         "budget/1",
         "tokens",
         801,
         1200,
     )
+    budget.ask(state, first, now=T0)
     huge = ErrorInfo(type="BudgetExceeded", message="m", details={"next_call_bound": 5000})
-    second = budget.ask(state, huge, now=T0)
+    second = budget.extension(state, huge)
+    assert second is not None
     assert (second.call_id, second.proposed) == ("budget/2", 5500)  # at least what it needs
     assert json.loads(budget.as_call(second).arguments) == {"token_budget": 5500}
+
+
+def test_a_run_asks_within_the_limits_or_not_at_all():
+    state = golden_state("1.10")
+    state.token_budget, state.agent.token_budget = 600, 600
+    state.usage.total_tokens = 500
+    cap = ApprovalCondition(field="token_budget", op="<=", value=1000)
+    other = ApprovalCondition(field="cost_budget", op="<=", value=1)  # not this budget's
+    state.agent.budget_approval = ApprovalPolicy(approvers=["ann"], limits=[cap, other])
+    over = ErrorInfo(type="BudgetExceeded", message="m", details={"next_call_bound": 300})
+    capped = budget.extension(state, over)
+    assert capped is not None and (capped.needed, capped.proposed) == (800, 1000)
+    beyond = ErrorInfo(type="BudgetExceeded", message="m", details={"next_call_bound": 600})
+    assert budget.extension(state, beyond) is None  # 1,100 needed: no approval could do
 
 
 def _golden_doc() -> dict:
@@ -116,3 +147,40 @@ def test_a_snapshot_request_id_must_be_one_no_model_call_can_have(call_id):
     doc["items"][_index(doc, "budget/2", "budget_request")]["call_id"] = call_id
     doc["items"][_index(doc, "budget/2", "decision")]["call_id"] = call_id
     assert "call_id" in _refusal(doc)
+
+
+@pytest.mark.parametrize(
+    "options, problem",
+    [
+        ({"budget_approval": ApprovalPolicy()}, "needs budget_approval to say who may extend"),
+        (
+            {
+                "budget_approval": ApprovalPolicy(
+                    approvers=["a"], limits=[ApprovalCondition(field="tokens", op="<=", value=9)]
+                )
+            },
+            "budget_approval.limits name tokens; an extension has token_budget or cost_budget",
+        ),
+        (
+            {
+                "budget_approval": ApprovalPolicy(
+                    approvers=["a"], when=[ApprovalCondition(field="x", op=">", value=1)]
+                )
+            },
+            "budget_approval takes no `when`",
+        ),
+        ({"tools": [extend_budget]}, "the tool name 'extend_budget' is reserved"),
+        ({"token_budget": None}, "on_budget='ask' needs a token or cost budget"),
+    ],
+)
+def test_an_agent_that_asks_says_who_may_answer(options, problem):
+    defaults = {
+        "name": "a",
+        "instructions": "",
+        "token_budget": 100,
+        "on_budget": "ask",
+        "budget_approval": ApprovalPolicy(approvers=["ann"]),
+        "model_settings": ModelSettings(max_output_tokens=10),
+    }
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        Agent(**{**defaults, **options})
