@@ -18,6 +18,7 @@ from durable_agents.client.errors import (
     ConnectError,
     DecisionRefused,
     InvalidSnapshot,
+    PauseRefused,
     RunFailed,
     RunNotFound,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "ConnectError",
     "DecisionRefused",
     "InvalidSnapshot",
+    "PauseRefused",
     "PendingAcrossRuns",
     "RunFailed",
     "RunNotFound",

@@ -20,6 +20,7 @@ from durable_agents.client.errors import (
     AgentClientError,
     AgentError,
     DecisionRefused,
+    PauseRefused,
     RunFailed,
     failure_message,
     from_rpc_error,
@@ -45,7 +46,9 @@ from durable_agents.workflows.payloads import (
     DecisionSignal,
     EndSessionSignal,
     MessageSignal,
+    PauseSignal,
     PendingApproval,
+    ResumeSignal,
     StatusView,
     problems,
 )
@@ -333,6 +336,7 @@ class AgentClient:
         *,
         run_id: str | None = None,
         key: bytes | None = None,
+        unpause: bool = False,
     ) -> AgentRun:
         """Start a new run that continues `snapshot` exactly where it was; returns it.
 
@@ -346,6 +350,7 @@ class AgentClient:
         whose workers must serve the snapshot's agent tools. `run_id` may be the
         snapshot's own (e.g. on another server, or after the source ended): that
         is a resume too. A fork made with `client.snapshots.fork` starts as that fork.
+        A snapshot of a paused run resumes paused, unless `unpause`.
         """
         state = snapshots.loads(snapshot, key=key)
         origin = state.origin
@@ -354,7 +359,8 @@ class AgentClient:
         else:
             summary = f"resume of {state.run_id}"
         document = snapshots.signed_document(snapshot)
-        return self.run(await self._start_from(state, run_id, summary, document=document))
+        started = await self._start_from(state, run_id, summary, document=document, unpause=unpause)
+        return self.run(started)
 
     async def fork(
         self,
@@ -383,11 +389,13 @@ class AgentClient:
         summary: str,
         *,
         document: dict[str, object] | None = None,
+        unpause: bool = False,
     ) -> str:
         # The workflow ignores `input` when `resume_from` is set: the state carries it all.
         agent_input = AgentInput(
             agent=state.agent.name, input="", session=state.session, resume_from=state
         )
+        agent_input.unpause = unpause  # sent only when set (see `_start`)
         return await self._start(agent_input, run_id, summary, document=document)
 
     async def _start(
@@ -407,6 +415,8 @@ class AgentClient:
         # Fields left unset are not sent, so a worker of an earlier build (which
         # refuses unknown fields) takes a start that uses nothing new.
         arg = {k: v for k, v in agent_input.model_dump(mode="json").items() if v is not None}
+        if not agent_input.unpause:
+            del arg["unpause"]
         if document is not None:
             arg["resume_from"] = document
         if signing_key is not None:
@@ -568,6 +578,36 @@ class AgentClient:
                 if run_ended(err):
                     ended = "the run has already ended"
                     raise DecisionRefused(ended, run_id=run_id, call_id=call_id) from err
+                raise
+
+    # --- pause ------------------------------------------------------------------------
+
+    async def pause(
+        self, run_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> StatusView:
+        """Pause the run (`pause` update): no new model, tool or guardrail call starts;
+        one already running finishes and its result is kept. Decisions and messages
+        sent meanwhile are recorded and take effect on `unpause`. Returns its status;
+        `PauseRefused` if it has ended or is paused already."""
+        payload = checked(PauseSignal, by=by, reason=reason)
+        return await self._pause_update(run_id, contract.UPDATE_PAUSE, payload)
+
+    async def unpause(self, run_id: str, *, by: str | None = None) -> StatusView:
+        """Let a paused run go on (`resume` update); `PauseRefused` if it is not paused."""
+        payload = checked(ResumeSignal, by=by)
+        return await self._pause_update(run_id, contract.UPDATE_RESUME, payload)
+
+    async def _pause_update(self, run_id: str, update: str, payload: BaseModel) -> StatusView:
+        with self.translating(run_id):
+            try:
+                return await self._handle(run_id).execute_update(
+                    update, payload, result_type=StatusView
+                )
+            except WorkflowUpdateFailedError as err:
+                raise PauseRefused(failure_message(err.cause)) from err
+            except RPCError as err:
+                if run_ended(err):
+                    raise PauseRefused(f"run {run_id} has already ended") from err
                 raise
 
     # --- sessions --------------------------------------------------------------------

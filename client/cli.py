@@ -135,6 +135,17 @@ async def _end(args: argparse.Namespace, agents: AgentClient) -> str:
     return _sent(args, "end_session", "end of session requested")
 
 
+async def _pause(args: argparse.Namespace, agents: AgentClient) -> str:
+    by = args.by or default_approver()
+    view = await agents.pause(args.run_id, by=by, reason=args.reason)
+    return view.model_dump_json(indent=2) if args.json else render.status(args.run_id, view)
+
+
+async def _unpause(args: argparse.Namespace, agents: AgentClient) -> str:
+    view = await agents.unpause(args.run_id, by=args.by or default_approver())
+    return view.model_dump_json(indent=2) if args.json else render.status(args.run_id, view)
+
+
 def _sent(args: argparse.Namespace, signal: str, text: str) -> str:
     if args.json:
         return json.dumps({"run_id": args.run_id, "signal": signal})
@@ -389,6 +400,19 @@ def build_parser() -> argparse.ArgumentParser:
     end = command("end", _end, "end a session once its current exchange is answered")
     end.add_argument("run_id", metavar="RUN_ID")
     end.add_argument("--reason", metavar="R")
+    pause = command("pause", _pause, "pause a run: no new model, tool or guardrail call starts")
+    pause.add_argument("run_id", metavar="RUN_ID")
+    pause.add_argument("--reason", metavar="R")
+    unpause = command("unpause", _unpause, "let a paused run go on")
+    unpause.add_argument("run_id", metavar="RUN_ID")
+    for sub in (pause, unpause):
+        sub.add_argument(
+            "--as",
+            dest="by",
+            type=_non_empty,
+            metavar="WHO",
+            help=f"who does it (default: ${APPROVER_ENV} or your user name)",
+        )
 
     def offline(name: str, fn: OfflineCommand, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[common], help=help, description=help)

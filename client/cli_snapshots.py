@@ -42,7 +42,7 @@ async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
-    run_id = (await agents.resume(args.snapshot, run_id=args.id)).id
+    run_id = (await agents.resume(args.snapshot, run_id=args.id, unpause=args.unpause)).id
     return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
 
 
@@ -92,6 +92,9 @@ def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], 
     resume = command("resume", _resume, "start a new run that continues a snapshot")
     resume.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
     resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")
+    resume.add_argument(
+        "--unpause", action="store_true", help="a snapshot of a paused run resumes unpaused"
+    )
     fork = command("fork", _fork, "start a new run from a snapshot as it was at turn N")
     fork.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
     fork.add_argument("--at-turn", type=turn, required=True, metavar="N")

@@ -56,6 +56,10 @@ class InvalidSnapshot(AgentClientError):
         """What is wrong, without the path."""
 
 
+class PauseRefused(AgentClientError):
+    """A pause or resume the run cannot take (ended, paused already or not, starting)."""
+
+
 class RunFailed(AgentClientError):
     """The run ended without a result (failed, cancelled, terminated or timed out)."""
 

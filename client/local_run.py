@@ -107,6 +107,9 @@ class _LocalIO:
     async def await_input(self, state: RunState) -> bool:
         return False  # a session waits for the user's next message: stop here
 
+    async def await_resume(self, state: RunState) -> bool:
+        return False  # paused: stop here (unpause the state to go on)
+
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails
     ) -> list[GuardrailVerdict]:

@@ -35,7 +35,7 @@ LIST_LIMIT = 100
 """Most runs `list_runs` returns unless told otherwise."""
 
 _FINAL_VALUES = {s.value for s in RunStatus if s.is_final}
-_WAITING = {RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT}
+_WAITING = {RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT, RunStatus.PAUSED}
 
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class WatchEvent(BaseModel):
     """Since the watch began."""
     view: StatusView
     done: bool = False
-    """True on the last event: the run ended, or waits for a decision or a message."""
+    """True on the last event: the run ended, or waits for a decision, a message or an unpause."""
     pending: list[PendingApproval] = []
     """On the last event of a run awaiting approval: the calls to decide."""
     closed: str | None = None
@@ -224,7 +224,7 @@ class RunOperations:
         every_poll: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """The run's status as it changes (every poll with `every_poll`), until it ends
-        or waits for a decision or a message; the last event has `done` set.
+        or waits for a decision, a message or an unpause; the last event has `done` set.
 
         A run that closed without a final status (terminated, timed out) ends the watch
         too, with Temporal's status in `closed`."""

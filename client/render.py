@@ -34,7 +34,10 @@ CELL = 48
 def status(run_id: str, view: StatusView) -> str:
     """`support-ab12 · awaiting_approval · turn 2 · 1 pending approval · 153 tokens`."""
     pending = _plural(view.pending_approvals, "pending approval")
-    parts = [run_id, view.status.value, f"turn {view.turn}", pending, _tokens(view.usage)]
+    shown = view.status.value
+    if view.paused and view.status is not RunStatus.PAUSED:
+        shown = f"{shown} (pausing: what runs finishes first)"
+    parts = [run_id, shown, f"turn {view.turn}", pending, _tokens(view.usage)]
     if view.currency is not None:
         parts.append(f"{view.usage.cost:.4f} {view.currency}")
     return SEP.join(parts)
@@ -294,6 +297,8 @@ def watch_outcome(event: WatchEvent) -> str:
                 f"agentctl reject {run_id} CALL_ID --reason R",
             ]
         )
+    if view.status is RunStatus.PAUSED:
+        return f"run {run_id} is paused: agentctl unpause {run_id}"
     if view.status is RunStatus.AWAITING_INPUT:
         return (
             f"run {run_id} waits for the user's next message: "

@@ -42,7 +42,9 @@ with workflow.unsafe.imports_passed_through():
         DecideInput,
         GuardrailVerdict,
         ModelReply,
+        PauseSignal,
         PendingApproval,
+        ResumeSignal,
         StatusView,
         ToolOutcome,
     )
@@ -181,6 +183,8 @@ class AgentWorkflow:
                     type=contract.ERROR_INVALID_INPUT,
                     non_retryable=True,
                 )
+            if agent_input.unpause:
+                state.paused = None
             try:
                 state = resume_trust.reground(state, spec, now=workflow.now(), verified_by=verified)
             except ValueError as err:
@@ -308,6 +312,16 @@ class AgentWorkflow:
         await self._await_input(state)
         return True
 
+    async def await_resume(self, state: RunState) -> bool:
+        """Wait until a signal or update changes the state (a resume, a decision, a
+        message: each is recorded, and the loop looks again) or a switch falls due.
+        No deadline is enforced meanwhile: an approval deadline that passed while
+        paused is applied on resume; the session idle timeout starts again."""
+        await workflow.wait_condition(
+            self._woken(state, self._inbox.woken), timeout_summary="paused"
+        )
+        return True
+
     def _switch_due(self, state: RunState) -> bool:
         """This workflow run used its turn or history-size budget, or Temporal suggests
         continue-as-new. Never before its history has grown: a state carried over
@@ -428,6 +442,43 @@ class AgentWorkflow:
         if too_large is not None:
             raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
         decisions.check(self._started_state(), payload, now=workflow.now(), bound=True)
+
+    @workflow.update(name=contract.UPDATE_PAUSE)
+    def pause(self, payload: PauseSignal) -> StatusView:
+        """Pause the run (as the `pause` signal) and get its status back."""
+        self._pause_or_resume(payload)
+        return loop.status_view(self._started_state())
+
+    @pause.validator
+    def _validate_pause(self, payload: PauseSignal) -> None:
+        self._check_pause(payload)
+
+    @workflow.update(name=contract.UPDATE_RESUME)
+    def resume(self, payload: ResumeSignal) -> StatusView:
+        """Let a paused run go on (as the `resume` signal) and get its status back."""
+        self._pause_or_resume(payload)
+        return loop.status_view(self._started_state())
+
+    @resume.validator
+    def _validate_resume(self, payload: ResumeSignal) -> None:
+        self._check_pause(payload)
+
+    def _check_pause(self, payload: PauseSignal | ResumeSignal) -> None:
+        """Refuse a pause or resume the run cannot take, leaving no trace in history."""
+        if self._state is None:
+            raise ApplicationError(
+                "the run is still starting; pause it once it has started",
+                type=contract.ERROR_PAUSE_REFUSED,
+                non_retryable=True,
+            )
+        problem = loop.pause_problem(self._state, pausing=isinstance(payload, PauseSignal))
+        if problem is not None:
+            raise ApplicationError(problem, type=contract.ERROR_PAUSE_REFUSED, non_retryable=True)
+
+    def _pause_or_resume(self, payload: PauseSignal | ResumeSignal) -> None:
+        problem = self._inbox.apply_pause(payload)
+        if problem is not None:  # the validator ran: should not happen
+            raise ApplicationError(problem, type=contract.ERROR_PAUSE_REFUSED, non_retryable=True)
 
     def _started_state(self) -> RunState:
         if self._state is None:

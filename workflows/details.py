@@ -34,6 +34,11 @@ def render(state: RunState) -> str:
         f"{_plural(usage.total_tokens, 'token')} · {_plural(usage.model_calls, 'model call')}"
         f"{spent}"
     ]
+    if state.paused is not None:
+        who = f" by {_code(argument_view.safe(state.paused.by))}" if state.paused.by else ""
+        why = f": {_code(_short(state.paused.reason, 200))}" if state.paused.reason else ""
+        waits = "" if state.status.value == "paused" else " (what is running finishes first)"
+        lines += ["", f"**Paused**{who}{why}{waits}"]
     pending = decisions.pending_calls(state)
     if pending:
         lines += ["", f"**Pending approvals ({len(pending)})**"]

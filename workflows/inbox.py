@@ -35,6 +35,8 @@ with workflow.unsafe.imports_passed_through():
         DecisionSignal,
         EndSessionSignal,
         MessageSignal,
+        PauseSignal,
+        ResumeSignal,
     )
     from durable_agents.workflows.state import (
         PREVIEW_CHARS,
@@ -56,6 +58,8 @@ class Inbox:
         """Decision signals received before the run's state existed (refused ones too)."""
         self._early_messages: list[str] = []
         self._early_end: str | None = None
+        self._early_pauses: list[tuple[PauseSignal | ResumeSignal, RawValue]] = []
+        """Pause and resume signals received before the run's state existed, in order."""
         self._early_refusals: list[RefusedSignal] = []
         """Other signals refused before the run's state existed."""
 
@@ -78,6 +82,11 @@ class Inbox:
             loop.receive_message(state, content, now=workflow.now())
         if self._early_end is not None:
             loop.end_session(state, reason=self._early_end, now=workflow.now())
+        for early_pause, raw in self._early_pauses:
+            why = self._apply_pause(early_pause)
+            if why is not None:
+                self._refuse_signal(_name(early_pause), raw, why)
+        self._early_pauses.clear()
 
     def receive(self, name: str, args: Sequence[RawValue]) -> None:
         """A signal called `name` with `args`, whatever they are."""
@@ -87,6 +96,11 @@ class Inbox:
             contract.SIGNAL_SEND_MESSAGE: self._send_message,
             contract.SIGNAL_END_SESSION: self._end_session,
         }
+        if name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME) and workflow.patched(
+            patches.PATCH_PAUSE
+        ):  # before the patch: unknown signals, refused as such
+            handlers[contract.SIGNAL_PAUSE] = self._pause
+            handlers[contract.SIGNAL_RESUME] = self._resume
         handler = handlers.get(name)
         if handler is not None and len(args) <= 1:
             handler(args[0] if args else raw_payloads.NONE)
@@ -226,6 +240,51 @@ class Inbox:
             return
         loop.receive_message(self.state, payload.content, now=workflow.now())
 
+    def _pause(self, raw: RawValue) -> None:
+        """Pause the run (see `loop.pause`); a pause it cannot take is refused."""
+        empty = raw_payloads.is_null(raw)  # nothing sent: nobody named, no reason
+        payload = PauseSignal() if empty else raw_payloads.decode(raw, PauseSignal)
+        if isinstance(payload, str):
+            self._refuse_signal(contract.SIGNAL_PAUSE, raw, payload)
+            return
+        self._take_pause(payload, raw)
+
+    def _resume(self, raw: RawValue) -> None:
+        """Let a paused run go on (see `loop.unpause`); one it cannot take is refused."""
+        empty = raw_payloads.is_null(raw)
+        payload = ResumeSignal() if empty else raw_payloads.decode(raw, ResumeSignal)
+        if isinstance(payload, str):
+            self._refuse_signal(contract.SIGNAL_RESUME, raw, payload)
+            return
+        self._take_pause(payload, raw)
+
+    def _take_pause(self, payload: PauseSignal | ResumeSignal, raw: RawValue) -> None:
+        if self.state is None:
+            if len(self._early_pauses) < limits.MAX_HELD:
+                self._early_pauses.append((payload, raw))
+                self.woken += 1
+            else:
+                self._refuse_signal(_name(payload), raw, "the run is starting; too many held")
+            return
+        why = self._apply_pause(payload)
+        if why is not None:
+            self._refuse_signal(_name(payload), raw, why)
+
+    def apply_pause(self, payload: PauseSignal | ResumeSignal) -> str | None:
+        """Pause or resume the started run (the updates' way in); why not, or None."""
+        return self._apply_pause(payload)
+
+    def _apply_pause(self, payload: PauseSignal | ResumeSignal) -> str | None:
+        assert self.state is not None
+        now = workflow.now()
+        if isinstance(payload, PauseSignal):
+            why = loop.pause(self.state, by=payload.by, reason=payload.reason, now=now)
+        else:
+            why = loop.unpause(self.state, now=now)
+        if why is None:
+            self.woken += 1
+        return why
+
     def _end_session(self, raw: RawValue) -> None:
         """End a session: the run completes once its current exchange is answered.
         No payload (or null) ends it too, with a reason of its own."""
@@ -265,6 +324,10 @@ def _signal_problem(
     if payload.signature is not None and payload.decision is None:
         return f"a signed decision must name its `decision` ({decision!r})"
     return None
+
+
+def _name(payload: PauseSignal | ResumeSignal) -> str:
+    return contract.SIGNAL_PAUSE if isinstance(payload, PauseSignal) else contract.SIGNAL_RESUME
 
 
 def trim_refusals(state: RunState) -> None:

@@ -34,6 +34,7 @@ from durable_agents.workflows.state import (
     BudgetRequest,
     ErrorInfo,
     ModelPrice,
+    Pause,
     RunOrigin,
     RunState,
     RunStatus,
@@ -77,6 +78,11 @@ class AskBudget:
 
 
 @dataclass(frozen=True)
+class AwaitResume:
+    """An operator paused the run: wait until it is resumed (or ended)."""
+
+
+@dataclass(frozen=True)
 class AwaitInput:
     """A session waits for the user's next message."""
 
@@ -98,7 +104,16 @@ class CheckGuardrails:
     """Index in `items` of what is checked."""
 
 
-Step = CallModel | RunTools | AwaitDecisions | AwaitInput | Finish | CheckGuardrails | AskBudget
+Step = (
+    CallModel
+    | RunTools
+    | AwaitDecisions
+    | AwaitInput
+    | Finish
+    | CheckGuardrails
+    | AskBudget
+    | AwaitResume
+)
 
 
 # --- starting ----------------------------------------------------------------
@@ -203,6 +218,8 @@ def next_step(state: RunState) -> Step:
     """What the run must do next, given only its state."""
     if state.status.is_final:
         return Finish(state.status)
+    if state.paused is not None:  # nothing new starts; what ran has been recorded
+        return AwaitResume()
     check = guardrails.due(state)
     if check is not None:
         return CheckGuardrails(*check)
@@ -305,13 +322,15 @@ def status_for(step: Step) -> RunStatus:
         return RunStatus.AWAITING_APPROVAL
     if isinstance(step, AwaitInput):
         return RunStatus.AWAITING_INPUT
+    if isinstance(step, AwaitResume):
+        return RunStatus.PAUSED
     return RunStatus.RUNNING
 
 
 def may_continue_as_new(step: Step) -> bool:
     """Whether the run may switch to a new workflow run before performing `step`:
     never while a reply's tool calls are to be executed or once it has ended."""
-    return isinstance(step, CallModel | AwaitDecisions | AwaitInput)
+    return isinstance(step, CallModel | AwaitDecisions | AwaitInput | AwaitResume)
 
 
 # --- folding outcomes back in ------------------------------------------------------
@@ -408,6 +427,37 @@ def deliver_messages(state: RunState, *, now: datetime) -> None:
     state.updated_at = now
 
 
+def pause_problem(state: RunState, *, pausing: bool) -> str | None:
+    """Why the run cannot be paused (`pausing`) or resumed now, or None."""
+    if state.status.is_final:
+        return f"run {state.run_id} has ended ({state.status.value})"
+    if pausing and state.paused is not None:
+        who = f" by {state.paused.by}" if state.paused.by else ""
+        return f"run {state.run_id} is paused already{who}"
+    if not pausing and state.paused is None:
+        return f"run {state.run_id} is not paused"
+    return None
+
+
+def pause(state: RunState, *, by: str | None, reason: str | None, now: datetime) -> str | None:
+    """Pause the run: no new model, tool or guardrail call starts until `unpause`.
+    Returns why it cannot (`pause_problem`), else None."""
+    problem = pause_problem(state, pausing=True)
+    if problem is None:
+        state.paused = Pause(by=by, reason=reason, at=now)
+        state.updated_at = now
+    return problem
+
+
+def unpause(state: RunState, *, now: datetime) -> str | None:
+    """Let a paused run go on. Returns why it cannot (`pause_problem`), else None."""
+    problem = pause_problem(state, pausing=False)
+    if problem is None:
+        state.paused = None
+        state.updated_at = now
+    return problem
+
+
 def end_session(state: RunState, *, reason: str, now: datetime) -> None:
     """Stop waiting for messages: the run completes after its current exchange."""
     state.session = False
@@ -441,6 +491,8 @@ def status_view(state: RunState) -> StatusView:
         pending_approvals=len(decisions.pending_calls(state)),
         usage=state.usage,
         currency=state.agent.price.currency if state.agent.price is not None else None,
+        paused=state.paused is not None,
+        current_agent=state.agent.name,
     )
 
 

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 1.10, 1.11 (the newest).
+validates it. Released: 1.0 to 1.12 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -100,6 +100,12 @@ def _1_10_to_1_11(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.11"}
 
 
+def _1_11_to_1_12(data: dict[str, Any]) -> dict[str, Any]:
+    """1.12 added an optional field and a status (pause): nothing to convert. A 1.11
+    run is not paused."""
+    return {**data, "schema_version": "1.12"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -112,5 +118,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.8": _1_8_to_1_9,
     "1.9": _1_9_to_1_10,
     "1.10": _1_10_to_1_11,
+    "1.11": _1_11_to_1_12,
 }
 """Released version -> the step from it to the next version."""

@@ -67,5 +67,8 @@ Schema; a final reply that does not match goes back to the model with the error
 (`output_retries`), then the run ends `output_invalid`."""
 PATCH_TOTAL_TOKENS = "total-tokens-attribute"
 """The run keeps the `AgentTotalTokens` search attribute current (schema 1.8)."""
+PATCH_PAUSE = "pause-resume"
+"""The `pause` and `resume` signals and updates pause a run (schema 1.12); before,
+they were unknown signals, refused."""
 PATCH_TOTAL_COST = "total-cost-attribute"
 """A priced run keeps the `AgentTotalCost` search attribute current (schema 1.10)."""

@@ -72,6 +72,8 @@ class AgentInput(_Payload):
     model_settings: ModelSettings | None = None
     """This run's settings over the agent's (`temperature`, `tool_choice`, ...; not
     `extra_headers` or `extra_body`, which only the agent sets)."""
+    unpause: bool = False
+    """With `resume_from`: the resumed run is not paused, though the snapshot was."""
     start_signature: StartSignature | None = None
     """Proof of who starts the run (`workflows.signed_start`): the run records the
     key's owner as `started_by`, whom a policy with `separate_duties` keeps from
@@ -179,6 +181,23 @@ class EndSessionSignal(_Payload):
     reason: str | None = None
 
 
+class PauseSignal(_Payload):
+    """Payload of the `pause` signal and update: who pauses and why (both optional)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    by: str | None = Field(None, min_length=1, max_length=200)
+    reason: str | None = Field(None, max_length=2_000)
+
+
+class ResumeSignal(_Payload):
+    """Payload of the `resume` signal and update: who resumes (optional)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    by: str | None = Field(None, min_length=1, max_length=200)
+
+
 # --- queries ----------------------------------------------------------------------
 
 
@@ -192,6 +211,10 @@ class StatusView(_Answer):
     usage: Usage
     currency: str | None = None
     """The currency of `usage.cost` (the run's price); None: the run is not priced."""
+    paused: bool = False
+    """An operator has the run paused (`status` says `paused` once nothing runs)."""
+    current_agent: str | None = None
+    """The agent answering now (the run's agent; another after a handoff)."""
 
 
 class PendingApproval(_Answer):

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.11"
+SCHEMA_VERSION = "1.12"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -58,7 +58,8 @@ and `ToolSpec.sensitive`.
 1.10 added prices and cost budgets: `AgentSpec.price` and `cost_budget`, `Usage.cost`,
 `RunState.cost_budget`.
 1.11 added budget extensions: `AgentSpec.on_budget` and `budget_approval`, the
-`BudgetRequest` item."""
+`BudgetRequest` item.
+1.12 added pause: `RunState.paused`, the status `paused`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -91,6 +92,8 @@ class RunStatus(StrEnum):
     """An input or output guardrail stopped the run (1.7)."""
     BUDGET_EXCEEDED = "budget_exceeded"
     """The next model call could have passed the run's token budget (1.8)."""
+    PAUSED = "paused"
+    """An operator paused the run: no new model, tool or guardrail call starts (1.12)."""
 
     @property
     def is_final(self) -> bool:
@@ -589,6 +592,14 @@ Item = Annotated[
 ]
 
 
+class Pause(_Model):
+    """Who paused a run, why and when (`pause` signal or update). Added in 1.12."""
+
+    by: str | None = Field(None, max_length=200)
+    reason: str | None = Field(None, max_length=2_000)
+    at: AwareDatetime
+
+
 class ErrorInfo(_Model):
     """Why a run failed."""
 
@@ -624,7 +635,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.11"] = "1.11"
+    schema_version: Literal["1.12"] = "1.12"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -683,6 +694,9 @@ class RunState(_Model):
     cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
     """The run's cost budget (in `agent.price.currency`): the agent's, or lower if the
     start input asked. Added in 1.10."""
+    paused: Pause | None = None
+    """Set while an operator has the run paused (a resumed snapshot stays paused unless
+    the resume says otherwise). Added in 1.12."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -256,7 +256,7 @@ async def test_a_snapshot_with_a_cost_budget_does_not_resume_where_it_has_no_pri
 
 
 async def _resume_golden(client: AgentClient, version: str) -> None:
-    resumed = (await client.resume(golden_text(version))).id
+    resumed = (await client.resume(golden_text(version), unpause=True)).id  # 1.12 is paused
 
     result = await client.result(resumed)
     assert (result.status, result.final_output, result.turn) == ("completed", "all done", 3)

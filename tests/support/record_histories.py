@@ -19,6 +19,8 @@ from durable_agents.workflows.payloads import (
     DecisionSignal,
     EndSessionSignal,
     MessageSignal,
+    PauseSignal,
+    ResumeSignal,
 )
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import REFUSALS_KEPT, Decision, ModelSettings, RunState
@@ -338,6 +340,18 @@ SCENARIOS = {
             Reply(content="3", usage=(400, 10)),
         ],
         [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="budget/1", approver="ann"))],
+    ),
+    # v19: pause and resume (pause-resume): paused while a call awaits approval, the
+    # approval arrives while paused (recorded, not acted on), resumed: the tool runs.
+    "pause_resume_v19": (
+        "assistant",
+        False,
+        [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")],
+        [
+            (AWAITING, contract.SIGNAL_PAUSE, PauseSignal(by="oncall", reason="look")),
+            ("paused", contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")),
+            ("paused", contract.SIGNAL_RESUME, ResumeSignal(by="oncall")),
+        ],
     ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),

@@ -30,6 +30,7 @@ from durable_agents.workflows.state import (
     ModelPrice,
     ModelSettings,
     OutputSpec,
+    Pause,
     ReasoningItem,
     RefusedSignal,
     RetrySpec,
@@ -541,6 +542,13 @@ def _golden_1_11() -> RunState:
     return state
 
 
+def _golden_1_12() -> RunState:
+    """1.11's, with what 1.12 added: the run paused by an operator, with a reason."""
+    state = _golden_1_11()
+    state.paused = Pause(by="oncall", reason="the refunds look wrong", at=at(104))
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -554,6 +562,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.9": _golden_1_9,
     "1.10": _golden_1_10,
     "1.11": _golden_1_11,
+    "1.12": _golden_1_12,
 }
 
 

@@ -66,6 +66,10 @@ def test_golden_fixture_resumes_where_it_failed(version: str):
     assert state.status == RunStatus.RUNNING and state.error is None
     assert state.origin == RunOrigin(run_id="support-7", turn=2, mode="resume")
     step = loop.next_step(state)
+    if state.paused is not None:  # 1.12: it resumes paused, and goes on once unpaused
+        assert isinstance(step, loop.AwaitResume)
+        assert loop.unpause(state, now=at(100)) is None
+        step = loop.next_step(state)
     if state.agent.input_guardrails:  # 1.7+: the message the resume adds is checked first
         assert isinstance(step, loop.CheckGuardrails) and step.kind == "input"
         guardrails.record(state, "input", [GuardrailVerdict(name="g", tripped=False)], now=at(100))
@@ -221,6 +225,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.8": MIGRATIONS["1.8"],
         "1.9": MIGRATIONS["1.9"],
         "1.10": MIGRATIONS["1.10"],
+        "1.11": MIGRATIONS["1.11"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
