@@ -35,7 +35,7 @@ def status(run_id: str, view: StatusView) -> str:
     """`support-ab12 · awaiting_approval · turn 2 · 1 pending approval · 153 tokens`."""
     pending = _plural(view.pending_approvals, "pending approval")
     shown = view.status.value
-    if view.paused and view.status is not RunStatus.PAUSED:
+    if view.paused and view.status is RunStatus.RUNNING:
         shown = f"{shown} (pausing: what runs finishes first)"
     parts = [run_id, shown, f"turn {view.turn}", pending, _tokens(view.usage)]
     if view.currency is not None:

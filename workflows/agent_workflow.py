@@ -443,31 +443,35 @@ class AgentWorkflow:
             raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
         decisions.check(self._started_state(), payload, now=workflow.now(), bound=True)
 
+    # The pause and resume updates need no patch: a refused update leaves nothing in
+    # history, and an accepted one exists only in histories of this code or later.
+
     @workflow.update(name=contract.UPDATE_PAUSE)
-    def pause(self, payload: PauseSignal) -> StatusView:
+    def pause(self, payload: PauseSignal | None = None) -> StatusView:
         """Pause the run (as the `pause` signal) and get its status back."""
-        self._pause_or_resume(payload)
+        self._pause_or_resume(payload or PauseSignal())
         return loop.status_view(self._started_state())
 
     @pause.validator
-    def _validate_pause(self, payload: PauseSignal) -> None:
-        self._check_pause(payload)
+    def _validate_pause(self, payload: PauseSignal | None = None) -> None:
+        self._check_pause(payload or PauseSignal())
 
     @workflow.update(name=contract.UPDATE_RESUME)
-    def resume(self, payload: ResumeSignal) -> StatusView:
+    def resume(self, payload: ResumeSignal | None = None) -> StatusView:
         """Let a paused run go on (as the `resume` signal) and get its status back."""
-        self._pause_or_resume(payload)
+        self._pause_or_resume(payload or ResumeSignal())
         return loop.status_view(self._started_state())
 
     @resume.validator
-    def _validate_resume(self, payload: ResumeSignal) -> None:
-        self._check_pause(payload)
+    def _validate_resume(self, payload: ResumeSignal | None = None) -> None:
+        self._check_pause(payload or ResumeSignal())
 
     def _check_pause(self, payload: PauseSignal | ResumeSignal) -> None:
         """Refuse a pause or resume the run cannot take, leaving no trace in history."""
         if self._state is None:
             raise ApplicationError(
-                "the run is still starting; pause it once it has started",
+                "the run is still starting: try again in a moment (or send the signal, "
+                "which is applied once it has started)",
                 type=contract.ERROR_PAUSE_REFUSED,
                 non_retryable=True,
             )
@@ -504,6 +508,7 @@ class AgentWorkflow:
                 turn=0,
                 pending_approvals=0,
                 usage=Usage(),
+                current_agent=self._agent_name or "",
             )
         return loop.status_view(self._state)
 

@@ -34,7 +34,7 @@ def render(state: RunState) -> str:
         f"{_plural(usage.total_tokens, 'token')} · {_plural(usage.model_calls, 'model call')}"
         f"{spent}"
     ]
-    if state.paused is not None:
+    if state.paused is not None and not state.status.is_final:
         who = f" by {_code(argument_view.safe(state.paused.by))}" if state.paused.by else ""
         why = f": {_code(_short(state.paused.reason, 200))}" if state.paused.reason else ""
         waits = "" if state.status.value == "paused" else " (what is running finishes first)"

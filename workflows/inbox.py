@@ -244,8 +244,9 @@ class Inbox:
         """Pause the run (see `loop.pause`); a pause it cannot take is refused."""
         empty = raw_payloads.is_null(raw)  # nothing sent: nobody named, no reason
         payload = PauseSignal() if empty else raw_payloads.decode(raw, PauseSignal)
-        if isinstance(payload, str):
-            self._refuse_signal(contract.SIGNAL_PAUSE, raw, payload)
+        if isinstance(payload, str):  # an emergency stop is not refused for a bad field
+            self._take_pause(_salvaged(raw, PauseSignal), raw)
+            self._refuse_signal(contract.SIGNAL_PAUSE, raw, f"{_UNUSED}{payload}")
             return
         self._take_pause(payload, raw)
 
@@ -254,7 +255,8 @@ class Inbox:
         empty = raw_payloads.is_null(raw)
         payload = ResumeSignal() if empty else raw_payloads.decode(raw, ResumeSignal)
         if isinstance(payload, str):
-            self._refuse_signal(contract.SIGNAL_RESUME, raw, payload)
+            self._take_pause(_salvaged(raw, ResumeSignal), raw)
+            self._refuse_signal(contract.SIGNAL_RESUME, raw, f"{_UNUSED}{payload}")
             return
         self._take_pause(payload, raw)
 
@@ -280,7 +282,7 @@ class Inbox:
         if isinstance(payload, PauseSignal):
             why = loop.pause(self.state, by=payload.by, reason=payload.reason, now=now)
         else:
-            why = loop.unpause(self.state, now=now)
+            why = loop.unpause(self.state, by=payload.by, now=now)
         if why is None:
             self.woken += 1
         return why
@@ -324,6 +326,25 @@ def _signal_problem(
     if payload.signature is not None and payload.decision is None:
         return f"a signed decision must name its `decision` ({decision!r})"
     return None
+
+
+_UNUSED = "applied without the parts it could not use: "
+
+
+def _salvaged(
+    raw: RawValue, model: type[PauseSignal] | type[ResumeSignal]
+) -> PauseSignal | ResumeSignal:
+    """What of a malformed pause or resume payload can be used: a `by` that is a short
+    string, a `reason` string (cut to its limit); the rest is dropped."""
+    data = raw_payloads.as_json(raw)
+    fields = data if isinstance(data, dict) else {}
+    by, reason = fields.get("by"), fields.get("reason")
+    kept: dict[str, str] = {}
+    if isinstance(by, str) and 0 < len(by) <= limits.MAX_ID_CHARS:
+        kept["by"] = by
+    if model is PauseSignal and isinstance(reason, str):
+        kept["reason"] = reason[: limits.MAX_REASON_CHARS]
+    return model(**kept)
 
 
 def _name(payload: PauseSignal | ResumeSignal) -> str:

@@ -29,12 +29,14 @@ from durable_agents.workflows.proposed_calls import (
     unique_call_ids,
 )
 from durable_agents.workflows.state import (
+    PAUSES_KEPT,
     AgentSpec,
     AssistantMessage,
     BudgetRequest,
     ErrorInfo,
     ModelPrice,
     Pause,
+    PauseEvent,
     RunOrigin,
     RunState,
     RunStatus,
@@ -214,11 +216,12 @@ def _is_fresh_fork(snapshot: RunState) -> bool:
 # --- deciding what comes next -----------------------------------------------------
 
 
-def next_step(state: RunState) -> Step:
-    """What the run must do next, given only its state."""
+def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
+    """What the run must do next, given only its state (`honour_pause=False`: what it
+    will do once resumed)."""
     if state.status.is_final:
         return Finish(state.status)
-    if state.paused is not None:  # nothing new starts; what ran has been recorded
+    if state.paused is not None and honour_pause:  # nothing new starts meanwhile
         return AwaitResume()
     check = guardrails.due(state)
     if check is not None:
@@ -254,8 +257,9 @@ def next_step(state: RunState) -> Step:
 
 
 def awaiting_model(state: RunState) -> bool:
-    """True while the next step is a model call (its reply may propose new calls)."""
-    return isinstance(next_step(state), CallModel)
+    """True while the next step is a model call (its reply may propose new calls), paused
+    or not: a decision for a call not proposed yet is held either way."""
+    return isinstance(next_step(state, honour_pause=False), CallModel)
 
 
 def priced(usage: Usage, price: ModelPrice) -> Usage:
@@ -445,17 +449,22 @@ def pause(state: RunState, *, by: str | None, reason: str | None, now: datetime)
     problem = pause_problem(state, pausing=True)
     if problem is None:
         state.paused = Pause(by=by, reason=reason, at=now)
-        state.updated_at = now
+        _log_pause(state, PauseEvent(action="pause", by=by, reason=reason, at=now))
     return problem
 
 
-def unpause(state: RunState, *, now: datetime) -> str | None:
+def unpause(state: RunState, *, by: str | None = None, now: datetime) -> str | None:
     """Let a paused run go on. Returns why it cannot (`pause_problem`), else None."""
     problem = pause_problem(state, pausing=False)
     if problem is None:
         state.paused = None
-        state.updated_at = now
+        _log_pause(state, PauseEvent(action="resume", by=by, at=now))
     return problem
+
+
+def _log_pause(state: RunState, event: PauseEvent) -> None:
+    state.pause_log = [*state.pause_log, event][-PAUSES_KEPT:]
+    state.updated_at = event.at
 
 
 def end_session(state: RunState, *, reason: str, now: datetime) -> None:
@@ -484,14 +493,16 @@ def fail(state: RunState, error: ErrorInfo, *, now: datetime) -> None:
 
 def status_view(state: RunState) -> StatusView:
     """The short status of a run."""
+    paused = state.paused is not None and not state.status.is_final
+    waiting = state.status in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT)
     return StatusView(
-        status=state.status,
+        status=RunStatus.PAUSED if paused and waiting else state.status,
         agent=state.agent.name,
         turn=state.turn,
         pending_approvals=len(decisions.pending_calls(state)),
         usage=state.usage,
         currency=state.agent.price.currency if state.agent.price is not None else None,
-        paused=state.paused is not None,
+        paused=paused,
         current_agent=state.agent.name,
     )
 

@@ -213,7 +213,7 @@ class StatusView(_Answer):
     """The currency of `usage.cost` (the run's price); None: the run is not priced."""
     paused: bool = False
     """An operator has the run paused (`status` says `paused` once nothing runs)."""
-    current_agent: str | None = None
+    current_agent: str = ""
     """The agent answering now (the run's agent; another after a handoff)."""
 
 

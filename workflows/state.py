@@ -59,7 +59,7 @@ and `ToolSpec.sensitive`.
 `RunState.cost_budget`.
 1.11 added budget extensions: `AgentSpec.on_budget` and `budget_approval`, the
 `BudgetRequest` item.
-1.12 added pause: `RunState.paused`, the status `paused`."""
+1.12 added pause: `RunState.paused` and `pause_log`, the status `paused`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -600,6 +600,19 @@ class Pause(_Model):
     at: AwareDatetime
 
 
+class PauseEvent(_Model):
+    """One pause or resume of a run, for the audit (`RunState.pause_log`). Added in 1.12."""
+
+    action: Literal["pause", "resume"]
+    by: str | None = Field(None, max_length=200)
+    reason: str | None = Field(None, max_length=2_000)
+    at: AwareDatetime
+
+
+PAUSES_KEPT = 50
+"""Newest entries kept in `RunState.pause_log`."""
+
+
 class ErrorInfo(_Model):
     """Why a run failed."""
 
@@ -697,6 +710,8 @@ class RunState(_Model):
     paused: Pause | None = None
     """Set while an operator has the run paused (a resumed snapshot stays paused unless
     the resume says otherwise). Added in 1.12."""
+    pause_log: list[PauseEvent] = Field([], max_length=PAUSES_KEPT)
+    """Who paused and resumed the run, and when: the newest `PAUSES_KEPT`. Added in 1.12."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -31,6 +31,7 @@ from durable_agents.workflows.state import (
     ModelSettings,
     OutputSpec,
     Pause,
+    PauseEvent,
     ReasoningItem,
     RefusedSignal,
     RetrySpec,
@@ -546,6 +547,11 @@ def _golden_1_12() -> RunState:
     """1.11's, with what 1.12 added: the run paused by an operator, with a reason."""
     state = _golden_1_11()
     state.paused = Pause(by="oncall", reason="the refunds look wrong", at=at(104))
+    state.pause_log = [
+        PauseEvent(action="pause", by="ann", at=at(100)),
+        PauseEvent(action="resume", by="ann", at=at(101)),
+        PauseEvent(action="pause", by="oncall", reason="the refunds look wrong", at=at(104)),
+    ]
     return state
 
 
