@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser test typecheck chaos demo lint clean
+.PHONY: install browser test typecheck chaos soak demo lint clean
 
 install: $(VENV)/.installed
 
@@ -32,7 +32,7 @@ browser:
 test: install browser typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -m "not chaos_slow"
+	$(BIN)/pytest -m "not chaos_slow and not soak"
 
 # mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
 # lays it out: a view of links, since mypy cannot follow the editable install's mapping
@@ -43,6 +43,10 @@ typecheck: install
 	for d in workflows activities client; do ln -s $(CURDIR)/$$d .typecheck/durable_agents/$$d; done
 	cd .typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 		-p durable_agents.workflows
+
+# Long runs (hundreds of turns: the 300-turn session of tests/integration/test_context_window.py).
+soak: install
+	$(BIN)/pytest -m soak
 
 # Fault injection with real processes (tests/chaos/, about 6 minutes): writes bench/RELIABILITY.md.
 chaos: install

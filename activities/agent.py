@@ -18,6 +18,7 @@ from durable_agents.workflows.state import (
     AgentSpec,
     ApprovalPolicy,
     ApproverKey,
+    ContextPolicy,
     ModelAPIName,
     ModelPrice,
     ModelSettings,
@@ -90,6 +91,11 @@ class Agent:
     """At a budget: end the run `budget_exceeded` ("stop"), or ("ask") wait for a person
     to extend it: a pending `extend_budget` request, approved (with the proposed
     budget or an edited one) or rejected like a tool call."""
+    context: ContextPolicy | None = None
+    """How a long conversation is cut to the model's window: older tool outputs stubbed,
+    or older turns summarized by the model, once the estimate passes
+    `max_input_tokens` (and once more if the provider still finds it too long). The
+    run keeps everything. None: every item is sent every time."""
     budget_approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Who may extend a budget (`approvers`, `require_signature`, `separate_duties`),
     how long a request waits (`timeout`, `on_timeout`) and the most it may be set to
@@ -143,6 +149,8 @@ class Agent:
                 f"agent {self.name}: model_api must be 'chat_completions' or 'responses', "
                 f"not {self.model_api!r}"
             )
+        if self.context is not None and not isinstance(self.context, ContextPolicy):
+            raise TypeError(f"agent {self.name}: context takes a ContextPolicy")
         if self.on_budget not in ("stop", "ask"):
             raise ValueError(f"agent {self.name}: on_budget must be 'stop' or 'ask'")
         if self.on_budget == "ask" and self.token_budget is None and self.cost_budget is None:
@@ -188,6 +196,7 @@ class Agent:
             AgentSpec,
             self,
             price=price,
+            context_policy=self.context,
             approver_keys=list(trust.approver_keys),
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,

@@ -81,7 +81,10 @@ async def post(
 def _status_error(err: openai.APIStatusError) -> ApplicationError:
     status = err.status_code
     provider_message = _provider_message(err)
-    details = {"status_code": status, "provider_message": provider_message}
+    details: dict[str, object] = {"status_code": status, "provider_message": provider_message}
+    code = err.body.get("code") if isinstance(err.body, Mapping) else None
+    if isinstance(code, str) and code:  # e.g. context_length_exceeded: the run compacts
+        details["provider_code"] = code[:100]
     if status in _TRANSIENT_STATUS or status >= 500:
         return unavailable(
             f"HTTP {status}: {provider_message}",

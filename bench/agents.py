@@ -13,7 +13,7 @@ import time
 from durable_agents.activities import Agent, tool
 from pydantic import BaseModel
 
-from durable_agents import GuardrailResult, input_guardrail
+from durable_agents import ContextPolicy, GuardrailResult, input_guardrail
 
 MANY_TURNS = 2_000
 """max_turns of the bench agents: the responder, not the agent, ends a run."""
@@ -103,3 +103,27 @@ reasoned = Agent(
     model_api="responses",
 )
 """The same loop over the Responses API, each reply with a reasoning item."""
+
+
+@tool
+async def dump(part: int) -> str:
+    """Return part `part` of a long document: 2,400 characters."""
+    return f"part {part}: " + "d" * 2_390
+
+
+stubbing = Agent(
+    name="stubbing",
+    instructions="read",
+    model="scripted",
+    tools=[dump],
+    context=ContextPolicy(max_input_tokens=2_500, keep_recent_turns=2),
+)
+"""bench.context_window: a long session, older tool outputs stubbed (then dropped)."""
+summarizing = Agent(
+    name="summarizing",
+    instructions="read",
+    model="scripted",
+    tools=[dump],
+    context=ContextPolicy(max_input_tokens=2_500, strategy="summarize", keep_recent_turns=2),
+)
+"""The same session, the older turns summarized."""

@@ -92,7 +92,7 @@ class _LocalIO:
         try:
             return await self._model(step.request)
         except Exception as err:  # one attempt: what a worker would retry fails here
-            loop.fail(state, _error_info(err), now=_now())
+            loop.model_failed(state, _error_info(err), now=_now())
             return None
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:

@@ -14,6 +14,7 @@ from durable_agents.workflows.payloads import AgentResult, PendingApproval, Stat
 from durable_agents.workflows.state import (
     AssistantMessage,
     BudgetRequest,
+    Compaction,
     Decision,
     GuardrailCheck,
     Item,
@@ -40,6 +41,9 @@ def status(run_id: str, view: StatusView) -> str:
     parts = [run_id, shown, f"turn {view.turn}", pending, _tokens(view.usage)]
     if view.currency is not None:
         parts.append(f"{view.usage.cost:.4f} {view.currency}")
+    if view.context_tokens is not None:
+        made = _plural(view.compactions, "compaction")
+        parts.append(f"context ~{view.context_tokens:,} tokens ({made})")
     return SEP.join(parts)
 
 
@@ -212,6 +216,18 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         verdict = "tripped" if item.tripped else "passed"
         why = f": {_cut(item.reason)}" if item.reason else ""
         return [f"{item.kind} guardrail {safe(item.name)} {verdict}{why}"]
+    if isinstance(item, Compaction):
+        how = (
+            "summarized"
+            if item.summary is not None
+            else "stubbed and dropped"
+            if item.dropped
+            else "stubbed"
+        )
+        return [
+            f"context compacted before turn {item.turn} ({how}, {item.reason}): "
+            f"~{item.tokens_before:,} → ~{item.tokens_after:,} tokens"
+        ]
     if isinstance(item, BudgetRequest):
         unit = "tokens" if item.kind == "tokens" else ""
         return [

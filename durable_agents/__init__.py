@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from durable_agents.workflows.state import (
         ApprovalCondition,
         ApprovalPolicy,
+        ContextPolicy,
         ModelPrice,
         ModelSettings,
         RunState,
@@ -48,6 +49,7 @@ _EXPORTS = {
     "AgentsPlugin": "durable_agents.plugin",
     "ApprovalCondition": "durable_agents.workflows.state",
     "ApprovalPolicy": "durable_agents.workflows.state",
+    "ContextPolicy": "durable_agents.workflows.state",
     "DecisionRefused": "durable_agents.workflows.errors",
     "GuardrailContext": "durable_agents.activities.guardrail",
     "GuardrailResult": "durable_agents.workflows.payloads",
@@ -75,6 +77,7 @@ __all__ = [
     "AgentsPlugin",
     "ApprovalCondition",
     "ApprovalPolicy",
+    "ContextPolicy",
     "DecisionRefused",
     "GuardrailContext",
     "GuardrailResult",

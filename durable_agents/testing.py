@@ -8,6 +8,9 @@ Each request to `POST /v1/chat/completions` or `POST /v1/responses`
 is answered by the next scripted step, else by the responder, else with a loud
 HTTP 500. The same steps answer either API, in its own shape.
 
+With `context_window=N`, a request estimated (`request_tokens`) past N tokens is
+refused as OpenAI refuses one: HTTP 400, code `context_length_exceeded`.
+
 The Responses endpoint is stateless, as OpenAI's is with `store=False`: it keeps
 no response (a `previous_response_id` is refused), and a reasoning item sent back
 must be one it issued, with its encrypted content unchanged and followed by the
@@ -50,6 +53,7 @@ __all__ = [
     "Step",
     "echo_responder",
     "main",
+    "request_tokens",
 ]
 
 COMPLETIONS_PATH = "/v1/chat/completions"
@@ -129,9 +133,18 @@ class ScriptedModelServer:
     """
 
     def __init__(
-        self, responder: Responder | None = None, *, host: str = "127.0.0.1", port: int = 0
+        self,
+        responder: Responder | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        context_window: int | None = None,
     ) -> None:
         self.responder = responder
+        self.context_window = context_window
+        """Requests estimated past this many tokens are refused (None: no limit)."""
+        self.sizes: list[int] = []
+        """The estimated tokens (`request_tokens`) of every request answered, in order."""
         """Answers when the script is empty (None: answer HTTP 500 `EXHAUSTED`)."""
         self.requests: list[dict] = []
         """Every chat-completions request body received (parsed), in order."""
@@ -451,6 +464,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, message, "unsupported")
             return
         responses = endpoint == "responses"
+        size = request_tokens(body)
+        window = model.context_window
+        if window is not None and size > window:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {size} tokens. Please reduce the length of the messages."
+            )
+            model._failure(f"scripted model: {message}")
+            self._send_error(400, message, "context_length_exceeded")
+            return
+        with model._lock:
+            model.sizes.append(size)
         problem = (
             text_format_problem(body.get("text")) or model.input_problem(body)
             if responses
@@ -503,6 +528,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data if cut is None else data[:cut])
         if cut is not None:
             self.close_connection = True
+
+
+def request_tokens(body: dict) -> int:
+    """The tokens a request sends, as this server estimates them: about 4 characters a
+    token of its messages (or input), instructions and tools as JSON."""
+    sent = [body.get(k) for k in ("messages", "input", "instructions", "tools")]
+    return len(json.dumps([s for s in sent if s is not None])) // 4
 
 
 def response_format_problem(response_format: object) -> str | None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
-from durable_agents.activities.agent import Trust
+from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.workflows import search_attributes
 from openai import AsyncOpenAI
@@ -74,17 +74,19 @@ async def serving(
     task_queue: str | None = None,
     trust: Trust = WORKER_TRUST,
     prices: dict | None = None,
+    extra_agents: Sequence[Agent] = (),
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
     talking to `model_server`."""
     agents.CALLS.clear()
     task_queue = task_queue or f"test-{uuid.uuid4().hex[:8]}"
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
+    registry = AgentRegistry.from_modules(["tests.support.agents", "tests.support.priced_agents"])
+    for extra in extra_agents:
+        registry.add(extra)
     running = build_worker(
         client,
-        registry=AgentRegistry.from_modules(
-            ["tests.support.agents", "tests.support.priced_agents"]
-        ),
+        registry=registry,
         model_client=openai_client,
         task_queue=task_queue,
         trust=trust,

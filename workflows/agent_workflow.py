@@ -385,11 +385,13 @@ class AgentWorkflow:
                 metrics.finished(state.agent.name, state.status.value)
                 raise ApplicationError(error.message, error.details, type=error.type) from None
 
-    async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply:
-        """The model's reply; a call that failed for good fails the run."""
+    async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
+        """The model's reply; a call that failed for good fails the run, unless it was
+        longer than the model's window and the run compacts and calls again (None)."""
         reply = await activity_calls.call_model(state.agent, step.request)
         if isinstance(reply, ErrorInfo):
-            loop.fail(state, reply, now=workflow.now())
+            if loop.model_failed(state, reply, now=workflow.now()):
+                return None
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
             raise ApplicationError(

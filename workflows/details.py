@@ -7,7 +7,13 @@ import json
 import re
 
 from durable_agents.workflows import argument_view, decisions
-from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall, ToolResult
+from durable_agents.workflows.state import (
+    AssistantMessage,
+    Compaction,
+    RunState,
+    ToolCall,
+    ToolResult,
+)
 
 SHORT = 80
 """Widest text (arguments, tool result) in the current details before it is cut."""
@@ -53,6 +59,16 @@ def render(state: RunState) -> str:
         marker = " (error)" if result.is_error else ""
         tool = _code(_tool_of(state, result.call_id))
         lines += ["", f"**Last tool result** {tool}{marker}: {_code(_short(result.content))}"]
+    policy = state.agent.context_policy
+    made = [i for i in state.items if isinstance(i, Compaction)]
+    if policy is not None and made:
+        last = made[-1]
+        lines += [
+            "",
+            f"**Context** {_plural(len(made), 'compaction')} ({policy.strategy}), the latest "
+            f"before turn {last.turn}: ~{last.tokens_before:,} → ~{last.tokens_after:,} tokens "
+            f"of {policy.max_input_tokens:,}",
+        ]
     if state.queued_messages:
         lines += ["", f"**Queued user messages:** {len(state.queued_messages)}"]
     if state.error is not None:

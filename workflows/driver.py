@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from durable_agents.workflows import budget, guardrails, loop
+from durable_agents.workflows import budget, context, guardrails, loop
 from durable_agents.workflows.payloads import GuardrailVerdict, ModelReply, ToolOutcome
 from durable_agents.workflows.state import RunState, ToolCall
 
@@ -86,9 +86,20 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
         await io.before_step(state, step)
         if isinstance(step, loop.CallModel):
             reply = await io.call_model(state, step)
-            if reply is None:
-                return
+            if reply is None:  # failed (the run ends), or to be made again once compacted
+                if state.status.is_final:
+                    return
+                continue
             io.record_reply(state, reply)
+        elif isinstance(step, loop.Compact):
+            context.record(state, step.compaction, now=io.stamp())
+        elif isinstance(step, loop.Summarize):
+            summary = await io.call_model(state, loop.CallModel(step.request))
+            if summary is None:
+                if state.status.is_final:
+                    return
+                continue
+            context.record(state, step.compaction, now=io.stamp(), summary=summary)
         elif isinstance(step, loop.RunTools):
             outcomes = await io.run_tools(state, step.calls)
             loop.record_tool_outcomes(state, outcomes, now=io.stamp())

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from durable_agents.workflows import budget, decisions, guardrails, output, settings
+from durable_agents.workflows import budget, context, decisions, guardrails, output, settings
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -33,6 +33,7 @@ from durable_agents.workflows.state import (
     AgentSpec,
     AssistantMessage,
     BudgetRequest,
+    Compaction,
     ErrorInfo,
     ModelPrice,
     Pause,
@@ -80,6 +81,22 @@ class AskBudget:
 
 
 @dataclass(frozen=True)
+class Compact:
+    """Record a compaction that needs no model call (`context.record`)."""
+
+    compaction: Compaction
+
+
+@dataclass(frozen=True)
+class Summarize:
+    """Have the model summarize the older conversation (`request`), then record the
+    compaction with it."""
+
+    compaction: Compaction
+    request: ModelRequest
+
+
+@dataclass(frozen=True)
 class AwaitResume:
     """An operator paused the run: wait until it is resumed (or ended)."""
 
@@ -115,6 +132,8 @@ Step = (
     | CheckGuardrails
     | AskBudget
     | AwaitResume
+    | Compact
+    | Summarize
 )
 
 
@@ -234,6 +253,11 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
         if turns_since_user_message(state) >= state.max_turns:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
         request = model_request(state)
+        compaction = context.due(state, request)
+        if compaction is not None and compaction.strategy == "summarize":
+            return Summarize(compaction, context.summary_request(state, compaction, request))
+        if compaction is not None:
+            return Compact(compaction)
         over = budget.exceeded(state, request)
         if over is None:
             return CallModel(request)
@@ -273,7 +297,7 @@ def model_request(state: RunState) -> ModelRequest:
     return ModelRequest(
         model=spec.model,
         instructions=spec.instructions,
-        items=state.items,
+        items=context.view(state),
         tools=[
             ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
             for t in spec.tools
@@ -334,7 +358,7 @@ def status_for(step: Step) -> RunStatus:
 def may_continue_as_new(step: Step) -> bool:
     """Whether the run may switch to a new workflow run before performing `step`:
     never while a reply's tool calls are to be executed or once it has ended."""
-    return isinstance(step, CallModel | AwaitDecisions | AwaitInput | AwaitResume)
+    return isinstance(step, CallModel | AwaitDecisions | AwaitInput | AwaitResume | Summarize)
 
 
 # --- folding outcomes back in ------------------------------------------------------
@@ -482,6 +506,16 @@ def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
     state.updated_at = now
 
 
+def model_failed(state: RunState, error: ErrorInfo, *, now: datetime) -> bool:
+    """A model call failed for good: True if the run compacts and calls once more (the
+    provider found it longer than its window: `context.overflowed`), else it fails."""
+    if context.overflowed(state, error):
+        state.updated_at = now
+        return True
+    fail(state, error, now=now)
+    return False
+
+
 def fail(state: RunState, error: ErrorInfo, *, now: datetime) -> None:
     """Mark the run as failed, keeping why."""
     state.error = error
@@ -504,6 +538,12 @@ def status_view(state: RunState) -> StatusView:
         currency=state.agent.price.currency if state.agent.price is not None else None,
         paused=paused,
         current_agent=state.agent.name,
+        context_tokens=(
+            context.estimate(state, model_request(state))
+            if state.agent.context_policy is not None
+            else None
+        ),
+        compactions=len(context.compactions(state)),
     )
 
 

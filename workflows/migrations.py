@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.12 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.13 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -106,6 +106,12 @@ def _1_11_to_1_12(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.12"}
 
 
+def _1_12_to_1_13(data: dict[str, Any]) -> dict[str, Any]:
+    """1.13 added optional fields and an item type (context management): nothing to
+    convert. A 1.12 run sends the model everything."""
+    return {**data, "schema_version": "1.13"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -119,5 +125,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.9": _1_9_to_1_10,
     "1.10": _1_10_to_1_11,
     "1.11": _1_11_to_1_12,
+    "1.12": _1_12_to_1_13,
 }
 """Released version -> the step from it to the next version."""

@@ -215,6 +215,10 @@ class StatusView(_Answer):
     """An operator has the run paused (`status` says `paused` once nothing runs)."""
     current_agent: str = ""
     """The agent answering now (the run's agent; another after a handoff)."""
+    context_tokens: int | None = None
+    """The estimated input tokens of the next model call (runs with a context policy)."""
+    compactions: int = 0
+    """Compactions of what the model is sent, so far."""
 
 
 class PendingApproval(_Answer):

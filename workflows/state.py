@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.12"
+SCHEMA_VERSION = "1.13"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -59,7 +59,9 @@ and `ToolSpec.sensitive`.
 `RunState.cost_budget`.
 1.11 added budget extensions: `AgentSpec.on_budget` and `budget_approval`, the
 `BudgetRequest` item.
-1.12 added pause: `RunState.paused` and `pause_log`, the status `paused`."""
+1.12 added pause: `RunState.paused` and `pause_log`, the status `paused`.
+1.13 added context management: `AgentSpec.context_policy`, the `Compaction` item,
+`RunState.context_overflow`."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -261,6 +263,21 @@ class OutputSpec(_Model):
     whose one property `output` holds the value, and the output is that value."""
 
 
+class ContextPolicy(_Model):
+    """How much of a long conversation the model is sent (`workflows.context`): past
+    `max_input_tokens` (estimated) the run compacts what the model sees, never what
+    it keeps. Added in 1.13."""
+
+    max_input_tokens: int = Field(ge=256)
+    """The most input tokens a model call should send (below the model's window)."""
+    strategy: Literal["stub_tool_outputs", "summarize"] = "stub_tool_outputs"
+    """`stub_tool_outputs`: older tool results are sent as one-line stubs;
+    `summarize`: the conversation before the recent turns is sent as a summary the
+    model writes of it (a model call of its own)."""
+    keep_recent_turns: int = Field(4, ge=1, le=1_000)
+    """Replies (with their tool results) always sent as they are."""
+
+
 ModelAPIName = Literal["chat_completions", "responses"]
 """The provider APIs a model call can speak (`activities.model_api`)."""
 
@@ -328,6 +345,9 @@ class AgentSpec(_Model):
     budget_approval: ApprovalPolicy = ApprovalPolicy()
     """Who may extend a budget, signed or not, and how long a request waits (its
     `limits` cap the budget an approver may set). Added in 1.11."""
+    context_policy: ContextPolicy | None = None
+    """How the conversation is cut to the model's window (`Agent(context=...)`);
+    None: all of it is sent. Added in 1.13."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -582,12 +602,45 @@ class BudgetRequest(_Model):
     at: AwareDatetime
 
 
+class Compaction(_Model):
+    """What the model is sent instead of older items from here on (`workflows.context`):
+    the run keeps every item; this records what was replaced by what. Added in 1.13."""
+
+    type: Literal["compaction"] = "compaction"
+    turn: int = Field(ge=1)
+    """The model call it was made for."""
+    strategy: Literal["stub_tool_outputs", "summarize"]
+    reason: Literal["window", "context_length_exceeded"]
+    """The estimate passed the policy's window, or the provider refused the request."""
+    up_to: int = Field(ge=0)
+    """Items before this index are what it covers."""
+    stubbed: list[str] = []
+    """Call ids whose results the model is sent as a stub."""
+    summary: str | None = None
+    """The model's summary of the items before `up_to` (summarize)."""
+    dropped: bool = False
+    """The items before `up_to` are not sent at all (stub_tool_outputs, when stubs
+    were not enough): a line says how many there were."""
+    tokens_before: int = Field(ge=0)
+    tokens_after: int = Field(ge=0)
+    """Estimated input tokens of the call without and with it."""
+    usage: Usage | None = None
+    """What writing the summary used."""
+    at: AwareDatetime
+
+
 BUDGET_TOOL = "extend_budget"
 """The name a budget request goes by where pending calls are listed."""
 
 
 Item = Annotated[
-    UserMessage | AssistantMessage | ToolResult | Decision | GuardrailCheck | BudgetRequest,
+    UserMessage
+    | AssistantMessage
+    | ToolResult
+    | Decision
+    | GuardrailCheck
+    | BudgetRequest
+    | Compaction,
     Field(discriminator="type"),
 ]
 
@@ -648,7 +701,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.12"] = "1.12"
+    schema_version: Literal["1.13"] = "1.13"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -712,6 +765,9 @@ class RunState(_Model):
     the resume says otherwise). Added in 1.12."""
     pause_log: list[PauseEvent] = Field([], max_length=PAUSES_KEPT)
     """Who paused and resumed the run, and when: the newest `PAUSES_KEPT`. Added in 1.12."""
+    context_overflow: int | None = Field(None, ge=1)
+    """The model call the provider refused as longer than its window: it is made again
+    once, after a compaction. Added in 1.13."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -96,6 +96,12 @@ class _Walk:
             self.answered.add(item.call_id)
         elif item.type == "decision":
             return self._decision(path, index, item)
+        elif item.type == "compaction":
+            if item.up_to > index:
+                return f"{path}.up_to", f"a compaction covers items up to {item.up_to}, past itself"
+            unknown = [c for c in item.stubbed if c not in self.known]
+            if unknown:
+                return f"{path}.stubbed", f"stubs tool call {unknown[0]!r}, which no reply proposed"
         elif item.type == "budget_request":
             if item.call_id in self.budgets or item.call_id in self.proposed_at:
                 return f"{path}.call_id", f"a second call or request with id {item.call_id!r}"

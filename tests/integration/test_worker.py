@@ -195,8 +195,9 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
         served = (
-            b"serving agents asker, assistant, concierge, custodian, decider, frugal, guarded, "
-            b"marathon, sleepy, support, tally, thinker, treasurer, tuned on task queue"
+            b"serving agents asker, assistant, concierge, custodian, decider, digester, forgetful, "
+            b"frugal, guarded, marathon, sleepy, support, tally, thinker, treasurer, tuned "
+            b"on task queue"
         )
         assert served in line, line
         handle = await env.client.start_workflow(

@@ -14,6 +14,7 @@ from durable_agents import (
     Agent,
     ApprovalCondition,
     ApprovalPolicy,
+    ContextPolicy,
     GuardrailContext,
     GuardrailResult,
     ModelSettings,
@@ -311,3 +312,18 @@ asker = dataclasses.replace(
 )
 """At its budget of 600 tokens, asks ann or alice to extend it (to 5,000 at most; a
 request waits 20 s, then counts as rejected)."""
+
+forgetful = dataclasses.replace(
+    assistant,
+    name="forgetful",
+    max_turns=10,
+    context=ContextPolicy(max_input_tokens=2_500, keep_recent_turns=2),
+)
+"""Sends the model at most about 2,500 tokens: older tool outputs become stubs."""
+
+digester = dataclasses.replace(
+    forgetful,
+    name="digester",
+    context=ContextPolicy(max_input_tokens=2_500, strategy="summarize", keep_recent_turns=2),
+)
+"""The same window, the older turns summarized by the model."""

@@ -353,6 +353,32 @@ SCENARIOS = {
             ("paused", contract.SIGNAL_RESUME, ResumeSignal(by="oncall")),
         ],
     ),
+    # v20: context management: after three big tool outputs the next call would pass the
+    # window: older outputs are stubbed (forgetful), or the older turns summarized by a
+    # model call of its own (digester).
+    "context_stub_v20": (
+        "forgetful",
+        False,
+        [
+            Reply(tool_calls=(Call("blob", {"size": 2400}, "b1"),), usage=(700, 10)),
+            Reply(tool_calls=(Call("blob", {"size": 2400}, "b2"),), usage=(1400, 10)),
+            Reply(tool_calls=(Call("blob", {"size": 2400}, "b3"),), usage=(2100, 10)),
+            Reply(content="done", usage=(1500, 5)),
+        ],
+        [],
+    ),
+    "context_summary_v20": (
+        "digester",
+        False,
+        [
+            Reply(tool_calls=(Call("blob", {"size": 2400}, "b1"),), usage=(700, 10)),
+            Reply(tool_calls=(Call("blob", {"size": 2400}, "b2"),), usage=(1400, 10)),
+            Reply(tool_calls=(Call("blob", {"size": 2400}, "b3"),), usage=(2100, 10)),
+            Reply(content="The user asked for blobs; three were read.", usage=(900, 12)),
+            Reply(content="done", usage=(1200, 5)),
+        ],
+        [],
+    ),
     # v12: an int output that never validates (no retries): the run ends output_invalid.
     "output_invalid_v12": ("tally", False, [Reply(content="forty-two")], []),
     # v2: both workflow runs of a session that continues as new with an approval

@@ -22,6 +22,8 @@ from durable_agents.workflows.state import (
     ApproverKey,
     AssistantMessage,
     BudgetRequest,
+    Compaction,
+    ContextPolicy,
     Decision,
     DecisionAttempt,
     ErrorInfo,
@@ -555,6 +557,45 @@ def _golden_1_12() -> RunState:
     return state
 
 
+def _golden_1_13() -> RunState:
+    """1.12's, with what 1.13 added: a context policy, a compaction that stubbed a tool
+    output and one that summarized the first turns, and a call the provider refused as
+    too long."""
+    state = _golden_1_12()
+    state.agent.context_policy = ContextPolicy(
+        max_input_tokens=8_000, strategy="summarize", keep_recent_turns=1
+    )
+    results = [i for i in state.items if isinstance(i, ToolResult)]
+    replies = [n for n, i in enumerate(state.items) if isinstance(i, AssistantMessage)]
+    state.items.append(
+        Compaction(
+            turn=state.turn + 1,
+            strategy="stub_tool_outputs",
+            reason="window",
+            up_to=replies[-1],
+            stubbed=[results[0].call_id],
+            tokens_before=9_100,
+            tokens_after=6_200,
+            at=at(105),
+        )
+    )
+    state.items.append(
+        Compaction(
+            turn=state.turn + 1,
+            strategy="summarize",
+            reason="context_length_exceeded",
+            up_to=replies[-1],
+            summary="The user asked for a refund of order A12; it was looked up and approved.",
+            tokens_before=6_200,
+            tokens_after=900,
+            usage=Usage(model_calls=1, input_tokens=5_000, output_tokens=40, total_tokens=5_040),
+            at=at(106),
+        )
+    )
+    state.context_overflow = state.turn + 1
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -569,6 +610,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.10": _golden_1_10,
     "1.11": _golden_1_11,
     "1.12": _golden_1_12,
+    "1.13": _golden_1_13,
 }
 
 

@@ -113,7 +113,7 @@ REFUSALS = [
         lambda: edited(set_at("items.2.type", "handoff")),
         "invalid snapshot at $.items[2]: unknown item type 'handoff' "
         "(expected 'user_message', 'assistant_message', 'tool_result', 'decision', "
-        "'guardrail_check', 'budget_request')",
+        "'guardrail_check', 'budget_request', 'compaction')",
         "unknown-item-type",
     ),
     case(

@@ -86,6 +86,7 @@ def test_golden_fixture_covers_every_item_type_and_decision_record():
         "decision",
         "guardrail_check",
         "budget_request",
+        "compaction",
     }
     made = [i for i in state.items if isinstance(i, Decision)]
     assert {d.via for d in made} == {"update", "rule", "signal", "timeout"}
@@ -226,6 +227,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.9": MIGRATIONS["1.9"],
         "1.10": MIGRATIONS["1.10"],
         "1.11": MIGRATIONS["1.11"],
+        "1.12": MIGRATIONS["1.12"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

@@ -104,6 +104,8 @@ def test_registry_loads_every_agent_of_a_module():
         "concierge",
         "custodian",
         "decider",
+        "digester",
+        "forgetful",
         "frugal",
         "guarded",
         "marathon",
