@@ -217,17 +217,15 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         why = f": {_cut(item.reason)}" if item.reason else ""
         return [f"{item.kind} guardrail {safe(item.name)} {verdict}{why}"]
     if isinstance(item, Compaction):
-        how = (
-            "summarized"
-            if item.summary is not None
-            else "stubbed and dropped"
-            if item.dropped
-            else "stubbed"
-        )
-        return [
+        how = "outputs stubbed, older turns left out" if item.dropped else "outputs stubbed"
+        how = "summarized" if item.summary is not None else how
+        lines = [
             f"context compacted before turn {item.turn} ({how}, {item.reason}): "
             f"~{item.tokens_before:,} → ~{item.tokens_after:,} tokens"
         ]
+        if item.summary is not None:
+            lines.append(f"  notes: {_cut(item.summary, 200)}")
+        return lines
     if isinstance(item, BudgetRequest):
         unit = "tokens" if item.kind == "tokens" else ""
         return [

@@ -141,11 +141,11 @@ class ScriptedModelServer:
         context_window: int | None = None,
     ) -> None:
         self.responder = responder
+        """Answers when the script is empty (None: answer HTTP 500 `EXHAUSTED`)."""
         self.context_window = context_window
         """Requests estimated past this many tokens are refused (None: no limit)."""
         self.sizes: list[int] = []
         """The estimated tokens (`request_tokens`) of every request answered, in order."""
-        """Answers when the script is empty (None: answer HTTP 500 `EXHAUSTED`)."""
         self.requests: list[dict] = []
         """Every chat-completions request body received (parsed), in order."""
         self.headers: list[dict[str, str]] = []

@@ -196,6 +196,7 @@ def resume(
             state.error = None
         elif state.status is RunStatus.OUTPUT_INVALID:
             output.reopen(state)
+        state.context_overflow = None  # a resumed call gets its second attempt again
         for call in _unresolved_calls(state, last_reply(state)):
             if call.idempotency_key is None:
                 call.idempotency_key = idempotency_key(snapshot, call.call_id)
@@ -254,13 +255,14 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
         request = model_request(state)
         compaction = context.due(state, request)
-        if compaction is not None and compaction.strategy == "summarize":
-            return Summarize(compaction, context.summary_request(state, compaction, request))
-        if compaction is not None:
+        if compaction is not None and compaction.strategy == "stub_tool_outputs":
             return Compact(compaction)
-        over = budget.exceeded(state, request)
+        step: CallModel | Summarize = CallModel(request)
+        if compaction is not None:  # the notes are a model call: held to the budgets too
+            step = Summarize(compaction, context.summary_request(state, compaction, request))
+        over = budget.exceeded(state, step.request)
         if over is None:
-            return CallModel(request)
+            return step
         if state.agent.on_budget == "ask" and not budget.refused(state):
             asked = budget.open_request(state)
             if asked is not None:
@@ -283,7 +285,7 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
 def awaiting_model(state: RunState) -> bool:
     """True while the next step is a model call (its reply may propose new calls), paused
     or not: a decision for a call not proposed yet is held either way."""
-    return isinstance(next_step(state, honour_pause=False), CallModel)
+    return isinstance(next_step(state, honour_pause=False), CallModel | Compact | Summarize)
 
 
 def priced(usage: Usage, price: ModelPrice) -> Usage:
@@ -509,7 +511,7 @@ def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
 def model_failed(state: RunState, error: ErrorInfo, *, now: datetime) -> bool:
     """A model call failed for good: True if the run compacts and calls once more (the
     provider found it longer than its window: `context.overflowed`), else it fails."""
-    if context.overflowed(state, error):
+    if context.overflowed(state, error, model_request(state)):
         state.updated_at = now
         return True
     fail(state, error, now=now)

@@ -410,6 +410,8 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     forked.usage = Usage()
     forked.origin = RunOrigin(run_id=state.run_id, turn=at_turn, mode="fork")
     forked.paused = None  # a fork is a new run from an earlier turn: not the source's pause
+    if forked.context_overflow != at_turn + 1:  # a refusal of a later call of the source
+        forked.context_overflow = None
     if cut < len(state.items):
         # Signals and messages the source received after the cut belong to its later turns.
         after = state.items[cut].at  # type: ignore[union-attr]  # the first reply cut

@@ -49,6 +49,8 @@ def first_problem(state: RunState) -> Problem | None:
             return problem
     if state.turn != walk.replies:
         return "$.turn", f"turn is {state.turn} but the items hold {walk.replies} model replies"
+    if state.context_overflow is not None and state.context_overflow > state.turn + 1:
+        return "$.context_overflow", f"a refused call {state.context_overflow} not yet made"
     unanswered = [c for c in walk.window if c not in walk.answered]
     if unanswered and state.status.value in _ALL_ANSWERED:
         return (
@@ -76,6 +78,8 @@ class _Walk:
     """Call ids with a result since the latest reply."""
     rules: set[tuple[str, str, str]] = field(default_factory=set)
     """(tool, decision, approver) of each `always` decision so far."""
+    reply_at: set[int] = field(default_factory=set)
+    """Indexes of the replies so far (where a compaction may cut)."""
     budgets: dict[str, list[Decision]] = field(default_factory=dict)
     """Budget request id -> its decisions."""
 
@@ -83,6 +87,7 @@ class _Walk:
         path = f"$.items[{index}]"
         if item.type == "assistant_message":
             self.replies += 1
+            self.reply_at.add(index)
             if item.turn != self.replies:
                 return f"{path}.turn", f"reply of turn {item.turn}, expected {self.replies}"
             self.window, self.decided, self.answered = {}, {}, set()
@@ -99,6 +104,10 @@ class _Walk:
         elif item.type == "compaction":
             if item.up_to > index:
                 return f"{path}.up_to", f"a compaction covers items up to {item.up_to}, past itself"
+            if item.up_to and item.up_to not in self.reply_at:
+                return f"{path}.up_to", "a compaction must cut the conversation at a reply"
+            if item.turn > self.replies + 1:
+                return f"{path}.turn", f"a compaction for call {item.turn} after {self.replies}"
             unknown = [c for c in item.stubbed if c not in self.known]
             if unknown:
                 return f"{path}.stubbed", f"stubs tool call {unknown[0]!r}, which no reply proposed"
