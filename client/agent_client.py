@@ -337,6 +337,7 @@ class AgentClient:
         run_id: str | None = None,
         key: bytes | None = None,
         unpause: bool = False,
+        context: JsonValue = None,
     ) -> AgentRun:
         """Start a new run that continues `snapshot` exactly where it was; returns it.
 
@@ -350,7 +351,12 @@ class AgentClient:
         whose workers must serve the snapshot's agent tools. `run_id` may be the
         snapshot's own (e.g. on another server, or after the source ended): that
         is a resume too. A fork made with `client.snapshots.fork` starts as that fork.
-        A snapshot of a paused run resumes paused, unless `unpause`.
+        A snapshot of a paused run resumes paused, unless `unpause`. `context` is laid
+        over the snapshot's tool context (two objects merge key by key, the new value
+        winning; otherwise it replaces it), and then decisions the snapshot carries
+        on calls not yet run are asked again, since they were given under the old one.
+        A snapshot of a run that ended (completed, ...) resumes ended: its result, with
+        nothing run again.
         """
         state = snapshots.loads(snapshot, key=key)
         origin = state.origin
@@ -359,7 +365,9 @@ class AgentClient:
         else:
             summary = f"resume of {state.run_id}"
         document = snapshots.signed_document(snapshot)
-        started = await self._start_from(state, run_id, summary, document=document, unpause=unpause)
+        started = await self._start_from(
+            state, run_id, summary, document=document, unpause=unpause, context=context
+        )
         return self.run(started)
 
     async def fork(
@@ -390,12 +398,14 @@ class AgentClient:
         *,
         document: dict[str, object] | None = None,
         unpause: bool = False,
+        context: JsonValue = None,
     ) -> str:
         # The workflow ignores `input` when `resume_from` is set: the state carries it all.
         agent_input = AgentInput(
             agent=state.agent.name, input="", session=state.session, resume_from=state
         )
         agent_input.unpause = unpause  # sent only when set (see `_start`)
+        agent_input.context = context
         return await self._start(agent_input, run_id, summary, document=document)
 
     async def _start(

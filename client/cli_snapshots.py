@@ -42,7 +42,11 @@ async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
-    run_id = (await agents.resume(args.snapshot, run_id=args.id, unpause=args.unpause)).id
+    # args.context is parsed already (client.cli._run), before connecting
+    resumed = await agents.resume(
+        args.snapshot, run_id=args.id, unpause=args.unpause, context=args.context
+    )
+    run_id = resumed.id
     return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
 
 
@@ -94,6 +98,12 @@ def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], 
     resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")
     resume.add_argument(
         "--unpause", action="store_true", help="a snapshot of a paused run resumes unpaused"
+    )
+    resume.add_argument(
+        "--context",
+        metavar="JSON",
+        help="tool context laid over the snapshot's (objects merge key by key, this one "
+        "winning); the snapshot's decisions on calls not yet run are asked again",
     )
     fork = command("fork", _fork, "start a new run from a snapshot as it was at turn N")
     fork.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")

@@ -185,6 +185,11 @@ class AgentWorkflow:
                 )
             if agent_input.unpause:
                 state.paused = None
+            overlay = agent_input.context
+            if overlay is not None and workflow.patched(patches.PATCH_CONTEXT_OVERLAY):
+                state.context = loop.overlay_context(state.context, overlay)
+                # Decisions were given under the snapshot's context: ask them again.
+                verified = None
             try:
                 state = resume_trust.reground(state, spec, now=workflow.now(), verified_by=verified)
             except ValueError as err:

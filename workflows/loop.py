@@ -508,6 +508,18 @@ def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
     state.updated_at = now
 
 
+def overlay_context(base: JsonValue, overlay: JsonValue) -> JsonValue:
+    """A resumed run's tool context: `overlay` laid over the snapshot's `base`. Two
+    objects merge key by key (the overlay's value wins, nested objects merged the same
+    way); anything else is replaced by the overlay."""
+    if isinstance(base, dict) and isinstance(overlay, dict):
+        merged = dict(base)
+        for key, value in overlay.items():
+            merged[key] = overlay_context(base.get(key), value) if key in base else value
+        return merged
+    return overlay
+
+
 def model_failed(state: RunState, error: ErrorInfo, *, now: datetime) -> bool:
     """A model call failed for good: True if the run compacts and calls once more (the
     provider found it longer than its window: `context.overflowed`), else it fails."""

@@ -67,6 +67,9 @@ Schema; a final reply that does not match goes back to the model with the error
 (`output_retries`), then the run ends `output_invalid`."""
 PATCH_TOTAL_TOKENS = "total-tokens-attribute"
 """The run keeps the `AgentTotalTokens` search attribute current (schema 1.8)."""
+PATCH_CONTEXT_OVERLAY = "resume-context-overlay"
+"""A resume's start input `context` is laid over the snapshot's tool context; before,
+it was ignored."""
 PATCH_PAUSE = "pause-resume"
 """The `pause` and `resume` signals and updates pause a run (schema 1.12); before,
 they were unknown signals, refused."""

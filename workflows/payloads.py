@@ -56,7 +56,8 @@ class AgentInput(_Payload):
     input: str
     """The user's first message."""
     context: JsonValue = None
-    """JSON handed to every tool call (never to the model)."""
+    """JSON handed to every tool call (never to the model). With `resume_from`: laid
+    over the snapshot's (`loop.overlay_context`)."""
     max_turns: int | None = Field(None, ge=1)
     """Overrides the agent's own limit of model calls."""
     session: bool = False

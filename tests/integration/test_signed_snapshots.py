@@ -177,3 +177,52 @@ async def test_a_signature_that_fails_inside_a_strict_sandbox_does_not_kill_the_
         async with asyncio.timeout(30):
             assert (await resumed.result()).status is RunStatus.COMPLETED
     await model.close()
+
+
+async def test_a_context_overlay_merges_and_asks_the_snapshots_decisions_again(
+    worker, model_server
+):
+    state = await approved_not_run(worker, model_server)
+    state.context = {"tenant": "acme", "limits": {"max": 5, "currency": "EUR"}}
+    text = snapshot.dumps(state, signer=OPS.sign_snapshot)  # verifies: its decision counts
+    client = AgentClient(worker.client, task_queue=worker.task_queue)
+    overlay = {"limits": {"max": 10}, "user": "u2"}
+    resumed = await client.resume(text, context=overlay)
+    await wait_for_status(
+        worker.client.get_workflow_handle(resumed.id), RunStatus.AWAITING_APPROVAL
+    )
+    after = await resumed.state()
+    assert after.context == {
+        "tenant": "acme",
+        "limits": {"max": 10, "currency": "EUR"},
+        "user": "u2",
+    }
+    # The approval was given under the old context: it is asked again, not run.
+    assert after.origin is not None and after.origin.verified_by is None
+    assert after.refused_decisions[-1].via == "snapshot" and agents.CALLS == []
+    await client.approve(resumed.id, "call_email", approver="ann")
+    async with asyncio.timeout(30):
+        assert (await resumed.result()).final_output == "sent"
+
+
+async def test_a_snapshot_of_a_completed_run_resumes_to_its_result_running_nothing(
+    worker, model_server
+):
+    model_server.script(Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)), Reply("3"))
+    client = AgentClient(worker.client, task_queue=worker.task_queue)
+    source = await client.start("assistant", "add")
+    async with asyncio.timeout(30):
+        await source.result()
+    calls, requests = list(agents.CALLS), len(model_server.requests)
+    resumed = await client.resume(await client.export(source.id))
+    async with asyncio.timeout(30):
+        result = await resumed.result()
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "3")
+    assert agents.CALLS == calls and len(model_server.requests) == requests  # nothing ran
+    events = await worker.client.get_workflow_handle(resumed.id).fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == ["describe_agent"]  # the worker's agent, and nothing else

@@ -406,7 +406,18 @@ SETTINGS = {"model_settings_v13": ModelSettings(temperature=0.0)}
 BUDGETS = {"token_budget_v15": 600}
 """Scenarios started with a token budget of their own."""
 
+OVERLAYS = {"resume_context_overlay_v21": {"limits": {"max": 10}, "user": "u2"}}
+"""Resumed scenarios started with a context laid over the snapshot's."""
+SOURCE_CONTEXT = {"resume_context_overlay_v21": {"tenant": "acme", "limits": {"max": 5}}}
+"""Their sources' tool context."""
+
 RESUMED = {
+    # v21: a resume with a context overlay (resume-context-overlay): merged over the
+    # snapshot's; the pending call is approved anew in the new run.
+    "resume_context_overlay_v21": (
+        [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")],
+        DecisionSignal(call_id="c1", approver="ann"),
+    ),
     # v9: a run resumed from a forged snapshot (verified-resume): its approval of c1
     # and its `always` rule are dropped, the spec comes from the worker; approved anew.
     "verified_resume_v9": (
@@ -511,7 +522,7 @@ async def record_resumed(client: Client, name: str, script: list, decision) -> N
     async with _serving(client, name, script) as task_queue:
         source = await client.start_workflow(
             contract.WORKFLOW_TYPE,
-            AgentInput(agent="assistant", input="go"),
+            AgentInput(agent="assistant", input="go", context=SOURCE_CONTEXT.get(name)),
             id=f"history-{name}-source",
             task_queue=task_queue,
         )
@@ -523,7 +534,9 @@ async def record_resumed(client: Client, name: str, script: list, decision) -> N
             snapshot = forged(snapshot)
         handle = await client.start_workflow(
             contract.WORKFLOW_TYPE,
-            AgentInput(agent="assistant", input="", resume_from=snapshot),
+            AgentInput(
+                agent="assistant", input="", resume_from=snapshot, context=OVERLAYS.get(name)
+            ),
             id=f"history-{name}",
             task_queue=task_queue,
         )

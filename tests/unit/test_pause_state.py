@@ -76,3 +76,17 @@ def test_a_fork_does_not_inherit_the_sources_pause():
     state.paused = Pause(by="ops", at=T0)
     forked = snapshot.fork(state, at_turn=1, new_input="again")
     assert forked.paused is None and state.paused is not None
+
+
+def test_a_context_overlay_merges_objects_key_by_key_and_replaces_the_rest():
+    base = {"tenant": "acme", "limits": {"max": 5, "currency": "EUR"}, "tags": ["a"]}
+    overlay = {"limits": {"max": 10}, "tags": ["b"], "user": "u2"}
+    assert loop.overlay_context(base, overlay) == {
+        "tenant": "acme",
+        "limits": {"max": 10, "currency": "EUR"},
+        "tags": ["b"],
+        "user": "u2",
+    }
+    assert loop.overlay_context({"a": 1}, [1, 2]) == [1, 2]
+    assert loop.overlay_context(None, {"a": 1}) == {"a": 1}
+    assert loop.overlay_context({"a": {"b": 1}}, {"a": None}) == {"a": None}
