@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import TextIO
 
 from durable_agents.client import render
@@ -16,6 +19,9 @@ from durable_agents.client.errors import AgentClientError, RunFailed
 from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
 from durable_agents.workflows.state import RunStatus
 from pydantic import TypeAdapter
+
+from durable_agents.dataplane.payload_store import PayloadStoreError, default_directory
+from durable_agents.dataplane.store_gc import DEFAULT_OLDER_THAN, collect_garbage
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -97,6 +103,60 @@ async def setup(args: argparse.Namespace, agents: AgentClient) -> str:
     return "\n".join(lines)
 
 
+async def store(args: argparse.Namespace, agents: AgentClient) -> str:
+    """`agentctl store gc`: payload-store retention (`dataplane.store_gc`)."""
+    directory = store_directory(os.environ)
+    try:
+        report = await collect_garbage(
+            agents.client, directory, older_than=args.older_than, dry_run=args.dry_run
+        )
+    except PayloadStoreError as err:
+        raise AgentClientError(err.message) from err
+    if args.json:
+        return json.dumps(dataclasses.asdict(report), indent=2)
+    verb = "would remove" if report.dry_run else "removed"
+    lines = [
+        f"payload store {report.directory}: {report.runs_scanned} runs read, "
+        f"{report.referenced_manifests} stored payloads referenced",
+        f"  {verb} {report.removed_blobs} blobs ({report.removed_bytes:,} bytes)",
+        f"  kept {report.kept_blobs} blobs in use ({report.kept_bytes:,} bytes) and "
+        f"{report.young_blobs} younger than {args.older_than} ({report.young_bytes:,} bytes)",
+    ]
+    if report.missing_manifests:
+        lines.append(
+            f"  {len(report.missing_manifests)} referenced payloads are missing already: "
+            + ", ".join(d[:12] for d in report.missing_manifests[:5])
+        )
+    return "\n".join(lines)
+
+
+def store_directory(env: Mapping[str, str]) -> Path:
+    """The directory store `AGENT_PAYLOAD_STORE` names (or the default one)."""
+    where = env.get("AGENT_PAYLOAD_STORE", "").strip()
+    if where == "off":
+        raise AgentClientError("AGENT_PAYLOAD_STORE=off: there is no payload store to collect")
+    if where.startswith("s3://"):
+        raise AgentClientError(
+            "store gc collects a directory store; an s3:// store is not collected yet"
+        )
+    return Path(where) if where else default_directory(env)
+
+
+def duration(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `45s` or plain seconds, not negative."""
+    units = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration: {text!r} (e.g. 30d, 12h, 90m)"
+        ) from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid duration: {text!r}")
+    return timedelta(seconds=value * units[unit])
+
+
 def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     """Register the operator commands with agentctl's `command(name, fn, help)`."""
     statuses = [s.value for s in RunStatus]
@@ -128,6 +188,19 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     stop.add_argument("--reason", default="cancelled with agentctl", metavar="R")
     stop.add_argument("--wait", action="store_true", help="wait until the run has ended")
     command("setup", setup, "register the contract's search attributes on the namespace")
+    kept = command("store", store, "payload-store maintenance: `store gc` removes unused blobs")
+    kept.add_argument("action", choices=["gc"], metavar="gc")
+    kept.add_argument(
+        "--older-than",
+        type=duration,
+        default=DEFAULT_OLDER_THAN,
+        metavar="DURATION",
+        help="remove only blobs not written or re-used for this long (default 1d; 30d, 12h, "
+        "90m, 45s)",
+    )
+    kept.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed; remove nothing"
+    )
 
 
 def _positive_int(text: str) -> int:

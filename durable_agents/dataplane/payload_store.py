@@ -98,6 +98,9 @@ class LocalDirectoryDriver(StorageDriver):
         if not path.exists() or path.stat().st_size != len(blob):
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomically(path, blob)
+        else:  # re-used: fresh again for the store's garbage collection (`store_gc`)
+            with contextlib.suppress(FileNotFoundError):
+                os.utime(path)
         return digest
 
     def _get(self, digest: str) -> bytes:

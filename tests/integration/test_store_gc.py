@@ -1,0 +1,151 @@
+"""Payload-store retention against the real dev server, a real worker and a directory
+store of the test's own: `store gc` between every step of a long session (with
+continue-as-new) removes nothing the run needs (it completes, replays and resumes),
+removes orphans and what a deleted run alone used, keeps young blobs, and reports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.payloads import AgentResult
+from durable_agents.workflows.state import RunStatus
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from durable_agents import AgentClient
+from durable_agents.dataplane.codec import data_converter
+from durable_agents.dataplane.payload_store import external_storage
+from durable_agents.dataplane.store_gc import collect_garbage, references
+from durable_agents.testing import Call, Reply
+from tests.conftest import serving
+from tests.support.cli_support import agentctl
+from tests.support.ops_support import fresh_namespace
+from tests.support.runs import wait_for_status
+
+BIG = 40_000
+"""Characters of each tool output: every one goes to the store."""
+
+
+async def store_client(env, store: Path) -> Client:
+    """A client (and so a worker) on a namespace of its own, storing payloads in `store`."""
+    bare = await fresh_namespace(env)
+    await AgentClient(bare).setup_search_attributes()
+    storage = external_storage({"AGENT_PAYLOAD_STORE": str(store)})
+    return await Client.connect(
+        env.client.service_client.config.target_host,
+        namespace=bare.namespace,
+        data_converter=data_converter(None, storage),
+    )
+
+
+def blobs(store: Path) -> set[str]:
+    return {p.name for p in store.glob("*/*") if not p.name.startswith(".")}
+
+
+async def test_gc_between_every_step_loses_nothing_a_run_needs(env, model_server, tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    client = await store_client(env, store)
+    exchanges = 4
+    for n in range(exchanges):
+        model_server.script(
+            Reply(tool_calls=(Call("blob", {"size": BIG + n}, f"b{n}"),)), Reply(f"read {n}")
+        )
+    model_server.script(Reply("resumed and done"))
+    async with serving(client, model_server) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        run = await agents.start("concierge", "read", session=True)  # a new run every 2 calls
+        handle = worker.client.get_workflow_handle(run.id, result_type=AgentResult)
+        for n in range(1, exchanges + 1):
+            await wait_for_status(handle, RunStatus.AWAITING_INPUT, timeout=30)
+            report = await collect_garbage(worker.client, store, older_than=timedelta(0))
+            assert report.runs_scanned >= 1 and report.kept_blobs > 0
+            assert report.missing_manifests == []
+            if n < exchanges:
+                await agents.message(run.id, f"more {n}")
+        snapshot_text = await agents.export(run.id)
+        await agents.end_session(run.id)
+        async with asyncio.timeout(30):
+            assert (await handle.result()).status is RunStatus.COMPLETED
+        report = await collect_garbage(worker.client, store, older_than=timedelta(0))
+        assert report.missing_manifests == [] and report.kept_blobs > 0
+        # Every workflow run of the chain replays from its history and the store.
+        executions = [e async for e in worker.client.list_workflows(f'WorkflowId = "{run.id}"')]
+        assert len(executions) >= 2  # it continued as new
+        replayer = Replayer(workflows=[AgentWorkflow], data_converter=client.data_converter)
+        for execution in executions:
+            history = await worker.client.get_workflow_handle(
+                run.id, run_id=execution.run_id
+            ).fetch_history()
+            await replayer.replay_workflow(history)
+        resumed = await agents.resume(snapshot_text)
+        await wait_for_status(
+            worker.client.get_workflow_handle(resumed.id), RunStatus.AWAITING_INPUT, timeout=30
+        )
+        state = await agents.state(resumed.id)
+        assert [len(r.content) for r in state.items if r.type == "tool_result"] == [
+            BIG + n for n in range(exchanges)
+        ]
+        await agents.cancel(resumed.id)
+
+
+async def test_orphans_go_young_blobs_stay_and_a_dry_run_removes_nothing(
+    env, model_server, tmp_path
+):
+    store = tmp_path / "store"
+    for name, age in (("a" * 64, 3 * 86_400), ("b" * 64, 60)):
+        path = store / name[:2] / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"orphan")
+        os.utime(path, (time.time() - age, time.time() - age))
+    client = await store_client(env, store)
+    dry = await collect_garbage(client, store, older_than=timedelta(days=1), dry_run=True)
+    assert (dry.removed_blobs, dry.young_blobs) == (1, 1) and blobs(store) == {"a" * 64, "b" * 64}
+    done = await collect_garbage(client, store, older_than=timedelta(days=1))
+    assert (done.removed_blobs, done.removed_bytes) == (1, 6) and blobs(store) == {"b" * 64}
+
+
+async def test_what_no_run_refers_to_goes_and_agentctl_reports_it(
+    env, model_server, tmp_path, monkeypatch
+):
+    store = tmp_path / "store"
+    store.mkdir()
+    client = await store_client(env, store)
+    model_server.script(Reply(tool_calls=(Call("blob", {"size": BIG}, "b1"),)), Reply("one"))
+    async with serving(client, model_server) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        run = await agents.start("assistant", "one")
+        async with asyncio.timeout(30):
+            await run.result()
+        used = set()
+        async for event in worker.client.get_workflow_handle(run.id).fetch_history_events():
+            used.update(references(event))
+        assert used and used <= blobs(store)  # its tool output went to the store
+        monkeypatch.setenv("AGENT_PAYLOAD_STORE", str(store))
+        own = ("--address", worker.address, "--namespace", worker.namespace)
+        kept = await agentctl("store", "gc", "--older-than", "0s", "--json", connection=own)
+        assert kept.code == 0, kept.stderr
+        assert kept.json()["removed_blobs"] == 0 and used <= blobs(store)
+    # Seen from a namespace with no runs, nothing in the store is needed: a dry run
+    # says so and removes nothing; the real one removes it all.
+    other = await fresh_namespace(env)
+    elsewhere = ("--address", worker.address, "--namespace", other.namespace)
+    shown = await agentctl("store", "gc", "--older-than", "0s", "--dry-run", connection=elsewhere)
+    assert shown.code == 0, shown.stderr
+    assert "would remove" in shown.stdout and "0 runs read" in shown.stdout
+    assert used <= blobs(store)
+    done = await agentctl("store", "gc", "--older-than", "0s", "--json", connection=elsewhere)
+    assert done.code == 0 and done.json()["removed_blobs"] >= len(used)
+    assert not blobs(store)
+    after = await collect_garbage(client, store, older_than=timedelta(0))
+    assert set(after.missing_manifests) == used  # the run's own namespace sees the loss
+    refused = await agentctl("store", "gc", "--older-than=-1h", connection=elsewhere)
+    assert refused.code != 0 and "invalid duration" in refused.stderr
+    monkeypatch.setenv("AGENT_PAYLOAD_STORE", "s3://bucket")
+    s3 = await agentctl("store", "gc", connection=elsewhere)
+    assert s3.code != 0 and "s3:// store is not collected yet" in s3.stderr

@@ -1,0 +1,62 @@
+"""The payload store's collection as pure parts: finding references anywhere in an
+event, and what a sweep keeps and removes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import timedelta
+
+from temporalio.api.common.v1 import Payload
+from temporalio.api.history.v1 import HistoryEvent
+
+from durable_agents.dataplane.store_gc import GcReport, needed_blobs, references, sweep
+
+
+def reference(digest: str, driver: str = "local.directory") -> Payload:
+    body = {"driverName": driver, "claimData": {"manifest": digest}}
+    return Payload(
+        metadata={
+            "encoding": b"json/protobuf",
+            "messageType": b"temporal.api.sdk.v1.ExternalStorageReference",
+        },
+        data=json.dumps(body).encode(),
+    )
+
+
+def test_references_are_found_in_lists_maps_and_nested_messages_only_of_this_store():
+    event = HistoryEvent()
+    scheduled = event.activity_task_scheduled_event_attributes
+    scheduled.input.payloads.append(reference("a" * 64))
+    scheduled.header.fields["trace"].CopyFrom(reference("b" * 64))
+    scheduled.input.payloads.append(reference("c" * 64, driver="aws.s3driver"))
+    scheduled.input.payloads.append(Payload(metadata={"encoding": b"json/plain"}, data=b"{}"))
+    garbled = reference("d" * 64)
+    garbled.data = b"not json"
+    scheduled.input.payloads.append(garbled)
+    assert sorted(references(event)) == ["a" * 64, "b" * 64]
+
+
+def test_a_sweep_keeps_what_is_needed_or_young_and_removes_old_orphans(tmp_path):
+    manifest, chunk, orphan, young = "1" * 64, "2" * 64, "3" * 64, "4" * 64
+    old = time.time() - 7200
+    files = {
+        manifest: json.dumps({"chunks": [chunk]}),
+        chunk: "data",
+        orphan: "x",
+        young: "y",
+        ".0123456789abcdef.partial": "half a write, long ago",
+    }
+    for name, content in files.items():
+        path = tmp_path / (name[:2] if not name.startswith(".") else "01") / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(content)
+        if name != young:
+            os.utime(path, (old, old))
+    report = GcReport(directory=str(tmp_path), dry_run=False)
+    needed = needed_blobs(tmp_path, {manifest, "9" * 64}, report)
+    assert needed == {manifest, chunk, "9" * 64} and report.missing_manifests == ["9" * 64]
+    sweep(tmp_path, needed, older_than=timedelta(hours=1), report=report)
+    assert {p.name for p in tmp_path.glob("*/*")} == {manifest, chunk, young}
+    assert (report.kept_blobs, report.young_blobs, report.removed_blobs) == (2, 1, 2)
