@@ -19,6 +19,7 @@ from durable_agents.client.errors import AgentClientError, RunFailed
 from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
 from durable_agents.workflows.state import RunStatus
 from pydantic import TypeAdapter
+from temporalio.service import RPCError
 
 from durable_agents.dataplane.payload_store import PayloadStoreError, default_directory
 from durable_agents.dataplane.store_gc import DEFAULT_OLDER_THAN, collect_garbage
@@ -108,10 +109,18 @@ async def store(args: argparse.Namespace, agents: AgentClient) -> str:
     directory = store_directory(os.environ)
     try:
         report = await collect_garbage(
-            agents.client, directory, older_than=args.older_than, dry_run=args.dry_run
+            agents.client,
+            directory,
+            older_than=args.older_than,
+            dry_run=args.dry_run,
+            force=args.force,
         )
     except PayloadStoreError as err:
         raise AgentClientError(err.message) from err
+    except RPCError as err:
+        raise AgentClientError(f"cannot read the namespace's runs: {err.message}") from err
+    except OSError as err:
+        raise AgentClientError(f"cannot use the payload store at {directory}: {err}") from err
     if args.json:
         return json.dumps(dataclasses.asdict(report), indent=2)
     verb = "would remove" if report.dry_run else "removed"
@@ -120,13 +129,20 @@ async def store(args: argparse.Namespace, agents: AgentClient) -> str:
         f"{report.referenced_manifests} stored payloads referenced",
         f"  {verb} {report.removed_blobs} blobs ({report.removed_bytes:,} bytes)",
         f"  kept {report.kept_blobs} blobs in use ({report.kept_bytes:,} bytes) and "
-        f"{report.young_blobs} younger than {args.older_than} ({report.young_bytes:,} bytes)",
+        f"{report.young_blobs} written or re-used within {_words(args.older_than)} "
+        f"({report.young_bytes:,} bytes)",
     ]
-    if report.missing_manifests:
+    lost = report.missing_manifests + report.missing_chunks
+    if lost:
         lines.append(
-            f"  {len(report.missing_manifests)} referenced payloads are missing already: "
-            + ", ".join(d[:12] for d in report.missing_manifests[:5])
+            f"  {len(lost)} parts of referenced payloads are missing already: "
+            + ", ".join(d[:12] for d in lost[:5])
         )
+    if report.unreadable_manifests:
+        lines.append(f"  {len(report.unreadable_manifests)} referenced blobs are no manifest")
+    if report.other_files:
+        lines.append(f"  {report.other_files} other files left alone")
+    lines += [f"  could not remove {error}" for error in report.errors]
     return "\n".join(lines)
 
 
@@ -142,6 +158,14 @@ def store_directory(env: Mapping[str, str]) -> Path:
     return Path(where) if where else default_directory(env)
 
 
+def _words(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
 def duration(text: str) -> timedelta:
     """`30d`, `12h`, `90m`, `45s` or plain seconds, not negative."""
     units = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
@@ -154,7 +178,10 @@ def duration(text: str) -> timedelta:
         ) from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"invalid duration: {text!r}")
-    return timedelta(seconds=value * units[unit])
+    try:
+        return timedelta(seconds=value * units[unit])
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"invalid duration: {text!r} (too long)") from None
 
 
 def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
@@ -200,6 +227,11 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     )
     kept.add_argument(
         "--dry-run", action="store_true", help="say what would be removed; remove nothing"
+    )
+    kept.add_argument(
+        "--force",
+        action="store_true",
+        help="collect with a grace under 1h, or in a namespace where no run uses the store",
     )
 
 

@@ -95,12 +95,17 @@ class LocalDirectoryDriver(StorageDriver):
         path = self._path(digest)
         # Content-addressed: an existing file of the right size holds these bytes (one
         # of another size was cut short, by a crash before this store synced: replace it).
-        if not path.exists() or path.stat().st_size != len(blob):
+        try:
+            stored = path.stat().st_size == len(blob)
+            if stored:  # re-used: fresh again for the store's collection (`store_gc`)
+                with contextlib.suppress(PermissionError, OSError):
+                    os.utime(path)
+                stored = path.exists()  # a collection may have taken it meanwhile
+        except FileNotFoundError:
+            stored = False
+        if not stored:
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomically(path, blob)
-        else:  # re-used: fresh again for the store's garbage collection (`store_gc`)
-            with contextlib.suppress(FileNotFoundError):
-                os.utime(path)
         return digest
 
     def _get(self, digest: str) -> bytes:

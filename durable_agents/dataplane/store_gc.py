@@ -12,9 +12,13 @@ event is not in history yet. Stale partial writes older than that go too.
 
 The directory store only (`AGENT_PAYLOAD_STORE` a path); an S3 store is not
 collected yet. One namespace per store: what runs of another namespace refer to is
-not seen, and would be removed. Known limit: a blob re-used by a worker in the instant between the
-sweep's look at it and its removal is lost (the grace period makes that a blob not
-re-used for `older_than` before it).
+not seen, and would be removed (a namespace with no reference at all is refused).
+Not scanned: schedules (a schedule's stored start input), a running activity's
+heartbeat details and last failure, updates not yet accepted: keep the grace longer
+than any of those live, or do not collect a store that schedules use. Known limit:
+a blob re-used by a worker in the instant between the sweep's look at it and its
+removal is lost (the grace period makes that a blob not re-used for `older_than`
+before it).
 """
 
 from __future__ import annotations
@@ -34,9 +38,22 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_agents.dataplane.payload_store import PayloadStoreError
 
 REFERENCE_TYPE = b"temporal.api.sdk.v1.ExternalStorageReference"
+LEGACY_ENCODING = b"json/external-storage-reference"
+ENCODED_MARKER = "__temporal_external_storage_reference"
+"""Set on a reference a later SDK writes codec-encoded: this scan cannot read it."""
 DIRECTORY_DRIVER = "local.directory"
 DEFAULT_OLDER_THAN = timedelta(days=1)
 """The default grace: blobs written or re-used within it are always kept."""
+MIN_OLDER_THAN = timedelta(hours=1)
+"""The shortest grace without `force`: a worker's freshly stored payload has an event
+in history within it."""
+MANIFEST_LIMIT = 16 * 1024 * 1024
+"""Bytes of a manifest read at most (a manifest lists chunk digests: a few KB)."""
+
+
+class UnreadableReference(PayloadStoreError):
+    """A reference this scan cannot read (codec-encoded by a later SDK): nothing is
+    removed, since what it names cannot be known."""
 
 
 @dataclass
@@ -56,21 +73,42 @@ class GcReport:
     removed_bytes: int = 0
     missing_manifests: list[str] = field(default_factory=list)
     """Referenced by a run, but not in the store (already lost: such a run cannot read it)."""
+    missing_chunks: list[str] = field(default_factory=list)
+    """Listed by a referenced manifest, but not in the store (lost likewise)."""
+    unreadable_manifests: list[str] = field(default_factory=list)
+    """Referenced, but not a manifest this store wrote: kept, its chunks unknown."""
+    other_files: int = 0
+    """Files in the store that are no blob of it: left alone."""
+    errors: list[str] = field(default_factory=list)
+    """Blobs that could not be removed, and why."""
 
 
 def references(message: Message) -> Iterator[str]:
     """The manifest digests of the directory store's references anywhere in `message`
-    (a history event, or a whole history)."""
+    (a history event, or a whole history). A reference it cannot read (codec-encoded)
+    raises `UnreadableReference`; a claim that is no digest is no reference of ours."""
     for payload in _payloads(message):
-        if payload.metadata.get("messageType") != REFERENCE_TYPE:
+        if ENCODED_MARKER in payload.metadata:
+            raise UnreadableReference(
+                "history holds a codec-encoded payload-store reference (a later SDK): this "
+                "collector cannot read it, so it removes nothing"
+            )
+        legacy = payload.metadata.get("encoding") == LEGACY_ENCODING
+        if payload.metadata.get("messageType") != REFERENCE_TYPE and not legacy:
             continue
         try:
             body = json.loads(payload.data)
         except ValueError:
             continue
-        claim = body.get("claimData") if isinstance(body, dict) else None
+        if not isinstance(body, dict):
+            continue
+        if legacy:
+            driver, claim = body.get("driver_name"), body.get("driver_claim")
+            claim = claim.get("claim_data") if isinstance(claim, dict) else None
+        else:
+            driver, claim = body.get("driverName"), body.get("claimData")
         digest = claim.get("manifest") if isinstance(claim, dict) else None
-        if body.get("driverName") == DIRECTORY_DRIVER and isinstance(digest, str):
+        if driver == DIRECTORY_DRIVER and isinstance(digest, str) and _is_blob(digest):
             yield digest
 
 
@@ -94,40 +132,78 @@ async def referenced(client: Client, report: GcReport) -> set[str]:
 def needed_blobs(directory: Path, manifests: set[str], report: GcReport) -> set[str]:
     """The manifests and every chunk they list."""
     needed = set(manifests)
-    for digest in manifests:
+    for digest in sorted(manifests):
         path = _path(directory, digest)
         try:
-            manifest = json.loads(path.read_bytes())
+            with path.open("rb") as file:
+                manifest = json.loads(file.read(MANIFEST_LIMIT))
         except FileNotFoundError:
             report.missing_manifests.append(digest)
             continue
-        except ValueError:
-            continue  # not a manifest we wrote: keep it, look no further
-        needed.update(c for c in manifest.get("chunks", []) if isinstance(c, str))
+        except (OSError, ValueError):
+            report.unreadable_manifests.append(digest)
+            continue  # kept (it is referenced); what it lists cannot be known
+        chunks = manifest.get("chunks") if isinstance(manifest, dict) else None
+        if not isinstance(chunks, list):
+            report.unreadable_manifests.append(digest)
+            continue
+        for chunk in chunks:
+            if isinstance(chunk, str) and _is_blob(chunk):
+                needed.add(chunk)
+                if not _path(directory, chunk).is_file():
+                    report.missing_chunks.append(chunk)
     return needed
 
 
-def sweep(directory: Path, needed: set[str], *, older_than: timedelta, report: GcReport) -> None:
-    """Remove (unless `report.dry_run`) the blobs not `needed` older than `older_than`."""
-    cutoff = time.time() - older_than.total_seconds()
+def sweep(
+    directory: Path,
+    needed: set[str],
+    *,
+    older_than: timedelta,
+    report: GcReport,
+    now: float | None = None,
+) -> None:
+    """Remove (unless `report.dry_run`) the blobs not `needed` older than `older_than`,
+    and partial writes as old. `now`: the store's own time (`store_now`), so that a
+    collector whose clock differs from the writers' does not misjudge ages."""
+    cutoff = (time.time() if now is None else now) - older_than.total_seconds()
     for path in sorted(directory.glob("*/*")):
         name = path.name
+        partial = name.startswith(".") and name.endswith(".partial")
         try:
-            stat = path.stat()
+            stat = path.lstat()
         except FileNotFoundError:
             continue
-        partial = name.startswith(".") and name.endswith(".partial")
+        if not path.is_file() or path.is_symlink() or not (_is_blob(name) or partial):
+            report.other_files += 1
+            continue
         if name in needed and not partial:
             report.kept_blobs += 1
             report.kept_bytes += stat.st_size
         elif stat.st_mtime > cutoff:
             report.young_blobs += 1
             report.young_bytes += stat.st_size
-        elif _is_blob(name) or partial:
+        elif report.dry_run:
             report.removed_blobs += 1
             report.removed_bytes += stat.st_size
-            if not report.dry_run:
-                path.unlink(missing_ok=True)
+        else:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                report.errors.append(f"{path}: {err.strerror}")
+                continue
+            report.removed_blobs += 1
+            report.removed_bytes += stat.st_size
+
+
+def store_now(directory: Path) -> float:
+    """The store's own clock: the time of a file written there now (a shared volume's
+    server stamps it, as it stamps the writers' blobs)."""
+    probe = directory / ".gc-clock"
+    probe.write_bytes(b"")
+    return probe.stat().st_mtime
 
 
 async def collect_garbage(
@@ -136,16 +212,32 @@ async def collect_garbage(
     *,
     older_than: timedelta = DEFAULT_OLDER_THAN,
     dry_run: bool = False,
+    force: bool = False,
 ) -> GcReport:
-    """Mark what the client's namespace still refers to, then sweep `directory`."""
+    """Mark what the client's namespace still refers to, then sweep `directory`.
+
+    Refused without `force`: a grace shorter than `MIN_OLDER_THAN`, and a namespace
+    in which no run refers to the store while the store holds blobs (the wrong
+    namespace, or a store shared with another one, would lose everything)."""
     if not directory.is_dir():
         raise PayloadStoreError(f"no payload store at {directory}")
     if older_than < timedelta(0):
         raise PayloadStoreError(f"older_than cannot be negative ({older_than})")
+    if older_than < MIN_OLDER_THAN and not force:
+        raise PayloadStoreError(
+            f"a grace of {older_than} could remove payloads a worker stored a moment ago; "
+            f"at least {MIN_OLDER_THAN} (or force)"
+        )
     report = GcReport(directory=str(directory), dry_run=dry_run)
     manifests = await referenced(client, report)
+    if not manifests and not force and any(_is_blob(p.name) for p in directory.glob("*/*")):
+        raise PayloadStoreError(
+            f"no run of namespace {client.namespace!r} refers to the store at {directory}, "
+            "which holds payloads: the wrong namespace, or a store another namespace uses? "
+            "Nothing removed (force to collect anyway)"
+        )
     needed = needed_blobs(directory, manifests, report)
-    sweep(directory, needed, older_than=older_than, report=report)
+    sweep(directory, needed, older_than=older_than, report=report, now=store_now(directory))
     return report
 
 

@@ -11,6 +11,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.payloads import AgentResult
 from durable_agents.workflows.state import RunStatus
@@ -19,7 +20,7 @@ from temporalio.worker import Replayer
 
 from durable_agents import AgentClient
 from durable_agents.dataplane.codec import data_converter
-from durable_agents.dataplane.payload_store import external_storage
+from durable_agents.dataplane.payload_store import PayloadStoreError, external_storage
 from durable_agents.dataplane.store_gc import collect_garbage, references
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
@@ -63,7 +64,9 @@ async def test_gc_between_every_step_loses_nothing_a_run_needs(env, model_server
         handle = worker.client.get_workflow_handle(run.id, result_type=AgentResult)
         for n in range(1, exchanges + 1):
             await wait_for_status(handle, RunStatus.AWAITING_INPUT, timeout=30)
-            report = await collect_garbage(worker.client, store, older_than=timedelta(0))
+            report = await collect_garbage(
+                worker.client, store, older_than=timedelta(0), force=True
+            )
             assert report.runs_scanned >= 1 and report.kept_blobs > 0
             assert report.missing_manifests == []
             if n < exchanges:
@@ -72,8 +75,8 @@ async def test_gc_between_every_step_loses_nothing_a_run_needs(env, model_server
         await agents.end_session(run.id)
         async with asyncio.timeout(30):
             assert (await handle.result()).status is RunStatus.COMPLETED
-        report = await collect_garbage(worker.client, store, older_than=timedelta(0))
-        assert report.missing_manifests == [] and report.kept_blobs > 0
+        report = await collect_garbage(worker.client, store, older_than=timedelta(0), force=True)
+        assert report.missing_manifests == report.missing_chunks == [] and report.kept_blobs > 0
         # Every workflow run of the chain replays from its history and the store.
         executions = [e async for e in worker.client.list_workflows(f'WorkflowId = "{run.id}"')]
         assert len(executions) >= 2  # it continued as new
@@ -104,9 +107,15 @@ async def test_orphans_go_young_blobs_stay_and_a_dry_run_removes_nothing(
         path.write_bytes(b"orphan")
         os.utime(path, (time.time() - age, time.time() - age))
     client = await store_client(env, store)
-    dry = await collect_garbage(client, store, older_than=timedelta(days=1), dry_run=True)
+    with pytest.raises(PayloadStoreError, match="no run of namespace"):
+        await collect_garbage(client, store)  # no run here uses the store: refused
+    with pytest.raises(PayloadStoreError, match="could remove payloads a worker stored"):
+        await collect_garbage(client, store, older_than=timedelta(minutes=5))
+    dry = await collect_garbage(
+        client, store, older_than=timedelta(days=1), dry_run=True, force=True
+    )
     assert (dry.removed_blobs, dry.young_blobs) == (1, 1) and blobs(store) == {"a" * 64, "b" * 64}
-    done = await collect_garbage(client, store, older_than=timedelta(days=1))
+    done = await collect_garbage(client, store, older_than=timedelta(days=1), force=True)
     assert (done.removed_blobs, done.removed_bytes) == (1, 6) and blobs(store) == {"b" * 64}
 
 
@@ -128,21 +137,29 @@ async def test_what_no_run_refers_to_goes_and_agentctl_reports_it(
         assert used and used <= blobs(store)  # its tool output went to the store
         monkeypatch.setenv("AGENT_PAYLOAD_STORE", str(store))
         own = ("--address", worker.address, "--namespace", worker.namespace)
-        kept = await agentctl("store", "gc", "--older-than", "0s", "--json", connection=own)
+        kept = await agentctl(
+            "store", "gc", "--older-than", "0s", "--force", "--json", connection=own
+        )
         assert kept.code == 0, kept.stderr
         assert kept.json()["removed_blobs"] == 0 and used <= blobs(store)
     # Seen from a namespace with no runs, nothing in the store is needed: a dry run
     # says so and removes nothing; the real one removes it all.
     other = await fresh_namespace(env)
     elsewhere = ("--address", worker.address, "--namespace", other.namespace)
-    shown = await agentctl("store", "gc", "--older-than", "0s", "--dry-run", connection=elsewhere)
+    refused = await agentctl("store", "gc", "--dry-run", connection=elsewhere)
+    assert refused.code != 0 and "the wrong namespace, or a store another" in refused.stderr
+    shown = await agentctl(
+        "store", "gc", "--older-than", "0s", "--force", "--dry-run", connection=elsewhere
+    )
     assert shown.code == 0, shown.stderr
     assert "would remove" in shown.stdout and "0 runs read" in shown.stdout
     assert used <= blobs(store)
-    done = await agentctl("store", "gc", "--older-than", "0s", "--json", connection=elsewhere)
+    done = await agentctl(
+        "store", "gc", "--older-than", "0s", "--force", "--json", connection=elsewhere
+    )
     assert done.code == 0 and done.json()["removed_blobs"] >= len(used)
     assert not blobs(store)
-    after = await collect_garbage(client, store, older_than=timedelta(0))
+    after = await collect_garbage(client, store, older_than=timedelta(0), force=True)
     assert set(after.missing_manifests) == used  # the run's own namespace sees the loss
     refused = await agentctl("store", "gc", "--older-than=-1h", connection=elsewhere)
     assert refused.code != 0 and "invalid duration" in refused.stderr

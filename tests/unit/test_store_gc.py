@@ -8,10 +8,18 @@ import os
 import time
 from datetime import timedelta
 
+import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 
-from durable_agents.dataplane.store_gc import GcReport, needed_blobs, references, sweep
+from durable_agents.dataplane.store_gc import (
+    ENCODED_MARKER,
+    GcReport,
+    UnreadableReference,
+    needed_blobs,
+    references,
+    sweep,
+)
 
 
 def reference(digest: str, driver: str = "local.directory") -> Payload:
@@ -60,3 +68,48 @@ def test_a_sweep_keeps_what_is_needed_or_young_and_removes_old_orphans(tmp_path)
     sweep(tmp_path, needed, older_than=timedelta(hours=1), report=report)
     assert {p.name for p in tmp_path.glob("*/*")} == {manifest, chunk, young}
     assert (report.kept_blobs, report.young_blobs, report.removed_blobs) == (2, 1, 2)
+
+
+def test_hostile_or_unreadable_references_never_name_a_file_outside_the_store():
+    event = HistoryEvent()
+    payloads = event.activity_task_scheduled_event_attributes.input.payloads
+    for digest in ("/dev/zero", "../../etc/passwd", "A" * 64):
+        payloads.append(reference(digest))
+    listed = reference("e" * 64)
+    listed.data = b"[]"  # JSON, but no object
+    payloads.append(listed)
+    assert list(references(event)) == []
+
+
+def test_a_codec_encoded_reference_stops_the_collection():
+    event = HistoryEvent()
+    encoded = Payload(metadata={ENCODED_MARKER: b"true", "encoding": b"binary/encrypted"})
+    event.activity_task_scheduled_event_attributes.input.payloads.append(encoded)
+    with pytest.raises(UnreadableReference, match="removes nothing"):
+        list(references(event))
+
+
+def test_a_legacy_reference_is_read():
+    legacy = Payload(
+        metadata={"encoding": b"json/external-storage-reference"},
+        data=json.dumps(
+            {
+                "driver_name": "local.directory",
+                "driver_claim": {"claim_data": {"manifest": "f" * 64}},
+            }
+        ).encode(),
+    )
+    event = HistoryEvent()
+    event.activity_task_scheduled_event_attributes.input.payloads.append(legacy)
+    assert list(references(event)) == ["f" * 64]
+
+
+def test_a_manifest_that_lists_no_chunks_or_is_no_json_is_kept_and_reported(tmp_path):
+    odd, broken = "5" * 64, "6" * 64
+    for name, content in ((odd, json.dumps({"chunks": "abc"})), (broken, "{not json")):
+        path = tmp_path / name[:2] / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(content)
+    report = GcReport(directory=str(tmp_path), dry_run=True)
+    assert needed_blobs(tmp_path, {odd, broken}, report) == {odd, broken}
+    assert sorted(report.unreadable_manifests) == [odd, broken]
