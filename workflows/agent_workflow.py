@@ -445,10 +445,16 @@ class AgentWorkflow:
 
     @decide.validator
     def _validate_decide(self, payload: DecideInput) -> None:
-        too_large = limits.decision_problem(payload)  # validators never replay: no patch
-        if too_large is not None:
-            raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
-        decisions.check(self._started_state(), payload, now=workflow.now(), bound=True)
+        # Validators never replay: no patch. A refusal is final: non-retryable, typed.
+        try:
+            too_large = limits.decision_problem(payload)
+            if too_large is not None:
+                raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
+            decisions.check(self._started_state(), payload, now=workflow.now(), bound=True)
+        except errors.DecisionRefused as err:
+            raise ApplicationError(
+                str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
+            ) from None
 
     # The pause and resume updates need no patch: a refused update leaves nothing in
     # history, and an accepted one exists only in histories of this code or later.

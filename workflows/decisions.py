@@ -467,7 +467,9 @@ def record(state: RunState, decision: Decision) -> None:
             "rule": f"a standing rule of {decision.approver}",
             "timeout": "the approval deadline",
         }.get(decision.via, decision.approver)
-        because = f": {decision.reason}" if decision.reason else "."
+        reason = (decision.reason or "").strip()
+        because = f": {reason}" if reason else ""
+        because += "" if because.endswith((".", "!", "?")) else "."
         state.items.append(
             ToolResult(
                 call_id=decision.call_id,

@@ -158,6 +158,10 @@ async def test_refused_update_leaves_no_trace_in_history(worker, model_server):
     with pytest.raises(WorkflowUpdateFailedError) as caught:
         await decide(handle, "nope")
     assert "no tool call nope in run" in str(caught.value.cause)
+    # A refusal is final: typed, and not retryable (a naive service would retry forever).
+    refusal = caught.value.cause
+    assert isinstance(refusal, ApplicationError)
+    assert (refusal.type, refusal.non_retryable) == (contract.ERROR_DECISION_REFUSED, True)
     await decide(handle, "e1")
     await handle.result()
     history = await handle.fetch_history()

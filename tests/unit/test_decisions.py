@@ -259,3 +259,24 @@ def test_malformed_signal_is_audited_with_what_can_be_read_of_it(data, expected)
     attempt = decisions.malformed_attempt("approve", data, "always: bad", now=T0)
     assert (attempt.call_id, attempt.approver) == expected
     assert attempt.refused_because == "invalid approve payload: always: bad"
+
+
+@pytest.mark.parametrize(
+    "reason, told",
+    [
+        ("too expensive", "Tool call rejected by ann: too expensive. Do not retry it unchanged."),
+        ("no!", "Tool call rejected by ann: no! Do not retry it unchanged."),
+        (
+            "ask Bob first.  ",
+            "Tool call rejected by ann: ask Bob first. Do not retry it unchanged.",
+        ),
+        (None, "Tool call rejected by ann. Do not retry it unchanged."),
+        ("   ", "Tool call rejected by ann. Do not retry it unchanged."),
+    ],
+)
+def test_a_rejection_reads_as_sentences_for_the_model(reason, told):
+    state = run_with(("c1", "refund", REFUND))
+    request = DecideInput(call_id="c1", decision="reject", approver="ann", reason=reason)
+    decisions.apply(state, request, via="update", now=T0)
+    [result] = [i for i in state.items if isinstance(i, ToolResult)]
+    assert result.content == told
