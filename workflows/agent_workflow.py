@@ -93,6 +93,8 @@ class AgentWorkflow:
         )
         """What the input's start signature claims (`workflows.signed_start`)."""
         self._state: RunState | None = None
+        self._unstarted: tuple[RunStatus, str] | None = None
+        """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
 
@@ -143,6 +145,7 @@ class AgentWorkflow:
             raise
 
     def _publish_unstarted(self, status: RunStatus, why: str) -> None:
+        self._unstarted = (status, why)  # what the queries answer: no state will come
         if workflow.patched(patches.PATCH_PUBLISH_START_FAILURE):
             visibility.publish_unstarted(self._agent_name or "(unknown)", status, why)
 
@@ -507,6 +510,9 @@ class AgentWorkflow:
     @workflow.query(name=contract.QUERY_GET_STATE)
     def get_state(self) -> RunState:
         """The whole RunState (exactly what export writes)."""
+        if self._state is None and self._unstarted is not None:
+            status, why = self._unstarted
+            raise ApplicationError(f"the run ended {status.value} before it had a state: {why}")
         if self._state is None:
             raise ApplicationError("the run is still starting; its state is not available yet")
         return self._state
@@ -515,8 +521,10 @@ class AgentWorkflow:
     def get_status(self) -> StatusView:
         """Status, agent, turn, pending approvals and usage."""
         if self._state is None:
+            status, why = self._unstarted or (RunStatus.RUNNING, None)
             return StatusView(
-                status=RunStatus.RUNNING,
+                status=status,
+                error=why,
                 agent=self._agent_name or "",
                 turn=0,
                 pending_approvals=0,

@@ -220,6 +220,9 @@ class StatusView(_Answer):
     """The estimated input tokens of the next model call (runs with a context policy)."""
     compactions: int = 0
     """Compactions of what the model is sent, so far."""
+    error: str | None = None
+    """Why a run ended failed or cancelled before it had a state (its `get_state` has
+    nothing to show); a run with a state says it in `get_state`'s `error`."""
 
 
 class PendingApproval(_Answer):

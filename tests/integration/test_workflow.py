@@ -9,14 +9,20 @@ import uuid
 
 import pytest
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import AgentInput, DecisionSignal, PendingApproval
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecisionSignal,
+    PendingApproval,
+    StatusView,
+)
 from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from durable_agents.testing import Call, Fault, Reply
 from tests.support import agents
+from tests.support.cli_support import bound_to
 from tests.support.runs import start, state_of, temporal_cli, tool_results, wait_for_status
 
 
@@ -202,6 +208,13 @@ async def test_unknown_agent_fails_the_run_with_a_clear_error(worker):
         "unknown agent 'ghost'; this worker serves: asker, assistant, concierge, custodian, decider"
         in caught.value.cause.message
     )
+    # The queries say how it ended, not "running · turn 0".
+    view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
+    assert view.status is RunStatus.FAILED and "unknown agent 'ghost'" in (view.error or "")
+    with pytest.raises(WorkflowQueryFailedError, match="ended failed before it had a state"):
+        await handle.query(contract.QUERY_GET_STATE)
+    shown = await bound_to(worker)("status", handle.id)
+    assert f"{handle.id} · failed · turn 0" in shown.stdout
 
 
 async def test_refused_signal_leaves_the_run_waiting(worker, model_server):
