@@ -108,6 +108,7 @@ def decision_payload(
     always_when: list[ApprovalCondition] | None = None,
     signing_key: SigningKey | None = None,
     execution_id: str | None = None,
+    metadata: dict[str, JsonValue] | None = None,
 ) -> dict[str, JsonValue]:
     """A decision payload as plain JSON, exactly as it is sent (and signed).
 
@@ -120,9 +121,10 @@ def decision_payload(
     carries `run_id`, `arguments_sha256`, `decision` and `expires_at` (default: in
     15 minutes). `execution_id` (the pending item's) binds it to this run's
     execution too, so it cannot be replayed into a later run that reuses the
-    workflow id; a run that gives one requires it on signed decisions. Fields that
-    are not given are left out, so a payload without a binding is one a worker of
-    an earlier build accepts.
+    workflow id; a run that gives one requires it on signed decisions. `metadata`:
+    the sender's own data, recorded with the decision (and signed with it). Fields
+    that are not given are left out, so a payload without a binding is one a worker
+    of an earlier build accepts.
     """
     if signing_key is not None:
         if approver not in (None, signing_key.owner):
@@ -152,6 +154,7 @@ def decision_payload(
         "execution_id": execution_id if bound else None,
         "expires_at": _rfc3339(expires_at) if expires_at is not None else None,
         "decision": decision if bound or not signal else None,
+        "metadata": metadata,
     }
     model = DecisionSignal if signal else DecideInput
     payload = checked(model, **fields).model_dump(mode="json", exclude_none=True)

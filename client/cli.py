@@ -192,6 +192,8 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
     if key is not None and args.approver not in (None, key.owner):
         raise AgentClientError(f"--as {args.approver}: the key {args.key} is {key.owner}'s")
     options: dict[str, Any] = {"reason": args.reason, "always": args.always, "sender": PROG}
+    if args.metadata is not None:
+        options["metadata"] = parse_metadata(args.metadata)
     options["approver"] = key.owner if key is not None else args.approver or default_approver()
     if decision == "approve":
         options["arguments"] = args.arguments
@@ -264,6 +266,17 @@ def parse_context(text: str) -> JsonValue:
         raise AgentClientError(
             f"--context is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
         ) from err
+
+
+def parse_metadata(text: str) -> dict[str, JsonValue]:
+    """The `--metadata` option: a JSON object; anything else is an `AgentClientError`."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AgentClientError(f"--metadata is not valid JSON: {err.msg}") from err
+    if not isinstance(value, dict):
+        raise AgentClientError('--metadata must be a JSON object, e.g. \'{"ticket": "CHG-1"}\'')
+    return value
 
 
 def parse_settings(pairs: list[str]) -> dict[str, JsonValue]:
@@ -457,6 +470,11 @@ def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
         help=f"who decides (default: ${APPROVER_ENV} or your user name)",
     )
     sub.add_argument("--reason", metavar="R")
+    sub.add_argument(
+        "--metadata",
+        metavar="JSON",
+        help="your own data kept with the decision in the audit (a JSON object: a ticket id)",
+    )
     if edits:  # only an approval can carry edited arguments
         sub.add_argument(
             "--args",

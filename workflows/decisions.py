@@ -191,6 +191,7 @@ def apply(
         signed_by=signed,
         always_when=request.always_when,
         execution_id=request.execution_id,
+        metadata=request.metadata,
         at=now,
     )
     record(state, recorded)
@@ -484,7 +485,7 @@ def _attempt(
 ) -> DecisionAttempt:
     """The audit entry of a decision signal. A refused one keeps no edited arguments or
     `always_when` (16 KB each): refusals, up to REFUSALS_KEPT of them, must stay small."""
-    bulk = {"arguments", "always_when"} if refused_because is not None else set()
+    bulk = {"arguments", "always_when", "metadata"} if refused_because is not None else set()
     return DecisionAttempt(
         **request.model_dump(exclude={"decision", *bulk}),
         decision=request.decision,

@@ -18,6 +18,8 @@ MAX_REASON_CHARS = 2_000
 """A decision's `reason`, an `end_session` reason."""
 MAX_ARGUMENTS_BYTES = 16_000
 """Edited arguments, as compact JSON."""
+MAX_METADATA_BYTES = 4_000
+"""Bytes of a decision's `metadata` as compact JSON (the sender's own audit data)."""
 MAX_MESSAGE_CHARS = 32_000
 """One `send_message` content."""
 MAX_HELD = 50
@@ -34,12 +36,16 @@ def decision_problem(payload: DecisionSignal) -> str | None:
             return f"{name}: {len(value):,} characters, at most {MAX_ID_CHARS:,}"
     if payload.reason is not None and len(payload.reason) > MAX_REASON_CHARS:
         return f"reason: {len(payload.reason):,} characters, at most {MAX_REASON_CHARS:,}"
-    for name in ("arguments", "always_when"):
+    for name, limit in (
+        ("arguments", MAX_ARGUMENTS_BYTES),
+        ("always_when", MAX_ARGUMENTS_BYTES),
+        ("metadata", MAX_METADATA_BYTES),
+    ):
         value = getattr(payload, name)
         if value is not None:
             size = len(json.dumps(_plain(value), separators=(",", ":")).encode())
-            if size > MAX_ARGUMENTS_BYTES:
-                return f"{name}: {size:,} bytes of JSON, at most {MAX_ARGUMENTS_BYTES:,}"
+            if size > limit:
+                return f"{name}: {size:,} bytes of JSON, at most {limit:,}"
     return None
 
 

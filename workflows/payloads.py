@@ -145,6 +145,9 @@ class DecisionSignal(_Payload):
     """The run execution the decision is for (the pending item's `execution_id`);
     refused by any other, such as a later run reusing the workflow id. A signed
     decision must carry it when the pending item gives one."""
+    metadata: dict[str, JsonValue] | None = Field(None, max_length=32)
+    """The sender's own data (a ticket id, a change number): recorded with the decision
+    in the audit, signed with it, never checked and never shown to the model."""
     signature: Signature | None = None
     """Ed25519 signature over the RFC 8785 canonical JSON of this payload without
     `signature` (`workflows.signed_decisions`)."""

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.13"
+SCHEMA_VERSION = "1.14"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -61,7 +61,8 @@ and `ToolSpec.sensitive`.
 `BudgetRequest` item.
 1.12 added pause: `RunState.paused` and `pause_log`, the status `paused`.
 1.13 added context management: `AgentSpec.context_policy`, the `Compaction` item,
-`RunState.context_overflow`."""
+`RunState.context_overflow`.
+1.14 added `metadata` on decisions (and decision attempts)."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -513,6 +514,8 @@ class Decision(_Model):
     None: only calls with the same arguments (`arguments_sha256`). Added in 1.3."""
     execution_id: StrictStr | None = None
     """The run execution the decision named (`RunState.execution_id`). Added in 1.4."""
+    metadata: dict[str, JsonValue] | None = None
+    """The sender's own data that came with the decision (a ticket id). Added in 1.14."""
     at: AwareDatetime
 
 
@@ -573,6 +576,8 @@ class DecisionAttempt(_Model):
     """The binding fields the sender gave (see `Decision`). Added in 1.3."""
     execution_id: StrictStr | None = None
     """As `Decision.execution_id`. Added in 1.4."""
+    metadata: dict[str, JsonValue] | None = None
+    """As `Decision.metadata` (not kept on a refused one). Added in 1.14."""
     via: Literal["signal", "snapshot"] = "signal"
     """`snapshot`: a decision carried in a resumed snapshot that could not be
     verified, dropped rather than trusted. Added in 1.3."""
@@ -701,7 +706,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.13"] = "1.13"
+    schema_version: Literal["1.14"] = "1.14"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -349,3 +349,36 @@ async def test_hostile_binding_fields_are_refused_and_the_run_goes_on(
     assert agents.CALLS == []
     await signal_from_cli(worker, handle.id, "approve", {"call_id": "e1", "approver": "ann"})
     assert (await handle.result()).status is RunStatus.COMPLETED
+
+
+# --- decision metadata ---------------------------------------------------------------------
+
+
+async def test_a_decisions_metadata_is_kept_in_the_audit_and_covered_by_its_signature(
+    worker, model_server, ctl
+):
+    handle = await waiting(
+        worker, model_server, Call("pay", PAY, "p1"), Call("send_email", MAIL, "m1")
+    )
+    ticket = {"ticket": "CHG-4711", "board": {"risk": 2}}
+    execution = await execution_of(handle)
+    forged = signed(handle.id, "p1", PAY, execution_id=execution, metadata=ticket)
+    forged["metadata"] = {"ticket": "CHG-0000"}  # changed after signing
+    await signal_from_cli(worker, handle.id, "approve", forged)
+    assert "signature" in await last_refusal(handle)
+    big = {"call_id": "m1", "approver": "ann", "metadata": {"blob": "x" * 5_000}}
+    await signal_from_cli(worker, handle.id, "approve", big)
+    assert "metadata: 5,011 bytes of JSON, at most 4,000" in await last_refusal(handle)
+    refused = await ctl("approve", handle.id, "m1", "--as", "ann", "--metadata", "[1, 2]")
+    assert refused.code != 0 and "--metadata must be a JSON object" in refused.stderr
+    done = await ctl(
+        "approve", handle.id, "m1", "--as", "ann", "--metadata", '{"ticket": "CHG-9"}', "--wait"
+    )
+    assert done.code == 0, done.stderr
+    await signal_from_cli(
+        worker, handle.id, "approve",
+        signed(handle.id, "p1", PAY, execution_id=execution, metadata=ticket),
+    )  # fmt: skip
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    made = {d.call_id: d for d in (await state_of(handle)).items if isinstance(d, Decision)}
+    assert made["p1"].metadata == ticket and made["m1"].metadata == {"ticket": "CHG-9"}

@@ -596,6 +596,16 @@ def _golden_1_13() -> RunState:
     return state
 
 
+def _golden_1_14() -> RunState:
+    """1.13's, with what 1.14 added: a decision, and a held one, carrying the sender's
+    metadata."""
+    state = _golden_1_13()
+    made = next(i for i in state.items if isinstance(i, Decision) and i.via == "update")
+    made.metadata = {"ticket": "CHG-4711", "approved_in": "change-board", "risk": 2}
+    state.held_decisions[0].metadata = {"ticket": "CHG-4712"}
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -611,6 +621,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.11": _golden_1_11,
     "1.12": _golden_1_12,
     "1.13": _golden_1_13,
+    "1.14": _golden_1_14,
 }
 
 

@@ -228,6 +228,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.10": MIGRATIONS["1.10"],
         "1.11": MIGRATIONS["1.11"],
         "1.12": MIGRATIONS["1.12"],
+        "1.13": MIGRATIONS["1.13"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
