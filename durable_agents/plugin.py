@@ -103,8 +103,8 @@ class AgentsPlugin(SimplePlugin):
     "chat_completions" (default; every OpenAI-compatible server) or "responses".
     `prices`: the price table, model name -> `ModelPrice` (frozen into each run at
     start and resume: its costs, a cost budget); None: from the environment
-    (`AGENT_PRICES`, `durable_agents.prices`). An agent with a `cost_budget` needs
-    its model's price.
+    (`AGENT_PRICES`, `durable_agents.prices`) when the plugin serves agents. An agent
+    with a `cost_budget` needs its model's price.
     `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
     `()`: the SDK's default restrictions).
     `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
@@ -131,7 +131,9 @@ class AgentsPlugin(SimplePlugin):
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.trust = trust if trust is not None else trust_from_env()
-        self.prices = dict(prices) if prices is not None else prices_from_env()
+        # Only a worker prices runs: a client-only plugin never reads AGENT_PRICES.
+        served = prices_from_env() if model_client is not None else {}
+        self.prices = dict(prices) if prices is not None else served
         problem = unpriced_budgets(self.registry.agents(), self.prices)
         if problem is not None:
             raise AgentsPluginError(problem)

@@ -63,3 +63,16 @@ def test_the_environment_names_the_table(tmp_path):
     path.write_text('{"m": {"input": 1}}')
     with pytest.raises(PriceTableError, match=r"AGENT_PRICES \(.*prices.json\) is not a valid"):
         prices_from_env({"AGENT_PRICES": str(path)})
+
+
+def test_only_a_serving_plugin_reads_the_price_table(tmp_path, monkeypatch):
+    from openai import AsyncOpenAI
+
+    from durable_agents import AgentsPlugin
+
+    broken = tmp_path / "prices.json"
+    broken.write_text("{not json")
+    monkeypatch.setenv("AGENT_PRICES", str(broken))
+    assert AgentsPlugin().prices == {}  # a client: the worker's table is none of its business
+    with pytest.raises(PriceTableError, match="AGENT_PRICES"):
+        AgentsPlugin(model_client=AsyncOpenAI(api_key="x", max_retries=0))
