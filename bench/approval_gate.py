@@ -21,6 +21,7 @@ import time
 from datetime import UTC, datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import decisions, loop
 from durable_agents.workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall
 from durable_agents.workflows.signed_decisions import arguments_sha256
@@ -86,7 +87,6 @@ def main() -> None:
 
 async def flood(signals: int = 24, reason_bytes: int = 1_900_000) -> None:
     from durable_agents.workflows import contract
-    from durable_agents.workflows.state import RunState
 
     from bench import common
     from bench.worker_process import worker_process
@@ -108,7 +108,7 @@ async def flood(signals: int = 24, reason_bytes: int = 1_900_000) -> None:
                     await asyncio.sleep(0.1)
 
                 async def state_bytes() -> int:
-                    state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+                    state = await read_state(querying(handle))
                     return len(state.model_dump_json())
 
                 before = (common.rss_mb(worker.pid), await state_bytes())

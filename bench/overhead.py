@@ -27,10 +27,11 @@ from datetime import UTC, datetime
 from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.local_run import run_locally
+from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract, loop
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.payloads import AgentInput
-from durable_agents.workflows.state import RunState, ToolResult
+from durable_agents.workflows.state import ToolResult
 from openai import AsyncOpenAI
 from temporalio.client import Client
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
@@ -232,7 +233,7 @@ async def parallel(client: Client, *, reps: int, tools: int = 8, ms: int = 200) 
                         continue
                     out[key].append(wall)
                     if key == "many":
-                        state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+                        state = await read_state(querying(handle))
                         stamps = [
                             [float(x) for x in i.content.split()]
                             for i in state.items

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar, overload
 from uuid import uuid4
 
-from durable_agents.client import snapshots
+from durable_agents.client import snapshots, state_reader
 from durable_agents.client.connect import connect
 from durable_agents.client.errors import (
     AgentClientError,
@@ -37,7 +37,7 @@ from durable_agents.client.operations import (
     WatchEvent,
 )
 from durable_agents.client.run import AgentRun
-from durable_agents.workflows import contract, details
+from durable_agents.workflows import contract, details, state_pages
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -274,9 +274,14 @@ class AgentClient:
             )
 
     async def state(self, run_id: str) -> RunState:
-        """The whole RunState of a run."""
+        """The whole RunState of a run, however large (read page by page when it is
+        larger than one `get_state` answer: `client.state_reader`)."""
         with self.translating(run_id):
-            return await self._handle(run_id).query(contract.QUERY_GET_STATE, result_type=RunState)
+            stored = self.client.data_converter.external_storage is not None
+            return await state_reader.read_state(
+                state_reader.querying(self._handle(run_id)),
+                page_bytes=state_pages.MAX_PAGE_BYTES if stored else state_pages.DEFAULT_PAGE_BYTES,
+            )
 
     async def pending(self, run_id: str) -> list[PendingApproval]:
         """The tool calls of a run waiting for a decision."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -34,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         resume_trust,
         signed_start,
         snapshot_signature,
+        state_pages,
         visibility,
     )
     from durable_agents.workflows.payloads import (
@@ -508,14 +510,20 @@ class AgentWorkflow:
     # --- queries ---------------------------------------------------------------
 
     @workflow.query(name=contract.QUERY_GET_STATE)
-    def get_state(self) -> RunState:
-        """The whole RunState (exactly what export writes)."""
+    def get_state(self, request: Any = None) -> dict[str, Any]:
+        """The RunState (what export writes, without integrity block), or a page of it
+        when it is larger than the answer's bound (`workflows.state_pages`)."""
         if self._state is None and self._unstarted is not None:
             status, why = self._unstarted
             raise ApplicationError(f"the run ended {status.value} before it had a state: {why}")
         if self._state is None:
             raise ApplicationError("the run is still starting; its state is not available yet")
-        return self._state
+        try:
+            return state_pages.answer(self._state, state_pages.parse_query(request))
+        except state_pages.StateQueryError as err:
+            raise ApplicationError(
+                str(err), type=contract.ERROR_STATE_QUERY_REFUSED, non_retryable=True
+            ) from None
 
     @workflow.query(name=contract.QUERY_GET_STATUS)
     def get_status(self) -> StatusView:

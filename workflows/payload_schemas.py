@@ -19,6 +19,7 @@ from durable_agents.workflows.payloads import (
     StatusView,
 )
 from durable_agents.workflows.state import Decision
+from durable_agents.workflows.state_pages import StateQuery, StateView
 from pydantic import TypeAdapter
 
 PAYLOADS: dict[str, tuple[Any, str]] = {
@@ -32,9 +33,16 @@ PAYLOADS: dict[str, tuple[Any, str]] = {
     "end_session": (EndSessionSignal, "`end_session` signal"),
     "get_status": (StatusView, "`get_status` query result"),
     "get_pending_approvals": (list[PendingApproval], "`get_pending_approvals` query result"),
+    "get_state": (
+        StateView,
+        "`get_state` query result: the RunState without integrity block, "
+        "and `page` when it is not the whole state",
+    ),
+    "get_state-argument": (StateQuery, "`get_state` query argument (optional)"),
 }
 """Payload name (file `schemas/payloads/<name>.schema.json`) → (type, what it is).
-`get_state` answers a RunState: its schema is `schemas/runstate-<version>.schema.json`."""
+A snapshot file's schema (RunState with its integrity block) is
+`schemas/runstate-<version>.schema.json`."""
 
 
 def payload_schema(name: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from durable_agents.workflows import json_nulls
 from durable_agents.workflows.canonical import (
     HMAC_SHA256,
     SHA256,
@@ -142,10 +143,10 @@ def _read(
     text: str | bytes, *, key: bytes | None, allow_unverified: bool
 ) -> tuple[RunState, str, bool]:
     _check_key(key)
-    data = _parse(text)
+    data = _whole(_parse(text))
     version = _check_version(data)
     verified = _verify(data, key=key, allow_unverified=allow_unverified)
-    return _validated(migrate(data)), version, verified
+    return _validated(json_nulls.filled(migrate(data))), version, verified
 
 
 def load_data(document: dict[str, Any]) -> RunState:
@@ -157,13 +158,27 @@ def load_data(document: dict[str, Any]) -> RunState:
     on the client path (`loads` with the key, as agentctl and AgentClient do before
     they start a run). Raises SnapshotError.
     """
-    data = dict(document)
+    data = _whole(dict(document))
     if "schema_version" in data:  # else the schema's default: the current version
         _check_version(data)
         if "integrity" in data:
             _verify(data, key=None, allow_unverified=False, signed_unchecked=True)
         data = migrate(data)
-    return _validated(data)
+    return _validated(json_nulls.filled(data))
+
+
+def _whole(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` without the `page` field of a `get_state` answer (`workflows.state_pages`):
+    null is the whole state; a page is refused, since it is not the whole state."""
+    if "page" not in data:
+        return data
+    if data["page"] is not None:
+        raise SnapshotError(
+            "$.page",
+            "this is one page of a run's state (a get_state answer cut to its size bound), "
+            "not the whole state: read it whole (AgentClient.state, agentctl export) to resume",
+        )
+    return {key: value for key, value in data.items() if key != "page"}
 
 
 def _parse(text: str | bytes) -> dict[str, Any]:

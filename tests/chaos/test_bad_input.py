@@ -8,8 +8,9 @@ import json
 import uuid
 
 import pytest
+from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract
-from durable_agents.workflows.state import RunState, RunStatus
+from durable_agents.workflows.state import RunStatus
 from temporalio.client import (
     WorkflowFailureError,
     WorkflowQueryFailedError,
@@ -71,7 +72,7 @@ async def test_malformed_payloads_are_answered_and_the_run_stays_operable(
         code, out = await cli(server, "workflow", "signal", "-w", handle.id, "--name", name, *args)
         assert code == 0, out
         answered.append(what)
-    state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+    state = await read_state(querying(handle))
     refusals = len(state.refused_decisions) + len(state.refused_signals)
     assert refusals == len(SIGNALS)  # each recorded, with its reason
     assert all(r.refused_because for r in [*state.refused_decisions, *state.refused_signals])

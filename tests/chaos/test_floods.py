@@ -7,9 +7,10 @@ import asyncio
 import time
 
 import pytest
+from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecisionSignal
-from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
+from durable_agents.workflows.state import REFUSALS_KEPT, RunStatus
 
 from durable_agents.testing import Fault
 from tests.chaos import ledger
@@ -42,7 +43,7 @@ async def test_a_thousand_signals_at_one_run(client, workers, ledger_path, repor
             )
         )
     sent = time.monotonic() - began
-    state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+    state = await read_state(querying(handle))
     assert len(state.refused_decisions) == REFUSALS_KEPT
     assert state.refused_decisions_dropped == 1000 - REFUSALS_KEPT
     size = len(state.model_dump_json())

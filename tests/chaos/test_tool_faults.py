@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from durable_agents.workflows import contract
-from durable_agents.workflows.state import RunState, RunStatus, ToolResult
+from durable_agents.client.state_reader import querying, read_state
+from durable_agents.workflows.state import RunStatus, ToolResult
 
 from tests.chaos.conftest import plan
 from tests.chaos.runs import start, task_failures
@@ -28,7 +28,7 @@ async def test_tool_faults_go_back_to_the_model_and_the_run_completes(client, wo
         result = await handle.result()
         took = time.monotonic() - started
         assert result.status is RunStatus.COMPLETED, name
-        state = await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+        state = await read_state(querying(handle))
         [outcome] = [i for i in state.items if isinstance(i, ToolResult)]
         if error is None:
             assert not outcome.is_error and len(outcome.content) == 5_000_000

@@ -12,7 +12,11 @@ from durable_agents.workflows import contract, limits
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import (
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import CancelledError
 
 from durable_agents.testing import Call, Reply
@@ -128,10 +132,23 @@ async def test_decide_update_with_extra_arguments_is_refused_and_the_run_goes_on
         await handle.execute_update(contract.UPDATE_DECIDE, args=[payload, {"a": 1}])
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update(contract.UPDATE_DECIDE, "not an object")
-    # A query ignores arguments it does not take; it changes nothing either way.
-    answer = await handle.query(contract.QUERY_GET_STATE, args=[1, 2], result_type=RunState)
-    assert answer.status is RunStatus.AWAITING_APPROVAL
+    # A query with arguments it does not take is refused, with the reason; it changes
+    # nothing (its optional argument: tests/unit/test_state_pages.py).
+    for args in ([1, 2], [1], [{"from_item": "0"}]):
+        with pytest.raises(WorkflowQueryFailedError) as refused:
+            await handle.query(contract.QUERY_GET_STATE, args=args, result_type=RunState)
+        assert "Traceback" not in str(refused.value) and "/" not in str(refused.value)
+    assert "Input should be a valid dictionary" in str(await query_refusal(handle, [1]))
+    assert (await state_of(handle)).status is RunStatus.AWAITING_APPROVAL
     await approve_and_finish(worker, handle, "e1")
+
+
+async def query_refusal(handle, args) -> WorkflowQueryFailedError:
+    try:
+        await handle.query(contract.QUERY_GET_STATE, args=args)
+    except WorkflowQueryFailedError as refused:
+        return refused
+    raise AssertionError(f"get_state with {args} was answered")
 
 
 async def test_bad_signals_before_the_run_has_a_state_are_kept(worker, model_server):

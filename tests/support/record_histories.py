@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -452,7 +453,7 @@ async def _save(client: Client, name: str, handle) -> None:
 
 
 async def get_state(handle) -> RunState:
-    return await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+    return await read_state(querying(handle))
 
 
 @asynccontextmanager

@@ -8,6 +8,7 @@ import socket
 import time
 import uuid
 
+from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, StatusView
 from durable_agents.workflows.state import RunState, RunStatus, ToolResult
@@ -25,7 +26,7 @@ async def start(worker, text: str = "hi", *, agent: str = "assistant", **options
 
 
 async def state_of(handle: WorkflowHandle) -> RunState:
-    return await handle.query(contract.QUERY_GET_STATE, result_type=RunState)
+    return await read_state(querying(handle))
 
 
 async def wait_for_status(

@@ -1,0 +1,80 @@
+"""`null` for an empty list or map (Go, the `temporal` CLI) reads as empty, and only
+there (workflows.json_nulls); a page of a `get_state` answer is not a state to resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from durable_agents.workflows import snapshot
+from durable_agents.workflows.snapshot import SnapshotError
+from durable_agents.workflows.state_pages import answer, parse_query
+
+from tests.support.snapshot_golden import golden_state
+
+
+def nulled(value):
+    """`value` with every empty list written as null, as Go writes a nil slice."""
+    if isinstance(value, dict):
+        return {key: nulled(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [nulled(inner) for inner in value] if value else None
+    return value
+
+
+def test_every_empty_list_written_as_null_reads_as_the_same_state():
+    state = golden_state()
+    document = nulled(state.model_dump(mode="json"))
+    assert json.dumps(document).count("null") > 50
+    assert snapshot.load_data(document) == state
+    file_text = json.dumps({**document})  # a hand-made file: no integrity block
+    assert snapshot.loads(file_text, allow_unverified=True) == state
+
+
+def test_a_null_map_reads_as_empty_and_null_inside_free_json_stays():
+    state = golden_state()
+    document = state.model_dump(mode="json")
+    document["agent"]["tools"][0]["parameters"] = None  # a map (dict[str, JSON])
+    document["context"] = None  # any JSON: null is a value
+    loaded = snapshot.load_data(document)
+    assert loaded.agent.tools[0].parameters == {}
+    assert loaded.context is None
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (("agent",), "agent"),  # an object, not a list: still refused
+        (("turn",), "turn"),
+        (("run_id",), "run_id"),
+        (("usage",), "usage"),
+    ],
+)
+def test_null_where_the_schema_wants_no_list_is_still_refused(path, message):
+    document = golden_state().model_dump(mode="json")
+    document[path[0]] = None
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.load_data(document)
+    assert message in str(caught.value)
+
+
+def test_a_field_that_may_be_null_stays_null():
+    state = golden_state()
+    document = state.model_dump(mode="json")
+    document["final_output"] = None
+    document["token_budget"] = None
+    loaded = snapshot.load_data(document)
+    assert loaded.final_output is None and loaded.token_budget is None
+
+
+def test_a_get_state_page_is_refused_as_a_state_to_resume_and_a_null_page_is_not():
+    state = golden_state()
+    whole = answer(state, parse_query(None))
+    assert snapshot.load_data({**whole, "page": None}) == state
+    page = answer(state, parse_query({"from_item": 1, "max_bytes": 2_000}))
+    assert page["page"] is not None
+    with pytest.raises(SnapshotError, match=r"one page of a run's state") as caught:
+        snapshot.load_data(page)
+    assert caught.value.path == "$.page"
+    with pytest.raises(SnapshotError, match=r"one page of a run's state"):
+        snapshot.loads(json.dumps(page), allow_unverified=True)
