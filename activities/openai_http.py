@@ -78,6 +78,10 @@ async def post(
     return reply
 
 
+PROVIDER_MESSAGE_CHARS = 500
+"""A provider's error message is kept to this many characters."""
+
+
 def _status_error(err: openai.APIStatusError) -> ApplicationError:
     status = err.status_code
     provider_message = _provider_message(err)
@@ -100,10 +104,17 @@ def _status_error(err: openai.APIStatusError) -> ApplicationError:
 
 
 def _provider_message(err: openai.APIStatusError) -> str:
-    """The provider's own error message when it sent one, key-like strings redacted."""
+    """The provider's own error message when it sent one, key-like strings redacted, on
+    one line of at most PROVIDER_MESSAGE_CHARS (a proxy's HTML page can be megabytes:
+    the failure would pass Temporal's size limit)."""
     body = err.body
     if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return redact(body["message"])
-    if isinstance(body, str) and body.strip():
-        return redact(body.strip())
-    return redact(err.message)
+        text = body["message"]
+    elif isinstance(body, str) and body.strip():
+        text = body
+    else:
+        text = err.message
+    flat = " ".join(redact(text).split())
+    if len(flat) <= PROVIDER_MESSAGE_CHARS:
+        return flat
+    return f"{flat[: PROVIDER_MESSAGE_CHARS - 1]}… ({len(flat):,} characters)"

@@ -36,6 +36,7 @@ from durable_agents.client.operations import (
     SetupReport,
     WatchEvent,
 )
+from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.run import AgentRun
 from durable_agents.workflows import contract, details, state_pages
 from durable_agents.workflows import search_attributes as sa
@@ -664,6 +665,10 @@ class AgentClient:
     ) -> AsyncIterator[WatchEvent]:
         """See `RunOperations.watch`."""
         return self.operations.watch(run_id, interval=interval, every_poll=every_poll)
+
+    async def retrying(self, run_id: str) -> list[ActivityRetry]:
+        """See `RunOperations.retrying`."""
+        return await self.operations.retrying(run_id)
 
     async def setup_search_attributes(self, *, namespace: str | None = None) -> SetupReport:
         """See `RunOperations.setup_search_attributes`."""

@@ -154,7 +154,11 @@ def _sent(args: argparse.Namespace, signal: str, text: str) -> str:
 
 async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
     view = await agents.status(args.run_id)
-    return view.model_dump_json(indent=2) if args.json else render.status(args.run_id, view)
+    retrying = [] if view.status.is_final else await agents.retrying(args.run_id)
+    if args.json:  # the get_status answer, and the calls being retried
+        retries = [r.model_dump(mode="json") for r in retrying]
+        return json.dumps({**view.model_dump(mode="json"), "retrying": retries}, indent=2)
+    return "\n".join([render.status(args.run_id, view), *map(render.retry_line, retrying)])
 
 
 async def _state(args: argparse.Namespace, agents: AgentClient) -> str:

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from durable_agents.client.errors import AgentClientError
+from durable_agents.client.retries import ActivityRetry, retrying
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import PendingApproval, StatusView
@@ -102,6 +103,9 @@ class WatchEvent(BaseModel):
     closed: str | None = None
     """On the last event of a run that closed without a final status (terminated, timed
     out): Temporal's status, lower case; `view` is then the run's last status."""
+    retrying: list[ActivityRetry] = []
+    """The run's model or tool calls that failed at least once and are being retried
+    (Temporal's pending-activity information: `client.retries`)."""
 
 
 def list_query(
@@ -229,15 +233,16 @@ class RunOperations:
         A run that closed without a final status (terminated, timed out) ends the watch
         too, with Temporal's status in `closed`."""
         began = time.monotonic()
-        last: StatusView | None = None
+        last: tuple[StatusView, list[ActivityRetry]] | None = None
         while True:
-            view, closed = await self._status_or_closed(run_id)
+            view, closed, retrying = await self._status_or_closed(run_id)
             done = closed is not None or view.status.is_final or view.status in _WAITING
             event = WatchEvent(
                 run_id=run_id,
                 elapsed_seconds=round(time.monotonic() - began, 1),
                 view=view,
                 closed=closed,
+                retrying=retrying,
             )
             if done:
                 event.done = True
@@ -245,22 +250,32 @@ class RunOperations:
                     event.pending = await self._agents.pending(run_id)
                 yield event
                 return
-            if every_poll or view != last:
+            if every_poll or (view, retrying) != last:
                 yield event
-            last = view
+            last = (view, retrying)
             await asyncio.sleep(interval.total_seconds())
 
-    async def _status_or_closed(self, run_id: str) -> tuple[StatusView, str | None]:
-        """The run's status and, if it closed without a final one, Temporal's status."""
+    async def _status_or_closed(
+        self, run_id: str
+    ) -> tuple[StatusView, str | None, list[ActivityRetry]]:
+        """The run's status, Temporal's status if it closed without a final one, and
+        the calls it is retrying."""
         view = await self._agents.status(run_id)
         if view.status.is_final:
-            return view, None
+            return view, None, []
         with self._agents.translating(run_id):
             described = await self._agents.client.get_workflow_handle(run_id).describe()
         if described.status in (None, WorkflowExecutionStatus.RUNNING):
-            return view, None
+            return view, None, await retrying(described, self._agents.client.data_converter)
         view = await self._agents.status(run_id)  # it may have set its final status meanwhile
-        return view, None if view.status.is_final else _temporal_status(described.status)
+        return view, None if view.status.is_final else _temporal_status(described.status), []
+
+    async def retrying(self, run_id: str) -> list[ActivityRetry]:
+        """The run's model or tool calls that failed at least once and are being retried:
+        attempt, last error (one line), next attempt (`client.retries`)."""
+        with self._agents.translating(run_id):
+            described = await self._agents.client.get_workflow_handle(run_id).describe()
+        return await retrying(described, self._agents.client.data_converter)
 
     async def setup_search_attributes(self, *, namespace: str | None = None) -> SetupReport:
         """Register the contract's search attributes on the namespace (default: the

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from durable_agents.client.agent_client import PendingAcrossRuns, RunPendingApproval
 from durable_agents.client.operations import RunSummary, WatchEvent
+from durable_agents.client.retries import ActivityRetry
 from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
@@ -44,6 +45,22 @@ def status(run_id: str, view: StatusView) -> str:
     if view.context_tokens is not None:
         made = _plural(view.compactions, "compaction")
         parts.append(f"context ~{view.context_tokens:,} tokens ({made})")
+    return SEP.join(parts)
+
+
+def retry_line(retry: ActivityRetry) -> str:
+    """`  retrying call_model (activity 3): attempt 4 of 10 · next at ... · last error: ...`."""
+    of = f" of {retry.maximum_attempts}" if retry.maximum_attempts else ""
+    parts = [
+        f"  retrying {safe(retry.activity)} (activity {safe(retry.activity_id)}): "
+        f"attempt {retry.attempt}{of}"
+    ]
+    if retry.next_attempt_at is not None:
+        parts.append(f"next at {_time(retry.next_attempt_at)}")
+    else:
+        parts.append("running")
+    if retry.last_error is not None:
+        parts.append(f"last error: {safe(retry.last_error)}")
     return SEP.join(parts)
 
 
@@ -293,7 +310,8 @@ def watch_line(event: WatchEvent) -> str:
         line = SEP.join([event.run_id, event.closed, f"turn {event.view.turn}"])
     else:
         line = status(event.run_id, event.view)
-    return f"[{event.elapsed_seconds:5.1f}s] {line}"
+    retries = "".join("\n" + retry_line(r) for r in event.retrying)
+    return f"[{event.elapsed_seconds:5.1f}s] {line}{retries}"
 
 
 def watch_outcome(event: WatchEvent) -> str:

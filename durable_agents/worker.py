@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import logging
 import os
 import shutil
 import signal
@@ -466,9 +467,25 @@ def _count(text: str) -> int:
     return value
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(env: Mapping[str, str]) -> None:
+    """Log records of `AGENT_LOG_LEVEL` (default WARNING) and above to stderr, with time,
+    level and logger: among them each failed activity attempt (the SDK's WARNING
+    `Completing activity as failed ({... 'attempt': N ...})`, with the error)."""
+    level = env.get("AGENT_LOG_LEVEL", "WARNING").strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise WorkerSetupError(
+            f"AGENT_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {level!r}"
+        )
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        configure_logging(os.environ)
         asyncio.run(serve(args))
     except (WorkerSetupError, RPCError) as err:
         print(f"worker: error: {err}", file=sys.stderr)

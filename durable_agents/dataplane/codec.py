@@ -46,7 +46,6 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
-    DefaultFailureConverterWithEncodedAttributes,
     ExternalStorage,
     PayloadCodec,
     SerializationContext,
@@ -61,6 +60,10 @@ from durable_agents.dataplane.chunks import (
     can_chunk,
 )
 from durable_agents.dataplane.errors import DataPlaneError
+from durable_agents.dataplane.failures import (
+    CompactFailureConverter,
+    CompactFailureConverterWithEncodedAttributes,
+)
 from durable_agents.dataplane.payload_store import external_storage, guarded
 from durable_agents.dataplane.unreadable import (
     KEY_ID_METADATA,
@@ -384,8 +387,9 @@ def codec_data_converter(
     chunk_threshold: int | None = None,
     refuse_plaintext: bool = False,
 ) -> DataConverter:
-    """`base` with the encryption codec; with keys, failure messages and stack traces
-    move into the failure's encoded attributes so that they are encrypted too.
+    """`base` with the encryption codec, and failures without stack traces
+    (`dataplane.failures`); with keys, failure messages move into the failure's
+    encoded attributes so that they are encrypted too.
     `chunk_threshold`, `refuse_plaintext`: see `EncryptionCodec`."""
     codec = EncryptionCodec(
         keys, chunk_threshold=chunk_threshold, refuse_plaintext=refuse_plaintext
@@ -393,11 +397,10 @@ def codec_data_converter(
     converter = dataclasses.replace(base, payload_codec=codec)
     if converter.payload_converter_class is PydanticPayloadConverter:
         converter = dataclasses.replace(converter, payload_converter_class=AgentPayloadConverter)
-    if keys is None:
-        return converter
-    return dataclasses.replace(
-        converter, failure_converter_class=DefaultFailureConverterWithEncodedAttributes
+    failures = (
+        CompactFailureConverter if keys is None else CompactFailureConverterWithEncodedAttributes
     )
+    return dataclasses.replace(converter, failure_converter_class=failures)
 
 
 def data_converter_from_env(

@@ -9,7 +9,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from durable_agents.workflows.payloads import AgentInput
 from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
-from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 from temporalio.exceptions import ApplicationError
 
 from durable_agents.dataplane import codec
@@ -21,6 +20,10 @@ from durable_agents.dataplane.codec import (
     EncryptionCodec,
     codec_data_converter,
     keys_from_env,
+)
+from durable_agents.dataplane.failures import (
+    CompactFailureConverter,
+    CompactFailureConverterWithEncodedAttributes,
 )
 
 RAW_A = b"a" * 32
@@ -136,7 +139,7 @@ def test_format_is_that_of_temporals_encryption_samples():
 
 async def test_converter_encrypts_values_and_failure_messages():
     converter = codec_data_converter(keys(f"k1:{B64_A}"))
-    assert converter.failure_converter_class is DefaultFailureConverterWithEncodedAttributes
+    assert converter.failure_converter_class is CompactFailureConverterWithEncodedAttributes
     [payload] = await converter.encode([AgentInput(agent="a", input="my secret")])
     assert b"my secret" not in payload.SerializeToString()
     [back] = await converter.decode([payload], [AgentInput])
@@ -151,7 +154,7 @@ async def test_converter_encrypts_values_and_failure_messages():
 
 def test_converter_without_keys_keeps_plain_failures():
     converter = codec_data_converter(None)
-    assert converter.failure_converter_class is not DefaultFailureConverterWithEncodedAttributes
+    assert converter.failure_converter_class is CompactFailureConverter
     assert isinstance(converter.payload_codec, EncryptionCodec)
 
 
