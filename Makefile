@@ -52,8 +52,9 @@ soak: install
 chaos: install
 	CHAOS_REPORT=bench/RELIABILITY.md $(BIN)/pytest tests/chaos
 
+# Other ports or data file: make demo DEMO_ARGS="--port 7234 --ui-port 8234 --dev-db /tmp/dev.db"
 demo: install
-	$(BIN)/python -m examples.demo
+	$(BIN)/python -m examples.demo $(DEMO_ARGS)
 
 lint: install
 	$(BIN)/ruff check --fix .

@@ -47,7 +47,26 @@ async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
         args.snapshot, run_id=args.id, unpause=args.unpause, context=args.context
     )
     run_id = resumed.id
+    if args.cancel_source:
+        await _cancel_source(agents, snapshots.loads(args.snapshot).run_id, run_id)
     return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
+
+
+async def _cancel_source(agents: AgentClient, source: str, resumed: str) -> None:
+    """Cancel the run the snapshot came from, on this connection's namespace, once its
+    continuation runs (a source elsewhere, or ended already, is said, not hidden)."""
+    if source == resumed:
+        return  # the new run has the source's id here: the source ran elsewhere
+    try:
+        await agents.cancel(
+            source, reason=f"resumed as {resumed} (agentctl resume --cancel-source)"
+        )
+    except AgentClientError as err:
+        raise AgentClientError(
+            f"resumed as {resumed}, but the source run was not cancelled: {err} (on another "
+            f"cluster? cancel it there: agentctl cancel {source})"
+        ) from err
+    print(f"cancelled the source run {source}", file=sys.stderr)
 
 
 async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -98,6 +117,12 @@ def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], 
     resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")
     resume.add_argument(
         "--unpause", action="store_true", help="a snapshot of a paused run resumes unpaused"
+    )
+    resume.add_argument(
+        "--cancel-source",
+        action="store_true",
+        help="once the new run started, cancel the run the snapshot came from (on this "
+        "connection's namespace)",
     )
     resume.add_argument(
         "--context",

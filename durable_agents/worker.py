@@ -13,11 +13,14 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import ipaddress
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
@@ -135,6 +138,12 @@ async def start_dev_server(
     """Start the embedded dev server with the contract's search attributes. Its data
     (every run's history, in plain text without codec keys) is kept private: the
     directory 0700, the database file 0600."""
+    for flag, taken in (("--port", port), ("--ui-port", ui_port)):
+        if _listening(taken):
+            raise WorkerSetupError(
+                f"--dev: something already listens on localhost:{taken} (another dev server?); "
+                f"choose a free port with {flag}, or drop --dev to use that server"
+            )
     db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     db.parent.chmod(0o700)
     if db.exists():
@@ -159,6 +168,15 @@ async def start_dev_server(
         os.umask(private)
 
 
+def _listening(port: int) -> bool:
+    """Whether a server accepts connections on localhost:`port` (the dev server would
+    otherwise take the busy port for its own and serve whatever answers there)."""
+    for host in ("127.0.0.1", "::1"):
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+            return True
+    return False
+
+
 PLACEHOLDERS = frozenset({"replace-me", "changeme", "change-me", "your-key-here", "todo"})
 """Values shipped in templates that must never reach production as secrets."""
 
@@ -181,10 +199,20 @@ def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
         # api_key explicitly: the client itself reads $OPENAI_API_KEY only, not the file.
         # max_retries=0: Temporal's retry policy owns retries.
         return AsyncOpenAI(api_key=key.value, max_retries=0), None
+    base_url = os.environ.get("OPENAI_BASE_URL", "").strip()
+    if not scripted and is_loopback(base_url):
+        print(
+            f"worker: OPENAI_API_KEY is not set: calling {base_url} (a local server) without "
+            "a key",
+            flush=True,
+        )
+        return AsyncOpenAI(base_url=base_url, api_key=KEYLESS, max_retries=0), None
     if not scripted:
         raise WorkerSetupError(
             "OPENAI_API_KEY is not set; set it or OPENAI_API_KEY_FILE (and OPENAI_BASE_URL "
-            "for another OpenAI-compatible endpoint) or pass --scripted-model MODULE:FUNCTION"
+            "for another OpenAI-compatible endpoint; a keyless one elsewhere than on this "
+            "machine takes any value, e.g. OPENAI_API_KEY=none) or pass --scripted-model "
+            "MODULE:FUNCTION"
         )
     from durable_agents.testing import ScriptedModelServer
 
@@ -196,6 +224,27 @@ def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
         flush=True,
     )
     return AsyncOpenAI(base_url=server.base_url, api_key="scripted", max_retries=0), server
+
+
+KEYLESS = "no-key"
+"""What the OpenAI client sends as its key to a local server that takes none."""
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` points at this machine (localhost, 127.0.0.0/8, ::1): a local
+    OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs no key."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return False
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _load_callable(spec: str) -> Callable[[dict], object]:

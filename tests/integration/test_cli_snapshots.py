@@ -185,3 +185,30 @@ async def test_fork_at_turn_zero_with_new_input(ctl, model_server, tmp_path: Pat
     state = (await ctl("state", forked.stdout.strip(), "--json")).json()
     assert state["origin"] == {"run_id": source, "turn": 0, "mode": "fork", "verified_by": None}
     assert [i["content"] for i in state["items"][:2]] == ["hi", "in French"]
+
+
+async def test_resume_cancel_source_ends_the_source_and_says_when_it_cannot(
+    ctl, worker, model_server, tmp_path: Path
+) -> None:
+    model_server.script(Reply(tool_calls=(EMAIL,)))
+    source = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
+    await wait_for_status(ctl, source, "awaiting_approval")
+    target = tmp_path / "run.json"
+    assert (await ctl("export", source, "-o", str(target))).code == 0
+
+    new_id = f"resumed-{uuid.uuid4().hex[:8]}"
+    moved = await ctl("resume", str(target), "--id", new_id, "--cancel-source")
+    assert moved.code == 0, moved.stderr
+    assert moved.stdout.strip() == new_id
+    assert moved.stderr.strip() == f"cancelled the source run {source}"
+    await wait_for_status(ctl, source, "cancelled")
+    await wait_for_status(ctl, new_id, "awaiting_approval")
+
+    again = f"resumed-{uuid.uuid4().hex[:8]}"  # the source has ended: said, exit 1
+    twice = await ctl("resume", str(target), "--id", again, "--cancel-source")
+    assert twice.code == 1
+    assert f"resumed as {again}, but the source run was not cancelled" in twice.stderr
+    assert "has already ended (cancelled)" in twice.stderr
+    assert f"agentctl cancel {source}" in twice.stderr
+    await worker.client.get_workflow_handle(new_id).terminate("done")
+    await worker.client.get_workflow_handle(again).terminate("done")

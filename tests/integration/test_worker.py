@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 import uuid
 from pathlib import Path
@@ -118,6 +119,26 @@ async def test_the_dev_servers_data_is_private(tmp_path):
         await env.shutdown()
 
 
+@pytest.mark.parametrize("flag", ["--port", "--ui-port"])
+async def test_worker_dev_refuses_a_port_something_listens_on(tmp_path, flag):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        ports = {"--port": str(free_port()), "--ui-port": str(free_port()), flag: str(taken)}
+        code, out, err = await run(
+            "worker.py", "--dev", "--agents", "examples.support_agent",
+            "--scripted-model", "examples.support_agent:scripted_model",
+            "--dev-db", str(tmp_path / "dev.db"), *[x for kv in ports.items() for x in kv],
+        )  # fmt: skip
+    assert code == 1, out + err
+    assert err.strip() == (
+        f"worker: error: --dev: something already listens on localhost:{taken} (another dev "
+        f"server?); choose a free port with {flag}, or drop --dev to use that server"
+    )
+    assert "serving" not in out
+
+
 async def test_worker_says_in_one_line_when_temporal_is_unreachable():
     child_env = {
         **without_openai_key(),
@@ -170,20 +191,45 @@ async def test_demo_runs_offline_end_to_end(tmp_path):
     assert "Refunded 40.00 EUR for order A12." in out
 
 
-async def test_worker_connects_through_temporal_env_config_and_openai_env(env, model_server):
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://localhost:11434/v1", True),
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://127.8.9.10/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://localhost.example.com/v1", False),
+        ("http://127.0.0.1@example.com/v1", False),
+        ("http://10.0.0.5:8000/v1", False),
+        ("http://[::1/v1", False),
+        ("", False),
+        ("not a url", False),
+    ],
+)
+def test_only_an_endpoint_on_this_machine_may_go_without_a_key(url, local):
+    from durable_agents.worker import is_loopback
+
+    assert is_loopback(url) is local
+
+
+@pytest.mark.parametrize("key", ["test-key", None], ids=["with-key", "keyless-local"])
+async def test_worker_connects_through_temporal_env_config_and_openai_env(env, model_server, key):
     """`python worker.py` (no --dev): TEMPORAL_ADDRESS and OPENAI_BASE_URL decide
-    where it connects; a run started on its task queue completes through it."""
+    where it connects; a run started on its task queue completes through it. A local
+    endpoint (vLLM, Ollama) needs no OPENAI_API_KEY."""
     model_server.script(Reply(content="from the env-configured endpoint"))
     task_queue = f"env-{uuid.uuid4().hex[:8]}"
     child_env = {
         **without_openai_key(),
         "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
         "TEMPORAL_NAMESPACE": env.client.namespace,
-        "OPENAI_API_KEY": "test-key",
         "OPENAI_BASE_URL": model_server.base_url,
         "AGENT_MODULES": "tests.support.agents",
         "AGENT_TASK_QUEUE": task_queue,
     }
+    if key is not None:
+        child_env["OPENAI_API_KEY"] = key
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "worker.py",
@@ -194,6 +240,9 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     )
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
+        if key is None:
+            assert line.decode().startswith("worker: OPENAI_API_KEY is not set: calling http://")
+            line = await asyncio.wait_for(process.stdout.readline(), 30)
         served = (
             b"serving agents asker, assistant, concierge, custodian, decider, digester, forgetful, "
             b"frugal, guarded, marathon, sleepy, support, tally, thinker, treasurer, tuned "
