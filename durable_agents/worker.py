@@ -202,8 +202,7 @@ def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
     base_url = os.environ.get("OPENAI_BASE_URL", "").strip()
     if not scripted and is_loopback(base_url):
         print(
-            f"worker: OPENAI_API_KEY is not set: calling {base_url} (a local server) without "
-            "a key",
+            f"worker: OPENAI_API_KEY is not set: calling {base_url} (a local server) without a key",
             flush=True,
         )
         return AsyncOpenAI(base_url=base_url, api_key=KEYLESS, max_retries=0), None

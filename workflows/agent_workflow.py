@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         raw_payloads,
         resume_trust,
         signed_start,
+        snapshot_input,
         snapshot_signature,
         state_pages,
         visibility,
@@ -78,27 +79,54 @@ class AgentWorkflow:
             # wrong here. Fail the task, so a worker with the right keys takes the run.
             raise RuntimeError(f"cannot read this run's input: {unreadable[0]}")
         decoded = raw_payloads.decode(raw_input, AgentInput)
+        self._raw_input = raw_input
         self._input: AgentInput | None = decoded if isinstance(decoded, AgentInput) else None
         self._input_problem = decoded if isinstance(decoded, str) else None
-        self._agent_name = raw_payloads.string_field(raw_input, "agent")
-        self._snapshot_claim = (
-            snapshot_signature.claim_of(raw_payloads.field(raw_input, "resume_from"))
-            if self._input is not None and self._input.resume_from is not None
+        self._lenient_input = (
+            snapshot_input.lenient_input(raw_payloads.as_json(raw_input), AgentInput)
+            if self._input is None
             else None
         )
+        """The input read as other tools write snapshots, when it did not load as is
+        (adopted under `PATCH_LENIENT_RESUME`, in `_start`)."""
+        self._agent_name = raw_payloads.string_field(raw_input, "agent")
+        self._snapshot_claim: snapshot_signature.SignedSnapshot | None = None
         """What a resumed snapshot document's Ed25519 signature claims (checked against
         the worker's snapshot keys once `describe_agent` has given them)."""
-        self._start_claim = (
-            signed_start.claim_of(raw_payloads.as_json(raw_input))
-            if self._input is not None and self._input.start_signature is not None
-            else None
-        )
+        self._start_claim: signed_start.StartClaim | None = None
         """What the input's start signature claims (`workflows.signed_start`)."""
+        self._read_claims()
         self._state: RunState | None = None
         self._unstarted: tuple[RunStatus, str] | None = None
         """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
+
+    def _read_claims(self) -> None:
+        if self._input is None:
+            return
+        raw = self._raw_input
+        if self._input.resume_from is not None:
+            self._snapshot_claim = snapshot_signature.claim_of(
+                raw_payloads.field(raw, "resume_from")
+            )
+        if self._input.start_signature is not None:
+            self._start_claim = signed_start.claim_of(raw_payloads.as_json(raw))
+
+    def _adopt_lenient_input(self) -> None:
+        """Under `PATCH_LENIENT_RESUME`: a `resume_from` another tool wrote (nulls for
+        empty lists, a whole `get_state` answer) loads; the patch is asked only when it
+        changes something, so a run that started fine records no marker."""
+        lenient = self._lenient_input
+        if self._input is not None or lenient is None:
+            return
+        if not workflow.patched(patches.PATCH_LENIENT_RESUME):
+            return
+        if isinstance(lenient, str):
+            self._input_problem = lenient
+            return
+        self._input = lenient
+        self._read_claims()
 
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
@@ -131,6 +159,7 @@ class AgentWorkflow:
                 f"the state carried over from run {continued_from} does not load: "
                 f"{self._input_problem}"
             )
+        self._adopt_lenient_input()
         try:
             if self._input is None:
                 raise ApplicationError(

@@ -75,3 +75,8 @@ PATCH_PAUSE = "pause-resume"
 they were unknown signals, refused."""
 PATCH_TOTAL_COST = "total-cost-attribute"
 """A priced run keeps the `AgentTotalCost` search attribute current (schema 1.10)."""
+PATCH_LENIENT_RESUME = "resume-from-other-tools"
+"""A start input whose `resume_from` was written by another tool loads: `null` for an
+empty list or map (Go, the `temporal` CLI printing `get_state`) reads as empty, and a
+whole `get_state` answer's `"page": null` is dropped (`snapshot.lenient_document`);
+before, such a run failed as invalid input."""

@@ -19,7 +19,7 @@ from durable_agents.workflows.payloads import (
     StatusView,
 )
 from durable_agents.workflows.state import Decision
-from durable_agents.workflows.state_pages import StateQuery, StateView
+from durable_agents.workflows.state_pages import StatePart, StateQuery, StateView
 from pydantic import TypeAdapter
 
 PAYLOADS: dict[str, tuple[Any, str]] = {
@@ -34,9 +34,9 @@ PAYLOADS: dict[str, tuple[Any, str]] = {
     "get_status": (StatusView, "`get_status` query result"),
     "get_pending_approvals": (list[PendingApproval], "`get_pending_approvals` query result"),
     "get_state": (
-        StateView,
-        "`get_state` query result: the RunState without integrity block, "
-        "and `page` when it is not the whole state",
+        StateView | StatePart,
+        "`get_state` query result: the RunState without integrity block (and `page` when "
+        "it is not the whole state), or with `from_item` > 0 or `text`, items and `page`",
     ),
     "get_state-argument": (StateQuery, "`get_state` query argument (optional)"),
 }

@@ -10,12 +10,14 @@ path (agentctl, AgentClient), which starts the run without the block.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from durable_agents.workflows.snapshot import SnapshotError, load_data
+from durable_agents.workflows.snapshot import SnapshotError, lenient_document, load_data
 from durable_agents.workflows.state import RunState
-from pydantic import BeforeValidator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic_core import PydanticCustomError, to_json
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 def state_of_document(value: Any) -> Any:
@@ -34,3 +36,23 @@ def state_of_document(value: Any) -> Any:
 SnapshotInput = Annotated[RunState, BeforeValidator(state_of_document)]
 """The type of `AgentInput.resume_from`: a RunState, or a snapshot document
 (with its integrity block, or of an older version); see the module docstring."""
+
+
+def lenient_input(document: object, model: type[_M]) -> _M | str | None:
+    """A start input whose `resume_from` did not load, read again as other tools write
+    snapshots (`snapshot.lenient_document`: `null` for empty lists, a `get_state`
+    answer's `page`): the input, why it still does not load (one line), or None when
+    it has no `resume_from` object (nothing to read differently)."""
+    if not isinstance(document, dict) or not isinstance(document.get("resume_from"), dict):
+        return None
+    try:
+        resume = lenient_document(document["resume_from"])
+    except SnapshotError as err:
+        where = f"resume_from: invalid snapshot at {err.path}: " if err.path else "resume_from: "
+        return where + err.problem
+    try:
+        return model.model_validate_json(to_json({**document, "resume_from": resume}))
+    except ValidationError as err:
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()
+        )

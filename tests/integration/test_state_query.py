@@ -25,7 +25,14 @@ from durable_agents.dataplane.codec import data_converter
 from durable_agents.dataplane.payload_store import external_storage
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
-from tests.support.runs import start, state_of, temporal_cli, tool_results, wait_for_status
+from tests.support.runs import (
+    refused_start,
+    start,
+    state_of,
+    temporal_cli,
+    tool_results,
+    wait_for_status,
+)
 
 BLOB = 5_000_000
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "payloads"
@@ -57,15 +64,21 @@ def answer_schema() -> jsonschema.Validator:
     return jsonschema.validators.validator_for(schema)(schema)
 
 
-async def cli_get_state(worker, run_id: str, argument: dict | None = None) -> tuple[dict, int]:
-    """`temporal workflow query --name get_state -o json`: the answer, and its size."""
+def wire_size(answer: dict) -> int:
+    """The answer's size as the worker sent it (compact JSON, UTF-8)."""
+    return len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+async def cli_get_state(worker, run_id: str, argument: dict | None = None) -> dict:
+    """`temporal workflow query --name get_state -o json`: the answer as printed (the CLI
+    prints an empty list as null)."""
     extra = [] if argument is None else ["--input", json.dumps(argument)]
     out = await temporal_cli(
         worker, "workflow", "query", "--workflow-id", run_id, "--name",
         contract.QUERY_GET_STATE, "-o", "json", *extra,
     )  # fmt: skip
     [result] = json.loads(out)["queryResult"]
-    return result, len(json.dumps(result, separators=(",", ":")).encode())
+    return result
 
 
 async def test_the_cli_reads_a_five_megabyte_state_inline_page_by_page(store_worker, model_server):
@@ -76,20 +89,21 @@ async def test_the_cli_reads_a_five_megabyte_state_inline_page_by_page(store_wor
     )
     handle = await start(worker, "make me a blob")
     await handle.result()
-    first, size = await cli_get_state(worker, handle.id)
-    assert size <= DEFAULT_PAGE_BYTES  # inline: not a reference into the worker's store
+    first = await cli_get_state(worker, handle.id)
     validator = answer_schema()
-    validator.validate(await raw_get_state(worker, handle.id))
-    [cut] = first["page"]["cut"]
+    inline = await raw_get_state(worker, handle.id)  # JSON: not a reference into the store
+    assert wire_size(inline) <= DEFAULT_PAGE_BYTES
+    validator.validate(inline)
+    [cut] = [c for c in first["page"]["cut"] if c["pointer"].startswith("/items/")]
     assert cut["chars"] == BLOB and cut["pointer"].endswith("/content")
+    assert cut["kind"] == "string"
     assert first["page"]["next_item"] is None and first["status"] == "completed"
     # What a Go service would do, chunk after chunk; each answer stays inline (a larger
     # max_bytes passes the worker's payload store threshold: a reference, for Python).
     for offset in (0, BLOB // 2, BLOB - 5):
-        chunk, size = await cli_get_state(
-            worker, handle.id, {"text": cut["pointer"], "offset": offset}
-        )
-        assert size <= DEFAULT_PAGE_BYTES
+        chunk = await cli_get_state(worker, handle.id, {"text": cut["pointer"], "offset": offset})
+        raw = await raw_get_state(worker, handle.id, {"text": cut["pointer"], "offset": offset})
+        assert wire_size(raw) <= DEFAULT_PAGE_BYTES  # the CLI prints [] as null: 2 more
         text = chunk["page"]["text"]
         assert text["offset"] == offset and set(text["text"]) == {"B"}
         assert text["next_offset"] == (None if offset == BLOB - 5 else offset + len(text["text"]))
@@ -135,7 +149,7 @@ async def test_what_the_cli_prints_starts_a_run_again_as_resume_from(
     )
     handle = await start(worker)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    printed, _ = await cli_get_state(worker, handle.id)
+    printed = await cli_get_state(worker, handle.id)
     assert printed["refused_decisions"] is None  # the CLI's rendering of an empty list
     answer_schema().validate(await raw_get_state(worker, handle.id))
     run_id = f"cli-resume-{uuid.uuid4().hex[:8]}"
@@ -153,6 +167,11 @@ async def test_what_the_cli_prints_starts_a_run_again_as_resume_from(
         i.type for i in (await state_of(handle)).items
     ]
     await resumed.terminate("done")
+    page = {**printed, "page": {"from_item": 0, "next_item": 3}}  # not the whole state
+    refusal = await refused_start(
+        worker, tmp_path, {"agent": "assistant", "input": "", "resume_from": page}
+    )
+    assert "resume_from: invalid snapshot at $.page: this is one page of a run's state" in refusal
     await handle.terminate("done")
 
 
