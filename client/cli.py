@@ -1,9 +1,9 @@
 """agentctl: start, list, watch and cancel agent runs, approve or reject their tool calls,
-export, validate, resume and fork snapshots.
+export, validate, seal, resume and fork snapshots.
 
 Every command prints a short human summary, or with `--json` the payload's
 JSON. Expected errors print one `agentctl: error: ...` line and exit 1.
-`validate` and `schema` work offline; the others connect to Temporal.
+`validate`, `seal`, `schema` and `keygen` work offline; the others connect to Temporal.
 Snapshots are signed with `$AGENT_SNAPSHOT_KEY` if it is set (see `client.snapshots`).
 """
 

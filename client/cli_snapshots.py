@@ -13,6 +13,7 @@ from pathlib import Path
 from durable_agents.client import snapshots
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, InvalidSnapshot
+from durable_agents.workflows.argument_view import safe
 from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
 from durable_agents.workflows.payloads import AgentResult
 from durable_agents.workflows.snapshot import json_schema
@@ -86,6 +87,31 @@ def _validate(args: argparse.Namespace) -> str:
     return json.dumps({"valid": True, "verdict": verdict}, indent=2) if args.json else verdict
 
 
+def _seal(args: argparse.Namespace) -> str:
+    against = read_file(args.against) if args.against else None
+    found = snapshots.reseal(read_file(args.file), against=against)
+    lines = [
+        "its integrity block does not match its content (edited since it was sealed)"
+        if found.edited
+        else "its integrity block matches its content: sealing it again changes nothing",
+    ]
+    if against is not None:
+        shown = found.differences[: snapshots.MAX_DIFFERENCES]
+        more = len(found.differences) - len(shown)
+        lines += [f"differs from {args.against}:" if shown else f"same content as {args.against}"]
+        lines += [f"  {safe(line)}" for line in shown]
+        lines += [f"  … and {more} more"] if more else []
+    state = found.state
+    lines.append(
+        f"sealed: run {state.run_id}, {len(state.items)} items, status {state.status.value}; "
+        "its decisions grant nothing: on resume, calls not yet run wait for approval again"
+    )
+    Path(args.output).write_text(found.text, encoding="utf-8")
+    lines.append(f"wrote {args.output}")
+    print("\n".join(lines), file=sys.stderr)
+    return ""
+
+
 def _schema(args: argparse.Namespace) -> str:
     schema = json_schema() if args.payload is None else payload_schema(args.payload)
     return json.dumps(schema, indent=2, ensure_ascii=False)
@@ -112,6 +138,12 @@ def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], 
     )
     check = offline("validate", _validate, "check a snapshot file: integrity, version, schema")
     check.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
+    seal = offline("seal", _seal, "seal an edited snapshot file again (after showing the edit)")
+    seal.add_argument("file", metavar="FILE", help="the edited snapshot file (- for stdin)")
+    seal.add_argument("-o", "--output", metavar="OUT", required=True, help="write it to OUT")
+    seal.add_argument(
+        "--against", metavar="ORIGINAL", help="the file before the edit: list what differs"
+    )
     resume = command("resume", _resume, "start a new run that continues a snapshot")
     resume.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")
     resume.add_argument("--id", metavar="NEW_ID", help="id of the new run")

@@ -10,6 +10,8 @@ its SHA-256 digest checked, an HMAC one is left to the client that starts it
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from typing import Any
 
 from durable_agents.client.errors import InvalidSnapshot
 from durable_agents.workflows import snapshot
@@ -96,3 +98,86 @@ def signed_document(source: str | bytes | RunState) -> dict[str, object] | None:
 def invalid(err: snapshot.SnapshotError) -> InvalidSnapshot:
     """The client error for a snapshot error."""
     return InvalidSnapshot(str(err), path=err.path, problem=err.problem)
+
+
+@dataclass
+class Resealed:
+    """A snapshot file sealed again after an edit made on purpose (`reseal`)."""
+
+    text: str
+    """The new file: the content as edited, with a new integrity block."""
+    state: RunState
+    edited: bool
+    """The old integrity block did not match the content (or there was none)."""
+    differences: list[str] = field(default_factory=list)
+    """`changed $.turn: 3 → 4` lines, against the original file, when one was given."""
+
+
+MAX_DIFFERENCES = 50
+
+
+def reseal(
+    text: str | bytes, *, key: bytes | None = None, against: str | bytes | None = None
+) -> Resealed:
+    """Seal an edited snapshot file again: its content validated as strictly as `loads`
+    does (only the integrity block is not checked), then written with a new block
+    (HMAC-SHA256 with `signing_key(key)`, else a SHA-256 digest; never an Ed25519
+    signature). With `against`, the original file (verified as `loads` does), the
+    result lists what differs. Sealing grants nothing: a resumed snapshot's decisions
+    on calls not yet run are asked again (`workflows.resume_trust`) unless an Ed25519
+    key the workers trust signed it, and a re-sealed file never carries one. Raises
+    `InvalidSnapshot` when the content itself is not a valid snapshot."""
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise InvalidSnapshot(f"snapshot is not valid JSON: {err}") from None
+    if not isinstance(document, dict):
+        raise InvalidSnapshot("a snapshot is a JSON object")
+    content = {k: v for k, v in document.items() if k != "integrity"}
+    try:
+        state = snapshot.loads(json.dumps(content), allow_unverified=True)
+    except snapshot.SnapshotError as err:
+        raise invalid(err) from err
+    try:
+        snapshot.loads(text, key=signing_key(key))
+        edited = False
+    except snapshot.SnapshotError:
+        edited = True
+    found = Resealed(text=dumps(state, key=key), state=state, edited=edited)
+    if against is not None:
+        original = loads(against, key=key).model_dump(mode="json")
+        found.differences = differences(original, state.model_dump(mode="json"))
+    return found
+
+
+def differences(old: Any, new: Any, path: str = "$") -> list[str]:
+    """What changed from `old` to `new` (JSON data), one line per value, by JSON path."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        lines = []
+        for key in [*old, *(k for k in new if k not in old)]:
+            where = f"{path}.{key}"
+            if key not in new:
+                lines.append(f"removed {where}: {_shown(old[key])}")
+            elif key not in old:
+                lines.append(f"added   {where}: {_shown(new[key])}")
+            else:
+                lines += differences(old[key], new[key], where)
+        return lines
+    if isinstance(old, list) and isinstance(new, list):
+        lines = []
+        for index in range(max(len(old), len(new))):
+            where = f"{path}[{index}]"
+            if index >= len(new):
+                lines.append(f"removed {where}: {_shown(old[index])}")
+            elif index >= len(old):
+                lines.append(f"added   {where}: {_shown(new[index])}")
+            else:
+                lines += differences(old[index], new[index], where)
+        return lines
+    return [] if old == new else [f"changed {path}: {_shown(old)} → {_shown(new)}"]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:79] + "…"
