@@ -19,6 +19,7 @@ from durable_agents.client.connect import connect
 from durable_agents.client.errors import (
     AgentClientError,
     AgentError,
+    AgentNotServed,
     DecisionRefused,
     PauseRefused,
     RunFailed,
@@ -73,6 +74,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
+from durable_agents import served_agents
 from durable_agents.signing import SigningKey
 
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
@@ -441,12 +443,18 @@ class AgentClient:
         if signing_key is not None:
             expires = _rfc3339(datetime.now(UTC) + SIGNED_START_LIFETIME)
             arg = signing_key.sign_start(arg, workflow_id=workflow_id, expires_at=expires)
+        try:  # the agent's own queue if workers poll it; refused if none would serve it
+            queue = await served_agents.task_queue_for(
+                self.client, self.task_queue, agent_input.agent
+            )
+        except served_agents.NotServed as err:
+            raise AgentNotServed(str(err)) from None
         with self.translating(workflow_id):
             await self.client.start_workflow(
                 contract.WORKFLOW_TYPE,
                 arg,
                 id=workflow_id,
-                task_queue=self.task_queue,
+                task_queue=queue,
                 static_summary=details.static_summary(agent_input.agent, summary),
             )
         return workflow_id

@@ -56,6 +56,11 @@ class InvalidSnapshot(AgentClientError):
         """What is wrong, without the path."""
 
 
+class AgentNotServed(AgentClientError):
+    """A run was not started: no worker of the task queue serves its agent, or not every
+    one does (`durable_agents.served_agents`)."""
+
+
 class PauseRefused(AgentClientError):
     """A pause or resume the run cannot take (ended, paused already or not, starting)."""
 

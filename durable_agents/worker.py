@@ -34,6 +34,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
 
+from durable_agents import served_agents
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
@@ -114,6 +115,7 @@ def build_worker(
         graceful_shutdown_timeout=drain,
         plugins=[*plugins, agents],
         max_cached_workflows=max_cached_workflows,
+        identity=served_agents.identity(registry.names()),  # which agents it serves
     )
 
 
@@ -312,30 +314,41 @@ async def serve(args: argparse.Namespace) -> None:
             await check_search_attributes(client)
         for tracing in plugins:  # flush the last spans when the worker stops
             stack.callback(tracing.provider.shutdown)
+        queues = [args.task_queue]
+        if args.agent_queues:  # and each agent's own queue: runs started there never miss
+            queues += [served_agents.agent_queue(args.task_queue, n) for n in registry.names()]
         try:
-            worker = build_worker(
-                client,
-                registry=registry,
-                model_client=openai_client,
-                task_queue=args.task_queue,
-                drain=timedelta(seconds=args.drain_seconds),
-                plugins=[p.plugin for p in plugins],
-                max_model_calls=args.max_model_calls or None,
-                trust=trust,
-                model_api=args.model_api,
-                prices=prices,
-            )
+            workers = [
+                build_worker(
+                    client,
+                    registry=registry,
+                    model_client=openai_client,
+                    task_queue=queue,
+                    drain=timedelta(seconds=args.drain_seconds),
+                    plugins=[p.plugin for p in plugins],
+                    max_model_calls=args.max_model_calls or None,
+                    trust=trust,
+                    model_api=args.model_api,
+                    prices=prices,
+                )
+                for queue in queues
+            ]
         except AgentsPluginError as err:  # e.g. a cost budget without its price
             raise WorkerSetupError(str(err)) from err
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        async with heartbeat(args.health_file), worker:
+        async with heartbeat(args.health_file), AsyncExitStack() as running:
+            for worker in workers:
+                await running.enter_async_context(worker)
             print(
                 f"worker: serving agents {', '.join(registry.names())} "
                 f"on task queue '{args.task_queue}'",
                 flush=True,
             )
+            if args.agent_queues:
+                print(f"worker: and each on its own: {', '.join(queues[1:])}", flush=True)
+            await warn_if_mixed(client, args.task_queue, workers[0], registry.names())
             print(encryption_status(keys), flush=True)
             print(describe_trust(trust), flush=True)
             print(describe_prices(prices), flush=True)
@@ -344,6 +357,19 @@ async def serve(args: argparse.Namespace) -> None:
                 f"worker: draining (running activities get {args.drain_seconds:g}s to finish)",
                 flush=True,
             )
+
+
+async def warn_if_mixed(
+    client: Client, task_queue: str, worker: Worker, names: Sequence[str]
+) -> None:
+    """Say so when other workers of the queue serve other agents (`served_agents`)."""
+    try:
+        found = await served_agents.pollers(client, task_queue)
+    except RPCError:
+        return  # not allowed to describe the queue: nothing to say
+    warning = served_agents.mixed(frozenset(names), found, worker.config()["identity"] or "")
+    if warning is not None:
+        print(f"worker: warning: {warning}", flush=True)
 
 
 def observability(args: argparse.Namespace) -> tuple[Runtime | None, list[telemetry.Tracing]]:
@@ -432,6 +458,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--scripted-model",
         default=os.environ.get("SCRIPTED_MODEL"),
         help="MODULE:FUNCTION answering as the model when OPENAI_API_KEY is unset",
+    )
+    parser.add_argument(
+        "--agent-queues",
+        action="store_true",
+        default=os.environ.get("AGENT_QUEUES", "").strip().lower() in ("1", "true", "yes", "on"),
+        help="also poll TASK_QUEUE@AGENT for each agent (AGENT_QUEUES=1): AgentClient and "
+        "agentctl start an agent's runs there, so workers serving different agents can "
+        "share a task queue",
     )
     parser.add_argument("--port", type=int, default=DEV_PORT, help="dev server port (--dev)")
     parser.add_argument("--ui-port", type=int, default=DEV_UI_PORT, help="dev UI port (--dev)")

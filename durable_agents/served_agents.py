@@ -1,0 +1,144 @@
+"""Which agents the workers of a task queue serve, and where a run of an agent starts.
+
+Every worker serves AgentWorkflow, but only the agents of its own registry: a run
+whose workflow task reaches a worker that does not serve its agent fails
+("unknown agent"), and a task cannot be declined. Workers say what they serve
+in their Temporal identity (`PID@HOST agents:a,b,c`), which Temporal lists with
+each poller of a task queue (`DescribeTaskQueue`; the UI's task queue page shows
+it too). So a client can tell, before it starts a run:
+
+- that no worker of the queue serves the agent: refused, with the agents served;
+- that the queue's workers serve different agents: a run would fail whenever a
+  worker without its agent takes a task; refused, with the fix;
+- that workers poll the agent's own queue (`TASK_QUEUE@AGENT`, `worker.py
+  --agent-queues`): the run starts there, where every worker serves it, and its
+  activities follow it (they run on the workflow's task queue).
+
+A worker that says nothing (another identity: the user's own Worker) leaves the
+client unable to tell: it starts the run as asked, and the workflow's own refusal
+stays for anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+MARK = " agents:"
+MAX_IDENTITY_CHARS = 1_000
+RECENT_SECONDS = 120
+"""A poller seen longer ago than this has stopped (a long poll lasts about a minute)."""
+
+
+def identity(agents: Iterable[str]) -> str:
+    """The worker identity that says which agents it serves (Temporal's default, plus
+    the list; the default alone when the list would make it too long)."""
+    base = f"{os.getpid()}@{socket.gethostname()}"
+    listed = f"{base}{MARK}{','.join(sorted(agents))}"
+    return listed if len(listed) <= MAX_IDENTITY_CHARS else base
+
+
+def agents_of(worker_identity: str) -> frozenset[str] | None:
+    """The agents a worker's identity says it serves; None when it says nothing."""
+    _, found, names = worker_identity.rpartition(MARK)
+    if not found:
+        return None
+    return frozenset(n for n in names.split(",") if n)
+
+
+def agent_queue(task_queue: str, agent: str) -> str:
+    """The task queue of one agent's runs on workers started with `--agent-queues`."""
+    return f"{task_queue}@{agent}"
+
+
+@dataclass(frozen=True)
+class Poller:
+    identity: str
+    seen_seconds_ago: float
+
+    @property
+    def agents(self) -> frozenset[str] | None:
+        return agents_of(self.identity)
+
+
+async def pollers(client: Client, task_queue: str) -> list[Poller]:
+    """The workers that polled `task_queue` for workflow tasks lately."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    answer = await client.workflow_service.describe_task_queue(request)
+    now = time.time()
+    found = []
+    for poller in answer.pollers:
+        ago = now - poller.last_access_time.ToMicroseconds() / 1e6
+        if ago <= RECENT_SECONDS:
+            found.append(Poller(poller.identity, max(ago, 0.0)))
+    return found
+
+
+class NotServed(Exception):
+    """No worker of the task queue serves the agent, or not all of them do."""
+
+
+async def task_queue_for(client: Client, task_queue: str, agent: str) -> str:
+    """Where a run of `agent` starts: its own queue if workers poll it, else
+    `task_queue`, once its workers are known to serve it. Raises NotServed (the
+    message says what is served and what to do); a server that does not let this
+    client describe task queues leaves the choice as asked."""
+    try:
+        if await pollers(client, agent_queue(task_queue, agent)):
+            return agent_queue(task_queue, agent)
+        found = await pollers(client, task_queue)
+    except RPCError:
+        return task_queue  # e.g. no permission to describe: the workflow still refuses
+    declared = [p for p in found if p.agents is not None]
+    if not found or len(declared) < len(found):
+        return task_queue  # no worker yet, or one that does not say: cannot tell
+    serving = [p for p in declared if agent in (p.agents or ())]
+    if not serving:
+        served = sorted(set().union(*(p.agents or () for p in declared)))
+        raise NotServed(
+            f"no worker on task queue {task_queue!r} serves agent {agent!r}; served there: "
+            f"{', '.join(served) or 'none'}"
+        )
+    if len(serving) < len(declared):
+        others = "; ".join(
+            f"{p.identity.split(MARK)[0]} serves {', '.join(sorted(p.agents or ())) or 'none'}"
+            for p in declared
+            if p not in serving
+        )
+        raise NotServed(
+            f"not every worker on task queue {task_queue!r} serves agent {agent!r} ({others}), "
+            "so its run would fail whenever one of those takes a task: serve the same agents "
+            "on every worker of a queue, give each set its own --task-queue, or start the "
+            f"workers with --agent-queues (runs of {agent!r} then go to "
+            f"{agent_queue(task_queue, agent)!r})"
+        )
+    return task_queue
+
+
+def mixed(own: frozenset[str], found: Iterable[Poller], own_identity: str) -> str | None:
+    """A warning when other workers of the queue serve other agents (None: none do)."""
+    others = [p for p in found if p.identity != own_identity and p.agents not in (None, own)]
+    if not others:
+        return None
+    listed = "; ".join(
+        f"{p.identity.split(MARK)[0]} serves {', '.join(sorted(p.agents or ())) or 'none'}"
+        for p in others
+    )
+    return (
+        f"other workers of this task queue serve other agents ({listed}): a run fails "
+        "whenever a worker without its agent takes one of its tasks; serve the same agents on "
+        "every worker of a queue, give each set its own --task-queue, or use --agent-queues"
+    )

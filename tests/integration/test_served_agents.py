@@ -1,0 +1,137 @@
+"""A run starts only where its agent is served (durable_agents.served_agents): `agentctl
+start` of an agent no worker serves is refused with what is served; a task queue whose
+workers serve different agents is refused with the fix, and routed around when the
+workers poll each agent's own queue; `worker.py` warns when it joins such a queue."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import pytest
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import AgentNotServed
+from durable_agents.workflows.state import RunStatus
+from openai import AsyncOpenAI
+from temporalio.client import Client
+
+from durable_agents import served_agents
+from durable_agents.testing import Reply
+from durable_agents.worker import build_worker
+from tests.integration.test_codec_worker import ROOT, base_env
+from tests.support import agents
+from tests.support.cli_support import bound_to
+
+
+@asynccontextmanager
+async def workers(client, model_server, task_queue: str, *served: tuple[list, bool]):
+    """One worker per entry: (its agents, whether it also polls each agent's own queue)."""
+    model = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
+    async with AsyncExitStack() as stack:
+        for names, own_queues in served:
+            # Its own connection, as another process has: one client takes one worker
+            # per task queue.
+            own = await Client.connect(
+                client.service_client.config.target_host,
+                namespace=client.namespace,
+                data_converter=client.data_converter,
+            )
+            registry = AgentRegistry([getattr(agents, n) for n in names])
+            queues = [task_queue]
+            if own_queues:
+                queues += [served_agents.agent_queue(task_queue, n) for n in names]
+            for queue in queues:
+                worker = build_worker(own, registry=registry, model_client=model, task_queue=queue)
+                await stack.enter_async_context(worker)
+        await asyncio.sleep(0.5)  # the pollers reach the server
+        yield
+    await model.close()
+
+
+def test_an_identity_says_which_agents_and_only_when_it_fits():
+    said = served_agents.identity(["b", "a"])
+    assert said.endswith(" agents:a,b") and served_agents.agents_of(said) == {"a", "b"}
+    assert served_agents.agents_of("4242@host") is None  # another worker says nothing
+    assert served_agents.agents_of("4242@host agents:") == frozenset()
+    long = served_agents.identity([f"agent{n}" for n in range(200)])
+    assert served_agents.MARK not in long and len(long) < 100
+
+
+async def test_agentctl_start_of_an_agent_nobody_serves_is_refused_with_what_is_served(
+    worker, model_server
+):
+    ctl = bound_to(worker)
+    out = await ctl("start", "nosuch", "hi")
+    assert out.code == 1 and out.stdout == ""
+    assert out.stderr.strip() == (
+        f"agentctl: error: no worker on task queue {worker.task_queue!r} serves agent "
+        "'nosuch'; served there: asker, assistant, concierge, custodian, decider, digester, "
+        "forgetful, frugal, guarded, marathon, sleepy, spender, support, tally, thinker, "
+        "treasurer, tuned"
+    )
+    assert [r async for r in worker.client.list_workflows('WorkflowId STARTS_WITH "nosuch"')] == []
+
+
+async def test_a_queue_whose_workers_serve_different_agents_is_refused_then_routed(
+    env, model_server
+):
+    queue = f"mixed-{uuid.uuid4().hex[:8]}"
+    client = AgentClient(env.client, task_queue=queue)
+    async with workers(
+        env.client, model_server, queue, (["assistant"], False), (["support"], False)
+    ):
+        with pytest.raises(AgentNotServed) as refused:
+            await client.start("assistant", "hi")
+        message = str(refused.value)
+        assert f"not every worker on task queue {queue!r} serves agent 'assistant'" in message
+        assert "serves support" in message and f"'{queue}@assistant'" in message
+    model_server.script(Reply(content="from assistant"), Reply(content="from support"))
+    async with workers(env.client, model_server, queue, (["assistant"], True), (["support"], True)):
+        first = await client.start("assistant", "hi")
+        assert (await first.result()).final_output == "from assistant"
+        second = await client.start("support", "hi")
+        assert (await second.result()).status is RunStatus.COMPLETED
+        described = await env.client.get_workflow_handle(first.id).describe()
+        assert described.task_queue == f"{queue}@assistant"
+
+
+async def test_a_run_starts_when_no_worker_has_polled_yet(env):
+    queue = f"empty-{uuid.uuid4().hex[:8]}"
+    run = await AgentClient(env.client, task_queue=queue).start("assistant", "hi")
+    assert (await env.client.get_workflow_handle(run.id).describe()).task_queue == queue
+    await env.client.get_workflow_handle(run.id).terminate("no worker: none needed")
+
+
+async def test_worker_py_warns_when_it_joins_a_queue_serving_other_agents(env, model_server):
+    queue = f"join-{uuid.uuid4().hex[:8]}"
+    settings = {
+        **base_env(),
+        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": env.client.namespace,
+        "OPENAI_BASE_URL": model_server.base_url,
+        "OPENAI_API_KEY": "test",
+        "AGENT_PAYLOAD_STORE": "off",
+    }
+    async with workers(env.client, model_server, queue, (["assistant"], False)):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "worker.py", "--agents", "examples.support_agent",
+            "--task-queue", queue, cwd=ROOT, env=settings,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            lines: list[str] = []
+            while len(lines) < 6 and not lines[-1:] == ["worker: warning"]:
+                line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+                assert line, lines  # the worker ended
+                lines.append(line.strip())
+                if line.startswith("worker: warning"):
+                    break
+        finally:
+            process.terminate()
+            await process.communicate()
+    [warning] = [line for line in lines if line.startswith("worker: warning:")]
+    assert "other workers of this task queue serve other agents (" in warning
+    assert "serves assistant)" in warning and "--agent-queues" in warning
