@@ -17,7 +17,10 @@ from durable_agents.workflows.argument_view import safe
 from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
 from durable_agents.workflows.payloads import AgentResult
 from durable_agents.workflows.snapshot import json_schema
+from durable_agents.workflows.state import RunState
 from pydantic import BaseModel
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.signing import read_key
 
@@ -48,26 +51,51 @@ async def _resume(args: argparse.Namespace, agents: AgentClient) -> str:
         args.snapshot, run_id=args.id, unpause=args.unpause, context=args.context
     )
     run_id = resumed.id
+    output = StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
     if args.cancel_source:
-        await _cancel_source(agents, snapshots.loads(args.snapshot).run_id, run_id)
-    return StartedRun(run_id=run_id).model_dump_json(indent=2) if args.json else run_id
+        source = snapshots.loads(args.snapshot)
+        try:
+            print(await _cancel_source(agents, source, run_id), file=sys.stderr)
+        except AgentClientError:
+            print(output, flush=True)  # the new run is started: say which, whatever follows
+            raise
+    return output
 
 
-async def _cancel_source(agents: AgentClient, source: str, resumed: str) -> None:
-    """Cancel the run the snapshot came from, on this connection's namespace, once its
-    continuation runs (a source elsewhere, or ended already, is said, not hidden)."""
-    if source == resumed:
-        return  # the new run has the source's id here: the source ran elsewhere
-    try:
-        await agents.cancel(
-            source, reason=f"resumed as {resumed} (agentctl resume --cancel-source)"
-        )
-    except AgentClientError as err:
+async def _cancel_source(agents: AgentClient, source: RunState, resumed: str) -> str:
+    """Cancel the execution the snapshot came from, if it still runs on this connection's
+    namespace; never another run that has its id since (a resume that reused it, a
+    namesake): the snapshot's `execution_id` names the execution. What was done."""
+    if source.run_id == resumed:
+        return f"the source run {source.run_id} ran elsewhere: the new run has its id here"
+    by_hand = f"cancel it where it runs: agentctl cancel {source.run_id}"
+    if source.execution_id is None:
         raise AgentClientError(
-            f"resumed as {resumed}, but the source run was not cancelled: {err} (on another "
-            f"cluster? cancel it there: agentctl cancel {source})"
-        ) from err
-    print(f"cancelled the source run {source}", file=sys.stderr)
+            f"resumed as {resumed}, but the snapshot does not say which execution it came "
+            f"from (schema before 1.4): {by_hand}"
+        )
+    handle = agents.client.get_workflow_handle(
+        source.run_id, first_execution_run_id=source.execution_id
+    )
+    try:
+        described = await agents.client.get_workflow_handle(source.run_id).describe()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise AgentClientError(f"resumed as {resumed}; the source run: {err.message}") from err
+        described = None
+    first = described.raw_description.workflow_execution_info.first_run_id if described else None
+    if described is None or first != source.execution_id:
+        raise AgentClientError(
+            f"resumed as {resumed}, but the source run is not here (no run {source.run_id!r} of "
+            f"the snapshot's execution in namespace {agents.client.namespace!r}; a run with "
+            f"that id here is another one, left alone): {by_hand}"
+        )
+    if described.status not in (None, WorkflowExecutionStatus.RUNNING):
+        status = described.status.name.lower() if described.status else "closed"
+        return f"the source run {source.run_id} has already ended ({status})"
+    with agents.translating(source.run_id):
+        await handle.cancel(reason=f"resumed as {resumed} (agentctl resume --cancel-source)")
+    return f"cancelled the source run {source.run_id}"
 
 
 async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:

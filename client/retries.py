@@ -10,7 +10,7 @@ next attempt starts (the UI's "Pending Activities" view shows the same).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pydantic import BaseModel
 from temporalio.api.workflow.v1 import PendingActivityInfo
@@ -32,7 +32,7 @@ class ActivityRetry(BaseModel):
     maximum_attempts: int | None = None
     """None: unlimited (until the activity's timeout or retry budget)."""
     last_error: str | None = None
-    """The last failure's message, cause first, on one line."""
+    """The last failure's message (the activity's own error), on one line."""
     next_attempt_at: datetime | None = None
     """When the next attempt starts; None while one runs."""
 
@@ -53,7 +53,7 @@ async def retrying(
                 maximum_attempts=pending.maximum_attempts or None,
                 last_error=await _last_error(pending, converter),
                 next_attempt_at=(
-                    pending.next_attempt_schedule_time.ToDatetime().astimezone()
+                    pending.next_attempt_schedule_time.ToDatetime(tzinfo=UTC)
                     if pending.HasField("next_attempt_schedule_time")
                     else None
                 ),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import importlib
 import ipaddress
 import logging
@@ -29,7 +30,7 @@ from pathlib import Path
 from openai import AsyncOpenAI
 from temporalio.client import Client
 from temporalio.converter import DataConverter
-from temporalio.runtime import Runtime
+from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
@@ -203,8 +204,9 @@ def model_client(scripted: str | None) -> tuple[AsyncOpenAI, object | None]:
         return AsyncOpenAI(api_key=key.value, max_retries=0), None
     base_url = os.environ.get("OPENAI_BASE_URL", "").strip()
     if not scripted and is_loopback(base_url):
+        where = urllib.parse.urlsplit(base_url).netloc.rpartition("@")[2]  # no credentials
         print(
-            f"worker: OPENAI_API_KEY is not set: calling {base_url} (a local server) without a key",
+            f"worker: OPENAI_API_KEY is not set: calling {where} (a local server) without a key",
             flush=True,
         )
         return AsyncOpenAI(base_url=base_url, api_key=KEYLESS, max_retries=0), None
@@ -372,15 +374,22 @@ async def warn_if_mixed(
         print(f"worker: warning: {warning}", flush=True)
 
 
-def observability(args: argparse.Namespace) -> tuple[Runtime | None, list[telemetry.Tracing]]:
-    """The runtime serving Prometheus metrics (None: metrics off) and the tracing set-up
-    (empty: tracing off) asked for by `--metrics-port` and `--otel`."""
+def observability(args: argparse.Namespace) -> tuple[Runtime, list[telemetry.Tracing]]:
+    """The worker's own Temporal runtime (serving Prometheus metrics with
+    `--metrics-port`) and the tracing set-up (empty: tracing off, `--otel`). Its own,
+    never the SDK's default one, which lives until interpreter shutdown, where its
+    Rust threads can crash the exiting process (`Fatal Python error:
+    PyGILState_Release`, sdk-python#300): `main` lets go of this one first."""
     try:
-        runtime = telemetry.prometheus_runtime(args.metrics_port) if args.metrics_port else None
+        runtime = (
+            telemetry.prometheus_runtime(args.metrics_port)
+            if args.metrics_port
+            else Runtime(telemetry=TelemetryConfig())
+        )
         tracing = [telemetry.tracing()] if args.otel else []
     except telemetry.TelemetrySetupError as err:
         raise WorkerSetupError(str(err)) from err
-    if runtime is not None:
+    if args.metrics_port:
         address = telemetry.metrics_address(args.metrics_port)
         print(f"worker: Prometheus metrics on http://{address}/metrics", flush=True)
     if tracing:
@@ -575,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     except AgentError as err:  # cannot connect, bad key configuration
         print(f"worker: error: {err.message}", file=sys.stderr)
         return 1
+    finally:
+        gc.collect()  # free the worker's runtime before interpreter shutdown (sdk-python#300)
     return 0
 
 

@@ -19,7 +19,10 @@ from temporalio.converter import DefaultFailureConverter, PayloadConverter
 MAX_MESSAGE_CHARS = 2_000
 """Longer messages (an HTML error page quoted by a client library) are cut."""
 MAX_CAUSES = 8
-"""Causes past this depth are dropped (their messages are rarely news)."""
+"""A longer chain keeps its outer causes and its innermost one (the root cause, what the
+model is told of a failed tool), and drops the middle."""
+ENCODED = "Encoded failure"
+"""The message of a failure whose message is in its (encrypted) encoded attributes."""
 
 
 class CompactFailureConverter(DefaultFailureConverter):
@@ -35,10 +38,11 @@ class CompactFailureConverter(DefaultFailureConverter):
     ) -> None:
         super().to_failure(exception, payload_converter, failure)  # causes come through here
         compact(failure)
-        if self._encode and not failure.HasField("encoded_attributes"):
+        encrypted = failure.HasField("encoded_attributes") and failure.message == ENCODED
+        if self._encode and not encrypted:  # also a decoded failure raised again
             attributes = {"message": failure.message, "stack_trace": ""}
             failure.encoded_attributes.CopyFrom(payload_converter.to_payloads([attributes])[0])
-            failure.message = "Encoded failure"
+            failure.message = ENCODED
 
 
 class CompactFailureConverterWithEncodedAttributes(CompactFailureConverter):
@@ -49,16 +53,16 @@ class CompactFailureConverterWithEncodedAttributes(CompactFailureConverter):
 
 
 def compact(failure: Failure) -> None:
-    """`failure` and its causes without stack traces, messages cut, the chain bounded."""
-    current, depth = failure, 0
-    while True:
+    """`failure` and its causes without stack traces, messages cut, the chain bounded
+    (the outer causes and the innermost kept)."""
+    chain = [failure]
+    while chain[-1].HasField("cause"):
+        chain.append(chain[-1].cause)
+    for current in chain:
         current.stack_trace = ""
         if len(current.message) > MAX_MESSAGE_CHARS:
             current.message = current.message[: MAX_MESSAGE_CHARS - 1] + "…"
-        if not current.HasField("cause"):
-            return
-        depth += 1
-        if depth >= MAX_CAUSES:
-            current.ClearField("cause")
-            return
-        current = current.cause
+    if len(chain) > MAX_CAUSES:
+        root = Failure()
+        root.CopyFrom(chain[-1])
+        chain[MAX_CAUSES - 2].cause.CopyFrom(root)  # the middle of the chain dropped

@@ -187,7 +187,7 @@ async def test_fork_at_turn_zero_with_new_input(ctl, model_server, tmp_path: Pat
     assert [i["content"] for i in state["items"][:2]] == ["hi", "in French"]
 
 
-async def test_resume_cancel_source_ends_the_source_and_says_when_it_cannot(
+async def test_resume_cancel_source_ends_the_source_and_only_the_source(
     ctl, worker, model_server, tmp_path: Path
 ) -> None:
     model_server.script(Reply(tool_calls=(EMAIL,)))
@@ -204,14 +204,23 @@ async def test_resume_cancel_source_ends_the_source_and_says_when_it_cannot(
     await wait_for_status(ctl, source, "cancelled")
     await wait_for_status(ctl, new_id, "awaiting_approval")
 
-    again = f"resumed-{uuid.uuid4().hex[:8]}"  # the source has ended: said, exit 1
+    again = f"resumed-{uuid.uuid4().hex[:8]}"  # the source has ended: nothing to do
     twice = await ctl("resume", str(target), "--id", again, "--cancel-source")
-    assert twice.code == 1
-    assert f"resumed as {again}, but the source run was not cancelled" in twice.stderr
-    assert "has already ended (cancelled)" in twice.stderr
-    assert f"agentctl cancel {source}" in twice.stderr
-    await worker.client.get_workflow_handle(new_id).terminate("done")
-    await worker.client.get_workflow_handle(again).terminate("done")
+    assert twice.code == 0, twice.stderr
+    assert twice.stderr.strip() == f"the source run {source} has already ended (canceled)"
+
+    # The source's id reused by a continuation: --cancel-source leaves that run alone.
+    assert (await ctl("resume", str(target), "--id", source)).code == 0
+    await wait_for_status(ctl, source, "awaiting_approval")
+    third = f"resumed-{uuid.uuid4().hex[:8]}"
+    refused = await ctl("resume", str(target), "--id", third, "--cancel-source", "--json")
+    assert refused.code == 1
+    assert json.loads(refused.stdout)["run_id"] == third  # started: said on stdout all the same
+    assert "a run with that id here is another one, left alone" in refused.stderr
+    assert f"agentctl cancel {source}" in refused.stderr
+    await wait_for_status(ctl, source, "awaiting_approval")  # still waiting, not cancelled
+    for run in (new_id, again, source, third):
+        await worker.client.get_workflow_handle(run).terminate("done")
 
 
 async def test_seal_shows_the_edit_seals_it_and_the_seal_approves_nothing(

@@ -241,7 +241,7 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 30)
         if key is None:
-            assert line.decode().startswith("worker: OPENAI_API_KEY is not set: calling http://")
+            assert line.decode().startswith("worker: OPENAI_API_KEY is not set: calling 127.0.0.1:")
             line = await asyncio.wait_for(process.stdout.readline(), 30)
         served = (
             b"serving agents asker, assistant, concierge, custodian, decider, digester, forgetful, "

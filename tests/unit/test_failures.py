@@ -68,3 +68,30 @@ async def test_encrypted_failures_keep_their_message_and_lose_their_trace():
     decoded = await converter.decode_failure(failure)
     assert decoded.message == "level 0" and decoded.__cause__.message == "root cause"
     assert not getattr(decoded, "stack_trace", None)
+
+
+async def test_a_decoded_failure_raised_again_is_encrypted_again():
+    converter = codec_data_converter(keys(f"k1:{B64_A}"))
+    first = Failure()
+    await converter.encode_failure(ApplicationError("card 4111 declined", type="Declined"), first)
+    decoded = await converter.decode_failure(first)  # keeps the failure, message in clear
+    again = Failure()
+    await converter.encode_failure(decoded, again)  # e.g. a tool that lets it propagate
+    assert b"4111" not in again.SerializeToString() and again.message == "Encoded failure"
+    try:
+        raise RuntimeError("the sub-run failed") from decoded
+    except RuntimeError as wrapped:
+        outer = Failure()
+        await converter.encode_failure(wrapped, outer)
+    assert b"4111" not in outer.SerializeToString()
+    back = await converter.decode_failure(outer)
+    assert back.message == "the sub-run failed" and back.__cause__.message == "card 4111 declined"
+
+
+async def test_a_long_chain_keeps_its_root_cause_what_the_model_is_told():
+    converter = codec_data_converter(None)
+    failure = Failure()
+    await converter.encode_failure(chain(12), failure)
+    kept = [f.message for f in causes(failure)]
+    assert len(kept) == MAX_CAUSES
+    assert kept[0] == "level 11" and kept[-1] == "root cause"
