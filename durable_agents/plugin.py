@@ -14,15 +14,17 @@ pass-through and our liveness settings, next to whatever the worker already has.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 
 from openai import AsyncOpenAI
 from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkerConfig, WorkflowRunner
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from durable_agents import served_agents
 from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
@@ -79,6 +81,9 @@ def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
     """The worker's workflows and AgentWorkflow, once (a worker may list it itself)."""
     workflows = list(existing or [])
     return workflows if AgentWorkflow in workflows else [*workflows, AgentWorkflow]
+
+
+_log = logging.getLogger(__name__)
 
 
 class AgentsPluginError(ValueError):
@@ -163,6 +168,31 @@ class AgentsPlugin(SimplePlugin):
             workflow_runner=self._runner if activities else None,
         )
 
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Runs the worker; one that serves agents runs beside it a small worker whose
+        identity announces them (`durable_agents.served_agents`)."""
+        config = worker.config()
+        queue = config.get("task_queue", "")
+        if not self.registry.names() or served_agents.is_announce_queue(queue):
+            await super().run_worker(worker, next)
+            return
+        try:
+            announcer = Worker(
+                worker.client,
+                task_queue=served_agents.announce_queue(queue),
+                activities=[served_agents.announce],
+                identity=served_agents.identity(
+                    config.get("identity") or worker.client.identity, self.registry.names()
+                ),
+                max_concurrent_activities=1,
+            )
+        except Exception as err:  # announcing helps clients; it never keeps a worker down
+            _log.warning("not announcing the agents of task queue %r: %s", queue, err)
+            await super().run_worker(worker, next)
+            return
+        async with announcer:
+            await super().run_worker(worker, next)
+
     def _client_converter(self, existing: DataConverter | None) -> DataConverter:
         """Ours on a client that has the default converter; refused over another."""
         if existing is None or existing is DataConverter.default or existing is self.converter:
@@ -187,6 +217,8 @@ class AgentsPlugin(SimplePlugin):
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Adds our workflow and activities; a worker whose client lacks our converter
         is refused (the worker converts payloads with its client's converter)."""
+        if served_agents.is_announce_queue(config.get("task_queue", "")):
+            return config  # the small worker that announces what another one serves
         client = config.get("client")
         if client is not None and client.data_converter is not self.converter:
             raise AgentsPluginError(

@@ -89,6 +89,7 @@ def build_worker(
     trust: Trust | None = None,
     model_api: ModelAPIName = "chat_completions",
     prices: Mapping[str, ModelPrice] | None = None,
+    identity: str | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -98,7 +99,9 @@ def build_worker(
     `plugins` (e.g. tracing, see `activities.telemetry`) are added to the worker's.
     `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
     their tasks; an evicted run replays its history on its next task. `model_api`:
-    the API of agents that name none, `prices`: the price table (see `AgentsPlugin`)."""
+    the API of agents that name none, `prices`: the price table (see `AgentsPlugin`).
+    `identity`: the worker's Temporal identity (default: its client's, `PID@HOST`);
+    beside it, the plugin announces the agents it serves (`served_agents`)."""
     agents = AgentsPlugin(
         agents=registry,
         model_client=model_client,
@@ -116,7 +119,7 @@ def build_worker(
         graceful_shutdown_timeout=drain,
         plugins=[*plugins, agents],
         max_cached_workflows=max_cached_workflows,
-        identity=served_agents.identity(registry.names()),  # which agents it serves
+        identity=identity,
     )
 
 
@@ -366,10 +369,11 @@ async def warn_if_mixed(
 ) -> None:
     """Say so when other workers of the queue serve other agents (`served_agents`)."""
     try:
-        found = await served_agents.pollers(client, task_queue)
+        found = await served_agents.announced(client, task_queue)
     except RPCError:
         return  # not allowed to describe the queue: nothing to say
-    warning = served_agents.mixed(frozenset(names), found, worker.config()["identity"] or "")
+    own = worker.config().get("identity") or client.identity
+    warning = served_agents.mixed(frozenset(names), found, own)
     if warning is not None:
         print(f"worker: warning: {warning}", flush=True)
 

@@ -108,7 +108,7 @@ async def test_watch_json_prints_one_event_per_line(worker, model_server):
 
 async def test_watch_gives_up_after_its_timeout(worker, model_server):
     ctl = bound_to(worker)
-    model_server.script(Reply(content="slow", delay_seconds=2))
+    model_server.script(Reply(content="slow", delay_seconds=8)  # outlasts two agentctl starts on a loaded machine)
     rid = new_id()
     assert (await ctl("start", "assistant", "hi", "--id", rid)).code == 0
     watched = await ctl("watch", rid, "--timeout", "0.5")

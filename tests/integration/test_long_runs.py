@@ -151,6 +151,7 @@ async def test_messages_sent_in_a_tight_loop_across_switches_arrive_once(
     await handle.signal(contract.SIGNAL_END_SESSION, EndSessionSignal())
     await handle.result()
     final = await state_of(handle)
+    assert final.queued_messages == []  # none left unanswered at the end
     assert user_messages(final) == ["start", *sent]  # none lost, none doubled, in order
     assert len(final.workflow_runs) >= 2
 

@@ -31,7 +31,7 @@ async def workers(client, model_server, task_queue: str, *served: tuple[list, bo
     """One worker per entry: (its agents, whether it also polls each agent's own queue)."""
     model = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     async with AsyncExitStack() as stack:
-        for names, own_queues in served:
+        for number, (names, own_queues) in enumerate(served):
             # Its own connection, as another process has: one client takes one worker
             # per task queue.
             own = await Client.connect(
@@ -44,7 +44,10 @@ async def workers(client, model_server, task_queue: str, *served: tuple[list, bo
             if own_queues:
                 queues += [served_agents.agent_queue(task_queue, n) for n in names]
             for queue in queues:
-                worker = build_worker(own, registry=registry, model_client=model, task_queue=queue)
+                worker = build_worker(
+                    own, registry=registry, model_client=model, task_queue=queue,
+                    identity=f"worker{number}@test",  # one process: tell them apart
+                )  # fmt: skip
                 await stack.enter_async_context(worker)
         await asyncio.sleep(0.5)  # the pollers reach the server
         yield
@@ -52,12 +55,27 @@ async def workers(client, model_server, task_queue: str, *served: tuple[list, bo
 
 
 def test_an_identity_says_which_agents_and_only_when_it_fits():
-    said = served_agents.identity(["b", "a"])
-    assert said.endswith(" agents:a,b") and served_agents.agents_of(said) == {"a", "b"}
+    said = served_agents.identity("4242@host", ["b", "a"])
+    assert said == "4242@host agents:a,b" and served_agents.agents_of(said) == {"a", "b"}
     assert served_agents.agents_of("4242@host") is None  # another worker says nothing
     assert served_agents.agents_of("4242@host agents:") == frozenset()
-    long = served_agents.identity([f"agent{n}" for n in range(200)])
-    assert served_agents.MARK not in long and len(long) < 100
+    long = served_agents.identity("4242@host", [f"agent{n}" for n in range(200)])
+    assert len(long) == served_agents.MAX_IDENTITY_CHARS and long.endswith("…")
+    assert served_agents.agents_of(long) is None  # cut: says nothing of membership
+
+
+async def test_the_workers_own_identity_stays_short_in_every_history(worker, model_server):
+    model_server.script(Reply(content="done"))
+    client = AgentClient(worker.client, task_queue=worker.task_queue)
+    run = await client.start("assistant", "hi")
+    await run.result()
+    events = (await worker.client.get_workflow_handle(run.id).fetch_history()).events
+    identities = {
+        getattr(e, e.WhichOneof("attributes")).identity
+        for e in events
+        if hasattr(getattr(e, e.WhichOneof("attributes")), "identity")
+    } - {""}
+    assert identities and all(served_agents.MARK not in i for i in identities), identities
 
 
 async def test_agentctl_start_of_an_agent_nobody_serves_is_refused_with_what_is_served(
