@@ -19,6 +19,7 @@ from durable_agents.workflows.state import (
     ApprovalPolicy,
     ApproverKey,
     ContextPolicy,
+    MCPServer,
     ModelAPIName,
     ModelPrice,
     ModelSettings,
@@ -108,6 +109,9 @@ class Agent:
     """`"responses"`: the OpenAI Responses API (reasoning items kept in the run, sent
     back with `store=False`); `"chat_completions"`: Chat Completions, which every
     OpenAI-compatible server speaks. None: the worker's default (`--model-api`)."""
+    mcp_servers: Sequence[MCPServer] = ()
+    """MCP servers whose tools the agent uses (`MCPServer(name=..., allow=..., prefix=...,
+    needs_approval=...)`); the worker knows how to reach each (`AGENT_MCP_SERVERS`)."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -126,6 +130,10 @@ class Agent:
         for t in self.tools:
             if not isinstance(t, Tool):
                 raise TypeError(f"agent {self.name}: {t!r} is not a @tool")
+        servers = [m.name for m in self.mcp_servers]
+        for server in servers:
+            if servers.count(server) > 1:
+                raise ValueError(f"agent {self.name}: two MCP servers are called '{server}'")
         if not 0 <= self.output_retries <= 10:
             raise ValueError(f"agent {self.name}: output_retries must be 0 to 10")
         if self.output_type is not None:
@@ -201,6 +209,7 @@ class Agent:
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
             tools=[t.spec() for t in self.tools],
+            mcp_servers=list(self.mcp_servers),
             input_guardrails=[g.spec() for g in self.input_guardrails],
             output_guardrails=[g.spec() for g in self.output_guardrails],
             output=as_output(self.output_type).spec if self.output_type is not None else None,

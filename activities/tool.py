@@ -98,6 +98,8 @@ class Tool:
             needs_approval=self.approval is not None,
             approval=self.approval or ApprovalPolicy(),
             retry=retry_spec(self.retry_policy),
+            mcp_server=None,  # a function of the worker's, not an MCP server's tool
+            mcp_tool=None,
         )
 
     async def invoke(self, arguments: BaseModel, ctx: ToolContext) -> Any:

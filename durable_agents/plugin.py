@@ -24,12 +24,13 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_agents import served_agents
+from durable_agents import mcp_connections, served_agents
 from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
+from durable_agents.mcp_connections import MCPConnection
 from durable_agents.prices import prices_from_env, unpriced_budgets
 from durable_agents.signing import trust_from_env
 from durable_agents.workflows.agent_workflow import AgentWorkflow
@@ -86,6 +87,31 @@ def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
 _log = logging.getLogger(__name__)
 
 
+def _mcp_plugin(
+    registry: AgentRegistry, connections: Mapping[str, MCPConnection] | None
+) -> SimplePlugin | None:
+    """The MCP servers' worker plugin, for the servers the agents name: each must be in
+    `connections` (None: AGENT_MCP_SERVERS), or the worker is refused."""
+    named = sorted({m.name for a in registry.agents() for m in a.mcp_servers})
+    if not named:
+        return None
+    try:
+        known = mcp_connections.from_env() if connections is None else dict(connections)
+    except mcp_connections.MCPConfigError as err:
+        raise AgentsPluginError(str(err)) from None
+    missing = [n for n in named if n not in known]
+    if missing:
+        users = sorted(
+            a.name for a in registry.agents() if any(m.name in missing for m in a.mcp_servers)
+        )
+        raise AgentsPluginError(
+            f"agents {', '.join(users)} use MCP servers {', '.join(missing)}, which "
+            f"{mcp_connections.ENV} does not say how to reach"
+        )
+    plugin: SimplePlugin = mcp_connections.mcp_plugin({n: known[n] for n in named})
+    return plugin
+
+
 class AgentsPluginError(ValueError):
     """The plugin cannot be used as configured; the message says what to change."""
 
@@ -133,6 +159,7 @@ class AgentsPlugin(SimplePlugin):
         trust: Trust | None = None,
         model_api: ModelAPIName = "chat_completions",
         prices: Mapping[str, ModelPrice] | None = None,
+        mcp_servers: Mapping[str, MCPConnection] | None = None,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.trust = trust if trust is not None else trust_from_env()
@@ -146,7 +173,9 @@ class AgentsPlugin(SimplePlugin):
         self._passthrough = tuple(sandbox_passthrough)
         self._sticky_timeout = sticky_timeout
         activities = None
+        self._mcp = None
         if model_client is not None:
+            self._mcp = _mcp_plugin(self.registry, mcp_servers)
             tools = ToolActivities(self.registry, trust=self.trust, prices=self.prices)
             model = ModelActivities(
                 model_client,
@@ -173,6 +202,12 @@ class AgentsPlugin(SimplePlugin):
         identity announces them (`durable_agents.served_agents`)."""
         config = worker.config()
         queue = config.get("task_queue", "")
+        if self._mcp is not None and not served_agents.is_announce_queue(queue):
+            mcp, inner = self._mcp, next
+
+            async def next(worker: Worker) -> None:
+                await mcp.run_worker(worker, inner)
+
         if not self.registry.names() or served_agents.is_announce_queue(queue):
             await super().run_worker(worker, next)
             return
@@ -235,4 +270,6 @@ class AgentsPlugin(SimplePlugin):
         for key, value in settings.items():
             if config.get(key, _SDK_DEFAULTS[key]) == _SDK_DEFAULTS[key]:
                 config[key] = value  # type: ignore[literal-required]
+        if self._mcp is not None:  # the MCP servers' activities (temporalio-mcp)
+            config = self._mcp.configure_worker(config)
         return config

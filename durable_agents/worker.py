@@ -49,6 +49,7 @@ from durable_agents.dataplane.codec import (
     keys_from_env,
 )
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
+from durable_agents.mcp_connections import MCPConnection
 from durable_agents.plugin import (
     SANDBOX_PASSTHROUGH,
     STICKY_TIMEOUT,
@@ -90,6 +91,7 @@ def build_worker(
     model_api: ModelAPIName = "chat_completions",
     prices: Mapping[str, ModelPrice] | None = None,
     identity: str | None = None,
+    mcp_servers: Mapping[str, MCPConnection] | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -100,6 +102,8 @@ def build_worker(
     `max_cached_workflows` (default 1000, Temporal's): runs kept in memory between
     their tasks; an evicted run replays its history on its next task. `model_api`:
     the API of agents that name none, `prices`: the price table (see `AgentsPlugin`).
+    `mcp_servers`: how to reach the MCP servers the agents name (None:
+    `AGENT_MCP_SERVERS`, `durable_agents.mcp_connections`).
     `identity`: the worker's Temporal identity (default: its client's, `PID@HOST`);
     beside it, the plugin announces the agents it serves (`served_agents`)."""
     agents = AgentsPlugin(
@@ -112,6 +116,7 @@ def build_worker(
         trust=trust,
         model_api=model_api,
         prices=prices,
+        mcp_servers=mcp_servers,
     )
     return Worker(
         client,

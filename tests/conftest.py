@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 from tests.support import agents, priced_agents
@@ -75,6 +76,7 @@ async def serving(
     trust: Trust = WORKER_TRUST,
     prices: dict | None = None,
     extra_agents: Sequence[Agent] = (),
+    mcp_servers: Mapping[str, MCPConnection] | None = None,
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
     talking to `model_server`."""
@@ -91,6 +93,7 @@ async def serving(
         task_queue=task_queue,
         trust=trust,
         prices=priced_agents.PRICES if prices is None else prices,
+        mcp_servers=mcp_servers,
     )
     async with running:
         yield RunningWorker(

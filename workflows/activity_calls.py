@@ -8,6 +8,7 @@ never imports their implementations.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -15,10 +16,18 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
-from temporalio.workflow import ActivityCancellationType
+from temporalio.workflow import ActivityCancellationType, ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import argument_view, contract, details, guardrails, loop, patches
+    from durable_agents.workflows import (
+        argument_view,
+        contract,
+        details,
+        guardrails,
+        loop,
+        mcp_tools,
+        patches,
+    )
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
         GuardrailVerdict,
@@ -30,11 +39,14 @@ with workflow.unsafe.imports_passed_through():
         AgentSpec,
         ErrorInfo,
         GuardrailSpec,
+        MCPServer,
         RetrySpec,
         RunState,
         ToolCall,
+        ToolSpec,
     )
     from pydantic import JsonValue
+    from temporalio.mcp import TemporalMCPClient
 
 DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
 DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
@@ -102,6 +114,57 @@ async def run_guardrail(state: RunState, spec: GuardrailSpec, value: JsonValue) 
         return guardrails.failed(spec, root_message(err))
 
 
+async def with_mcp_tools(spec: AgentSpec) -> AgentSpec:
+    """`spec` with the tools of its MCP servers, listed once (an activity per server,
+    through `temporalio-mcp`; the worker holds the connections): a server that cannot
+    be listed fails the run's start, with the reason."""
+    listed: dict[str, list[dict[str, Any]]] = {}
+    for server in spec.mcp_servers:
+        client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, "list"))
+        try:
+            tools = await client.list_tools()
+        except ActivityError as err:
+            _reraise_cancel(err)
+            raise ApplicationError(
+                f"cannot list the tools of MCP server {server.name!r}: {root_message(err)}",
+                type=contract.ERROR_MCP_UNAVAILABLE,
+                non_retryable=True,
+            ) from None
+        listed[server.name] = [t.model_dump(mode="json", by_alias=True) for t in tools.tools]
+    try:
+        return mcp_tools.with_mcp_tools(spec, listed)
+    except ValueError as err:
+        raise ApplicationError(
+            f"cannot start agent '{spec.name}': {err}",
+            type=contract.ERROR_INVALID_INPUT,
+            non_retryable=True,
+        ) from None
+
+
+def _mcp_config(server: MCPServer, what: str) -> ActivityConfig:
+    return ActivityConfig(
+        start_to_close_timeout=timedelta(seconds=server.timeout_seconds),
+        retry_policy=retry_policy(server.retry),
+        summary=f"MCP {server.name}: {what}",
+    )
+
+
+async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: str) -> ToolOutcome:
+    server = next(s for s in state.agent.mcp_servers if s.name == spec.mcp_server)
+    client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, shown))
+    arguments = json.loads(call.arguments) if call.arguments else {}
+    try:
+        result = await client.call_tool(spec.mcp_tool or call.tool, arguments)
+    except ActivityError as err:
+        _reraise_cancel(err)
+        return ToolOutcome(
+            call_id=call.call_id,
+            content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
+            is_error=True,
+        )
+    return mcp_tools.outcome(call.call_id, call.tool, result.model_dump(mode="json", by_alias=True))
+
+
 async def run_tool(
     state: RunState, call: ToolCall, *, execute: Callable[..., Awaitable[Any]] | None = None
 ) -> ToolOutcome:
@@ -110,6 +173,8 @@ async def run_tool(
     benchmarks measure `workflow.execute_local_activity`)."""
     spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
     shown = argument_view.redacted(call.arguments, spec.sensitive)  # the UI's summary
+    if spec.mcp_server is not None:
+        return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
     try:
         outcome: ToolOutcome = await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutcome,
     )
     from durable_agents.workflows.state import (
+        AgentSpec,
         Decision,
         ErrorInfo,
         RunState,
@@ -101,6 +102,13 @@ class AgentWorkflow:
         """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
+
+    async def _described(self, agent: str) -> AgentSpec:
+        """The agent's spec from a worker that serves it, with its MCP servers' tools."""
+        spec = await activity_calls.describe_agent(agent)
+        if spec.mcp_servers and workflow.patched(patches.PATCH_MCP_TOOLS):
+            spec = await activity_calls.with_mcp_tools(spec)
+        return spec
 
     def _read_claims(self) -> None:
         if self._input is None:
@@ -205,7 +213,7 @@ class AgentWorkflow:
                 return state
             # Anyone who may start a workflow can write a snapshot: take tools,
             # policies and keys from this worker, and no decision from the snapshot.
-            spec = await activity_calls.describe_agent(snapshot.agent.name)
+            spec = await self._described(snapshot.agent.name)
             verified = snapshot_signature.verified_by(
                 self._snapshot_claim, spec.snapshot_keys, now=workflow.now()
             )
@@ -234,7 +242,7 @@ class AgentWorkflow:
                     non_retryable=True,
                 ) from None
             return self._stamp_start(state)
-        spec = await activity_calls.describe_agent(agent_input.agent)
+        spec = await self._described(agent_input.agent)
         lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
         lower_only = not lifted or workflow.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY)
         try:

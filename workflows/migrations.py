@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.14 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.15 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -117,6 +117,11 @@ def _1_13_to_1_14(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.14"}
 
 
+def _1_14_to_1_15(data: dict[str, Any]) -> dict[str, Any]:
+    """1.15 added MCP servers and MCP tools: none before."""
+    return {**data, "schema_version": "1.15"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -132,5 +137,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.11": _1_11_to_1_12,
     "1.12": _1_12_to_1_13,
     "1.13": _1_13_to_1_14,
+    "1.14": _1_14_to_1_15,
 }
 """Released version -> the step from it to the next version."""

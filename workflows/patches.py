@@ -80,3 +80,6 @@ PATCH_LENIENT_RESUME = "resume-from-other-tools"
 empty list or map (Go, the `temporal` CLI printing `get_state`) reads as empty, and a
 whole `get_state` answer's `"page": null` is dropped (`snapshot.lenient_document`);
 before, such a run failed as invalid input."""
+PATCH_MCP_TOOLS = "mcp-tools"
+"""An agent with MCP servers (schema 1.15) has their tools listed when a run starts or
+resumes, and its MCP tools called through `temporalio-mcp`; asked only for such agents."""

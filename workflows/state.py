@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.14"
+SCHEMA_VERSION = "1.15"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -62,7 +62,10 @@ and `ToolSpec.sensitive`.
 1.12 added pause: `RunState.paused` and `pause_log`, the status `paused`.
 1.13 added context management: `AgentSpec.context_policy`, the `Compaction` item,
 `RunState.context_overflow`.
-1.14 added `metadata` on decisions (and decision attempts)."""
+1.14 added `metadata` on decisions (and decision attempts).
+1.15 added MCP servers (`AgentSpec.mcp_servers`) and MCP tools (`ToolSpec.mcp_server`,
+`ToolSpec.mcp_tool`).
+"""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -195,6 +198,33 @@ class ToolSpec(_Model):
     UI's details, activity summaries and logs, and shown by `agentctl` as
     `<sensitive, N chars>` unless asked (`--show-sensitive`). They stay in the
     run's (encrypted) payloads. Added in 1.4."""
+    mcp_server: str | None = Field(None, min_length=1, max_length=200)
+    """The MCP server the tool is on (`AgentSpec.mcp_servers`); None: a `@tool` function.
+    Added in 1.15."""
+    mcp_tool: str | None = Field(None, min_length=1, max_length=200)
+    """The tool's name on its MCP server (`name` may carry the server's prefix)."""
+
+
+class MCPServer(_Model):
+    """An MCP server whose tools an agent uses (`Agent(mcp_servers=[...])`); the worker
+    knows how to reach it (`AGENT_MCP_SERVERS`). Added in 1.15."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$")
+    allow: list[str] | None = Field(None, max_length=200)
+    """Names or globs (`fnmatch`) of the server's tools the agent may use; None: all."""
+    prefix: str = Field("", max_length=50, pattern=r"^[A-Za-z0-9_-]*$")
+    """Put before each tool's name (the model sees `prefix + name`)."""
+    needs_approval: bool | list[str] | None = None
+    """True: every tool needs approval; False: none; names or globs: those do (the
+    others as their annotations say); None: as the server's annotations say (read-only:
+    no approval; destructive or unannotated: approval). The agent's word wins."""
+    approval: ApprovalPolicy = ApprovalPolicy()
+    """The policy of the calls that need approval."""
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
+    retry: RetrySpec = RetrySpec()
+    """How often a failing call (the server down) is tried before its error goes to
+    the model."""
 
 
 class GuardrailSpec(_Model):
@@ -349,6 +379,9 @@ class AgentSpec(_Model):
     context_policy: ContextPolicy | None = None
     """How the conversation is cut to the model's window (`Agent(context=...)`);
     None: all of it is sent. Added in 1.13."""
+    mcp_servers: list[MCPServer] = []
+    """MCP servers whose tools the agent uses: listed when a run starts or resumes and
+    kept in `tools` for the run (`workflows.mcp_tools`). Added in 1.15."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -706,7 +739,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.14"] = "1.14"
+    schema_version: Literal["1.15"] = "1.15"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

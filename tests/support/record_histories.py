@@ -30,11 +30,13 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.histories import HISTORIES
+from tests.support.mcp_agents import helpdesk
 from tests.support.priced_agents import PRICES
 
 CANCEL = "(cancel the run)"
@@ -59,6 +61,22 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v23: an agent with MCP tools (mcp-tools): listed at start; the read-only one runs,
+    # the destructive one waits for approval and runs once approved.
+    "mcp_tools_v23": (
+        "helpdesk",
+        False,
+        [
+            Reply(
+                tool_calls=(
+                    Call("tickets_lookup_ticket", {"ticket_id": "T1"}, "c1"),
+                    Call("tickets_delete_ticket", {"ticket_id": "T1", "reason": "dup"}, "c2"),
+                )
+            ),
+            Reply("done"),
+        ],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c2", approver="ann"))],
+    ),
     # name: (agent, session, model script, [(status to wait for, signal, payload)])
     "approve_always_reject_v1": (
         "assistant",
@@ -467,15 +485,19 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
     with ScriptedModelServer() as server:
         server.script(*script)
         model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        registry = AgentRegistry.from_modules(
+            ["tests.support.agents", "tests.support.priced_agents"]
+        )
+        registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
+        mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
         worker = build_worker(
             client,
-            registry=AgentRegistry.from_modules(
-                ["tests.support.agents", "tests.support.priced_agents"]
-            ),
+            registry=registry,
             model_client=model,
             task_queue=f"record-{name}",
             trust=WORKER_TRUST,
             prices=PRICES,
+            mcp_servers=mcp,
         )
         async with worker:
             yield f"record-{name}"

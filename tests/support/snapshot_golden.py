@@ -29,6 +29,7 @@ from durable_agents.workflows.state import (
     ErrorInfo,
     GuardrailCheck,
     GuardrailSpec,
+    MCPServer,
     ModelPrice,
     ModelSettings,
     OutputSpec,
@@ -606,6 +607,27 @@ def _golden_1_14() -> RunState:
     return state
 
 
+def _golden_1_15() -> RunState:
+    """1.14's, with what 1.15 added: an MCP server of the agent, and two of its tools in
+    the run's tools (a read-only one without approval, a destructive one with)."""
+    state = _golden_1_14()
+    state.agent.mcp_servers = [
+        MCPServer(name="tickets", prefix="tickets_", allow=["lookup_*", "delete_*"])
+    ]
+    schema = {"type": "object", "properties": {"ticket_id": {"type": "string"}}}
+    state.agent.tools += [
+        ToolSpec(
+            name="tickets_lookup_ticket", description="Look a ticket up.", parameters=schema,
+            mcp_server="tickets", mcp_tool="lookup_ticket",
+        ),
+        ToolSpec(
+            name="tickets_delete_ticket", description="Delete a ticket.", parameters=schema,
+            needs_approval=True, mcp_server="tickets", mcp_tool="delete_ticket",
+        ),
+    ]  # fmt: skip
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -622,6 +644,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.12": _golden_1_12,
     "1.13": _golden_1_13,
     "1.14": _golden_1_14,
+    "1.15": _golden_1_15,
 }
 
 

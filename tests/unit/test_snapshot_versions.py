@@ -229,6 +229,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.11": MIGRATIONS["1.11"],
         "1.12": MIGRATIONS["1.12"],
         "1.13": MIGRATIONS["1.13"],
+        "1.14": MIGRATIONS["1.14"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

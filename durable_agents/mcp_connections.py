@@ -1,0 +1,124 @@
+"""How a worker reaches the MCP servers its agents name (`AGENT_MCP_SERVERS=FILE`).
+
+The file is a JSON object, one entry per server name (the name agents give in
+`MCPServer(name=...)`):
+
+    {"tickets": {"command": ["python", "-m", "tickets_server"], "env": {"TOKEN": "$TICKETS_TOKEN"}},
+     "wiki": {"url": "https://wiki.example/mcp", "headers": {"Authorization": "$WIKI_AUTH"}}}
+
+A value `"$NAME"` is the worker's environment variable NAME (credentials stay on
+the worker: never in a workflow's history, a snapshot or a query answer). The
+connections are `temporalio-mcp`'s: its `MCPPlugin` registers, per server, the
+activities the workflow's `TemporalMCPClient` calls, and keeps the transport
+(the subprocess, the HTTP session) on the worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV = "AGENT_MCP_SERVERS"
+
+
+class MCPConfigError(ValueError):
+    """An AGENT_MCP_SERVERS file the worker cannot use (the message says why)."""
+
+
+@dataclass(frozen=True)
+class MCPConnection:
+    """One server: a command the worker starts (stdio), or a URL (streamable HTTP)."""
+
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def client(self) -> Any:
+        """A new `mcp.Client` for this server (not connected yet)."""
+        from mcp import Client, StdioServerParameters
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        if self.url is None:
+            program, *args = self.command
+            environment = {**os.environ, **self.env} if self.env else None
+            return Client(StdioServerParameters(command=program, args=args, env=environment))
+        if not self.headers:
+            return Client(self.url)
+        http = create_mcp_http_client(headers=dict(self.headers))
+        return Client(streamable_http_client(self.url, http_client=http))
+
+
+def from_env(env: Mapping[str, str] | None = None) -> dict[str, MCPConnection]:
+    """The connections of `AGENT_MCP_SERVERS` (none when it is unset)."""
+    env = os.environ if env is None else env
+    path = env.get(ENV, "").strip()
+    if not path:
+        return {}
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise MCPConfigError(f"{ENV}: cannot read {path}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise MCPConfigError(f"{ENV}: {path} is not JSON: {err}") from None
+    return parse(document, env)
+
+
+def parse(document: object, env: Mapping[str, str]) -> dict[str, MCPConnection]:
+    """The connections of an AGENT_MCP_SERVERS document; MCPConfigError if malformed."""
+    if not isinstance(document, dict):
+        raise MCPConfigError(f"{ENV}: a JSON object of server names, not {type(document).__name__}")
+    found = {}
+    for name, entry in document.items():
+        found[name] = _connection(name, entry, env)
+    return found
+
+
+def _connection(name: str, entry: object, env: Mapping[str, str]) -> MCPConnection:
+    where = f"{ENV}: server {name!r}"
+    if not isinstance(entry, dict) or ("command" in entry) == ("url" in entry):
+        raise MCPConfigError(f'{where}: give either "command" (a list) or "url"')
+    unknown = set(entry) - {"command", "env", "url", "headers"}
+    if unknown:
+        raise MCPConfigError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    if "command" in entry:
+        command = entry["command"]
+        if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
+            raise MCPConfigError(f'{where}: "command" is a non-empty list of strings')
+        variables = _strings(entry.get("env", {}), f'{where}: "env"', env)
+        return MCPConnection(command=tuple(command), env=variables)
+    url = entry["url"]
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise MCPConfigError(f'{where}: "url" is an http(s) URL')
+    return MCPConnection(
+        url=url, headers=_strings(entry.get("headers", {}), f'{where}: "headers"', env)
+    )
+
+
+def _strings(value: object, where: str, env: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise MCPConfigError(f"{where} is an object of strings")
+    found = {}
+    for key, text in value.items():
+        if text.startswith("$"):
+            variable = text[1:]
+            if variable not in env:
+                raise MCPConfigError(f"{where}: {key} names ${variable}, which is not set")
+            text = env[variable]
+        found[key] = text
+    return found
+
+
+def mcp_plugin(connections: Mapping[str, MCPConnection]) -> Any:
+    """`temporalio-mcp`'s worker plugin for `connections` (None when there are none)."""
+    if not connections:
+        return None
+    from temporalio.mcp import MCPPlugin
+
+    factories: dict[str, Callable[[], Any]] = {n: c.client for n, c in connections.items()}
+    return MCPPlugin(factories)

@@ -1,0 +1,130 @@
+"""MCP tools in an agent (workflows.mcp_tools, durable_agents.mcp_connections), against
+a real MCP server of the `mcp` package, over stdio and over streamable HTTP: the
+tools listed once and kept in the run, the read-only one run at once, the
+destructive one waiting for the documented `approve` signal, an error the model
+reads, the server's credentials never in the history."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.state import RunStatus
+
+from durable_agents.mcp_connections import MCPConnection
+from durable_agents.testing import Call, Reply
+from tests.conftest import serving
+from tests.support.mcp_agents import helpdesk
+from tests.support.runs import free_port, start, state_of, tool_results, wait_for_status
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stdio(effects: Path) -> MCPConnection:
+    return MCPConnection(
+        command=(sys.executable, "-m", "tests.support.mcp_server"),
+        env={"MCP_EFFECTS": str(effects), "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """The same server over streamable HTTP, in its own process."""
+    port = free_port()
+    effects = tmp_path / "effects-http.txt"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.mcp_server", "--http", str(port)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "MCP_EFFECTS": str(effects), "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp", effects
+    process.terminate()
+    process.wait(10)
+
+
+SCRIPT = (
+    Reply(
+        tool_calls=(
+            Call("tickets_lookup_ticket", {"ticket_id": "T1"}, "c1"),
+            Call("tickets_delete_ticket", {"ticket_id": "T1", "reason": "duplicate"}, "c2"),
+        )
+    ),
+    Reply(tool_calls=(Call("tickets_failing_tool", {}, "c3"),)),
+    Reply(content="done"),
+)
+
+
+async def run_through(worker, model_server, effects: Path) -> None:
+    model_server.script(*SCRIPT)
+    handle = await start(worker, "clean up T1", agent="helpdesk")
+    view = await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
+    assert view.pending_approvals == 1
+    state = await state_of(handle)
+    mcp_tools = {t.name: (t.mcp_server, t.mcp_tool, t.needs_approval) for t in state.agent.tools}
+    assert mcp_tools == {
+        "note": (None, None, False),
+        "tickets_lookup_ticket": ("tickets", "lookup_ticket", False),  # read-only
+        "tickets_delete_ticket": ("tickets", "delete_ticket", True),  # destructive
+        "tickets_failing_tool": ("tickets", "failing_tool", True),  # unannotated
+    }
+    assert tool_results(state)["c1"].content == "ticket T1: printer on fire, status open"
+    assert not effects.exists()  # the destructive call waits
+    await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="c2", approver="ann"))
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
+    await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="c3", approver="ann"))
+    result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is RunStatus.COMPLETED
+    assert effects.read_text() == "deleted T1: duplicate\n"  # exactly one effect
+    results = tool_results(await state_of(handle))
+    assert results["c2"].content == "ticket T1 deleted"
+    assert results["c3"].content == (
+        "Error: tool 'tickets_failing_tool' reported an error: Error executing tool "
+        "failing_tool: the ticket system is read-only today"
+    )
+    assert model_server.requests[1]["tools"][0]["function"]["name"] == "note"
+    sent = {t["function"]["name"] for t in model_server.requests[0]["tools"]}
+    assert sent == set(mcp_tools)
+
+
+async def test_mcp_tools_over_stdio_with_an_approval(env, model_server, tmp_path):
+    effects = tmp_path / "effects.txt"
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": stdio(effects)}
+    ) as worker:
+        await run_through(worker, model_server, effects)
+
+
+async def test_mcp_tools_over_streamable_http_with_an_approval(env, model_server, http_server):
+    url, effects = http_server
+    connection = MCPConnection(url=url, headers={"Authorization": "Bearer s3cret-token"})
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": connection}
+    ) as worker:
+        await run_through(worker, model_server, effects)
+        runs = [r async for r in worker.client.list_workflows("WorkflowType = 'AgentWorkflow'")]
+        for run in runs[:3]:
+            history = await worker.client.get_workflow_handle(run.id).fetch_history()
+            assert b"s3cret-token" not in history.to_json().encode()
+
+
+async def test_a_worker_that_cannot_reach_a_named_server_is_refused(env, model_server):
+    from durable_agents.plugin import AgentsPluginError
+
+    with pytest.raises(AgentsPluginError, match="use MCP servers tickets, which AGENT_MCP"):
+        async with serving(env.client, model_server, extra_agents=[helpdesk], mcp_servers={}):
+            pass

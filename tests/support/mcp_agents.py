@@ -1,0 +1,38 @@
+"""An agent whose tools come from the tests' MCP server (tests/support/mcp_server.py),
+beside a `@tool` of its own; served only by the MCP tests (`serving(..., extra_agents=)`),
+whose worker is told how to reach the server."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from durable_agents.workflows.state import RetrySpec
+
+from durable_agents import Agent, MCPServer, ToolContext, tool
+
+
+@tool
+def note(text: str, ctx: ToolContext) -> str:
+    """Write a note (a local tool beside the MCP ones)."""
+    return f"noted: {text}"
+
+
+helpdesk = Agent(
+    name="helpdesk",
+    instructions="You handle support tickets.",
+    model="test-model",
+    tools=[note],
+    mcp_servers=[
+        MCPServer(
+            name="tickets",
+            prefix="tickets_",
+            timeout_seconds=10,
+            retry=RetrySpec(initial_interval_seconds=0.2, maximum_attempts=3),
+        )
+    ],
+    max_turns=6,
+)
+"""`tickets_lookup_ticket` needs no approval (read-only), `tickets_delete_ticket` and
+`tickets_failing_tool` do (destructive, unannotated)."""
+
+RETRY = timedelta(seconds=0.2)

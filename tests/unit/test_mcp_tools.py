@@ -1,0 +1,123 @@
+"""MCP servers' tools as an agent's tools (workflows.mcp_tools) and how a worker reaches
+the servers (durable_agents.mcp_connections), without a server: names, the allow-list,
+the approval rule (the agent's word first, then the annotations), results as the model
+reads them, and malformed AGENT_MCP_SERVERS files."""
+
+from __future__ import annotations
+
+import pytest
+from durable_agents.workflows.mcp_tools import outcome, tool_specs, with_mcp_tools
+from durable_agents.workflows.state import AgentSpec, MCPServer, ToolSpec
+
+from durable_agents.mcp_connections import MCPConfigError, parse
+
+READ_ONLY = {
+    "name": "lookup",
+    "inputSchema": {"type": "object"},
+    "annotations": {"readOnlyHint": True},
+}
+DESTRUCTIVE = {
+    "name": "delete",
+    "description": "Delete it.",
+    "annotations": {"destructiveHint": True},
+}
+PLAIN = {"name": "ping", "title": "Ping"}
+
+
+def names_and_approval(server: MCPServer, listed=(READ_ONLY, DESTRUCTIVE, PLAIN)):
+    return {t.name: t.needs_approval for t in tool_specs(server, list(listed))}
+
+
+def test_annotations_decide_only_where_the_agent_says_nothing():
+    assert names_and_approval(MCPServer(name="s")) == {
+        "lookup": False,  # read-only
+        "delete": True,  # destructive
+        "ping": True,  # unannotated: the server claims nothing
+    }
+    assert names_and_approval(MCPServer(name="s", needs_approval=True)) == dict.fromkeys(
+        ("lookup", "delete", "ping"), True
+    )
+    assert names_and_approval(MCPServer(name="s", needs_approval=False)) == dict.fromkeys(
+        ("lookup", "delete", "ping"), False
+    )
+    listed = names_and_approval(MCPServer(name="s", needs_approval=["look*"]))
+    assert listed == {"lookup": True, "delete": True, "ping": True}
+
+
+def test_allow_list_prefix_schema_and_description():
+    server = MCPServer(name="s", allow=["lookup", "pi?g"], prefix="s_")
+    tools = tool_specs(server, [READ_ONLY, DESTRUCTIVE, PLAIN])
+    assert [(t.name, t.mcp_server, t.mcp_tool) for t in tools] == [
+        ("s_lookup", "s", "lookup"),
+        ("s_ping", "s", "ping"),
+    ]
+    assert tools[1].parameters == {"type": "object"} and tools[1].description == "Ping"
+
+
+@pytest.mark.parametrize("name", ["has space", "dot.ted", "x" * 65, "", "emoji🙂"])
+def test_a_name_no_model_accepts_is_refused_with_the_way_out(name):
+    with pytest.raises(ValueError, match="leave it out with allow"):
+        tool_specs(MCPServer(name="s"), [{"name": name}])
+
+
+def test_a_clash_with_the_agents_own_tool_is_refused():
+    spec = AgentSpec(
+        name="a", instructions="", model="m", mcp_servers=[MCPServer(name="s")],
+        tools=[ToolSpec(name="lookup", description="", parameters={})],
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="give the server a prefix"):
+        with_mcp_tools(spec, {"s": [READ_ONLY]})
+    prefixed = spec.model_copy(update={"mcp_servers": [MCPServer(name="s", prefix="s_")]})
+    assert [t.name for t in with_mcp_tools(prefixed, {"s": [READ_ONLY]}).tools] == [
+        "lookup",
+        "s_lookup",
+    ]
+
+
+def test_results_as_the_model_reads_them():
+    text = {"content": [{"type": "text", "text": "ok"}], "structuredContent": {"a": 1}}
+    assert outcome("c", "t", text).content == "ok"  # the text, not the same data twice
+    data = {"content": [], "structuredContent": {"a": 1}}
+    assert outcome("c", "t", data).content == '{"a": 1}'
+    image = {"content": [{"type": "image", "data": "AAAA" * 1000, "mimeType": "image/png"}]}
+    assert outcome("c", "t", image).content == "[image image/png, about 3,000 bytes, not shown]"
+    link = {"content": [{"type": "resource_link", "name": "r", "uri": "file:///x"}]}
+    assert outcome("c", "t", link).content == "[resource r at file:///x]"
+    failed = outcome("c", "t", {"content": [{"type": "text", "text": "nope"}], "isError": True})
+    assert failed.is_error and failed.content == "Error: tool 't' reported an error: nope"
+    odd = outcome("c", "t", {"content": [{"type": "mystery"}, "not a block"], "isError": "yes"})
+    assert not odd.is_error and odd.content == "[mystery content, not shown]"
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "a JSON object of server names"),
+        ({"s": {}}, 'give either "command" (a list) or "url"'),
+        ({"s": {"command": ["x"], "url": "http://h"}}, 'give either "command"'),
+        ({"s": {"command": []}}, '"command" is a non-empty list of strings'),
+        ({"s": {"command": "python server.py"}}, '"command" is a non-empty list'),
+        ({"s": {"url": "file:///etc/passwd"}}, '"url" is an http(s) URL'),
+        ({"s": {"url": "http://h", "headers": {"A": 1}}}, '"headers" is an object of strings'),
+        (
+            {"s": {"url": "http://h", "headers": {"A": "$MISSING"}}},
+            "names $MISSING, which is not set",
+        ),
+        ({"s": {"url": "http://h", "auth": "x"}}, "unknown field 'auth'"),
+    ],
+)
+def test_a_malformed_servers_file_is_refused_with_the_reason(document, message):
+    with pytest.raises(
+        MCPConfigError, match=message.replace("$", r"\$").replace("(", r"\(").replace(")", r"\)")
+    ):
+        parse(document, {})
+
+
+def test_credentials_come_from_the_workers_environment():
+    found = parse(
+        {"s": {"url": "https://h/mcp", "headers": {"Authorization": "$TOKEN"}},
+         "t": {"command": ["srv"], "env": {"KEY": "$KEY", "MODE": "ro"}}},
+        {"TOKEN": "Bearer x", "KEY": "k"},
+    )  # fmt: skip
+    assert found["s"].headers == {"Authorization": "Bearer x"}
+    assert found["t"].command == ("srv",) and found["t"].env == {"KEY": "k", "MODE": "ro"}

@@ -1,0 +1,132 @@
+"""MCP servers' tools as an agent's tools: listed once per run, called like `@tool`s.
+
+An agent names its MCP servers (`AgentSpec.mcp_servers`); when a run starts or
+resumes, the workflow lists each server's tools (an activity, through
+`temporalio-mcp`) and `with_mcp_tools` freezes them into the run's spec as
+`ToolSpec`s: the allow-list applied, the prefix put before each name, the input
+schema as the parameters, and the approval rule decided (the agent's word first;
+where it says nothing, the server's annotations: read-only needs no approval,
+anything else does, since annotations are the server's claim). So replay never
+calls the server, a run's tools do not change under it, and approval policies,
+argument checks and deadlines apply to MCP tools exactly as to `@tool`s.
+`outcome` turns an MCP tool result into what the model reads.
+
+Pure: plain data in and out (the MCP SDK's models dumped to JSON), no Temporal.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from typing import Any
+
+from durable_agents.workflows.payloads import ToolOutcome
+from durable_agents.workflows.state import AgentSpec, MCPServer, ToolSpec
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What model APIs accept as a function name."""
+MAX_DESCRIPTION_CHARS = 4_000
+
+
+def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> AgentSpec:
+    """`spec` with the tools of its MCP servers added (`listed`: server name -> the tools
+    it listed, as JSON). Raises ValueError when a name clashes or cannot be used."""
+    tools = list(spec.tools)
+    for server in spec.mcp_servers:
+        for tool in tool_specs(server, listed.get(server.name, [])):
+            if any(t.name == tool.name for t in tools):
+                raise ValueError(
+                    f"MCP server {server.name!r} has a tool {tool.mcp_tool!r} that would be "
+                    f"named {tool.name!r}, a name the agent has already: give the server a "
+                    "prefix (MCPServer(prefix=...)) or leave the tool out (allow=[...])"
+                )
+            tools.append(tool)
+    return spec.model_copy(update={"tools": tools})
+
+
+def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec]:
+    """The allowed tools of `server` as the agent's tools."""
+    found = []
+    for tool in listed:
+        name = str(tool.get("name", ""))
+        if server.allow is not None and not any(fnmatch.fnmatchcase(name, g) for g in server.allow):
+            continue
+        shown = f"{server.prefix}{name}"
+        if not TOOL_NAME.match(shown):
+            raise ValueError(
+                f"MCP server {server.name!r} has a tool named {name!r}, which a model cannot "
+                "be given (names are letters, digits, _ and -, at most 64): leave it out "
+                "with allow=[...]"
+            )
+        schema = tool.get("inputSchema")
+        found.append(
+            ToolSpec(
+                name=shown,
+                description=_description(tool),
+                parameters=schema if isinstance(schema, dict) else {"type": "object"},
+                needs_approval=needs_approval(server, name, tool.get("annotations")),
+                approval=server.approval,
+                timeout_seconds=server.timeout_seconds,
+                retry=server.retry,
+                mcp_server=server.name,
+                mcp_tool=name,
+            )
+        )
+    return found
+
+
+def needs_approval(server: MCPServer, name: str, annotations: object) -> bool:
+    """The agent's rule for the tool `name`; where it has none, the annotations'."""
+    rule = server.needs_approval
+    if isinstance(rule, bool):
+        return rule
+    if rule is not None and any(fnmatch.fnmatchcase(name, g) for g in rule):
+        return True
+    hints = annotations if isinstance(annotations, dict) else {}
+    return hints.get("readOnlyHint") is not True  # destructive or unannotated: ask
+
+
+def _description(tool: dict[str, Any]) -> str:
+    text = tool.get("description") or tool.get("title") or ""
+    return str(text)[:MAX_DESCRIPTION_CHARS]
+
+
+def outcome(call_id: str, tool: str, result: dict[str, Any]) -> ToolOutcome:
+    """What the model reads of an MCP tool's result: its text blocks, a line for each
+    other block (an image: its type and size, not its bytes), its structured content
+    as JSON when it sent no text; a result flagged `isError` as the tool's error."""
+    parts = [_block(b) for b in result.get("content") or [] if isinstance(b, dict)]
+    texts = [p for p in parts if p]
+    structured = result.get("structuredContent")
+    if structured is not None and not any(
+        isinstance(b, dict) and b.get("type") == "text" for b in result.get("content") or []
+    ):
+        texts.append(json.dumps(structured, ensure_ascii=False))
+    content = "\n".join(texts)
+    if result.get("isError") is True:
+        return ToolOutcome(
+            call_id=call_id,
+            content=f"Error: tool '{tool}' reported an error: {content or '(no message)'}",
+            is_error=True,
+        )
+    return ToolOutcome(call_id=call_id, content=content)
+
+
+def _block(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        data = block.get("data")
+        size = len(data) * 3 // 4 if isinstance(data, str) else 0
+        return f"[{kind} {block.get('mimeType', '?')}, about {size:,} bytes, not shown]"
+    if kind == "resource_link":
+        return f"[resource {block.get('name', '')} at {block.get('uri', '?')}]"
+    if kind == "resource":
+        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        assert isinstance(resource, dict)
+        if isinstance(resource.get("text"), str):
+            return str(resource["text"])
+        return f"[resource {resource.get('uri', '?')} ({resource.get('mimeType', 'binary')})]"
+    return f"[{kind} content, not shown]"
