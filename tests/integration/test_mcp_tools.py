@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import RunStatus
@@ -128,3 +129,37 @@ async def test_a_worker_that_cannot_reach_a_named_server_is_refused(env, model_s
     with pytest.raises(AgentsPluginError, match="use MCP servers tickets, which AGENT_MCP"):
         async with serving(env.client, model_server, extra_agents=[helpdesk], mcp_servers={}):
             pass
+
+
+async def test_export_and_resume_on_a_worker_with_a_new_server_instance(
+    env, model_server, tmp_path
+):
+    effects = tmp_path / "effects.txt"
+    model_server.script(
+        Reply(
+            tool_calls=(Call("tickets_delete_ticket", {"ticket_id": "T9", "reason": "spam"}, "d1"),)
+        ),
+        Reply(content="deleted"),
+    )
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": stdio(effects)}
+    ) as first:
+        agents = AgentClient(first.client, task_queue=first.task_queue)
+        source = await agents.start("helpdesk", "delete T9")
+        await wait_for_status(
+            first.client.get_workflow_handle(source.id), RunStatus.AWAITING_APPROVAL, timeout=30
+        )
+        exported = await agents.export(source.id)
+        await first.client.get_workflow_handle(source.id).terminate("moved")
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": stdio(effects)}
+    ) as second:  # another worker, another server process
+        agents = AgentClient(second.client, task_queue=second.task_queue)
+        resumed = await agents.resume(exported)
+        handle = second.client.get_workflow_handle(resumed.id)
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
+        state = await state_of(handle)
+        assert state.agent.tool("tickets_delete_ticket").mcp_tool == "delete_ticket"  # relisted
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="d1", approver="ann"))
+        assert (await asyncio.wait_for(resumed.result(), 30)).status is RunStatus.COMPLETED
+    assert effects.read_text() == "deleted T9: spam\n"
