@@ -15,9 +15,10 @@ activities the workflow's `TemporalMCPClient` calls, and keeps the transport
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,24 +35,37 @@ class MCPConnection:
     """One server: a command the worker starts (stdio), or a URL (streamable HTTP)."""
 
     command: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
     url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def client(self) -> Any:
-        """A new `mcp.Client` for this server (not connected yet)."""
+        """A new `mcp.Client` for this server (not connected yet). A subprocess gets the
+        MCP SDK's minimal environment (PATH, HOME, ...) and `env`, never the worker's
+        own (its model key, codec keys, other servers' tokens)."""
         from mcp import Client, StdioServerParameters
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         if self.url is None:
             program, *args = self.command
-            environment = {**os.environ, **self.env} if self.env else None
-            return Client(StdioServerParameters(command=program, args=args, env=environment))
+            return Client(
+                StdioServerParameters(command=program, args=args, env=dict(self.env) or None)
+            )
         if not self.headers:
             return Client(self.url)
-        http = create_mcp_http_client(headers=dict(self.headers))
-        return Client(streamable_http_client(self.url, http_client=http))
+        return Client(_http_with_headers(self.url, dict(self.headers)))
+
+
+@contextlib.asynccontextmanager
+async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with headers, its HTTP client closed with the connection."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 def from_env(env: Mapping[str, str] | None = None) -> dict[str, MCPConnection]:

@@ -141,17 +141,25 @@ async def with_mcp_tools(spec: AgentSpec) -> AgentSpec:
         ) from None
 
 
-def _mcp_config(server: MCPServer, what: str) -> ActivityConfig:
-    return ActivityConfig(
+def _mcp_config(server: MCPServer, what: str, retry: RetrySpec | None = None) -> ActivityConfig:
+    """The activity options of one MCP call: its tool's retries (the server's for the
+    tool list), the timeout, a retry budget as the schedule-to-close timeout. (The
+    temporalio-mcp activity does not heartbeat: a cancelled run does not stop a call
+    already running on its server.)"""
+    retry = retry or server.retry or RetrySpec()
+    config = ActivityConfig(
         start_to_close_timeout=timedelta(seconds=server.timeout_seconds),
-        retry_policy=retry_policy(server.retry),
+        retry_policy=retry_policy(retry),
         summary=f"MCP {server.name}: {what}",
     )
+    if retry.budget_seconds is not None:
+        config["schedule_to_close_timeout"] = timedelta(seconds=retry.budget_seconds)
+    return config
 
 
 async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: str) -> ToolOutcome:
     server = next(s for s in state.agent.mcp_servers if s.name == spec.mcp_server)
-    client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, shown))
+    client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, shown, spec.retry))
     arguments = json.loads(call.arguments) if call.arguments else {}
     try:
         result = await client.call_tool(spec.mcp_tool or call.tool, arguments)

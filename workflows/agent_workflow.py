@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         inbox,
         limits,
         loop,
+        mcp_tools,
         metrics,
         patches,
         proposed_calls,
@@ -213,7 +214,7 @@ class AgentWorkflow:
                 return state
             # Anyone who may start a workflow can write a snapshot: take tools,
             # policies and keys from this worker, and no decision from the snapshot.
-            spec = await self._described(snapshot.agent.name)
+            spec = mcp_tools.stricter(await self._described(snapshot.agent.name), snapshot.agent)
             verified = snapshot_signature.verified_by(
                 self._snapshot_claim, spec.snapshot_keys, now=workflow.now()
             )

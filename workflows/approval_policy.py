@@ -78,9 +78,12 @@ def arguments_problem(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:
     and lengths (following local `$ref`s). The tool's own pydantic model still
     validates fully when the call runs.
     """
-    schema: dict[str, Any] = tool.parameters
-    properties: dict[str, Any] = schema.get("properties") or {}
-    missing = [name for name in schema.get("required", []) if name not in arguments]
+    schema: dict[str, Any] = tool.parameters  # an MCP server's may be odd: checked loosely
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    required = schema.get("required")
+    required = required if isinstance(required, list) else []
+    missing = [name for name in required if isinstance(name, str) and name not in arguments]
     if missing:
         return f"missing required argument(s): {', '.join(missing)}"
     if schema.get("additionalProperties") is False:
@@ -106,23 +109,34 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def _resolve(root: dict[str, Any], schema: object) -> dict[str, Any]:
+    """The subschema, `$ref`s to `$defs` followed; anything but an object (a boolean
+    schema, a server's odd value) as the empty schema: no constraint."""
+    if not isinstance(schema, dict):
+        return {}
     ref = schema.get("$ref", "")
-    if ref.startswith("#/$defs/"):
-        found: dict[str, Any] = root.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
-        return found
+    defs = root.get("$defs")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict):
+        found = defs.get(ref.removeprefix("#/$defs/"), {})
+        return found if isinstance(found, dict) else {}
     return schema
 
 
-def _value_problem(schema: dict[str, Any], value: Any, root: dict[str, Any]) -> str | None:
+_MAX_DEPTH = 16
+"""`anyOf`s nested (or referring to themselves) deeper than this are not checked."""
+
+
+def _value_problem(
+    schema: dict[str, Any], value: Any, root: dict[str, Any], depth: int = 0
+) -> str | None:
     options = schema.get("anyOf")
-    if options:
-        problems = [_value_problem(_resolve(root, o), value, root) for o in options]
+    if isinstance(options, list) and options and depth < _MAX_DEPTH:
+        problems = [_value_problem(_resolve(root, o), value, root, depth + 1) for o in options]
         return None if any(p is None for p in problems) else problems[0]
     expected = schema.get("type")
     if isinstance(expected, str) and expected in _JSON_TYPES and not _JSON_TYPES[expected](value):
         return f"expected {expected}, got {type(value).__name__}"
-    if "enum" in schema and value not in schema["enum"]:
+    if isinstance(schema.get("enum"), list) and value not in schema["enum"]:
         return f"must be one of {schema['enum']}"
     if "const" in schema and value != schema["const"]:
         return f"must be {schema['const']!r}"
@@ -137,11 +151,14 @@ def _bounds_problem(schema: dict[str, Any], value: Any) -> str | None:
             ("exclusiveMinimum", operator.le, "greater than"),
             ("exclusiveMaximum", operator.ge, "less than"),
         ):
-            if key in schema and fails(value, schema[key]):
-                return f"must be {words} {schema[key]}"
+            bound: Any = schema.get(key)
+            if _JSON_TYPES["number"](bound) and fails(value, bound):
+                return f"must be {words} {bound}"
     if isinstance(value, str | list):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            return f"must have at least {schema['minLength']} characters"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"must have at most {schema['maxLength']} characters"
+        shortest: Any = schema.get("minLength")
+        longest: Any = schema.get("maxLength")
+        if _JSON_TYPES["integer"](shortest) and len(value) < shortest:
+            return f"must have at least {shortest} characters"
+        if _JSON_TYPES["integer"](longest) and len(value) > longest:
+            return f"must have at most {longest} characters"
     return None

@@ -245,6 +245,12 @@ def receive_signal(
         if not _is_repeat(state, request):
             state.refused_decisions.append(_attempt(request, now=now, refused_because=str(err)))
         return None
+    except Exception as err:  # a check that cannot be made (e.g. a server's odd schema)
+        # is a refusal, never a failed workflow task: the signal stays in history, and
+        # every retry of the task would fail on it again.
+        why = f"this decision cannot be checked ({type(err).__name__}); it is refused"
+        state.refused_decisions.append(_attempt(request, now=now, refused_because=why))
+        return None
     return apply(state, request, via="signal", now=now, bound=bound)
 
 

@@ -22,11 +22,13 @@ import re
 from typing import Any
 
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import AgentSpec, MCPServer, ToolSpec
+from durable_agents.workflows.state import BUDGET_TOOL, AgentSpec, MCPServer, RetrySpec, ToolSpec
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What model APIs accept as a function name."""
 MAX_DESCRIPTION_CHARS = 4_000
+MAX_TOOLS = 128
+"""The most functions OpenAI's APIs take in one request."""
 
 
 def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> AgentSpec:
@@ -35,6 +37,11 @@ def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> 
     tools = list(spec.tools)
     for server in spec.mcp_servers:
         for tool in tool_specs(server, listed.get(server.name, [])):
+            if tool.name == BUDGET_TOOL:
+                raise ValueError(
+                    f"MCP server {server.name!r} has a tool named {BUDGET_TOOL!r}, the name "
+                    "of a budget extension request: give the server a prefix"
+                )
             if any(t.name == tool.name for t in tools):
                 raise ValueError(
                     f"MCP server {server.name!r} has a tool {tool.mcp_tool!r} that would be "
@@ -42,6 +49,11 @@ def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> 
                     "prefix (MCPServer(prefix=...)) or leave the tool out (allow=[...])"
                 )
             tools.append(tool)
+    if len(tools) > MAX_TOOLS:
+        raise ValueError(
+            f"the agent would have {len(tools)} tools, more than model APIs take "
+            f"({MAX_TOOLS}): narrow its MCP servers with allow=[...]"
+        )
     return spec.model_copy(update={"tools": tools})
 
 
@@ -68,7 +80,7 @@ def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec
                 needs_approval=needs_approval(server, name, tool.get("annotations")),
                 approval=server.approval,
                 timeout_seconds=server.timeout_seconds,
-                retry=server.retry,
+                retry=server.retry or _retry(tool.get("annotations")),
                 mcp_server=server.name,
                 mcp_tool=name,
             )
@@ -85,6 +97,24 @@ def needs_approval(server: MCPServer, name: str, annotations: object) -> bool:
         return True
     hints = annotations if isinstance(annotations, dict) else {}
     return hints.get("readOnlyHint") is not True  # destructive or unannotated: ask
+
+
+def _retry(annotations: object) -> RetrySpec:
+    """Tried again only where that cannot do it twice: read-only or idempotent tools."""
+    hints = annotations if isinstance(annotations, dict) else {}
+    safe = hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True
+    return RetrySpec() if safe else RetrySpec(maximum_attempts=1)
+
+
+def stricter(spec: AgentSpec, before: AgentSpec) -> AgentSpec:
+    """`spec` (listed again on resume) where a tool the snapshot's run asked approval for
+    still asks it: a server whose annotations changed (or a forged snapshot) can add an
+    approval, never take one away."""
+    asked = {t.name for t in before.tools if t.mcp_server is not None and t.needs_approval}
+    tools = [
+        t.model_copy(update={"needs_approval": True}) if t.name in asked else t for t in spec.tools
+    ]
+    return spec.model_copy(update={"tools": tools})
 
 
 def _description(tool: dict[str, Any]) -> str:

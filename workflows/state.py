@@ -222,9 +222,10 @@ class MCPServer(_Model):
     """The policy of the calls that need approval."""
     timeout_seconds: float = Field(60.0, gt=0)
     """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
-    retry: RetrySpec = RetrySpec()
-    """How often a failing call (the server down) is tried before its error goes to
-    the model."""
+    retry: RetrySpec | None = None
+    """How often a failing call is tried before its error goes to the model. None: a
+    tool the server calls read-only or idempotent is tried 3 times, any other once (an
+    attempt that timed out may still be running: trying again could do it twice)."""
 
 
 class GuardrailSpec(_Model):

@@ -6,8 +6,9 @@ reads them, and malformed AGENT_MCP_SERVERS files."""
 from __future__ import annotations
 
 import pytest
-from durable_agents.workflows.mcp_tools import outcome, tool_specs, with_mcp_tools
-from durable_agents.workflows.state import AgentSpec, MCPServer, ToolSpec
+from durable_agents.workflows.approval_policy import arguments_problem
+from durable_agents.workflows.mcp_tools import outcome, stricter, tool_specs, with_mcp_tools
+from durable_agents.workflows.state import AgentSpec, MCPServer, RetrySpec, ToolSpec
 
 from durable_agents.mcp_connections import MCPConfigError, parse
 
@@ -121,3 +122,50 @@ def test_credentials_come_from_the_workers_environment():
     )  # fmt: skip
     assert found["s"].headers == {"Authorization": "Bearer x"}
     assert found["t"].command == ("srv",) and found["t"].env == {"KEY": "k", "MODE": "ro"}
+
+
+def test_only_tools_that_cannot_act_twice_are_tried_again_by_default():
+    tools = {t.name: t.retry.maximum_attempts for t in tool_specs(MCPServer(name="s"), [
+        READ_ONLY, DESTRUCTIVE, PLAIN, {"name": "put", "annotations": {"idempotentHint": True}},
+    ])}  # fmt: skip
+    assert tools == {"lookup": 3, "delete": 1, "ping": 1, "put": 3}
+    chosen = tool_specs(MCPServer(name="s", retry=RetrySpec(maximum_attempts=5)), [DESTRUCTIVE])
+    assert chosen[0].retry.maximum_attempts == 5  # the agent's word
+
+
+def test_a_resume_can_add_an_approval_never_take_one_away():
+    before = AgentSpec(name="a", instructions="", model="m", tools=tool_specs(
+        MCPServer(name="s"), [DESTRUCTIVE, READ_ONLY]))  # fmt: skip
+    flipped = {**DESTRUCTIVE, "annotations": {"readOnlyHint": True}}  # the server's new claim
+    fresh = before.model_copy(
+        update={"tools": tool_specs(MCPServer(name="s"), [flipped, READ_ONLY])}
+    )
+    assert [t.needs_approval for t in fresh.tools] == [False, False]
+    assert [t.needs_approval for t in stricter(fresh, before).tools] == [True, False]
+
+
+def test_the_budget_requests_name_and_too_many_tools_are_refused():
+    spec = AgentSpec(name="a", instructions="", model="m", mcp_servers=[MCPServer(name="s")])
+    with pytest.raises(ValueError, match="the name of a budget extension request"):
+        with_mcp_tools(spec, {"s": [{"name": "extend_budget"}]})
+    many = [{"name": f"t{n}"} for n in range(129)]
+    with pytest.raises(ValueError, match="129 tools, more than model APIs take"):
+        with_mcp_tools(spec, {"s": many})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"x": True}},
+        {"type": "object", "properties": {"x": {"minimum": "ten", "enum": "abc"}}},
+        {
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/x"}},
+            "$defs": {"x": {"anyOf": [{"$ref": "#/$defs/x"}]}},
+        },
+        {"type": "object", "properties": [], "required": "x"},
+    ],
+)
+def test_an_odd_server_schema_never_breaks_the_check_of_edited_arguments(schema):
+    tool = ToolSpec(name="t", description="", parameters=schema)
+    assert arguments_problem(tool, {"x": 2}) is None  # what it cannot read, it leaves
