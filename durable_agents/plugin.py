@@ -13,12 +13,15 @@ pass-through and our liveness settings, next to whatever the worker already has.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 
 from openai import AsyncOpenAI
+from temporalio.client import Client
 from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
@@ -85,6 +88,11 @@ def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
 
 
 _log = logging.getLogger(__name__)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning("the worker announcing served agents stopped: %s", task.exception())
 
 
 def _mcp_plugin(
@@ -174,6 +182,7 @@ class AgentsPlugin(SimplePlugin):
         self._sticky_timeout = sticky_timeout
         activities = None
         self._mcp = None
+        self._serves = model_client is not None
         if model_client is not None:
             self._mcp = _mcp_plugin(self.registry, mcp_servers)
             tools = ToolActivities(self.registry, trust=self.trust, prices=self.prices)
@@ -208,25 +217,46 @@ class AgentsPlugin(SimplePlugin):
             async def next(worker: Worker) -> None:
                 await mcp.run_worker(worker, inner)
 
-        if not self.registry.names() or served_agents.is_announce_queue(queue):
+        announcer = self._announcer(worker, queue, config.get("identity"))
+        if announcer is None:
             await super().run_worker(worker, next)
             return
+        # Its own task: announcing helps clients; its failure (a server that refuses the
+        # identity, say) is logged and never stops the worker that serves.
+        announcing = asyncio.create_task(announcer.run())
+        announcing.add_done_callback(_log_failure)
         try:
-            announcer = Worker(
-                worker.client,
+            await super().run_worker(worker, next)
+        finally:
+            with contextlib.suppress(Exception):
+                await announcer.shutdown()
+            with contextlib.suppress(BaseException):
+                await announcing
+
+    def _announcer(self, worker: Worker, queue: str, identity: str | None) -> Worker | None:
+        """The small worker announcing what this one serves (None: nothing to announce,
+        or it cannot be made)."""
+        serving = self.registry.names() and self._serves
+        if not serving or served_agents.is_announce_queue(queue) or "@" in queue:
+            return None  # a client-only plugin, the announcer itself, an agent's own queue
+        announced = served_agents.identity(
+            identity or worker.client.identity, self.registry.names()
+        )
+        if announced is None:
+            return None
+        client = worker.client
+        try:  # a bare client: other client plugins do not dress the announcer up
+            bare = Client(client.service_client, namespace=client.namespace)
+            return Worker(
+                bare,
                 task_queue=served_agents.announce_queue(queue),
                 activities=[served_agents.announce],
-                identity=served_agents.identity(
-                    config.get("identity") or worker.client.identity, self.registry.names()
-                ),
+                identity=announced,
                 max_concurrent_activities=1,
             )
-        except Exception as err:  # announcing helps clients; it never keeps a worker down
+        except Exception as err:
             _log.warning("not announcing the agents of task queue %r: %s", queue, err)
-            await super().run_worker(worker, next)
-            return
-        async with announcer:
-            await super().run_worker(worker, next)
+            return None
 
     def _client_converter(self, existing: DataConverter | None) -> DataConverter:
         """Ours on a client that has the default converter; refused over another."""

@@ -11,11 +11,12 @@ with their identities (`DescribeTaskQueue`; the UI's task queue page too), so a
 client can tell, before it starts a run:
 
 - that no worker of the queue serves the agent: refused, with the agents served;
-- that the queue's workers serve different agents: a run would fail whenever a
-  worker without its agent takes a task; refused, with the fix;
-- that workers poll the agent's own queue (`TASK_QUEUE@AGENT`, `worker.py
-  --agent-queues`): the run starts there, where every worker serves it, and its
-  activities follow it (they run on the workflow's task queue).
+- that not every worker serves it: if workers poll the agent's own queue
+  (`TASK_QUEUE@AGENT`, `worker.py --agent-queues`), the run starts there, where
+  every worker serves it (its activities follow it: they run on the workflow's
+  task queue); else a warning with the fix, and the run starts as asked (a worker
+  that just stopped stays listed for up to two minutes: refusing would refuse
+  good starts after every deploy that adds an agent).
 
 A worker that announces nothing (an older build, a Worker without the plugin)
 leaves the client unable to tell: it starts the run as asked, and the workflow's
@@ -24,6 +25,7 @@ own refusal stays for anything else.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,8 +37,10 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+_log = logging.getLogger(__name__)
 MARK = " agents:"
-MAX_IDENTITY_CHARS = 1_000
+MAX_IDENTITY_BYTES = 1_000
+CUT = "..."
 RECENT_SECONDS = 120
 """A poller seen longer ago than this has stopped (a long poll lasts about a minute)."""
 
@@ -53,14 +57,18 @@ def is_announce_queue(task_queue: str) -> bool:
     return task_queue.endswith(ANNOUNCE_SUFFIX)
 
 
-def identity(worker_identity: str, agents: Iterable[str]) -> str:
+def identity(worker_identity: str, agents: Iterable[str]) -> str | None:
     """The announcing identity of the worker `worker_identity`: its own and the agents
-    it serves (the list cut, with `…`, when it would be too long: then it says nothing
-    of membership, only that it differs)."""
+    it serves. Temporal takes at most 1,000 bytes: a longer list is cut and ends with
+    `...` (then it says nothing of membership, only that it is there); None when the
+    worker's own identity leaves no room."""
     listed = f"{worker_identity}{MARK}{','.join(sorted(agents))}"
-    if len(listed) <= MAX_IDENTITY_CHARS:
+    if len(listed.encode()) <= MAX_IDENTITY_BYTES:
         return listed
-    return listed[: MAX_IDENTITY_CHARS - 1] + "…"
+    if len(f"{worker_identity}{MARK}".encode()) > MAX_IDENTITY_BYTES - 100:
+        return None
+    cut = listed.encode()[: MAX_IDENTITY_BYTES - 100].decode("utf-8", errors="ignore")
+    return cut + CUT
 
 
 @activity.defn(name="served_agents")
@@ -71,7 +79,7 @@ async def announce() -> None:
 def agents_of(announced: str) -> frozenset[str] | None:
     """The agents an announcing identity lists; None when it lists none in full."""
     _, found, names = announced.rpartition(MARK)
-    if not found or names.endswith("…"):
+    if not found or names.endswith(CUT):
         return None
     return frozenset(n for n in names.split(",") if n)
 
@@ -115,43 +123,49 @@ class NotServed(Exception):
 
 
 async def task_queue_for(client: Client, task_queue: str, agent: str) -> str:
-    """Where a run of `agent` starts: its own queue if workers poll it, else
-    `task_queue`, once its workers are known to serve it. Raises NotServed (the
-    message says what is served and what to do); a server that does not let this
-    client describe task queues leaves the choice as asked."""
+    """Where a run of `agent` starts: `task_queue` when its workers all serve the agent
+    (or cannot tell); the agent's own queue when they do not all serve it and workers
+    poll that one. Raises NotServed when none of them serves it (the message says what
+    is served); logs a warning when only some do and no agent queue is polled (the run
+    fails whenever a worker without its agent takes a task). A server that does not let
+    this client describe task queues leaves the choice as asked."""
     try:
-        if await pollers(client, agent_queue(task_queue, agent)):
-            return agent_queue(task_queue, agent)
         found = await pollers(client, task_queue)
         declared = await announced(client, task_queue)
     except RPCError:
         return task_queue  # e.g. no permission to describe: the workflow still refuses
-    said = {p.identity.rpartition(MARK)[0] for p in declared}
+    said = {p.identity.rpartition(MARK)[0]: p for p in declared}
     if not found or any(p.identity not in said for p in found):
         return task_queue  # no worker yet, or one that does not say: cannot tell
-    declared = [p for p in declared if p.agents is not None]
-    if not declared:
+    listing = [said[p.identity] for p in found if said[p.identity].agents is not None]
+    if len(listing) < len(found):
         return task_queue
-    serving = [p for p in declared if agent in (p.agents or ())]
+    serving = [p for p in listing if agent in (p.agents or ())]
+    if len(serving) == len(listing):
+        return task_queue
+    own = agent_queue(task_queue, agent)
+    try:
+        if await pollers(client, own):
+            return own
+    except RPCError:
+        pass
     if not serving:
-        served = sorted(set().union(*(p.agents or () for p in declared)))
+        served = sorted(set().union(*(p.agents or () for p in listing)))
         raise NotServed(
             f"no worker on task queue {task_queue!r} serves agent {agent!r}; served there: "
-            f"{', '.join(served) or 'none'}"
+            f"{', '.join(served) or 'none'} (workers seen in the last {RECENT_SECONDS} s)"
         )
-    if len(serving) < len(declared):
-        others = "; ".join(
-            f"{p.identity.split(MARK)[0]} serves {', '.join(sorted(p.agents or ())) or 'none'}"
-            for p in declared
-            if p not in serving
-        )
-        raise NotServed(
-            f"not every worker on task queue {task_queue!r} serves agent {agent!r} ({others}), "
-            "so its run would fail whenever one of those takes a task: serve the same agents "
-            "on every worker of a queue, give each set its own --task-queue, or start the "
-            f"workers with --agent-queues (runs of {agent!r} then go to "
-            f"{agent_queue(task_queue, agent)!r})"
-        )
+    others = "; ".join(
+        f"{p.identity.rpartition(MARK)[0]} serves {', '.join(sorted(p.agents or ())) or 'none'}"
+        for p in listing
+        if p not in serving
+    )
+    _log.warning(
+        "not every worker on task queue %r serves agent %r (%s, seen in the last %s s): its "
+        "run fails whenever one of those takes a task; serve the same agents on every "
+        "worker of a queue, give each set its own --task-queue, or use --agent-queues",
+        task_queue, agent, others, RECENT_SECONDS,
+    )  # fmt: skip
     return task_queue
 
 
