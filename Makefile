@@ -44,7 +44,8 @@ typecheck: install
 	cd .typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 		-p durable_agents.workflows
 
-# Long runs (hundreds of turns: the 300-turn session of tests/integration/test_context_window.py).
+# Long runs (hundreds of turns: the 300-turn session of tests/integration/test_context_window.py;
+# the S3 store against the SDK's own driver at scale, tests/integration/test_payload_store_s3.py).
 soak: install
 	$(BIN)/pytest -m soak
 

@@ -81,6 +81,7 @@ async def run_with(env, model_server, converter) -> None:
     assert max(e.ByteSize() for e in history.events) < 4 * THRESHOLD
 
 
+@pytest.mark.soak  # 45 s on the 2-core machine: `make soak`; the other S3 tests stay in make test
 async def test_s3_store_keeps_history_small_and_storage_linear(env, model_server, s3):
     s3.create_bucket(Bucket="chunked")
     s3.create_bucket(Bucket="whole")
