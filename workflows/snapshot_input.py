@@ -50,9 +50,13 @@ def lenient_input(document: object, model: type[_M]) -> _M | str | None:
     except SnapshotError as err:
         where = f"resume_from: invalid snapshot at {err.path}: " if err.path else "resume_from: "
         return where + err.problem
+    except Exception as err:  # never raises: the run fails as invalid input instead
+        return f"resume_from: cannot be read ({type(err).__name__})"
     try:
         return model.model_validate_json(to_json({**document, "resume_from": resume}))
     except ValidationError as err:
         return "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()
         )
+    except Exception as err:  # e.g. nested too deep to write as JSON
+        return f"cannot be read ({type(err).__name__})"

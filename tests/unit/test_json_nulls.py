@@ -114,3 +114,14 @@ def test_the_lenient_reading_of_a_start_input_says_why_it_still_fails():
     )
     for nothing in ({"agent": "a"}, [1], None, {"resume_from": "text"}):
         assert lenient_input(nothing, AgentInput) is None
+
+
+def test_the_lenient_reading_never_raises_whatever_it_is_given():
+    deep: dict = {}
+    inner = deep
+    for _ in range(5_000):  # deeper than pydantic and the JSON writer go
+        inner["x"] = {}
+        inner = inner["x"]
+    for resume in ({"context": deep}, {"items": [deep]}, {"schema_version": "1.14", "agent": deep}):
+        found = lenient_input({"agent": "a", "input": "", "resume_from": resume}, AgentInput)
+        assert isinstance(found, str) and found, found
