@@ -45,7 +45,8 @@ typecheck: install
 		-p durable_agents.workflows
 
 # Long runs (hundreds of turns: the 300-turn session of tests/integration/test_context_window.py;
-# the S3 store against the SDK's own driver at scale, tests/integration/test_payload_store_s3.py).
+# the S3 store against the SDK's own driver at scale, tests/integration/test_payload_store_s3.py;
+# history per turn flat over 13 messages of 20 KB, tests/integration/test_long_runs.py).
 soak: install
 	$(BIN)/pytest -m soak
 

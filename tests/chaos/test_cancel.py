@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowFailureError
 
@@ -46,6 +47,7 @@ async def test_cancel_stops_a_running_tool_before_its_side_effect(
     )
 
 
+@pytest.mark.chaos_slow  # 18 s with the stubborn tool's thread at exit
 async def test_a_tool_that_ignores_the_cancel_is_reported(client, workers, ledger_path, report):
     _, took = await _cancel_mid_tool(client, workers, ledger_path, "stubborn", {"seconds": 15})
     assert took < 6

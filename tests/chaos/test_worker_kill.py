@@ -65,6 +65,7 @@ async def test_tool_without_heartbeats_waits_for_its_start_to_close(
     )
 
 
+@pytest.mark.chaos_slow  # make test keeps the tool's failover after kill -9
 async def test_model_call_fails_over_within_seconds_after_kill_9(client, workers, endpoint, report):
     a, b = await workers.start("a"), await workers.start("b")
     text = plan("charge", {"amount": 1, "seconds": 0}, model_delay=3)
@@ -153,6 +154,7 @@ def _recoveries(ledger_path, kills: list[tuple[int, float]]) -> list[float]:
     return found
 
 
+@pytest.mark.chaos_slow
 async def test_a_run_cached_on_a_dead_worker_moves_after_the_sticky_timeout(
     client, workers, ledger_path, report
 ):

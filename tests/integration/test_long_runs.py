@@ -177,6 +177,7 @@ async def test_five_megabyte_tool_output_passes_without_payload_errors(
     assert largest < 70 * 1024  # payloads over 64 KiB went to the store, not history
 
 
+@pytest.mark.soak  # 14 s; make test keeps test_history_size_budget_switches_runs
 async def test_history_per_turn_does_not_grow_with_the_conversation(limited_worker, model_server):
     model_server.responder = echo
     handle = await start_session(limited_worker, "concierge", "blob:20000")
