@@ -4,8 +4,6 @@ whose worker is told how to reach the server."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from durable_agents.workflows.state import RetrySpec
 
 from durable_agents import Agent, MCPServer, ToolContext, tool
@@ -34,5 +32,3 @@ helpdesk = Agent(
 )
 """`tickets_lookup_ticket` needs no approval (read-only), `tickets_delete_ticket` and
 `tickets_failing_tool` do (destructive, unannotated)."""
-
-RETRY = timedelta(seconds=0.2)
