@@ -116,7 +116,7 @@ class CodecServer(ThreadingHTTPServer):
                     f"placeholder) is refused; use at least {MIN_TOKEN_CHARS} random "
                     "characters: openssl rand -hex 24"
                 )
-        if config.allow_unauthenticated and not _is_loopback(address[0]):
+        if config.allow_unauthenticated and not is_loopback_host(address[0]):
             raise CodecError(
                 f"serving without a token is allowed on a loopback address only, not {address[0]}"
             )
@@ -171,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
         origin = self.headers.get("Origin")
-        if not _is_loopback(host) or (origin is not None and not self._allowed_origin()):
+        if not is_loopback_host(host) or (origin is not None and not self._allowed_origin()):
             self._error(HTTPStatus.FORBIDDEN, "this codec server serves its own machine only")
             return False
         return True
@@ -340,7 +340,8 @@ class _Handler(BaseHTTPRequestHandler):
         logger.warning("%s", format % args)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine."""
     if host == "localhost":
         return True
     try:

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import gc
 import importlib
-import ipaddress
 import logging
 import os
 import shutil
@@ -41,6 +40,7 @@ from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.codec_server import is_loopback_host
 from durable_agents.client.operations import check_search_attributes
 from durable_agents.dataplane.codec import (
     CodecError,
@@ -248,14 +248,7 @@ def is_loopback(url: str) -> bool:
         host = urllib.parse.urlsplit(url).hostname
     except ValueError:
         return False
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host is not None and is_loopback_host(host)
 
 
 def _load_callable(spec: str) -> Callable[[dict], object]:

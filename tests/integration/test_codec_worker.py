@@ -31,6 +31,19 @@ def base_env(**extra: str) -> dict[str, str]:
     return {**keep, **extra}
 
 
+def served_env(env, model_server, **extra: str) -> dict[str, str]:
+    """`base_env` for a `worker.py` on the session's dev server and `model_server`
+    (no payload store)."""
+    return base_env(
+        TEMPORAL_ADDRESS=env.client.service_client.config.target_host,
+        TEMPORAL_NAMESPACE=env.client.namespace,
+        OPENAI_BASE_URL=model_server.base_url,
+        OPENAI_API_KEY="test",
+        AGENT_PAYLOAD_STORE="off",
+        **extra,
+    )
+
+
 async def start_worker(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,

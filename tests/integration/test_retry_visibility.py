@@ -19,7 +19,12 @@ from temporalio.common import RetryPolicy
 
 from durable_agents.testing import Fault, Reply
 from tests.conftest import serving
-from tests.integration.test_codec_worker import base_env, read_until, start_worker
+from tests.integration.test_codec_worker import (
+    base_env,
+    read_until,
+    served_env,
+    start_worker,
+)
 from tests.support import agents
 from tests.support.cli_support import bound_to
 
@@ -100,16 +105,10 @@ async def test_status_of_a_run_that_retries_nothing_has_no_retry_lines(
 async def test_worker_py_logs_each_failed_attempt_at_warning(env, model_server):
     model_server.script(Fault(500, "upstream overloaded"), Reply(content="done"))
     task_queue = f"logs-{uuid.uuid4().hex[:8]}"
-    settings = {
-        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": env.client.namespace,
-        "OPENAI_BASE_URL": model_server.base_url,
-        "OPENAI_API_KEY": "test",
-        "AGENT_PAYLOAD_STORE": "off",
-    }
     worker = await start_worker(
-        "--agents", "tests.support.agents", "--task-queue", task_queue, env=base_env(**settings)
-    )
+        "--agents", "tests.support.agents", "--task-queue", task_queue,
+        env=served_env(env, model_server),
+    )  # fmt: skip
     try:
         await read_until(worker, "worker: serving")
         client = AgentClient(env.client, task_queue=task_queue)

@@ -20,7 +20,7 @@ from temporalio.client import Client
 from durable_agents import served_agents
 from durable_agents.testing import Reply
 from durable_agents.worker import build_worker
-from tests.integration.test_codec_worker import ROOT, base_env
+from tests.integration.test_codec_worker import ROOT, served_env
 from tests.support import agents
 from tests.support.cli_support import bound_to
 
@@ -139,14 +139,7 @@ async def test_a_run_starts_when_no_worker_has_polled_yet(env):
 
 async def test_worker_py_warns_when_it_joins_a_queue_serving_other_agents(env, model_server):
     queue = f"join-{uuid.uuid4().hex[:8]}"
-    settings = {
-        **base_env(),
-        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": env.client.namespace,
-        "OPENAI_BASE_URL": model_server.base_url,
-        "OPENAI_API_KEY": "test",
-        "AGENT_PAYLOAD_STORE": "off",
-    }
+    settings = served_env(env, model_server)
     async with workers(env.client, model_server, queue, (["assistant"], False)):
         process = await asyncio.create_subprocess_exec(
             sys.executable, "worker.py", "--agents", "examples.support_agent",

@@ -38,6 +38,7 @@ from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.histories import HISTORIES
 from tests.support.mcp_agents import helpdesk
 from tests.support.priced_agents import PRICES
+from tests.support.snapshot_golden import nulled
 
 CANCEL = "(cancel the run)"
 """An action that cancels the run instead of signalling it."""
@@ -616,15 +617,6 @@ async def record_signed_start(client: Client, name: str) -> None:
             ],
         )
         await _save(client, name, handle)
-
-
-def nulled(value):
-    """`value` with every empty list written as null, as the `temporal` CLI prints it."""
-    if isinstance(value, dict):
-        return {key: nulled(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [nulled(inner) for inner in value] if value else None
-    return value
 
 
 def forged(snapshot: RunState) -> RunState:

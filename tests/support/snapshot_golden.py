@@ -713,3 +713,13 @@ def insert_item(index: int, item: dict[str, Any]) -> Callable[[dict[str, Any]], 
         doc["items"].insert(index, item)
 
     return edit
+
+
+def nulled(value: Any) -> Any:
+    """`value` with every empty list written as null, as the `temporal` CLI prints a
+    query answer and Go writes a nil slice."""
+    if isinstance(value, dict):
+        return {key: nulled(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [nulled(inner) for inner in value] if value else None
+    return value

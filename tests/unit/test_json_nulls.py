@@ -12,7 +12,7 @@ from durable_agents.workflows.snapshot import SnapshotError
 from durable_agents.workflows.snapshot_input import lenient_input
 from durable_agents.workflows.state_pages import answer, parse_query
 
-from tests.support.snapshot_golden import golden_state
+from tests.support.snapshot_golden import golden_state, nulled
 
 
 def lenient(document):
@@ -24,15 +24,6 @@ def test_without_the_lenient_reading_nulls_are_refused_as_before():
     document = nulled(golden_state().model_dump(mode="json"))
     with pytest.raises(SnapshotError, match="Input should be a valid array"):
         snapshot.load_data(document)
-
-
-def nulled(value):
-    """`value` with every empty list written as null, as Go writes a nil slice."""
-    if isinstance(value, dict):
-        return {key: nulled(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [nulled(inner) for inner in value] if value else None
-    return value
 
 
 def test_every_empty_list_written_as_null_reads_as_the_same_state():
