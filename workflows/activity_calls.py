@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         ToolSpec,
     )
+    from mcp.types import RequestParamsMeta
     from pydantic import JsonValue
     from temporalio.mcp import TemporalMCPClient
 
@@ -161,8 +162,12 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
     server = next(s for s in state.agent.mcp_servers if s.name == spec.mcp_server)
     client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, shown, spec.retry))
     arguments = json.loads(call.arguments) if call.arguments else {}
+    meta = None
+    if workflow.patched(patches.PATCH_MCP_IDEMPOTENCY_KEY):
+        key = loop.tool_request(state, call).idempotency_key
+        meta = cast(RequestParamsMeta, {contract.MCP_IDEMPOTENCY_KEY: key})
     try:
-        result = await client.call_tool(spec.mcp_tool or call.tool, arguments)
+        result = await client.call_tool(spec.mcp_tool or call.tool, arguments, meta=meta)
     except ActivityError as err:
         _reraise_cancel(err)
         return ToolOutcome(

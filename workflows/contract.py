@@ -37,8 +37,12 @@ ERROR_INVALID_INPUT = "InvalidAgentInput"
 ERROR_DECISION_REFUSED = "DecisionRefused"
 ERROR_PAUSE_REFUSED = "PauseRefused"
 ERROR_STATE_QUERY_REFUSED = "StateQueryRefused"
-ERROR_MCP_UNAVAILABLE = "MCPServerUnavailable"
 """A `pause` or `resume` update the run cannot take (ended, already so, starting)."""
+ERROR_MCP_UNAVAILABLE = "MCPServerUnavailable"
+MCP_IDEMPOTENCY_KEY = "durable-agents/idempotency-key"
+"""The `_meta` key of an MCP `tools/call` request that carries the call's idempotency
+key (the same on every attempt, after continue-as-new and in a resumed run), so a
+server can make a retried call take effect once."""
 ERROR_APPROVAL_TIMEOUT = "ApprovalTimeout"
 ERROR_TOOL_TIMEOUT = "ToolTimeout"
 """An attempt of a tool cut off at its start-to-close timeout (retryable)."""

@@ -83,3 +83,6 @@ before, such a run failed as invalid input."""
 PATCH_MCP_TOOLS = "mcp-tools"
 """An agent with MCP servers (schema 1.15) has their tools listed when a run starts or
 resumes, and its MCP tools called through `temporalio-mcp`; asked only for such agents."""
+PATCH_MCP_IDEMPOTENCY_KEY = "mcp-idempotency-key"
+"""An MCP tool call carries its idempotency key in the request's `_meta`
+(`contract.MCP_IDEMPOTENCY_KEY`); before, it carried none."""

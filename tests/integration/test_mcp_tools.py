@@ -7,6 +7,8 @@ reads, the server's credentials never in the history."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -81,6 +83,7 @@ async def run_through(worker, model_server, effects: Path) -> None:
         "note": (None, None, False),
         "tickets_lookup_ticket": ("tickets", "lookup_ticket", False),  # read-only
         "tickets_delete_ticket": ("tickets", "delete_ticket", True),  # destructive
+        "tickets_close_ticket": ("tickets", "close_ticket", True),  # not read-only
         "tickets_failing_tool": ("tickets", "failing_tool", True),  # unannotated
     }
     assert tool_results(state)["c1"].content == "ticket T1: printer on fire, status open"
@@ -163,3 +166,39 @@ async def test_export_and_resume_on_a_worker_with_a_new_server_instance(
         await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="d1", approver="ann"))
         assert (await asyncio.wait_for(resumed.result(), 30)).status is RunStatus.COMPLETED
     assert effects.read_text() == "deleted T9: spam\n"
+
+
+async def test_a_server_killed_mid_call_is_started_again_and_the_call_takes_effect_once(
+    env, model_server, tmp_path
+):
+    """The stdio server dies (kill -9) after the call took effect and before it answered:
+    the activity fails, is retried, the worker starts a new server process, and the call
+    arrives with the same idempotency key in `_meta`, so the idempotent tool does nothing
+    twice; the model reads the second attempt's answer."""
+    effects, stall = tmp_path / "effects.txt", tmp_path / "stall.pid"
+    connection = MCPConnection(
+        command=(sys.executable, "-m", "tests.support.mcp_server"),
+        env={"MCP_EFFECTS": str(effects), "MCP_STALL": str(stall), "PYTHONPATH": str(ROOT)},
+    )
+    model_server.script(
+        Reply(tool_calls=(Call("tickets_close_ticket", {"ticket_id": "T5"}, "k1"),)),
+        Reply(content="closed"),
+    )
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": connection}
+    ) as worker:
+        handle = await start(worker, "close T5", agent="helpdesk")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="k1", approver="ann"))
+        deadline = time.monotonic() + 30
+        while not (stall.exists() and stall.read_text()):
+            assert time.monotonic() < deadline, "the server never took the call"
+            await asyncio.sleep(0.05)
+        first_server = int(stall.read_text())
+        os.kill(first_server, signal.SIGKILL)
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.status is RunStatus.COMPLETED
+        state = await state_of(handle)
+    key = f"{state.run_id}:k1"
+    assert effects.read_text() == f"closed T5 key={key}\n"  # one effect, two attempts
+    assert tool_results(state)["k1"].content == f"ticket T5 closed (already, key {key})"

@@ -5,19 +5,26 @@ destructive one, over stdio or streamable HTTP.
     python -m tests.support.mcp_server --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
 
 Each call of `delete_ticket` appends a line to the file $MCP_EFFECTS names (when
-set), so a test can count the effects a run had.
+set), so a test can count the effects a run had. `close_ticket` is idempotent by
+the key the client sends in the request's `_meta`: it records the key with its
+effect and does nothing for a key it has seen; with $MCP_STALL set it writes its
+process id to that file after its effect and then hangs, so a test can kill the
+server mid-call.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 server = MCPServer(name="tickets")
+IDEMPOTENCY_KEY = "durable-agents/idempotency-key"  # workflows.contract.MCP_IDEMPOTENCY_KEY
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
@@ -34,6 +41,26 @@ def delete_ticket(ticket_id: str, reason: str) -> str:
         with open(effects, "a", encoding="utf-8") as out:
             out.write(f"deleted {ticket_id}: {reason}\n")
     return f"ticket {ticket_id} deleted"
+
+
+@server.tool(annotations=ToolAnnotations(idempotentHint=True, destructiveHint=False))
+def close_ticket(ticket_id: str, ctx: Context) -> str:
+    """Close a ticket (once per idempotency key)."""
+    meta = ctx.request_context.meta or {}
+    key = str(meta.get(IDEMPOTENCY_KEY, ""))
+    effects = os.environ.get("MCP_EFFECTS", "")
+    done = open(effects, encoding="utf-8").read().splitlines() if os.path.exists(effects) else []
+    if key and any(line.endswith(f" key={key}") for line in done):
+        return f"ticket {ticket_id} closed (already, key {key})"
+    if effects:
+        with open(effects, "a", encoding="utf-8") as out:
+            out.write(f"closed {ticket_id} key={key}\n")
+    stall = os.environ.get("MCP_STALL")
+    if stall and not os.path.exists(stall):
+        with open(stall, "w", encoding="utf-8") as out:
+            out.write(str(os.getpid()))
+        time.sleep(120)  # killed here by the test
+    return f"ticket {ticket_id} closed"
 
 
 @server.tool()

@@ -62,6 +62,13 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v24: an MCP tool call carries its idempotency key in `_meta` (mcp-idempotency-key).
+    "mcp_idempotency_key_v24": (
+        "helpdesk",
+        False,
+        [Reply(tool_calls=(Call("tickets_close_ticket", {"ticket_id": "T2"}, "c1"),)), Reply("ok")],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann"))],
+    ),
     # v23: an agent with MCP tools (mcp-tools): listed at start; the read-only one runs,
     # the destructive one waits for approval and runs once approved.
     "mcp_tools_v23": (
