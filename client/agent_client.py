@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar, overload
 from uuid import uuid4
 
 from durable_agents.client import snapshots, state_reader
+from durable_agents.client.agent_tools import agent_tools
 from durable_agents.client.connect import connect
 from durable_agents.client.errors import (
     AgentClientError,
@@ -55,6 +56,7 @@ from durable_agents.workflows.payloads import (
     problems,
 )
 from durable_agents.workflows.state import (
+    AgentSpec,
     ApprovalCondition,
     Decision,
     ModelSettings,
@@ -673,6 +675,12 @@ class AgentClient:
     ) -> AsyncIterator[WatchEvent]:
         """See `RunOperations.watch`."""
         return self.operations.watch(run_id, interval=interval, every_poll=every_poll)
+
+    async def tools(self, agent: str) -> AgentSpec:
+        """The spec a run of `agent` started now would have, its MCP servers' tools
+        listed, each with its approval rule: asked of a worker that serves it
+        (`client.agent_tools`)."""
+        return await agent_tools(self.client, self.task_queue, agent)
 
     async def retrying(self, run_id: str) -> list[ActivityRetry]:
         """See `RunOperations.retrying`."""

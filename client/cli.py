@@ -161,6 +161,13 @@ async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
     return "\n".join([render.status(args.run_id, view), *map(render.retry_line, retrying)])
 
 
+async def _tools(args: argparse.Namespace, agents: AgentClient) -> str:
+    spec = await agents.tools(args.agent)
+    if args.json:  # each tool as a run would freeze it (ToolSpec)
+        return json.dumps([t.model_dump(mode="json") for t in spec.tools], indent=2)
+    return render.tools(spec)
+
+
 async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
     state = await agents.state(args.run_id)
     if args.json:  # the whole record, as `export` writes it
@@ -446,6 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.choices["state"].add_argument(
         "--show-sensitive", action="store_true", help=reveal_help
     )
+    tools = command(
+        "tools", _tools, "list an agent's tools (its MCP servers' too) and their approval rules"
+    )
+    tools.add_argument("agent", metavar="AGENT")
     pending = command("pending", _pending, "list the tool calls awaiting a decision")
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")

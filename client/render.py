@@ -13,6 +13,9 @@ from durable_agents.client.retries import ActivityRetry
 from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
     AssistantMessage,
     BudgetRequest,
     Compaction,
@@ -254,6 +257,47 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
 
 
 _HOW = {"rule": " (by rule)", "timeout": " (deadline passed)"}
+
+
+def tools(spec: AgentSpec) -> str:
+    """An agent's tools, a line each: where it runs and its approval rule.
+
+    `helpdesk · 2 tools`
+    `  tickets_delete_ticket · MCP tickets/delete_ticket · approval · approvers ann`
+    """
+    lines = [f"{safe(spec.name)}{SEP}{_plural(len(spec.tools), 'tool')}"]
+    for t in spec.tools:
+        where = (
+            f"MCP {safe(t.mcp_server)}/{safe(t.mcp_tool or t.name)}" if t.mcp_server else "@tool"
+        )
+        rule = approval_rule(t.approval) if t.needs_approval else "no approval"
+        lines.append(f"  {safe(t.name)}{SEP}{where}{SEP}{rule}")
+    return "\n".join(lines)
+
+
+def approval_rule(policy: ApprovalPolicy) -> str:
+    """`approval when amount > 100 · approvers ann, bob · signed · 1 day, then reject`."""
+    parts = ["approval" + (f" when {_conditions(policy.when, ' or ')}" if policy.when else "")]
+    if policy.approvers is not None:
+        parts.append("approvers " + ", ".join(safe(a) for a in policy.approvers))
+    if policy.require_signature:
+        parts.append("signed")
+    if policy.separate_duties:
+        parts.append("not by who started the run")
+    if not policy.allow_always:
+        parts.append("no always")
+    if policy.limits:
+        parts.append(f"limits {_conditions(policy.limits, ' and ')}")
+    if policy.timeout is not None:
+        parts.append(f"{policy.timeout}, then {policy.on_timeout}")
+    return SEP.join(parts)
+
+
+def _conditions(conditions: list[ApprovalCondition], joined: str) -> str:
+    return joined.join(
+        f"{safe(c.field)} {c.op} {_cut(json.dumps(c.value, ensure_ascii=False))}"
+        for c in conditions
+    )
 
 
 def _plural(count: int, noun: str) -> str:

@@ -24,6 +24,7 @@ from durable_agents.workflows.state import RunStatus
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
+from tests.support.cli_support import bound_to, error_lines
 from tests.support.mcp_agents import helpdesk
 from tests.support.runs import free_port, start, state_of, tool_results, wait_for_status
 
@@ -202,3 +203,54 @@ async def test_a_server_killed_mid_call_is_started_again_and_the_call_takes_effe
     key = f"{state.run_id}:k1"
     assert effects.read_text() == f"closed T5 key={key}\n"  # one effect, two attempts
     assert tool_results(state)["k1"].content == f"ticket T5 closed (already, key {key})"
+
+
+async def test_agentctl_tools_lists_an_agents_tools_and_rules_as_a_run_would_get_them(
+    env, model_server, tmp_path
+):
+    """`agentctl tools AGENT` asks a worker that serves the agent (standalone activities:
+    no run starts), MCP tools included, each with its approval rule."""
+    async with serving(
+        env.client,
+        model_server,
+        extra_agents=[helpdesk],
+        mcp_servers={"tickets": stdio(tmp_path / "effects.txt")},
+    ) as worker:
+        ctl = bound_to(worker)
+        shown = await ctl("tools", "helpdesk")
+        assert shown.code == 0, shown.stderr
+        assert shown.stdout.splitlines() == [
+            "helpdesk · 5 tools",
+            "  note · @tool · no approval",
+            "  tickets_lookup_ticket · MCP tickets/lookup_ticket · no approval",
+            "  tickets_delete_ticket · MCP tickets/delete_ticket · approval",
+            "  tickets_close_ticket · MCP tickets/close_ticket · approval",
+            "  tickets_failing_tool · MCP tickets/failing_tool · approval",
+        ]
+        listed = (await ctl("tools", "helpdesk", "--json")).json()
+        assert isinstance(listed, list)
+        delete = next(t for t in listed if t["name"] == "tickets_delete_ticket")
+        assert delete["parameters"]["required"] == ["ticket_id", "reason"]
+        assert (delete["mcp_server"], delete["needs_approval"]) == ("tickets", True)
+        # an agent of the registry without MCP servers, with a policy
+        spender = await AgentClient(worker.client, task_queue=worker.task_queue).tools("assistant")
+        assert {t.name for t in spender.tools} >= {"add", "send_email"}
+        # hostile or unknown names: refused with what is served, nothing started
+        for name in ("nobody", "../helpdesk", "x" * 5_000, "helpdesk\n"):
+            refused = await ctl("tools", name)
+            assert refused.code == 1
+            assert f"serves agent {name!r}" in error_lines(refused.stderr)[0]
+        runs = [r async for r in worker.client.list_workflows("WorkflowType = 'AgentWorkflow'")]
+        assert not [r for r in runs if r.task_queue == worker.task_queue]  # nothing started
+
+
+async def test_agentctl_tools_says_which_mcp_server_did_not_answer(env, model_server):
+    """A server that cannot be reached: one clear line naming it, after one attempt."""
+    gone = MCPConnection(url=f"http://127.0.0.1:{free_port()}/mcp")
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": gone}
+    ) as worker:
+        refused = await bound_to(worker)("tools", "helpdesk")
+    assert refused.code != 0
+    lines = error_lines(refused.stderr)
+    assert lines[0].startswith("agentctl: error: MCP server 'tickets' did not answer: "), lines

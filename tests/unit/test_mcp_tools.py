@@ -169,3 +169,39 @@ def test_the_budget_requests_name_and_too_many_tools_are_refused():
 def test_an_odd_server_schema_never_breaks_the_check_of_edited_arguments(schema):
     tool = ToolSpec(name="t", description="", parameters=schema)
     assert arguments_problem(tool, {"x": 2}) is None  # what it cannot read, it leaves
+
+
+def test_agentctl_tools_shows_each_rule_of_an_approval_policy():
+    from datetime import timedelta
+
+    from durable_agents.client.render import approval_rule, tools
+    from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy
+
+    policy = ApprovalPolicy(
+        when=[ApprovalCondition(field="amount", op=">", value=100)],
+        approvers=["ann", "bob"],
+        require_signature=True,
+        allow_always=False,
+        limits=[ApprovalCondition(field="amount", op="<=", value=1000)],
+        timeout=timedelta(hours=1),
+    )
+    assert approval_rule(policy) == (
+        "approval when amount > 100 · approvers ann, bob · signed · no always"
+        " · limits amount <= 1000 · 1:00:00, then reject"
+    )
+    assert approval_rule(ApprovalPolicy()) == "approval"
+    spec = with_mcp_tools(
+        AgentSpec(
+            name="desk\x1b[31m",  # a terminal escape in a name is shown harmless
+            instructions="",
+            model="m",
+            mcp_servers=[MCPServer(name="t", approval=policy)],
+        ),
+        {"t": [READ_ONLY, DESTRUCTIVE]},
+    )
+    lines = tools(spec).splitlines()
+    assert "\x1b" not in tools(spec)
+    assert lines[1:] == [
+        "  lookup · MCP t/lookup · no approval",
+        "  delete · MCP t/delete · " + approval_rule(policy),
+    ]
