@@ -51,6 +51,7 @@ from durable_agents.workflows.payloads import (
     MessageSignal,
     PauseSignal,
     PendingApproval,
+    RefreshToolsSignal,
     ResumeSignal,
     StatusView,
     problems,
@@ -648,6 +649,22 @@ class AgentClient:
     async def end_session(self, run_id: str, *, reason: str | None = None) -> None:
         """End a session once its current exchange is answered (`end_session` signal)."""
         await self._signal(run_id, contract.SIGNAL_END_SESSION, EndSessionSignal(reason=reason))
+
+    async def refresh_tools(self, run_id: str, *, by: str | None = None) -> RunState:
+        """Have the run list its MCP tools again before its next model call (the
+        `refresh_tools` signal); returns its state once the signal is taken (the
+        request in `tools_refresh`). Raises AgentClientError with the run's reason when
+        it refuses (an ended run, an agent without MCP servers)."""
+        before = await self.state(run_id)
+        seen = before.refused_signals_dropped + len(before.refused_signals)
+        payload = checked(RefreshToolsSignal, by=by)
+        await self._signal(run_id, contract.SIGNAL_REFRESH_TOOLS, payload)
+        after = await self.state(run_id)  # the query waits for the signal's workflow task
+        fresh = after.refused_signals[max(0, seen - after.refused_signals_dropped) :]
+        refused = [r for r in fresh if r.signal == contract.SIGNAL_REFRESH_TOOLS]
+        if refused:
+            raise AgentClientError(f"run {run_id!r} refused it: {refused[-1].refused_because}")
+        return after
 
     async def _signal(self, run_id: str, signal: str, payload: BaseModel | JsonValue) -> None:
         with self.translating(run_id):

@@ -146,6 +146,24 @@ async def _unpause(args: argparse.Namespace, agents: AgentClient) -> str:
     return view.model_dump_json(indent=2) if args.json else render.status(args.run_id, view)
 
 
+async def _refresh_tools(args: argparse.Namespace, agents: AgentClient) -> str:
+    state = await agents.refresh_tools(args.run_id, by=args.by or default_approver())
+    if args.json:  # the request still open, and the newest listing
+        latest = state.tool_listings[-1] if state.tool_listings else None
+        return json.dumps(
+            {
+                "run_id": args.run_id,
+                "tools_refresh": state.tools_refresh
+                and state.tools_refresh.model_dump(mode="json"),
+                "latest_listing": latest and latest.model_dump(mode="json"),
+            },
+            indent=2,
+        )
+    if state.tools_refresh is not None:
+        return f"run {args.run_id} lists its MCP tools again before its next model call"
+    return render.listing(state.tool_listings[-1])  # done already (the model was due)
+
+
 def _sent(args: argparse.Namespace, signal: str, text: str) -> str:
     if args.json:
         return json.dumps({"run_id": args.run_id, "signal": signal})
@@ -429,7 +447,13 @@ def build_parser() -> argparse.ArgumentParser:
     pause.add_argument("--reason", metavar="R")
     unpause = command("unpause", _unpause, "let a paused run go on")
     unpause.add_argument("run_id", metavar="RUN_ID")
-    for sub in (pause, unpause):
+    refresh = command(
+        "refresh-tools",
+        _refresh_tools,
+        "have a run list its MCP tools again before its next model call",
+    )
+    refresh.add_argument("run_id", metavar="RUN_ID")
+    for sub in (pause, unpause, refresh):
         sub.add_argument(
             "--as",
             dest="by",

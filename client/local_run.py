@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
-from durable_agents.workflows import contract, decisions, driver, guardrails, loop
+from durable_agents.workflows import contract, decisions, driver, guardrails, loop, mcp_tools
 from durable_agents.workflows.payloads import (
     DecideInput,
     GuardrailVerdict,
@@ -109,6 +109,10 @@ class _LocalIO:
 
     async def await_resume(self, state: RunState) -> bool:
         return False  # paused: stop here (unpause the state to go on)
+
+    async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
+        why = "a local run reaches no MCP server; the tools listed before are kept"
+        mcp_tools.record_listing(state, why, step.reason, now=_now())
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails

@@ -24,6 +24,7 @@ from durable_agents.workflows.state import (
     Item,
     RunState,
     RunStatus,
+    ToolListing,
     ToolResult,
     Usage,
     UserMessage,
@@ -206,6 +207,7 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
                 tool = snapshot.agent.tool(call.tool)
                 hidden[call.call_id] = tool.sensitive if tool is not None else []
     lines = [head, *(f"  {line}" for item in snapshot.items for line in _item(item, hidden))]
+    lines += [listing(done) for done in snapshot.tool_listings]
     if snapshot.final_output is not None:
         lines.append(f"final output: {snapshot.final_output}")
     if snapshot.error is not None:
@@ -273,6 +275,23 @@ def tools(spec: AgentSpec) -> str:
         rule = approval_rule(t.approval) if t.needs_approval else "no approval"
         lines.append(f"  {safe(t.name)}{SEP}{where}{SEP}{rule}")
     return "\n".join(lines)
+
+
+def listing(done: ToolListing) -> str:
+    """`MCP tools listed again before turn 3: added a, b · removed c`."""
+    head = f"MCP tools listed again before turn {done.turn + 1}"
+    if done.error is not None:
+        return f"{head}: failed, the run kept its tools: {_cut(done.error)}"
+    changes = [
+        f"{what} {', '.join(safe(n) for n in names)}"
+        for what, names in (
+            ("added", done.added),
+            ("removed", done.removed),
+            ("changed", done.changed),
+        )
+        if names
+    ]
+    return f"{head}: {SEP.join(changes) or 'no change'}"
 
 
 def approval_rule(policy: ApprovalPolicy) -> str:

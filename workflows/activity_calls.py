@@ -119,6 +119,23 @@ async def with_mcp_tools(spec: AgentSpec) -> AgentSpec:
     """`spec` with the tools of its MCP servers, listed once (an activity per server,
     through `temporalio-mcp`; the worker holds the connections): a server that cannot
     be listed fails the run's start, with the reason."""
+    listed = await listed_mcp_tools(spec)
+    if isinstance(listed, str):
+        unavailable = listed.startswith(_CANNOT_LIST)
+        raise ApplicationError(
+            listed if unavailable else f"cannot start agent '{spec.name}': {listed}",
+            type=contract.ERROR_MCP_UNAVAILABLE if unavailable else contract.ERROR_INVALID_INPUT,
+            non_retryable=True,
+        )
+    return listed
+
+
+_CANNOT_LIST = "cannot list the tools of MCP server"
+
+
+async def listed_mcp_tools(spec: AgentSpec) -> AgentSpec | str:
+    """`spec` with the tools of its MCP servers listed now; a str: why they cannot be
+    (a server that cannot be listed, a name that clashes)."""
     listed: dict[str, list[dict[str, Any]]] = {}
     for server in spec.mcp_servers:
         client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, "list"))
@@ -126,20 +143,12 @@ async def with_mcp_tools(spec: AgentSpec) -> AgentSpec:
             tools = await client.list_tools()
         except ActivityError as err:
             _reraise_cancel(err)
-            raise ApplicationError(
-                f"cannot list the tools of MCP server {server.name!r}: {root_message(err)}",
-                type=contract.ERROR_MCP_UNAVAILABLE,
-                non_retryable=True,
-            ) from None
+            return f"{_CANNOT_LIST} {server.name!r}: {root_message(err)}"
         listed[server.name] = [t.model_dump(mode="json", by_alias=True) for t in tools.tools]
     try:
         return mcp_tools.with_mcp_tools(spec, listed)
     except ValueError as err:
-        raise ApplicationError(
-            f"cannot start agent '{spec.name}': {err}",
-            type=contract.ERROR_INVALID_INPUT,
-            non_retryable=True,
-        ) from None
+        return str(err)
 
 
 def _mcp_config(server: MCPServer, what: str, retry: RetrySpec | None = None) -> ActivityConfig:

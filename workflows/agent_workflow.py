@@ -268,6 +268,10 @@ class AgentWorkflow:
         own execution, and who started it if the start is signed; a snapshot's say
         on either counts for nothing."""
         info = workflow.info()
+        if state.agent.mcp_servers and workflow.patched(patches.PATCH_MCP_REFRESH):
+            # its tools were just listed: a later session message lists them again
+            state.tools_listed_messages = mcp_tools.user_messages(state)
+            state.tools_refresh = None
         bound = workflow.patched(patches.PATCH_EXECUTION_BOUND)
         state.execution_id = info.first_execution_run_id if bound else None
         state.started_by = None
@@ -341,6 +345,12 @@ class AgentWorkflow:
         last = loop.last_reply(state)
         if state.agent.price is not None and last is not None and last.usage is not None:
             metrics.cost(state.agent.name, state.agent.price.currency, last.usage.cost)
+
+    async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
+        """List the MCP tools again (a server that cannot be listed leaves the run its
+        tools: recorded, not fatal)."""
+        listed = await activity_calls.listed_mcp_tools(mcp_tools.without_mcp_tools(state.agent))
+        mcp_tools.record_listing(state, listed, step.reason, now=workflow.now())
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails

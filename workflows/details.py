@@ -12,6 +12,7 @@ from durable_agents.workflows.state import (
     Compaction,
     RunState,
     ToolCall,
+    ToolListing,
     ToolResult,
 )
 
@@ -69,12 +70,34 @@ def render(state: RunState) -> str:
             f"before turn {last.turn}: ~{last.tokens_before:,} → ~{last.tokens_after:,} tokens "
             f"of {policy.max_input_tokens:,}",
         ]
+    if state.tool_listings:
+        lines += ["", _listing(state.tool_listings[-1])]
     if state.queued_messages:
         lines += ["", f"**Queued user messages:** {len(state.queued_messages)}"]
     if state.error is not None:
         error = _code(_short(state.error.message, 200))
         lines += ["", f"**Error** {_code(state.error.type)}: {error}"]
     return "\n".join(lines)
+
+
+def _listing(listing: ToolListing) -> str:
+    """`**MCP tools listed again** before turn 4 (asked by `ann`): added `a`; removed `b``."""
+    who = f" by {_code(argument_view.safe(listing.by))}" if listing.by else ""
+    why = f"asked{who}" if listing.reason == "requested" else "a new session message"
+    head = f"**MCP tools listed again** before turn {listing.turn + 1} ({why}): "
+    if listing.error is not None:
+        return head + f"failed, the run kept its tools: {_code(_short(listing.error, 200))}"
+    changes = [
+        f"{what} {', '.join(_code(argument_view.safe(n)) for n in names[:10])}"
+        + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        for what, names in (
+            ("added", listing.added),
+            ("removed", listing.removed),
+            ("changed", listing.changed),
+        )
+        if names
+    ]
+    return head + ("; ".join(changes) or "no change")
 
 
 def _pending_call(state: RunState, call: ToolCall) -> list[str]:

@@ -62,6 +62,10 @@ class LoopIO(Protocol):
         it); False: stop here."""
         ...
 
+    async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
+        """List the run's MCP tools again and record it (`mcp_tools.record_listing`)."""
+        ...
+
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails
     ) -> list[GuardrailVerdict]:
@@ -109,6 +113,8 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
         elif isinstance(step, loop.AwaitResume):
             if not await io.await_resume(state):
                 return
+        elif isinstance(step, loop.ListTools):
+            await io.list_tools(state, step)
         elif isinstance(step, loop.AskBudget):
             budget.ask(state, step.request, now=io.stamp())
         elif isinstance(step, loop.CheckGuardrails):

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         EndSessionSignal,
         MessageSignal,
         PauseSignal,
+        RefreshToolsSignal,
         ResumeSignal,
     )
     from durable_agents.workflows.state import (
@@ -44,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         DecisionAttempt,
         RefusedSignal,
         RunState,
+        ToolsRefresh,
     )
 
 
@@ -101,6 +103,8 @@ class Inbox:
         ):  # before the patch: unknown signals, refused as such
             handlers[contract.SIGNAL_PAUSE] = self._pause
             handlers[contract.SIGNAL_RESUME] = self._resume
+        if name == contract.SIGNAL_REFRESH_TOOLS and workflow.patched(patches.PATCH_MCP_REFRESH):
+            handlers[contract.SIGNAL_REFRESH_TOOLS] = self._refresh_tools
         handler = handlers.get(name)
         if handler is not None and len(args) <= 1:
             handler(args[0] if args else raw_payloads.NONE)
@@ -239,6 +243,27 @@ class Inbox:
             workflow.logger.warning("message for ended run %s dropped", self.state.run_id)
             return
         loop.receive_message(self.state, payload.content, now=workflow.now())
+
+    def _refresh_tools(self, raw: RawValue) -> None:
+        """Have the run list its MCP tools again before its next model call."""
+        empty = raw_payloads.is_null(raw)
+        payload = RefreshToolsSignal() if empty else raw_payloads.decode(raw, RefreshToolsSignal)
+        if isinstance(payload, str):
+            self._refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, payload)
+            return
+        state = self.state
+        if state is None or state.status.is_final or not state.agent.mcp_servers:
+            why = (
+                "the run is starting: its tools are being listed now"
+                if state is None
+                else f"run {state.run_id} has ended ({state.status.value})"
+                if state.status.is_final
+                else f"agent {state.agent.name} has no MCP servers"
+            )
+            self._refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, why)
+            return
+        state.tools_refresh = ToolsRefresh(by=payload.by, at=workflow.now())
+        self.woken += 1
 
     def _pause(self, raw: RawValue) -> None:
         """Pause the run (see `loop.pause`); a pause it cannot take is refused."""

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from durable_agents.workflows import budget, context, decisions, guardrails, output, settings
+from durable_agents.workflows import (
+    budget,
+    context,
+    decisions,
+    guardrails,
+    mcp_tools,
+    output,
+    settings,
+)
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -97,6 +105,14 @@ class Summarize:
 
 
 @dataclass(frozen=True)
+class ListTools:
+    """List the run's MCP tools again before the next model call: a session message
+    arrived since they were listed, or someone asked (`workflows.mcp_tools`)."""
+
+    reason: Literal["session_message", "requested"]
+
+
+@dataclass(frozen=True)
 class AwaitResume:
     """An operator paused the run: wait until it is resumed (or ended)."""
 
@@ -134,6 +150,7 @@ Step = (
     | AwaitResume
     | Compact
     | Summarize
+    | ListTools
 )
 
 
@@ -185,7 +202,8 @@ def resume(
     run records its origin (keeping the one `workflows.snapshot.fork` set for
     this snapshot), a failed or cancelled run resumes as running, since resuming
     is how it is retried (an `output_invalid` one asks the model once more, with a
-    fresh budget of retries), and the calls still open keep their idempotency key.
+    fresh budget of retries), the calls still open keep their idempotency key, and a
+    request to list the MCP tools again is dropped (the new run lists them as it starts).
     """
     state = snapshot.model_copy(deep=True)
     if not continue_as_new:
@@ -197,6 +215,7 @@ def resume(
         elif state.status is RunStatus.OUTPUT_INVALID:
             output.reopen(state)
         state.context_overflow = None  # a resumed call gets its second attempt again
+        state.tools_refresh = None  # a resumed run's tools are listed as it starts
         for call in _unresolved_calls(state, last_reply(state)):
             if call.idempotency_key is None:
                 call.idempotency_key = idempotency_key(snapshot, call.call_id)
@@ -253,6 +272,9 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
     if not open_calls:
         if turns_since_user_message(state) >= state.max_turns:
             return Finish(RunStatus.MAX_TURNS_EXCEEDED)
+        listing = mcp_tools.listing_due(state)
+        if listing is not None:
+            return ListTools(listing)
         request = model_request(state)
         compaction = context.due(state, request)
         if compaction is not None and compaction.strategy == "stub_tool_outputs":
@@ -285,7 +307,8 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
 def awaiting_model(state: RunState) -> bool:
     """True while the next step is a model call (its reply may propose new calls), paused
     or not: a decision for a call not proposed yet is held either way."""
-    return isinstance(next_step(state, honour_pause=False), CallModel | Compact | Summarize)
+    step = next_step(state, honour_pause=False)
+    return isinstance(step, CallModel | Compact | Summarize | ListTools)
 
 
 def priced(usage: Usage, price: ModelPrice) -> Usage:

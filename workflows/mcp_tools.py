@@ -19,10 +19,21 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import BUDGET_TOOL, AgentSpec, MCPServer, RetrySpec, ToolSpec
+from durable_agents.workflows.state import (
+    BUDGET_TOOL,
+    LISTINGS_KEPT,
+    AgentSpec,
+    MCPServer,
+    RetrySpec,
+    RunState,
+    ToolListing,
+    ToolSpec,
+    UserMessage,
+)
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What model APIs accept as a function name."""
@@ -115,6 +126,63 @@ def stricter(spec: AgentSpec, before: AgentSpec) -> AgentSpec:
         t.model_copy(update={"needs_approval": True}) if t.name in asked else t for t in spec.tools
     ]
     return spec.model_copy(update={"tools": tools})
+
+
+def user_messages(state: RunState) -> int:
+    """The user's messages in the conversation (not the run's feedback to the model)."""
+    return sum(1 for i in state.items if isinstance(i, UserMessage) and not i.feedback)
+
+
+def listing_due(state: RunState) -> Literal["session_message", "requested"] | None:
+    """Why the run's MCP tools are to be listed again before its next model call: it was
+    asked to (`refresh_tools`), or that call answers a session message that arrived
+    since they were last listed. None: not due (or the agent has no MCP servers)."""
+    if not state.agent.mcp_servers:
+        return None
+    if state.tools_refresh is not None:
+        return "requested"
+    if state.tools_listed_messages is None or not state.items:
+        return None
+    last = state.items[-1]
+    new = isinstance(last, UserMessage) and not last.feedback
+    return "session_message" if new and user_messages(state) > state.tools_listed_messages else None
+
+
+def without_mcp_tools(spec: AgentSpec) -> AgentSpec:
+    """`spec` with only its own (`@tool`) tools: what its MCP servers' tools are listed onto."""
+    return spec.model_copy(update={"tools": [t for t in spec.tools if t.mcp_server is None]})
+
+
+def record_listing(
+    state: RunState,
+    listed: AgentSpec | str,
+    reason: Literal["session_message", "requested"],
+    *,
+    now: datetime,
+) -> None:
+    """Take the tools listed again (`listed`; a str: why they could not be, and the run
+    keeps the ones it has) and record what changed. A tool that asked for approval
+    still does (`stricter`)."""
+    before = {t.name: t for t in state.agent.tools}
+    entry = ToolListing(
+        at=now,
+        turn=state.turn,
+        reason=reason,
+        by=state.tools_refresh.by if reason == "requested" and state.tools_refresh else None,
+    )
+    if isinstance(listed, str):
+        entry.error = listed[:2_000]
+    else:
+        fresh = stricter(listed, state.agent)
+        after = {t.name: t for t in fresh.tools}
+        entry.added = [n for n in after if n not in before]
+        entry.removed = [n for n in before if n not in after]
+        entry.changed = [n for n in after if n in before and after[n] != before[n]]
+        state.agent = fresh
+    state.tool_listings = [*state.tool_listings, entry][-LISTINGS_KEPT:]
+    state.tools_refresh = None
+    state.tools_listed_messages = user_messages(state)
+    state.updated_at = now
 
 
 def _description(tool: dict[str, Any]) -> str:

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.15 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.16 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -122,6 +122,12 @@ def _1_14_to_1_15(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.15"}
 
 
+def _1_15_to_1_16(data: dict[str, Any]) -> dict[str, Any]:
+    """1.16 added optional fields (listing MCP tools again): nothing to convert. A 1.15
+    run lists its tools again only when asked."""
+    return {**data, "schema_version": "1.16"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -138,5 +144,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.12": _1_12_to_1_13,
     "1.13": _1_13_to_1_14,
     "1.14": _1_14_to_1_15,
+    "1.15": _1_15_to_1_16,
 }
 """Released version -> the step from it to the next version."""

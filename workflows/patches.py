@@ -86,3 +86,7 @@ resumes, and its MCP tools called through `temporalio-mcp`; asked only for such 
 PATCH_MCP_IDEMPOTENCY_KEY = "mcp-idempotency-key"
 """An MCP tool call carries its idempotency key in the request's `_meta`
 (`contract.MCP_IDEMPOTENCY_KEY`); before, it carried none."""
+PATCH_MCP_REFRESH = "mcp-list-again"
+"""An agent's MCP tools are listed again before the model answers a session message
+that came after they were listed, and on the `refresh_tools` signal (schema 1.16);
+before, once per run (start or resume), and `refresh_tools` was an unknown signal."""

@@ -15,7 +15,10 @@ from durable_agents.workflows.payloads import (
     DecisionSignal,
     EndSessionSignal,
     MessageSignal,
+    PauseSignal,
     PendingApproval,
+    RefreshToolsSignal,
+    ResumeSignal,
     StatusView,
 )
 from durable_agents.workflows.state import Decision
@@ -31,6 +34,9 @@ PAYLOADS: dict[str, tuple[Any, str]] = {
     "decide-result": (Decision, "`decide` update result: the recorded decision"),
     "send_message": (MessageSignal, "`send_message` signal"),
     "end_session": (EndSessionSignal, "`end_session` signal"),
+    "pause": (PauseSignal, "`pause` signal and update input"),
+    "resume": (ResumeSignal, "`resume` signal and update input"),
+    "refresh_tools": (RefreshToolsSignal, "`refresh_tools` signal"),
     "get_status": (StatusView, "`get_status` query result"),
     "get_pending_approvals": (list[PendingApproval], "`get_pending_approvals` query result"),
     "get_state": (

@@ -202,6 +202,14 @@ class ResumeSignal(_Payload):
     by: str | None = Field(None, min_length=1, max_length=200)
 
 
+class RefreshToolsSignal(_Payload):
+    """Payload of the `refresh_tools` signal: who asks (optional)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    by: str | None = Field(None, min_length=1, max_length=200)
+
+
 # --- queries ----------------------------------------------------------------------
 
 

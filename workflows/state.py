@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.15"
+SCHEMA_VERSION = "1.16"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -65,6 +65,8 @@ and `ToolSpec.sensitive`.
 1.14 added `metadata` on decisions (and decision attempts).
 1.15 added MCP servers (`AgentSpec.mcp_servers`) and MCP tools (`ToolSpec.mcp_server`,
 `ToolSpec.mcp_tool`).
+1.16 added listing MCP tools again: `RunState.tools_listed_messages`, `tools_refresh`
+and `tool_listings`.
 """
 
 REFUSALS_KEPT = 50
@@ -705,6 +707,38 @@ PAUSES_KEPT = 50
 """Newest entries kept in `RunState.pause_log`."""
 
 
+class ToolsRefresh(_Model):
+    """A request to list the run's MCP tools again before its next model call (the
+    `refresh_tools` signal). Added in 1.16."""
+
+    by: str | None = Field(None, max_length=200)
+    at: AwareDatetime
+
+
+class ToolListing(_Model):
+    """One listing of the run's MCP tools after it started, for the audit
+    (`RunState.tool_listings`). Added in 1.16."""
+
+    at: AwareDatetime
+    turn: int = Field(ge=0)
+    """The run's turn when its tools were listed (before the model call of turn + 1)."""
+    reason: Literal["session_message", "requested"]
+    by: str | None = Field(None, max_length=200)
+    """Who asked (`requested`)."""
+    added: list[str] = []
+    """Tools the run has since this listing and did not have before."""
+    removed: list[str] = []
+    """Tools the run had and no longer has (a call the model makes to one is refused)."""
+    changed: list[str] = []
+    """Tools whose description, parameters or approval rule changed."""
+    error: str | None = Field(None, max_length=2_000)
+    """Why the tools could not be listed (the run kept the ones it had); None: listed."""
+
+
+LISTINGS_KEPT = 50
+"""Newest entries kept in `RunState.tool_listings`."""
+
+
 class ErrorInfo(_Model):
     """Why a run failed."""
 
@@ -740,7 +774,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.15"] = "1.15"
+    schema_version: Literal["1.16"] = "1.16"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -807,6 +841,16 @@ class RunState(_Model):
     context_overflow: int | None = Field(None, ge=1)
     """The model call the provider refused as longer than its window: it is made again
     once, after a compaction. Added in 1.13."""
+    tools_listed_messages: int | None = Field(None, ge=0)
+    """User messages in the conversation when the run's MCP tools were last listed: a
+    session message after them has them listed again before the model answers it.
+    None: no MCP servers, or a run started before 1.16 (listed again on request only).
+    Added in 1.16."""
+    tools_refresh: ToolsRefresh | None = None
+    """A request to list the MCP tools again, until it is done. Added in 1.16."""
+    tool_listings: list[ToolListing] = Field([], max_length=LISTINGS_KEPT)
+    """The MCP tool listings after the start, and what each changed: the newest
+    `LISTINGS_KEPT`. Added in 1.16."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.payloads import DecisionSignal, MessageSignal
 from durable_agents.workflows.state import RunStatus
+from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Reply
@@ -254,3 +255,93 @@ async def test_agentctl_tools_says_which_mcp_server_did_not_answer(env, model_se
     assert refused.code != 0
     lines = error_lines(refused.stderr)
     assert lines[0].startswith("agentctl: error: MCP server 'tickets' did not answer: "), lines
+
+
+async def test_a_session_lists_its_mcp_tools_again_for_a_new_message_and_on_request(
+    env, model_server, tmp_path
+):
+    """The server's tools change under a session: the next message has them listed
+    again before the model answers it (added and removed recorded; the model is sent
+    the new list), and `agentctl refresh-tools` asks for a listing, done before the
+    next model call, by whom recorded. Nothing is listed mid-exchange."""
+    catalog = tmp_path / "catalog.txt"
+    catalog.write_text("lookup_ticket\ndelete_ticket\n")
+    connection = MCPConnection(
+        command=(sys.executable, "-m", "tests.support.mcp_server"),
+        env={"MCP_CATALOG": str(catalog), "PYTHONPATH": str(ROOT)},
+    )
+    model_server.script(
+        Reply(tool_calls=(Call("tickets_lookup_ticket", {"ticket_id": "T1"}, "a1"),)),
+        Reply(content="looked"),
+        Reply(content="second"),
+        Reply(content="third"),
+        Reply(content="plain"),
+    )
+    async with serving(
+        env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": connection}
+    ) as worker:
+        handle = await start(worker, "look T1", agent="helpdesk", session=True)
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT, timeout=30)
+        assert (await state_of(handle)).tool_listings == []  # listed at start only
+        catalog.write_text("lookup_ticket\nclose_ticket\n")
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="again"))
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT, timeout=30)
+        state = await state_of(handle)
+        [listing] = state.tool_listings
+        assert (listing.reason, listing.turn, listing.by) == ("session_message", 2, None)
+        assert (listing.added, listing.removed) == (
+            ["tickets_close_ticket"],
+            ["tickets_delete_ticket"],
+        )
+        assert {t.name for t in state.agent.tools} == {
+            "note", "tickets_lookup_ticket", "tickets_close_ticket"
+        }  # fmt: skip
+        sent = [{t["function"]["name"] for t in r["tools"]} for r in model_server.requests]
+        assert "tickets_delete_ticket" in sent[1] and "tickets_close_ticket" not in sent[1]
+        assert "tickets_close_ticket" in sent[2] and "tickets_delete_ticket" not in sent[2]
+        # on request: recorded now, done before the next model call
+        catalog.write_text("lookup_ticket\n")
+        ctl = bound_to(worker)
+        asked = await ctl("refresh-tools", handle.id, "--as", "ann")
+        assert asked.code == 0, asked.stderr
+        assert asked.stdout.strip() == (
+            f"run {handle.id} lists its MCP tools again before its next model call"
+        )
+        assert (await state_of(handle)).tools_refresh.by == "ann"
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="third"))
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT, timeout=30)
+        state = await state_of(handle)
+        assert state.tools_refresh is None
+        last = state.tool_listings[-1]
+        assert (last.reason, last.by, last.removed) == (
+            "requested",
+            "ann",
+            ["tickets_close_ticket"],
+        )
+        assert len(state.tool_listings) == 2  # the request and the message: one listing
+        shown = await ctl("state", handle.id)
+        assert "MCP tools listed again before turn 4: removed tickets_close_ticket" in shown.stdout
+        metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert (
+            "**MCP tools listed again** before turn 4 (asked by `ann`): removed "
+            "`tickets_close_ticket`" in metadata.current_details
+        )
+        # hostile or useless requests are refused and recorded with the reason; none
+        # is taken as a request
+        for payload in ({"by": 5}, {"who": "x"}, "now", {"by": "x" * 201}):
+            await handle.signal(contract.SIGNAL_REFRESH_TOOLS, payload)
+        state = await state_of(handle)
+        refused = [r for r in state.refused_signals if r.signal == "refresh_tools"]
+        assert len(refused) == 4 and state.tools_refresh is None
+        assert "by" in refused[0].refused_because and "who" in refused[1].refused_because
+        await handle.signal(contract.SIGNAL_END_SESSION, {})
+        await asyncio.wait_for(handle.result(), 30)
+        ended = await ctl("refresh-tools", handle.id)
+        assert error_lines(ended.stderr)[0].endswith("has already ended"), ended.stderr
+        plain = await start(worker, "hi", agent="assistant", session=True)
+        await wait_for_status(plain, RunStatus.AWAITING_INPUT, timeout=30)
+        no_mcp = await ctl("refresh-tools", plain.id)
+        assert error_lines(no_mcp.stderr)[0] == (
+            f"agentctl: error: run {plain.id!r} refused it: agent assistant has no MCP servers"
+        )
+        await plain.terminate("done")

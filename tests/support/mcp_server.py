@@ -23,7 +23,23 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-server = MCPServer(name="tickets")
+
+class _Catalogued(MCPServer):
+    """Lists only the tools named in the file $MCP_CATALOG (a name a line) when that
+    variable is set, read at every listing: a test changes the server's tools under a
+    running agent by rewriting the file."""
+
+    async def list_tools(self):  # type: ignore[no-untyped-def]
+        tools = await super().list_tools()
+        catalog = os.environ.get("MCP_CATALOG")
+        if not catalog:
+            return tools
+        with open(catalog, encoding="utf-8") as listed:
+            names = set(listed.read().split())
+        return [t for t in tools if t.name in names]
+
+
+server = _Catalogued(name="tickets")
 IDEMPOTENCY_KEY = "durable-agents/idempotency-key"  # workflows.contract.MCP_IDEMPOTENCY_KEY
 
 

@@ -62,6 +62,19 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v25: a session's MCP tools listed again for a new message and on request
+    # (mcp-list-again, schema 1.16).
+    "mcp_list_again_v25": (
+        "helpdesk",
+        True,
+        [Reply("one"), Reply("two"), Reply("three")],
+        [
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, {"content": "again"}),
+            ("awaiting_input", contract.SIGNAL_REFRESH_TOOLS, {"by": "ann"}),
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, {"content": "third"}),
+            ("awaiting_input", contract.SIGNAL_END_SESSION, {}),
+        ],
+    ),
     # v24: an MCP tool call carries its idempotency key in `_meta` (mcp-idempotency-key).
     "mcp_idempotency_key_v24": (
         "helpdesk",

@@ -43,8 +43,10 @@ from durable_agents.workflows.state import (
     RunStatus,
     Starter,
     ToolCall,
+    ToolListing,
     ToolResult,
     ToolSpec,
+    ToolsRefresh,
     Usage,
     UserMessage,
 )
@@ -628,6 +630,27 @@ def _golden_1_15() -> RunState:
     return state
 
 
+def _golden_1_16() -> RunState:
+    """1.15's, with what 1.16 added: the count of user messages at the last MCP
+    listing, a refresh asked and not done yet, and two listings after the start (one
+    that changed the tools, one that failed)."""
+    state = _golden_1_15()
+    at = state.updated_at
+    state.tools_listed_messages = 2
+    state.tools_refresh = ToolsRefresh(by="ann", at=at)
+    state.tool_listings = [
+        ToolListing(
+            at=at, turn=1, reason="session_message", added=["tickets_delete_ticket"],
+            removed=["tickets_close_ticket"], changed=["tickets_lookup_ticket"],
+        ),
+        ToolListing(
+            at=at, turn=2, reason="requested", by="ann",
+            error="cannot list the tools of MCP server 'tickets': connection refused",
+        ),
+    ]  # fmt: skip
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -645,6 +668,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.13": _golden_1_13,
     "1.14": _golden_1_14,
     "1.15": _golden_1_15,
+    "1.16": _golden_1_16,
 }
 
 

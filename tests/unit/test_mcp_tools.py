@@ -205,3 +205,73 @@ def test_agentctl_tools_shows_each_rule_of_an_approval_policy():
         "  lookup · MCP t/lookup · no approval",
         "  delete · MCP t/delete · " + approval_rule(policy),
     ]
+
+
+def _session(*contents: str, listed: int | None = 1):
+    from durable_agents.workflows.state import RunState, UserMessage
+
+    from tests.support.snapshot_golden import at
+
+    spec = with_mcp_tools(
+        AgentSpec(name="a", instructions="", model="m", mcp_servers=[MCPServer(name="t")]),
+        {"t": [READ_ONLY, DESTRUCTIVE]},
+    )
+    return RunState(
+        run_id="r", agent=spec, max_turns=5, session=True, tools_listed_messages=listed,
+        items=[UserMessage(content=c) for c in contents], created_at=at(0), updated_at=at(0),
+    )  # fmt: skip
+
+
+def test_tools_are_listed_again_for_a_message_that_came_after_the_last_listing():
+    from durable_agents.workflows.mcp_tools import listing_due
+    from durable_agents.workflows.state import ToolsRefresh, UserMessage
+
+    from tests.support.snapshot_golden import at
+
+    assert listing_due(_session("hi")) is None  # listed at the start
+    assert listing_due(_session("hi", "again")) == "session_message"
+    assert listing_due(_session("hi", "again", listed=None)) is None  # a 1.15 run: on request
+    fed_back = _session("hi")
+    fed_back.items.append(UserMessage(content="not valid JSON", feedback=True))
+    assert listing_due(fed_back) is None  # the run's own feedback is no new message
+    asked = _session("hi", listed=None)
+    asked.tools_refresh = ToolsRefresh(by="ann", at=at(1))
+    assert listing_due(asked) == "requested"
+    asked.agent = asked.agent.model_copy(update={"mcp_servers": []})
+    assert listing_due(asked) is None  # no MCP servers, nothing to list
+
+
+def test_a_listing_records_what_changed_keeps_approvals_and_survives_a_failure():
+    from durable_agents.workflows.mcp_tools import record_listing, without_mcp_tools
+    from durable_agents.workflows.state import LISTINGS_KEPT, ToolsRefresh
+
+    from tests.support.snapshot_golden import at
+
+    state = _session("hi", "again")
+    state.tools_refresh = ToolsRefresh(by="ann", at=at(1))
+    base = without_mcp_tools(state.agent)
+    assert base.tools == []
+    # the read-only tool now says it is destructive; `delete` is gone; `ping` is new
+    lookup = {**READ_ONLY, "description": "Looks.", "annotations": {"readOnlyHint": False}}
+    record_listing(state, with_mcp_tools(base, {"t": [lookup, PLAIN]}), "requested", now=at(2))
+    [done] = state.tool_listings
+    assert (done.reason, done.by, done.turn) == ("requested", "ann", 0)
+    assert (done.added, done.removed, done.changed) == (["ping"], ["delete"], ["lookup"])
+    assert state.agent.tool("lookup").needs_approval is True
+    assert state.tools_refresh is None and state.tools_listed_messages == 2
+    # a server that cannot be listed: the run keeps its tools, the error is recorded
+    kept = list(state.agent.tools)
+    record_listing(
+        state, "cannot list the tools of MCP server 't': down", "session_message", now=at(3)
+    )
+    assert state.agent.tools == kept and state.tool_listings[-1].error.endswith("down")
+    # approvals are never taken away by a listing (stricter), and the audit is bounded
+    delete_again = {**DESTRUCTIVE, "annotations": {"readOnlyHint": True}}
+    state.agent = state.agent.model_copy(
+        update={"tools": [*kept, *tool_specs(MCPServer(name="t"), [DESTRUCTIVE])]}
+    )
+    record_listing(state, with_mcp_tools(base, {"t": [delete_again]}), "requested", now=at(4))
+    assert state.agent.tool("delete").needs_approval is True
+    for n in range(LISTINGS_KEPT + 5):
+        record_listing(state, "down", "requested", now=at(5 + n))
+    assert len(state.tool_listings) == LISTINGS_KEPT
