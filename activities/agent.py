@@ -112,6 +112,10 @@ class Agent:
     mcp_servers: Sequence[MCPServer] = ()
     """MCP servers whose tools the agent uses (`MCPServer(name=..., allow=..., prefix=...,
     needs_approval=...)`); the worker knows how to reach each (`AGENT_MCP_SERVERS`)."""
+    send_tool_images: bool = False
+    """Send the model the images tools return (an MCP tool's image blocks), for a model
+    that reads images; False: it reads a line saying what each is. The run keeps them
+    either way (`ToolResult.attachments`)."""
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -14,6 +14,7 @@ from durable_agents.activities.openai_http import checked_client, post
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
 from durable_agents.workflows.state import (
     AssistantMessage,
+    Attachment,
     Item,
     ModelSettings,
     OutputSpec,
@@ -96,7 +97,11 @@ def to_messages(
     messages: list[dict[str, Any]] = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
+    images: list[tuple[str, Attachment]] = []  # of the tool results just sent
     for item in items:
+        if images and not isinstance(item, ToolResult):
+            messages.append(images_message(images))
+            images = []
         if isinstance(item, UserMessage):
             messages.append({"role": "user", "content": item.content})
         elif isinstance(item, AssistantMessage):
@@ -114,8 +119,28 @@ def to_messages(
         elif isinstance(item, ToolResult):
             content = truncated(item.content, tool_output_limit)
             messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
+            images += [(item.call_id, a) for a in item.attachments]
         # Decision items are our audit trail, not conversation: the model never sees them.
+    if images:
+        messages.append(images_message(images))
     return messages
+
+
+def images_message(images: list[tuple[str, Attachment]]) -> dict[str, Any]:
+    """The tools' images, as Chat Completions carries them: a tool message holds only
+    text, so they follow the tool messages of the turn in one user message, each named
+    by its call id (a user message may not come between a call and its result)."""
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": "Images returned by the tool calls above:"}
+    ]
+    for number, (call_id, image) in enumerate(images, start=1):
+        parts.append({"type": "text", "text": f"Image {number}, from call {call_id}:"})
+        parts.append({"type": "image_url", "image_url": {"url": data_url(image)}})
+    return {"role": "user", "content": parts}
+
+
+def data_url(image: Attachment) -> str:
+    return f"data:{image.mime_type};base64,{image.data}"
 
 
 def truncated(text: str, limit: int | None) -> str:

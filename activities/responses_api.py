@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import openai
-from durable_agents.activities.chat_completions import truncated
+from durable_agents.activities.chat_completions import data_url, truncated
 from durable_agents.activities.model_errors import reply_error, unavailable
 from durable_agents.activities.openai_http import checked_client, post
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
@@ -132,13 +132,13 @@ def to_input(items: list[Item], *, tool_output_limit: int | None = None) -> list
                 for call in item.tool_calls
             )
         elif isinstance(item, ToolResult):
-            sent.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": item.call_id,
-                    "output": truncated(item.content, tool_output_limit),
-                }
-            )
+            text = truncated(item.content, tool_output_limit)
+            output: str | list[dict[str, Any]] = text
+            if item.attachments:  # the output's parts: its text, then its images
+                output = [{"type": "input_text", "text": text}] + [
+                    {"type": "input_image", "image_url": data_url(a)} for a in item.attachments
+                ]
+            sent.append({"type": "function_call_output", "call_id": item.call_id, "output": output})
     return sent
 
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from temporalio.client import ActivityFailureError, Client
 from temporalio.common import RetryPolicy
 from temporalio.mcp._activity import _activity_name  # pyright: ignore[reportPrivateUsage]
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents import served_agents
 
@@ -92,7 +92,15 @@ async def _ask(
         message = getattr(cause, "message", None) or str(cause)
         raise ToolsUnavailable(f"{what} did not answer: {message}") from None
     except RPCError as err:
+        hint = (
+            "; listing tools runs standalone activities, which this Temporal server must "
+            "allow (dynamic config activity.enableStandalone)"
+            if err.status in (RPCStatusCode.UNIMPLEMENTED, RPCStatusCode.FAILED_PRECONDITION)
+            or "standalone" in err.message.lower()
+            else ""
+        )
+        raise ToolsUnavailable(f"cannot ask {what}: {err.message}{hint}") from None
+    except (ValueError, TypeError) as err:  # an answer this client cannot read
         raise ToolsUnavailable(
-            f"cannot ask {what} ({err.message}); listing tools runs standalone activities, "
-            "which this Temporal server must allow (dynamic config activity.enableStandalone)"
+            f"cannot read the answer of {what} (a worker of another build?): {err}"
         ) from None

@@ -161,7 +161,9 @@ async def _refresh_tools(args: argparse.Namespace, agents: AgentClient) -> str:
         )
     if state.tools_refresh is not None:
         return f"run {args.run_id} lists its MCP tools again before its next model call"
-    return render.listing(state.tool_listings[-1])  # done already (the model was due)
+    if state.tool_listings:  # done already (a model call was due)
+        return render.listing(state.tool_listings[-1])
+    return f"run {args.run_id} took the request"
 
 
 def _sent(args: argparse.Namespace, signal: str, text: str) -> str:

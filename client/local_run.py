@@ -112,7 +112,7 @@ class _LocalIO:
 
     async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
         why = "a local run reaches no MCP server; the tools listed before are kept"
-        mcp_tools.record_listing(state, why, step.reason, now=_now())
+        mcp_tools.record_listing(state, why, step.reason, asked=state.tools_refresh, now=_now())
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails

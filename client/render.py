@@ -230,7 +230,8 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         return lines
     if isinstance(item, ToolResult):
         mark = "error" if item.is_error else "result"
-        return [f"tool {mark} [{item.call_id}]: {_cut(item.content)}"]
+        images = f" [{_plural(len(item.attachments), 'image')} kept]" if item.attachments else ""
+        return [f"tool {mark} [{item.call_id}]: {_cut(item.content)}{images}"]
     if isinstance(item, Decision):
         masked_names = hidden.get(item.call_id, [])
         return [decision(item, sensitive=masked_names) + _HOW.get(item.via, "")]
@@ -283,7 +284,8 @@ def listing(done: ToolListing) -> str:
     if done.error is not None:
         return f"{head}: failed, the run kept its tools: {_cut(done.error)}"
     changes = [
-        f"{what} {', '.join(safe(n) for n in names)}"
+        f"{what} {', '.join(_cut(safe(n)) for n in names[:20])}"
+        + (f" and {len(names) - 20} more" if len(names) > 20 else "")
         for what, names in (
             ("added", done.added),
             ("removed", done.removed),

@@ -184,7 +184,10 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
             content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
             is_error=True,
         )
-    return mcp_tools.outcome(call.call_id, call.tool, result.model_dump(mode="json", by_alias=True))
+    dumped = result.model_dump(mode="json", by_alias=True)
+    images = any(isinstance(b, dict) and b.get("type") == "image" for b in dumped["content"])
+    keep = images and workflow.patched(patches.PATCH_MCP_IMAGES)
+    return mcp_tools.outcome(call.call_id, call.tool, dumped, keep_images=keep)
 
 
 async def run_tool(

@@ -349,8 +349,9 @@ class AgentWorkflow:
     async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
         """List the MCP tools again (a server that cannot be listed leaves the run its
         tools: recorded, not fatal)."""
+        asked = state.tools_refresh
         listed = await activity_calls.listed_mcp_tools(mcp_tools.without_mcp_tools(state.agent))
-        mcp_tools.record_listing(state, listed, step.reason, now=workflow.now())
+        mcp_tools.record_listing(state, listed, step.reason, asked=asked, now=workflow.now())
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails

@@ -38,6 +38,9 @@ from durable_agents.workflows.state import (
 )
 
 CHARS_PER_TOKEN = 4
+IMAGE_TOKENS = 1_500
+"""What one image sent to the model counts for in the estimate (OpenAI's high-detail
+image of 2048 x 768 is 1,105 tokens; the provider's count corrects it after a call)."""
 """The offline estimate's rate (English text and JSON average about 4 characters)."""
 PER_MESSAGE = 8
 """Tokens of a message's framing (role, separators, call ids) in the estimate."""
@@ -71,7 +74,8 @@ def stub(result: ToolResult) -> ToolResult:
     return result.model_copy(
         update={
             "content": f"[output of this call removed to save context: {len(result.content):,} "
-            "characters; the run keeps it]"
+            "characters; the run keeps it]",
+            "attachments": [],
         }
     )
 
@@ -88,7 +92,7 @@ def view(state: RunState, pending: Compaction | None = None) -> list[Item]:
     recorded yet, applied too (to estimate it)."""
     done = compactions(state) + ([pending] if pending is not None else [])
     if not done:
-        return state.items
+        return _sendable(state, state.items)
     stubbed = {call_id for c in done for call_id in c.stubbed}
     cut = next((c for c in reversed(done) if c.summary is not None or c.dropped), None)
     start = cut.up_to if cut is not None else 0
@@ -107,7 +111,21 @@ def view(state: RunState, pending: Compaction | None = None) -> list[Item]:
             shown.append(stub(item) if item.call_id in stubbed else item)
         elif isinstance(item, UserMessage | AssistantMessage):
             shown.append(item)
-    return shown
+    return _sendable(state, shown)
+
+
+def _sendable(state: RunState, items: list[Item]) -> list[Item]:
+    """`items` without the tools' images unless the agent sends them to its model."""
+    if state.agent.send_tool_images or not any(
+        isinstance(i, ToolResult) and i.attachments for i in items
+    ):
+        return items
+    return [
+        i.model_copy(update={"attachments": []})
+        if isinstance(i, ToolResult) and i.attachments
+        else i
+        for i in items
+    ]
 
 
 def estimate(state: RunState, request: ModelRequest) -> int:
@@ -118,7 +136,7 @@ def estimate(state: RunState, request: ModelRequest) -> int:
     counted = _last_counted(state)
     if counted is not None:
         index, usage = counted
-        after = view_of(state.items[index + 1 :])
+        after = _sendable(state, view_of(state.items[index + 1 :]))
         return usage.input_tokens + usage.output_tokens + _tokens(after, limit)
     return _fixed(request) + _tokens(request.items, limit)
 
@@ -305,6 +323,7 @@ def _tokens(items: Sequence[Item], limit: int | None) -> int:
     for item in items:
         if isinstance(item, ToolResult):
             chars += _length(item.content, limit)
+            chars += IMAGE_TOKENS * CHARS_PER_TOKEN * len(item.attachments)
         elif isinstance(item, UserMessage):
             chars += len(item.content)
         elif isinstance(item, AssistantMessage):

@@ -355,6 +355,14 @@ def covers(state: RunState, rule: Decision, call: ToolCall, *, now: datetime) ->
     return rule.arguments_sha256 is not None and digest == rule.arguments_sha256
 
 
+def always_rules_on(state: RunState, tools: set[str]) -> list[str]:
+    """Call ids of the `always` decisions made on calls of `tools`."""
+    tool_of = {c.call_id: c.tool for c in _all_calls(state)}
+    return [
+        d.call_id for d in decided(state).values() if d.always and tool_of.get(d.call_id) in tools
+    ]
+
+
 def rules_or_held(state: RunState) -> bool:
     """Whether the run has an `always` decision or a held one: only then do scoped rules
     (the patch `bound-decisions`) decide a new reply differently."""

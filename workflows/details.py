@@ -88,7 +88,7 @@ def _listing(listing: ToolListing) -> str:
     if listing.error is not None:
         return head + f"failed, the run kept its tools: {_code(_short(listing.error, 200))}"
     changes = [
-        f"{what} {', '.join(_code(argument_view.safe(n)) for n in names[:10])}"
+        f"{what} {', '.join(_code(_short(argument_view.safe(n), 64)) for n in names[:10])}"
         + (f" and {len(names) - 10} more" if len(names) > 10 else "")
         for what, names in (
             ("added", listing.added),

@@ -262,8 +262,9 @@ class Inbox:
             )
             self._refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, why)
             return
+        # Not woken: a listing is due only before a model call, so a waiting run has
+        # nothing to do for it, and waking it would restart a session's idle timer.
         state.tools_refresh = ToolsRefresh(by=payload.by, at=workflow.now())
-        self.woken += 1
 
     def _pause(self, raw: RawValue) -> None:
         """Pause the run (see `loop.pause`); a pause it cannot take is refused."""

@@ -456,7 +456,12 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
     """Append the results of executed tool calls, in the order given."""
     for outcome in outcomes:
         state.items.append(
-            ToolResult(call_id=outcome.call_id, content=outcome.content, is_error=outcome.is_error)
+            ToolResult(
+                call_id=outcome.call_id,
+                content=outcome.content,
+                is_error=outcome.is_error,
+                attachments=outcome.attachments,
+            )
         )
     state.updated_at = now
 

@@ -22,16 +22,22 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
+from durable_agents.workflows import decisions
 from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.state import (
     BUDGET_TOOL,
+    IMAGE_TYPES,
     LISTINGS_KEPT,
+    MAX_ATTACHMENT_BYTES,
+    MAX_ATTACHMENTS,
     AgentSpec,
+    Attachment,
     MCPServer,
     RetrySpec,
     RunState,
     ToolListing,
     ToolSpec,
+    ToolsRefresh,
     UserMessage,
 )
 
@@ -135,17 +141,17 @@ def user_messages(state: RunState) -> int:
 
 def listing_due(state: RunState) -> Literal["session_message", "requested"] | None:
     """Why the run's MCP tools are to be listed again before its next model call: it was
-    asked to (`refresh_tools`), or that call answers a session message that arrived
-    since they were last listed. None: not due (or the agent has no MCP servers)."""
+    asked to (`refresh_tools`; at most once a turn, so a flood of requests cannot keep
+    the run listing), or a session message arrived since they were last listed. None:
+    not due (or the agent has no MCP servers)."""
     if not state.agent.mcp_servers:
         return None
-    if state.tools_refresh is not None:
+    listed_this_turn = bool(state.tool_listings) and state.tool_listings[-1].turn == state.turn
+    if state.tools_refresh is not None and not listed_this_turn:
         return "requested"
-    if state.tools_listed_messages is None or not state.items:
+    if state.tools_listed_messages is None:
         return None
-    last = state.items[-1]
-    new = isinstance(last, UserMessage) and not last.feedback
-    return "session_message" if new and user_messages(state) > state.tools_listed_messages else None
+    return "session_message" if user_messages(state) > state.tools_listed_messages else None
 
 
 def without_mcp_tools(spec: AgentSpec) -> AgentSpec:
@@ -158,29 +164,47 @@ def record_listing(
     listed: AgentSpec | str,
     reason: Literal["session_message", "requested"],
     *,
+    asked: ToolsRefresh | None,
     now: datetime,
 ) -> None:
     """Take the tools listed again (`listed`; a str: why they could not be, and the run
-    keeps the ones it has) and record what changed. A tool that asked for approval
-    still does (`stricter`)."""
+    keeps the ones it has) and record what changed. `asked`: the request this listing
+    answers (`tools_refresh` when it began; one made meanwhile stays for the next).
+
+    A listing never takes an approval away: a tool that asked for one still does
+    (`stricter`), and a tool that appears after the run started needs one unless the
+    agent's configuration says it does not (its annotations are not trusted then: a
+    server could drop a tool and bring it back as read-only). `always` rules on a tool
+    that changed or went away no longer decide its calls (`revoked_rules`)."""
     before = {t.name: t for t in state.agent.tools}
     entry = ToolListing(
-        at=now,
-        turn=state.turn,
-        reason=reason,
-        by=state.tools_refresh.by if reason == "requested" and state.tools_refresh else None,
+        at=now, turn=state.turn, reason=reason, by=asked.by if asked is not None else None
     )
     if isinstance(listed, str):
         entry.error = listed[:2_000]
     else:
         fresh = stricter(listed, state.agent)
-        after = {t.name: t for t in fresh.tools}
+        servers = {s.name: s for s in fresh.mcp_servers}
+        tools = []
+        for tool in fresh.tools:
+            server = servers.get(tool.mcp_server or "")
+            if (
+                tool.name not in before
+                and server is not None
+                and server.needs_approval is not False
+            ):
+                tool = tool.model_copy(update={"needs_approval": True})
+            tools.append(tool)
+        after = {t.name: t for t in tools}
         entry.added = [n for n in after if n not in before]
         entry.removed = [n for n in before if n not in after]
         entry.changed = [n for n in after if n in before and after[n] != before[n]]
-        state.agent = fresh
+        revoked = decisions.always_rules_on(state, {*entry.changed, *entry.removed})
+        state.revoked_rules = sorted({*state.revoked_rules, *revoked})
+        state.agent = fresh.model_copy(update={"tools": tools})
     state.tool_listings = [*state.tool_listings, entry][-LISTINGS_KEPT:]
-    state.tools_refresh = None
+    if state.tools_refresh is asked:
+        state.tools_refresh = None
     state.tools_listed_messages = user_messages(state)
     state.updated_at = now
 
@@ -190,16 +214,27 @@ def _description(tool: dict[str, Any]) -> str:
     return str(text)[:MAX_DESCRIPTION_CHARS]
 
 
-def outcome(call_id: str, tool: str, result: dict[str, Any]) -> ToolOutcome:
+def outcome(
+    call_id: str, tool: str, result: dict[str, Any], *, keep_images: bool = False
+) -> ToolOutcome:
     """What the model reads of an MCP tool's result: its text blocks, a line for each
-    other block (an image: its type and size, not its bytes), its structured content
-    as JSON when it sent no text; a result flagged `isError` as the tool's error."""
-    parts = [_block(b) for b in result.get("content") or [] if isinstance(b, dict)]
-    texts = [p for p in parts if p]
+    other block, its structured content as JSON when it sent no text; a result flagged
+    `isError` as the tool's error. With `keep_images`, its images (of the types model
+    APIs read, up to `MAX_ATTACHMENTS` of `MAX_ATTACHMENT_BYTES`) are kept whole as
+    attachments, each still named by its line; other images are only described."""
+    blocks = [b for b in result.get("content") or [] if isinstance(b, dict)]
+    attachments: list[Attachment] = []
+    texts = []
+    for block in blocks:
+        kept = _attachment(block) if keep_images and len(attachments) < MAX_ATTACHMENTS else None
+        if kept is not None:
+            attachments.append(kept)
+            number = len(attachments)
+            texts.append(f"[image {kept.mime_type}, {kept.size:,} bytes: image {number}]")
+        elif text := _block(block):
+            texts.append(text)
     structured = result.get("structuredContent")
-    if structured is not None and not any(
-        isinstance(b, dict) and b.get("type") == "text" for b in result.get("content") or []
-    ):
+    if structured is not None and not any(b.get("type") == "text" for b in blocks):
         texts.append(json.dumps(structured, ensure_ascii=False))
     content = "\n".join(texts)
     if result.get("isError") is True:
@@ -207,8 +242,23 @@ def outcome(call_id: str, tool: str, result: dict[str, Any]) -> ToolOutcome:
             call_id=call_id,
             content=f"Error: tool '{tool}' reported an error: {content or '(no message)'}",
             is_error=True,
+            attachments=attachments,
         )
-    return ToolOutcome(call_id=call_id, content=content)
+    return ToolOutcome(call_id=call_id, content=content, attachments=attachments)
+
+
+def _attachment(block: dict[str, Any]) -> Attachment | None:
+    """An image block as an attachment; None when it cannot be one (another kind, a
+    type model APIs do not read, too large, not base64)."""
+    if block.get("type") != "image" or block.get("mimeType") not in IMAGE_TYPES:
+        return None
+    data = block.get("data")
+    if not isinstance(data, str) or len(data) > (MAX_ATTACHMENT_BYTES + 2) // 3 * 4:
+        return None
+    try:
+        return Attachment(mime_type=block["mimeType"], data=data)
+    except ValueError:
+        return None
 
 
 def _block(block: dict[str, Any]) -> str:

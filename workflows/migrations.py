@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.16 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.17 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -124,8 +124,15 @@ def _1_14_to_1_15(data: dict[str, Any]) -> dict[str, Any]:
 
 def _1_15_to_1_16(data: dict[str, Any]) -> dict[str, Any]:
     """1.16 added optional fields (listing MCP tools again): nothing to convert. A 1.15
-    run lists its tools again only when asked."""
+    run has its tools listed again for a new message only once a listing was asked
+    (`refresh_tools`, taken by workflow runs started since the patch)."""
     return {**data, "schema_version": "1.16"}
+
+
+def _1_16_to_1_17(data: dict[str, Any]) -> dict[str, Any]:
+    """1.17 added optional fields (images from tools): nothing to convert. A 1.16 run
+    kept none."""
+    return {**data, "schema_version": "1.17"}
 
 
 MIGRATIONS: dict[str, Migration] = {
@@ -145,5 +152,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.13": _1_13_to_1_14,
     "1.14": _1_14_to_1_15,
     "1.15": _1_15_to_1_16,
+    "1.16": _1_16_to_1_17,
 }
 """Released version -> the step from it to the next version."""

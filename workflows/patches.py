@@ -90,3 +90,7 @@ PATCH_MCP_REFRESH = "mcp-list-again"
 """An agent's MCP tools are listed again before the model answers a session message
 that came after they were listed, and on the `refresh_tools` signal (schema 1.16);
 before, once per run (start or resume), and `refresh_tools` was an unknown signal."""
+PATCH_MCP_IMAGES = "mcp-images"
+"""An MCP tool's images are kept whole in its result (`ToolResult.attachments`, schema
+1.17) and sent to a model that reads them (`AgentSpec.send_tool_images`); before, only
+a line described each."""

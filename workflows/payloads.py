@@ -14,6 +14,7 @@ from typing import Literal
 from durable_agents.workflows.snapshot_input import SnapshotInput
 from durable_agents.workflows.state import (
     ApprovalCondition,
+    Attachment,
     Item,
     ModelAPIName,
     ModelSettings,
@@ -382,6 +383,9 @@ class ToolOutcome(_Payload):
     call_id: str
     content: str
     is_error: bool = False
+    attachments: list[Attachment] = Field([], exclude_if=lambda found: not found)
+    """Images the tool returned (MCP tools; `ToolResult.attachments`). Left out when
+    there are none, so a `run_tool` result reads on a worker of an earlier build."""
 
 
 ModelRequest.model_rebuild()

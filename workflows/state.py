@@ -11,6 +11,8 @@ coercion: `"3"` is not a turn); decision records always are.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -30,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.16"
+SCHEMA_VERSION = "1.17"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -67,6 +69,7 @@ and `ToolSpec.sensitive`.
 `ToolSpec.mcp_tool`).
 1.16 added listing MCP tools again: `RunState.tools_listed_messages`, `tools_refresh`
 and `tool_listings`.
+1.17 added images from tools: `ToolResult.attachments`, `AgentSpec.send_tool_images`.
 """
 
 REFUSALS_KEPT = 50
@@ -385,6 +388,9 @@ class AgentSpec(_Model):
     mcp_servers: list[MCPServer] = []
     """MCP servers whose tools the agent uses: listed when a run starts or resumes and
     kept in `tools` for the run (`workflows.mcp_tools`). Added in 1.15."""
+    send_tool_images: bool = False
+    """The model is sent the images tools return (`ToolResult.attachments`; for a model
+    that reads images); False: a line saying what each is. Added in 1.17."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -506,6 +512,40 @@ class AssistantMessage(_Model):
     Added in 1.9."""
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""The image types a tool's image is kept in: those model APIs read."""
+MAX_ATTACHMENT_BYTES = 4 * 1024 * 1024
+"""The largest image kept from one tool result (decoded); a larger one is described."""
+MAX_ATTACHMENTS = 4
+"""Images kept from one tool result; the others are described."""
+
+
+class Attachment(_Model):
+    """An image a tool returned (an MCP tool's image block), kept whole: the run's state
+    holds it, history a payload-store reference to it. Added in 1.17."""
+
+    kind: Literal["image"] = "image"
+    mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    data: str = Field(min_length=1, max_length=(MAX_ATTACHMENT_BYTES + 2) // 3 * 4)
+    """The image, base64 (standard alphabet, padded)."""
+
+    @field_validator("data")
+    @classmethod
+    def _base64(cls, data: str) -> str:
+        try:
+            size = len(base64.b64decode(data, validate=True))
+        except (binascii.Error, ValueError):
+            raise ValueError("not base64") from None
+        if size > MAX_ATTACHMENT_BYTES:
+            raise ValueError(f"an image of {size:,} bytes; at most {MAX_ATTACHMENT_BYTES:,}")
+        return data
+
+    @property
+    def size(self) -> int:
+        """Bytes of the image."""
+        return len(self.data) * 3 // 4 - self.data[-2:].count("=")
+
+
 class ToolResult(_Model):
     """What goes back to the model for one tool call."""
 
@@ -514,6 +554,11 @@ class ToolResult(_Model):
     content: str
     is_error: bool = False
     """The tool failed, was refused or was called wrongly; content says why."""
+    attachments: list[Attachment] = Field(
+        [], max_length=MAX_ATTACHMENTS, exclude_if=lambda found: not found
+    )
+    """Images the tool returned (`content` says what each is); written only when there
+    are some. Added in 1.17."""
 
 
 class Decision(_Model):
@@ -774,7 +819,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.16"] = "1.16"
+    schema_version: Literal["1.17"] = "1.17"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -7,6 +7,9 @@ reads, the server's credentials never in the history."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import dataclasses
+import json
 import os
 import signal
 import socket
@@ -19,7 +22,7 @@ import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecisionSignal, MessageSignal
-from durable_agents.workflows.state import RunStatus
+from durable_agents.workflows.state import RunStatus, ToolResult
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from durable_agents.mcp_connections import MCPConnection
@@ -86,6 +89,7 @@ async def run_through(worker, model_server, effects: Path) -> None:
         "tickets_lookup_ticket": ("tickets", "lookup_ticket", False),  # read-only
         "tickets_delete_ticket": ("tickets", "delete_ticket", True),  # destructive
         "tickets_close_ticket": ("tickets", "close_ticket", True),  # not read-only
+        "tickets_photo_ticket": ("tickets", "photo_ticket", False),  # read-only
         "tickets_failing_tool": ("tickets", "failing_tool", True),  # unannotated
     }
     assert tool_results(state)["c1"].content == "ticket T1: printer on fire, status open"
@@ -221,11 +225,12 @@ async def test_agentctl_tools_lists_an_agents_tools_and_rules_as_a_run_would_get
         shown = await ctl("tools", "helpdesk")
         assert shown.code == 0, shown.stderr
         assert shown.stdout.splitlines() == [
-            "helpdesk · 5 tools",
+            "helpdesk · 6 tools",
             "  note · @tool · no approval",
             "  tickets_lookup_ticket · MCP tickets/lookup_ticket · no approval",
             "  tickets_delete_ticket · MCP tickets/delete_ticket · approval",
             "  tickets_close_ticket · MCP tickets/close_ticket · approval",
+            "  tickets_photo_ticket · MCP tickets/photo_ticket · no approval",
             "  tickets_failing_tool · MCP tickets/failing_tool · approval",
         ]
         listed = (await ctl("tools", "helpdesk", "--json")).json()
@@ -345,3 +350,50 @@ async def test_a_session_lists_its_mcp_tools_again_for_a_new_message_and_on_requ
             f"agentctl: error: run {plain.id!r} refused it: agent assistant has no MCP servers"
         )
         await plain.terminate("done")
+
+
+@pytest.mark.parametrize("send", [True, False])
+async def test_an_mcp_tools_image_is_kept_in_the_run_and_sent_to_a_model_that_reads_images(
+    env, model_server, tmp_path, send
+):
+    """The image block of an MCP result is kept whole in the run's tool result; the
+    model is sent it (Chat Completions: a user message after the tool message, naming
+    the call) only when the agent says it reads images, else a line describing it. With
+    the payload store, history holds references, not the image."""
+    from temporalio.client import Client
+
+    from durable_agents.dataplane.codec import data_converter
+    from durable_agents.dataplane.payload_store import external_storage
+    from tests.support.mcp_server import PHOTO
+
+    seer = dataclasses.replace(helpdesk, name="seer", send_tool_images=send)
+    model_server.script(
+        Reply(tool_calls=(Call("tickets_photo_ticket", {"ticket_id": "T3"}, "p1"),)),
+        Reply(content="a printer on fire"),
+    )
+    target = env.client.service_client.config.target_host
+    converter = data_converter(None, external_storage())
+    client = await Client.connect(target, namespace=env.client.namespace, data_converter=converter)
+    async with serving(
+        client, model_server, extra_agents=[seer], mcp_servers={"tickets": stdio(tmp_path / "e")}
+    ) as worker:
+        handle = await start(worker, "show T3", agent="seer")
+        assert (await asyncio.wait_for(handle.result(), 30)).status is RunStatus.COMPLETED
+        state = await state_of(handle)
+        history = (await handle.fetch_history()).to_json()
+    photo = base64.b64encode(PHOTO).decode()
+    [result] = [i for i in state.items if isinstance(i, ToolResult)]
+    assert result.content == f"photo of T3\n[image image/png, {len(PHOTO):,} bytes: image 1]"
+    assert [(a.mime_type, a.data) for a in result.attachments] == [("image/png", photo)]
+    assert photo[:200] not in history  # stored: history keeps a reference
+    sent = model_server.requests[1]["messages"]
+    told = {"role": "tool", "tool_call_id": "p1", "content": result.content}
+    if send:
+        assert sent[-2] == told and sent[-1]["role"] == "user"
+        assert sent[-1]["content"][1:] == [
+            {"type": "text", "text": "Image 1, from call p1:"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{photo}"}},
+        ]
+    else:
+        assert sent[-1] == told
+        assert photo[:200] not in json.dumps(model_server.requests[1])

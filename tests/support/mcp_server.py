@@ -19,7 +19,7 @@ import os
 import time
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, Image
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -77,6 +77,16 @@ def close_ticket(ticket_id: str, ctx: Context) -> str:
             out.write(str(os.getpid()))
         time.sleep(120)  # killed here by the test
     return f"ticket {ticket_id} closed"
+
+
+PHOTO = bytes(range(256)) * 160
+"""The bytes of `photo_ticket`'s image: 40 KB, over the payload store's threshold."""
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def photo_ticket(ticket_id: str) -> list:
+    """A photo of the ticket's printer (text, then a PNG image)."""
+    return [f"photo of {ticket_id}", Image(data=PHOTO, format="png")]
 
 
 @server.tool()

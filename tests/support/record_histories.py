@@ -62,6 +62,13 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v26: an MCP tool's image kept whole in its result (mcp-images, schema 1.17).
+    "mcp_images_v26": (
+        "helpdesk",
+        False,
+        [Reply(tool_calls=(Call("tickets_photo_ticket", {"ticket_id": "T4"}, "c1"),)), Reply("ok")],
+        [],
+    ),
     # v25: a session's MCP tools listed again for a new message and on request
     # (mcp-list-again, schema 1.16).
     "mcp_list_again_v25": (

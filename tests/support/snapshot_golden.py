@@ -21,6 +21,7 @@ from durable_agents.workflows.state import (
     ApprovalPolicy,
     ApproverKey,
     AssistantMessage,
+    Attachment,
     BudgetRequest,
     Compaction,
     ContextPolicy,
@@ -651,6 +652,16 @@ def _golden_1_16() -> RunState:
     return state
 
 
+def _golden_1_17() -> RunState:
+    """1.16's, with what 1.17 added: an agent that sends its tools' images to the model,
+    and a tool result that kept one."""
+    state = _golden_1_16()
+    state.agent.send_tool_images = True
+    result = next(i for i in state.items if isinstance(i, ToolResult) and not i.is_error)
+    result.attachments = [Attachment(mime_type="image/png", data="iVBORw0KGgo=")]
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -669,6 +680,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.14": _golden_1_14,
     "1.15": _golden_1_15,
     "1.16": _golden_1_16,
+    "1.17": _golden_1_17,
 }
 
 

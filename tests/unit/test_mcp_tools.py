@@ -5,6 +5,8 @@ reads them, and malformed AGENT_MCP_SERVERS files."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.mcp_tools import outcome, stricter, tool_specs, with_mcp_tools
@@ -224,54 +226,194 @@ def _session(*contents: str, listed: int | None = 1):
 
 def test_tools_are_listed_again_for_a_message_that_came_after_the_last_listing():
     from durable_agents.workflows.mcp_tools import listing_due
-    from durable_agents.workflows.state import ToolsRefresh, UserMessage
+    from durable_agents.workflows.state import (
+        GuardrailCheck,
+        ToolListing,
+        ToolsRefresh,
+        UserMessage,
+    )
 
     from tests.support.snapshot_golden import at
 
     assert listing_due(_session("hi")) is None  # listed at the start
     assert listing_due(_session("hi", "again")) == "session_message"
     assert listing_due(_session("hi", "again", listed=None)) is None  # a 1.15 run: on request
+    checked = _session("hi", "again")  # an input guardrail checked the message already
+    checked.items.append(GuardrailCheck(kind="input", name="g", tripped=False, at=at(1)))
+    assert listing_due(checked) == "session_message"
     fed_back = _session("hi")
     fed_back.items.append(UserMessage(content="not valid JSON", feedback=True))
     assert listing_due(fed_back) is None  # the run's own feedback is no new message
     asked = _session("hi", listed=None)
     asked.tools_refresh = ToolsRefresh(by="ann", at=at(1))
     assert listing_due(asked) == "requested"
+    # once a turn: a request made while this turn's listing ran waits for the next turn
+    asked.tool_listings = [ToolListing(at=at(1), turn=asked.turn, reason="requested")]
+    assert listing_due(asked) is None
+    asked.turn += 1
+    assert listing_due(asked) == "requested"
     asked.agent = asked.agent.model_copy(update={"mcp_servers": []})
     assert listing_due(asked) is None  # no MCP servers, nothing to list
 
 
-def test_a_listing_records_what_changed_keeps_approvals_and_survives_a_failure():
+def test_a_listing_records_what_changed_and_never_takes_an_approval_away():
     from durable_agents.workflows.mcp_tools import record_listing, without_mcp_tools
     from durable_agents.workflows.state import LISTINGS_KEPT, ToolsRefresh
 
     from tests.support.snapshot_golden import at
 
     state = _session("hi", "again")
-    state.tools_refresh = ToolsRefresh(by="ann", at=at(1))
+    asked = state.tools_refresh = ToolsRefresh(by="ann", at=at(1))
     base = without_mcp_tools(state.agent)
-    assert base.tools == []
+    assert [t.name for t in state.agent.tools] == ["lookup", "delete"] and base.tools == []
     # the read-only tool now says it is destructive; `delete` is gone; `ping` is new
     lookup = {**READ_ONLY, "description": "Looks.", "annotations": {"readOnlyHint": False}}
-    record_listing(state, with_mcp_tools(base, {"t": [lookup, PLAIN]}), "requested", now=at(2))
+    listed = with_mcp_tools(base, {"t": [lookup, PLAIN]})
+    record_listing(state, listed, "requested", asked=asked, now=at(2))
     [done] = state.tool_listings
     assert (done.reason, done.by, done.turn) == ("requested", "ann", 0)
     assert (done.added, done.removed, done.changed) == (["ping"], ["delete"], ["lookup"])
     assert state.agent.tool("lookup").needs_approval is True
     assert state.tools_refresh is None and state.tools_listed_messages == 2
-    # a server that cannot be listed: the run keeps its tools, the error is recorded
-    kept = list(state.agent.tools)
+    # a tool dropped and brought back as read-only: its annotations are not trusted now
+    back = {**DESTRUCTIVE, "annotations": {"readOnlyHint": True}}
     record_listing(
-        state, "cannot list the tools of MCP server 't': down", "session_message", now=at(3)
+        state, with_mcp_tools(base, {"t": [READ_ONLY, back]}), "requested", asked=None, now=at(3)
     )
-    assert state.agent.tools == kept and state.tool_listings[-1].error.endswith("down")
-    # approvals are never taken away by a listing (stricter), and the audit is bounded
-    delete_again = {**DESTRUCTIVE, "annotations": {"readOnlyHint": True}}
-    state.agent = state.agent.model_copy(
-        update={"tools": [*kept, *tool_specs(MCPServer(name="t"), [DESTRUCTIVE])]}
-    )
-    record_listing(state, with_mcp_tools(base, {"t": [delete_again]}), "requested", now=at(4))
     assert state.agent.tool("delete").needs_approval is True
+    assert state.agent.tool("lookup").needs_approval is True  # asked once: asks still
+    # ... unless the agent's configuration says the server's tools need none
+    trusted = base.model_copy(update={"mcp_servers": [MCPServer(name="t", needs_approval=False)]})
+    record_listing(
+        state, with_mcp_tools(trusted, {"t": [PLAIN]}), "requested", asked=None, now=at(4)
+    )
+    assert state.agent.tool("ping").needs_approval is False
+    # a request made while a listing ran is kept for the next one
+    later = state.tools_refresh = ToolsRefresh(by="bob", at=at(5))
+    record_listing(state, "down", "requested", asked=asked, now=at(6))
+    assert state.tools_refresh is later and state.tool_listings[-1].error == "down"
+    # a server that cannot be listed: the run keeps its tools
+    kept = list(state.agent.tools)
+    record_listing(state, "cannot list: down", "session_message", asked=None, now=at(7))
+    assert state.agent.tools == kept
     for n in range(LISTINGS_KEPT + 5):
-        record_listing(state, "down", "requested", now=at(5 + n))
+        record_listing(state, "down", "requested", asked=None, now=at(8 + n))
     assert len(state.tool_listings) == LISTINGS_KEPT
+
+
+def test_a_listing_revokes_always_rules_on_tools_that_changed_or_went_away():
+    from durable_agents.workflows.mcp_tools import record_listing, without_mcp_tools
+    from durable_agents.workflows.state import AssistantMessage, Decision, ToolCall, ToolResult
+
+    from tests.support.snapshot_golden import at
+
+    state = _session("hi")
+    calls = [
+        ToolCall(call_id="d1", tool="delete", arguments="{}", needs_approval=True),
+        ToolCall(call_id="l1", tool="lookup", arguments="{}"),
+    ]
+    state.items += [
+        AssistantMessage(turn=1, content=None, tool_calls=calls, at=at(1)),
+        Decision(
+            call_id="d1", decision="approve", approver="ann", always=True, via="signal", at=at(2)
+        ),
+        ToolResult(call_id="d1", content="ok"),
+        ToolResult(call_id="l1", content="ok"),
+    ]
+    state.turn = 1
+    changed = {**DESTRUCTIVE, "description": "Delete it, and its backups."}
+    listed = with_mcp_tools(without_mcp_tools(state.agent), {"t": [READ_ONLY, changed]})
+    record_listing(state, listed, "session_message", asked=None, now=at(3))
+    assert state.tool_listings[-1].changed == ["delete"] and state.revoked_rules == ["d1"]
+
+
+PNG = base64.b64encode(b"\x89PNG fake image bytes").decode()
+
+
+def test_an_image_is_kept_only_when_asked_and_only_of_a_type_and_size_models_read():
+    from durable_agents.workflows.state import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS
+
+    image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+    result = {"content": [{"type": "text", "text": "look"}, image]}
+    described = outcome("c", "t", result)
+    assert described.attachments == [] and "not shown" in described.content
+    kept = outcome("c", "t", result, keep_images=True)
+    assert kept.content == "look\n[image image/png, 21 bytes: image 1]"
+    assert [(a.mime_type, a.data, a.size) for a in kept.attachments] == [("image/png", PNG, 21)]
+    too_big = base64.b64encode(b"x" * (MAX_ATTACHMENT_BYTES + 1)).decode()
+    hostile = [
+        {"type": "image", "data": PNG, "mimeType": "image/svg+xml"},  # scripts: not kept
+        {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+        {"type": "image", "data": too_big, "mimeType": "image/png"},
+        {"type": "image", "data": 42, "mimeType": "image/png"},
+        {"type": "audio", "data": PNG, "mimeType": "audio/wav"},
+    ]
+    none_kept = outcome("c", "t", {"content": hostile}, keep_images=True)
+    assert none_kept.attachments == [] and none_kept.content.count("not shown") == 5
+    many = outcome("c", "t", {"content": [image] * (MAX_ATTACHMENTS + 2)}, keep_images=True)
+    assert len(many.attachments) == MAX_ATTACHMENTS and many.content.count("not shown") == 2
+    failed = outcome("c", "t", {"content": [image], "isError": True}, keep_images=True)
+    assert failed.is_error and len(failed.attachments) == 1
+
+
+def test_a_forged_attachment_is_refused_when_a_state_is_read():
+    from durable_agents.workflows.state import Attachment
+    from pydantic import ValidationError
+
+    for bad in (
+        {"mime_type": "image/png", "data": "a$b="},
+        {"mime_type": "text/html", "data": PNG},
+        {"mime_type": "image/png", "data": ""},
+        {"mime_type": "image/png", "data": PNG, "url": "http://x"},
+    ):
+        with pytest.raises(ValidationError):
+            Attachment.model_validate(bad)
+
+
+def test_images_reach_the_model_in_each_api_s_own_form_and_only_when_the_agent_sends_them():
+    from durable_agents.activities.chat_completions import to_messages
+    from durable_agents.activities.responses_api import to_input
+    from durable_agents.workflows import context
+    from durable_agents.workflows.state import (
+        AssistantMessage,
+        Attachment,
+        ToolCall,
+        ToolResult,
+        UserMessage,
+    )
+
+    from tests.support.snapshot_golden import at
+
+    shot = Attachment(mime_type="image/png", data=PNG)
+    calls = (
+        ToolCall(call_id="a", tool="t", arguments="{}"),
+        ToolCall(call_id="b", tool="t", arguments="{}"),
+    )
+    items = [
+        UserMessage(content="hi"),
+        AssistantMessage(turn=1, content=None, tool_calls=list(calls), at=at(1)),
+        ToolResult(call_id="a", content="one", attachments=[shot]),
+        ToolResult(call_id="b", content="two"),
+    ]
+    sent = to_messages("", items)
+    # both tool messages right after the call, then the images in one user message
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[-1]["content"][1:] == [
+        {"type": "text", "text": "Image 1, from call a:"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+    ]
+    outputs = [i for i in to_input(items) if i.get("type") == "function_call_output"]
+    assert outputs[0]["output"] == [
+        {"type": "input_text", "text": "one"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+    ]
+    assert outputs[1]["output"] == "two"
+    # the run's view: images only for an agent that sends them; stubs drop them
+    state = _session("hi")
+    state.items = items
+    assert [len(getattr(i, "attachments", [])) for i in context.view(state)] == [0, 0, 0, 0]
+    state.agent = state.agent.model_copy(update={"send_tool_images": True})
+    assert [len(getattr(i, "attachments", [])) for i in context.view(state)] == [0, 0, 1, 0]
+    assert context.stub(items[2]).attachments == []
+    # a state without images writes no `attachments` field (older builds read it)
+    assert '"attachments"' not in items[3].model_dump_json()
