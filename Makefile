@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser test typecheck chaos soak demo lint clean
+.PHONY: install browser test typecheck chaos soak demo demo-mcp lint clean
 
 install: $(VENV)/.installed
 
@@ -57,6 +57,10 @@ chaos: install
 # Other ports or data file: make demo DEMO_ARGS="--port 7234 --ui-port 8234 --dev-db /tmp/dev.db"
 demo: install
 	$(BIN)/python -m examples.demo $(DEMO_ARGS)
+
+# An agent whose tools come from an MCP server (examples/mcp_tickets.py), offline.
+demo-mcp: install
+	$(BIN)/python -m examples.mcp_demo $(DEMO_ARGS)
 
 lint: install
 	$(BIN)/ruff check --fix .

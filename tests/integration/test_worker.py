@@ -191,6 +191,27 @@ async def test_demo_runs_offline_end_to_end(tmp_path):
     assert "Refunded 40.00 EUR for order A12." in out
 
 
+async def test_mcp_demo_runs_offline_end_to_end(tmp_path):
+    """`make demo-mcp`: a stdio MCP server's tools, one run at once, one approved."""
+    code, out, err = await run(
+        "-m",
+        "examples.mcp_demo",
+        "--exit",
+        "--port",
+        str(free_port()),
+        "--ui-port",
+        str(free_port()),
+        "--dev-db",
+        str(tmp_path / "dev.db"),
+        env=without_openai_key(),
+    )
+    assert code == 0, out + err
+    assert "  tickets_find_ticket · MCP tickets/find_ticket · no approval" in out
+    assert "  tickets_close_ticket · MCP tickets/close_ticket · approval" in out
+    assert "tickets_close_ticket  " in out  # pending, waiting for the approval
+    assert "Done: T-100 closed: fixed, confirmed by the user" in out
+
+
 @pytest.mark.parametrize(
     ("url", "local"),
     [
