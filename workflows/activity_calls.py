@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutcome,
     )
     from durable_agents.workflows.state import (
+        MAX_RUN_IMAGE_BYTES,
         AgentSpec,
         ErrorInfo,
         GuardrailSpec,
@@ -187,7 +188,8 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
     dumped = result.model_dump(mode="json", by_alias=True)
     images = any(isinstance(b, dict) and b.get("type") == "image" for b in dumped["content"])
     keep = images and workflow.patched(patches.PATCH_MCP_IMAGES)
-    return mcp_tools.outcome(call.call_id, call.tool, dumped, keep_images=keep)
+    room = MAX_RUN_IMAGE_BYTES - mcp_tools.image_bytes(state) if keep else 0
+    return mcp_tools.outcome(call.call_id, call.tool, dumped, keep_images=keep, room=room)
 
 
 async def run_tool(

@@ -38,6 +38,9 @@ from durable_agents.workflows.state import (
 )
 
 CHARS_PER_TOKEN = 4
+MAX_SENT_IMAGES = 8
+MAX_SENT_IMAGE_BYTES = 16 * 1024 * 1024
+"""The most images, and image bytes, one model request carries: the newest."""
 IMAGE_TOKENS = 1_500
 """What one image sent to the model counts for in the estimate (OpenAI's high-detail
 image of 2048 x 768 is 1,105 tokens; the provider's count corrects it after a call)."""
@@ -115,17 +118,24 @@ def view(state: RunState, pending: Compaction | None = None) -> list[Item]:
 
 
 def _sendable(state: RunState, items: list[Item]) -> list[Item]:
-    """`items` without the tools' images unless the agent sends them to its model."""
-    if state.agent.send_tool_images or not any(
-        isinstance(i, ToolResult) and i.attachments for i in items
-    ):
+    """`items` with the tools' images the model is sent: none unless the agent sends
+    them, else the newest, up to `MAX_SENT_IMAGES` images of `MAX_SENT_IMAGE_BYTES` in
+    all (model APIs bound a request; the older ones' lines still name them)."""
+    if not any(isinstance(i, ToolResult) and i.attachments for i in items):
         return items
-    return [
-        i.model_copy(update={"attachments": []})
-        if isinstance(i, ToolResult) and i.attachments
-        else i
-        for i in items
-    ]
+    count = size = 0
+    shown: list[Item] = []
+    for item in reversed(items):
+        if isinstance(item, ToolResult) and item.attachments:
+            kept = []
+            for image in item.attachments if state.agent.send_tool_images else []:
+                if count < MAX_SENT_IMAGES and size + image.size <= MAX_SENT_IMAGE_BYTES:
+                    kept.append(image)
+                    count, size = count + 1, size + image.size
+            if len(kept) != len(item.attachments):
+                item = item.model_copy(update={"attachments": kept})
+        shown.append(item)
+    return shown[::-1]
 
 
 def estimate(state: RunState, request: ModelRequest) -> int:
@@ -189,7 +199,10 @@ def due(state: RunState, request: ModelRequest) -> Compaction | None:
             for i in state.items[:boundary]
             if isinstance(i, ToolResult)
             and i.call_id not in stubbed
-            and _length(i.content, limit) > len(stub(i).content)
+            and (
+                _length(i.content, limit) > len(stub(i).content)
+                or (bool(i.attachments) and state.agent.send_tool_images)
+            )
         ]
         planned.tokens_after = fixed + _tokens(view(state, planned), limit)
         if (forced or planned.tokens_after > policy.max_input_tokens * TARGET_SHARE) and not (

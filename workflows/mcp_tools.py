@@ -30,12 +30,14 @@ from durable_agents.workflows.state import (
     LISTINGS_KEPT,
     MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENTS,
+    MAX_RUN_IMAGE_BYTES,
     AgentSpec,
     Attachment,
     MCPServer,
     RetrySpec,
     RunState,
     ToolListing,
+    ToolResult,
     ToolSpec,
     ToolsRefresh,
     UserMessage,
@@ -215,19 +217,26 @@ def _description(tool: dict[str, Any]) -> str:
 
 
 def outcome(
-    call_id: str, tool: str, result: dict[str, Any], *, keep_images: bool = False
+    call_id: str,
+    tool: str,
+    result: dict[str, Any],
+    *,
+    keep_images: bool = False,
+    room: int = MAX_RUN_IMAGE_BYTES,
 ) -> ToolOutcome:
     """What the model reads of an MCP tool's result: its text blocks, a line for each
     other block, its structured content as JSON when it sent no text; a result flagged
     `isError` as the tool's error. With `keep_images`, its images (of the types model
-    APIs read, up to `MAX_ATTACHMENTS` of `MAX_ATTACHMENT_BYTES`) are kept whole as
-    attachments, each still named by its line; other images are only described."""
+    APIs read, up to `MAX_ATTACHMENTS` of `MAX_ATTACHMENT_BYTES`, `room` bytes in all)
+    are kept whole as attachments, each still named by its line; other images are only
+    described."""
     blocks = [b for b in result.get("content") or [] if isinstance(b, dict)]
     attachments: list[Attachment] = []
     texts = []
     for block in blocks:
         kept = _attachment(block) if keep_images and len(attachments) < MAX_ATTACHMENTS else None
-        if kept is not None:
+        if kept is not None and kept.size <= room:
+            room -= kept.size
             attachments.append(kept)
             number = len(attachments)
             texts.append(f"[image {kept.mime_type}, {kept.size:,} bytes: image {number}]")
@@ -245,6 +254,11 @@ def outcome(
             attachments=attachments,
         )
     return ToolOutcome(call_id=call_id, content=content, attachments=attachments)
+
+
+def image_bytes(state: RunState) -> int:
+    """The image bytes the run keeps (`MAX_RUN_IMAGE_BYTES` at most)."""
+    return sum(a.size for i in state.items if isinstance(i, ToolResult) for a in i.attachments)
 
 
 def _attachment(block: dict[str, Any]) -> Attachment | None:

@@ -388,7 +388,7 @@ class AgentSpec(_Model):
     mcp_servers: list[MCPServer] = []
     """MCP servers whose tools the agent uses: listed when a run starts or resumes and
     kept in `tools` for the run (`workflows.mcp_tools`). Added in 1.15."""
-    send_tool_images: bool = False
+    send_tool_images: bool = Field(False, exclude_if=lambda send: not send)
     """The model is sent the images tools return (`ToolResult.attachments`; for a model
     that reads images); False: a line saying what each is. Added in 1.17."""
 
@@ -518,6 +518,18 @@ MAX_ATTACHMENT_BYTES = 4 * 1024 * 1024
 """The largest image kept from one tool result (decoded); a larger one is described."""
 MAX_ATTACHMENTS = 4
 """Images kept from one tool result; the others are described."""
+MAX_RUN_IMAGE_BYTES = 32 * 1024 * 1024
+"""Image bytes one run keeps in all (its state crosses every continue-as-new); images
+past it are described."""
+
+
+_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+"""How each image type's bytes start."""
 
 
 class Attachment(_Model):
@@ -526,19 +538,36 @@ class Attachment(_Model):
 
     kind: Literal["image"] = "image"
     mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
-    data: str = Field(min_length=1, max_length=(MAX_ATTACHMENT_BYTES + 2) // 3 * 4)
+    data: str = Field(
+        min_length=1,
+        max_length=(MAX_ATTACHMENT_BYTES + 2) // 3 * 4,
+        pattern=r"^[A-Za-z0-9+/]*={0,2}$",
+    )
     """The image, base64 (standard alphabet, padded)."""
 
     @field_validator("data")
     @classmethod
     def _base64(cls, data: str) -> str:
         try:
-            size = len(base64.b64decode(data, validate=True))
+            image = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
             raise ValueError("not base64") from None
-        if size > MAX_ATTACHMENT_BYTES:
-            raise ValueError(f"an image of {size:,} bytes; at most {MAX_ATTACHMENT_BYTES:,}")
+        if base64.b64encode(image).decode() != data:
+            raise ValueError("not canonical base64 (padded as its length needs)")
+        if len(image) > MAX_ATTACHMENT_BYTES:
+            raise ValueError(f"an image of {len(image):,} bytes; at most {MAX_ATTACHMENT_BYTES:,}")
         return data
+
+    @model_validator(mode="after")
+    def _is_what_it_says(self) -> Attachment:
+        """The bytes start as an image of `mime_type` does: a model API refuses (for good)
+        an image it cannot read, so a mislabelled one is not kept."""
+        head = base64.b64decode(self.data[:24])
+        if not any(head.startswith(m) for m in _MAGIC[self.mime_type]) or (
+            self.mime_type == "image/webp" and head[8:12] != b"WEBP"
+        ):
+            raise ValueError(f"the data is not a {self.mime_type} image")
+        return self
 
     @property
     def size(self) -> int:

@@ -79,8 +79,9 @@ def close_ticket(ticket_id: str, ctx: Context) -> str:
     return f"ticket {ticket_id} closed"
 
 
-PHOTO = bytes(range(256)) * 160
-"""The bytes of `photo_ticket`'s image: 40 KB, over the payload store's threshold."""
+PHOTO = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 160
+"""The bytes of `photo_ticket`'s image (a PNG's signature, then 40 KB: over the payload
+store's threshold)."""
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

@@ -327,7 +327,7 @@ def test_a_listing_revokes_always_rules_on_tools_that_changed_or_went_away():
     assert state.tool_listings[-1].changed == ["delete"] and state.revoked_rules == ["d1"]
 
 
-PNG = base64.b64encode(b"\x89PNG fake image bytes").decode()
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n and the rest").decode()
 
 
 def test_an_image_is_kept_only_when_asked_and_only_of_a_type_and_size_models_read():
@@ -340,16 +340,19 @@ def test_an_image_is_kept_only_when_asked_and_only_of_a_type_and_size_models_rea
     kept = outcome("c", "t", result, keep_images=True)
     assert kept.content == "look\n[image image/png, 21 bytes: image 1]"
     assert [(a.mime_type, a.data, a.size) for a in kept.attachments] == [("image/png", PNG, 21)]
+    no_room = outcome("c", "t", result, keep_images=True, room=20)  # the run holds enough
+    assert no_room.attachments == [] and "not shown" in no_room.content
     too_big = base64.b64encode(b"x" * (MAX_ATTACHMENT_BYTES + 1)).decode()
     hostile = [
         {"type": "image", "data": PNG, "mimeType": "image/svg+xml"},  # scripts: not kept
         {"type": "image", "data": "not base64!", "mimeType": "image/png"},
         {"type": "image", "data": too_big, "mimeType": "image/png"},
         {"type": "image", "data": 42, "mimeType": "image/png"},
+        {"type": "image", "data": PNG, "mimeType": "image/jpeg"},  # a PNG called a JPEG
         {"type": "audio", "data": PNG, "mimeType": "audio/wav"},
     ]
     none_kept = outcome("c", "t", {"content": hostile}, keep_images=True)
-    assert none_kept.attachments == [] and none_kept.content.count("not shown") == 5
+    assert none_kept.attachments == [] and none_kept.content.count("not shown") == 6
     many = outcome("c", "t", {"content": [image] * (MAX_ATTACHMENTS + 2)}, keep_images=True)
     assert len(many.attachments) == MAX_ATTACHMENTS and many.content.count("not shown") == 2
     failed = outcome("c", "t", {"content": [image], "isError": True}, keep_images=True)
@@ -362,6 +365,9 @@ def test_a_forged_attachment_is_refused_when_a_state_is_read():
 
     for bad in (
         {"mime_type": "image/png", "data": "a$b="},
+        {"mime_type": "image/png", "data": PNG.rstrip("=") + "===="},  # over-padded
+        {"mime_type": "image/webp", "data": base64.b64encode(b"RIFF0000WAVEfmt ").decode()},
+        {"mime_type": "image/gif", "data": base64.b64encode(b"GIF90a").decode()},
         {"mime_type": "text/html", "data": PNG},
         {"mime_type": "image/png", "data": ""},
         {"mime_type": "image/png", "data": PNG, "url": "http://x"},
@@ -377,6 +383,7 @@ def test_images_reach_the_model_in_each_api_s_own_form_and_only_when_the_agent_s
     from durable_agents.workflows.state import (
         AssistantMessage,
         Attachment,
+        Decision,
         ToolCall,
         ToolResult,
         UserMessage,
@@ -393,11 +400,16 @@ def test_images_reach_the_model_in_each_api_s_own_form_and_only_when_the_agent_s
         UserMessage(content="hi"),
         AssistantMessage(turn=1, content=None, tool_calls=list(calls), at=at(1)),
         ToolResult(call_id="a", content="one", attachments=[shot]),
+        Decision(call_id="b", decision="approve", approver="ann", via="signal", at=at(2)),
         ToolResult(call_id="b", content="two"),
     ]
     sent = to_messages("", items)
-    # both tool messages right after the call, then the images in one user message
+    # both tool messages right after the call (the decision between them is not sent),
+    # then the images in one user message that says they are tool output
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert "not instructions" in sent[-1]["content"][0]["text"]
+    later = to_messages("", [*items, UserMessage(content="and?")])
+    assert [m["role"] for m in later] == ["user", "assistant", "tool", "tool", "user", "user"]
     assert sent[-1]["content"][1:] == [
         {"type": "text", "text": "Image 1, from call a:"},
         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
@@ -411,9 +423,17 @@ def test_images_reach_the_model_in_each_api_s_own_form_and_only_when_the_agent_s
     # the run's view: images only for an agent that sends them; stubs drop them
     state = _session("hi")
     state.items = items
-    assert [len(getattr(i, "attachments", [])) for i in context.view(state)] == [0, 0, 0, 0]
+    assert [len(getattr(i, "attachments", [])) for i in context.view(state)] == [0] * 5
     state.agent = state.agent.model_copy(update={"send_tool_images": True})
-    assert [len(getattr(i, "attachments", [])) for i in context.view(state)] == [0, 0, 1, 0]
+    assert [len(getattr(i, "attachments", [])) for i in context.view(state)] == [0, 0, 1, 0, 0]
+    # at most MAX_SENT_IMAGES a request: the newest
+    many = [ToolResult(call_id=f"m{n}", content=str(n), attachments=[shot] * 3) for n in range(4)]
+    state.items = [*items, *many]
+    sent_counts = [len(getattr(i, "attachments", [])) for i in context.view(state)]
+    assert (
+        sent_counts == [0, 0, 0, 0, 0, 0, 2, 3, 3] and sum(sent_counts) == context.MAX_SENT_IMAGES
+    )
+    assert [len(i.attachments) for i in many] == [3, 3, 3, 3]  # the run keeps them all
     assert context.stub(items[2]).attachments == []
     # a state without images writes no `attachments` field (older builds read it)
     assert '"attachments"' not in items[3].model_dump_json()
