@@ -24,6 +24,7 @@ from durable_agents.workflows.state import (
     ModelPrice,
     ModelSettings,
     RetrySpec,
+    WebhookSubscription,
 )
 from temporalio.common import RetryPolicy
 
@@ -112,6 +113,9 @@ class Agent:
     mcp_servers: Sequence[MCPServer] = ()
     """MCP servers whose tools the agent uses (`MCPServer(name=..., allow=..., prefix=...,
     needs_approval=...)`); the worker knows how to reach each (`AGENT_MCP_SERVERS`)."""
+    webhooks: Sequence[WebhookSubscription] = ()
+    """Where the agent's run events go (`WebhookSubscription(endpoint=NAME, events=[...])`,
+    endpoints the worker knows from `AGENT_WEBHOOKS`), beside the worker's own."""
     send_tool_images: bool = False
     """Send the model the images tools return (an MCP tool's image blocks), for a model
     that reads images; False: it reads a line saying what each is. The run keeps them
@@ -214,6 +218,7 @@ class Agent:
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
             tools=[t.spec() for t in self.tools],
             mcp_servers=list(self.mcp_servers),
+            webhooks=list(self.webhooks),
             input_guardrails=[g.spec() for g in self.input_guardrails],
             output_guardrails=[g.spec() for g in self.output_guardrails],
             output=as_output(self.output_type).spec if self.output_type is not None else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pydantic_core
 from durable_agents.activities import telemetry
@@ -30,7 +30,7 @@ from durable_agents.workflows.payloads import (
     ToolRequest,
     problems,
 )
-from durable_agents.workflows.state import AgentSpec, ModelPrice
+from durable_agents.workflows.state import AgentSpec, ModelPrice, WebhookSubscription
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -54,10 +54,12 @@ class ToolActivities:
         *,
         trust: Trust | None = None,
         prices: Mapping[str, ModelPrice] | None = None,
+        webhooks: Sequence[WebhookSubscription] = (),
     ) -> None:
         self._registry = registry
         self._trust = trust or Trust()
         self._prices = dict(prices or {})
+        self._webhooks = list(webhooks)
 
     @activity.defn(name=ACTIVITY_DESCRIBE_AGENT)
     async def describe_agent(self, request: DescribeAgentInput) -> AgentSpec:
@@ -71,7 +73,10 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
-        return agent.spec(self._trust, self._prices.get(agent.model))
+        spec = agent.spec(self._trust, self._prices.get(agent.model))
+        if self._webhooks:  # the worker's subscriptions, for every agent it serves
+            spec.webhooks = [*spec.webhooks, *self._webhooks]
+        return spec
 
     @activity.defn(name=ACTIVITY_RUN_GUARDRAIL)
     async def run_guardrail(self, request: GuardrailRequest) -> GuardrailVerdict:

@@ -21,7 +21,12 @@ from typing import Any, get_type_hints
 
 from durable_agents.activities.heartbeat import Progress
 from durable_agents.activities.spec_fields import derive
-from durable_agents.workflows.state import ApprovalPolicy, RetrySpec, ToolSpec
+from durable_agents.workflows.state import (
+    ApprovalPolicy,
+    RetrySpec,
+    ToolSpec,
+    WebhookSubscription,
+)
 from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from temporalio.common import RetryPolicy
 
@@ -88,6 +93,8 @@ class Tool:
     event loop for long needs that, or a larger one)."""
     sensitive: tuple[str, ...] = ()
     """Parameters whose values people see only on request (`ToolSpec.sensitive`)."""
+    webhooks: tuple[WebhookSubscription, ...] | None = None
+    """Where this tool's approval events go instead of the agent's; None: the agent's."""
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""
@@ -100,6 +107,7 @@ class Tool:
             retry=retry_spec(self.retry_policy),
             mcp_server=None,  # a function of the worker's, not an MCP server's tool
             mcp_tool=None,
+            webhooks=list(self.webhooks) if self.webhooks is not None else None,
         )
 
     async def invoke(self, arguments: BaseModel, ctx: ToolContext) -> Any:
@@ -147,6 +155,7 @@ def tool(
     retry_policy: RetryPolicy | None = None,
     heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
     sensitive: Collection[str] = (),
+    webhooks: Collection[WebhookSubscription] | None = None,
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
@@ -155,7 +164,8 @@ def tool(
     `heartbeat_timeout`: see `Tool.heartbeat_timeout`. `sensitive`: parameter
     names whose values are masked wherever people see calls (the Temporal UI's
     details and summaries, `agentctl pending` and `state`) unless asked for;
-    they stay in the run's (encrypted) payloads.
+    they stay in the run's (encrypted) payloads. `webhooks`: where this tool's
+    approval events go (`WebhookSubscription`s) instead of the agent's.
     """
     if isinstance(sensitive, str):
         raise TypeError(f"sensitive is a collection of parameter names, not {sensitive!r}")
@@ -183,6 +193,7 @@ def tool(
             context_param=context_param,
             heartbeat_timeout=heartbeat_timeout,
             sensitive=tuple(sensitive),
+            webhooks=tuple(webhooks) if webhooks is not None else None,
         )
 
     return wrap(fn) if fn is not None else wrap

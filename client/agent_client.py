@@ -16,6 +16,7 @@ from uuid import uuid4
 
 from durable_agents.client import snapshots, state_reader
 from durable_agents.client.agent_tools import agent_tools
+from durable_agents.client.ask_worker import ask_worker
 from durable_agents.client.connect import connect
 from durable_agents.client.errors import (
     AgentClientError,
@@ -47,6 +48,8 @@ from durable_agents.workflows.payloads import (
     AgentResult,
     DecideInput,
     DecisionSignal,
+    DeliveryRequest,
+    DeliveryResult,
     EndSessionSignal,
     MessageSignal,
     PauseSignal,
@@ -79,6 +82,7 @@ from temporalio.service import RPCError
 
 from durable_agents import served_agents
 from durable_agents.signing import SigningKey
+from durable_agents.webhooks import sample_event
 
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
 """Visibility query of the runs that wait for a decision."""
@@ -698,6 +702,27 @@ class AgentClient:
         listed, each with its approval rule: asked of a worker that serves it
         (`client.agent_tools`)."""
         return await agent_tools(self.client, self.task_queue, agent)
+
+    async def test_webhook(self, endpoint: str) -> DeliveryResult:
+        """Have a worker of this client's task queue send its webhook `endpoint` a
+        signed sample event (`type: "test"`), once; what came of it."""
+        request = DeliveryRequest(
+            endpoint=endpoint,
+            webhook_id=f"test-{uuid4().hex[:12]}",
+            event=sample_event(endpoint),
+            attempt=1,
+            first_try_at=datetime.now(UTC),
+        )
+        what = f"a worker of task queue {self.task_queue!r}"
+        found: DeliveryResult = await ask_worker(
+            self.client,
+            self.task_queue,
+            contract.ACTIVITY_DELIVER_WEBHOOK,
+            request,
+            DeliveryResult,
+            what,
+        )
+        return found
 
     async def retrying(self, run_id: str) -> list[ActivityRetry]:
         """See `RunOperations.retrying`."""

@@ -178,7 +178,8 @@ async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.json:  # the get_status answer, and the calls being retried
         retries = [r.model_dump(mode="json") for r in retrying]
         return json.dumps({**view.model_dump(mode="json"), "retrying": retries}, indent=2)
-    return "\n".join([render.status(args.run_id, view), *map(render.retry_line, retrying)])
+    lines = [render.status(args.run_id, view), *map(render.retry_line, retrying)]
+    return "\n".join(lines + [render.webhook_line(d) for d in view.webhooks])
 
 
 async def _tools(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -186,6 +187,21 @@ async def _tools(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.json:  # each tool as a run would freeze it (ToolSpec)
         return json.dumps([t.model_dump(mode="json") for t in spec.tools], indent=2)
     return render.tools(spec)
+
+
+async def _webhooks_test(args: argparse.Namespace, agents: AgentClient) -> str:
+    result = await agents.test_webhook(args.endpoint)
+    if args.json:
+        return result.model_dump_json(indent=2)
+    said = f"HTTP {result.code}" if result.code is not None else "no answer"
+    why = f": {result.error}" if result.error else ""
+    words = {
+        "delivered": "delivered",
+        "refused": "refused (not retried)",
+        "retry": f"failed (a delivery would try again in {result.retry_in_seconds or 0:.0f} s)",
+        "gave_up": "failed (a delivery would give up)",
+    }[result.outcome]
+    return f"webhook {args.endpoint}: {words}, {said}{why}"
 
 
 async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -483,6 +499,15 @@ def build_parser() -> argparse.ArgumentParser:
         "tools", _tools, "list an agent's tools (its MCP servers' too) and their approval rules"
     )
     tools.add_argument("agent", metavar="AGENT")
+    hooks = commands.add_parser("webhooks", help="the workers' webhook endpoints")
+    hook_commands = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="COMMAND")
+    hook_test = hook_commands.add_parser(
+        "test",
+        parents=[common],
+        help="send an endpoint a signed sample event and show what came back",
+    )
+    hook_test.add_argument("endpoint", metavar="NAME")
+    hook_test.set_defaults(command_fn=_webhooks_test)
     pending = command("pending", _pending, "list the tool calls awaiting a decision")
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")

@@ -28,6 +28,7 @@ from durable_agents.workflows.state import (
     ToolResult,
     Usage,
     UserMessage,
+    WebhookDelivery,
 )
 
 _Pending = TypeVar("_Pending", PendingApproval, RunPendingApproval)
@@ -49,6 +50,19 @@ def status(run_id: str, view: StatusView) -> str:
     if view.context_tokens is not None:
         made = _plural(view.compactions, "compaction")
         parts.append(f"context ~{view.context_tokens:,} tokens ({made})")
+    return SEP.join(parts)
+
+
+def webhook_line(delivery: WebhookDelivery) -> str:
+    """`  webhook to billing · approval_requested · failing: 503, next try ... (3 attempts)`."""
+    said = str(delivery.code) if delivery.code is not None else ""
+    if delivery.error:
+        said = f"{said} {_cut(delivery.error)}".strip()
+    parts = [f"  webhook to {safe(delivery.endpoint)}", safe(delivery.event)]
+    state = delivery.status.replace("_", " ") + (f": {said}" if said else "")
+    if delivery.next_try_at is not None and delivery.status == "failing":
+        state += f", next try {_time(delivery.next_try_at)}"
+    parts.append(f"{state} ({_plural(delivery.attempts, 'attempt')})")
     return SEP.join(parts)
 
 

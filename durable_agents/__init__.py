@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         ModelSettings,
         RunState,
         RunStatus,
+        WebhookSubscription,
     )
 
 _EXPORTS = {
@@ -65,6 +66,7 @@ _EXPORTS = {
     "Tool": "durable_agents.activities.tool",
     "ToolContext": "durable_agents.activities.tool",
     "tool": "durable_agents.activities.tool",
+    "WebhookSubscription": "durable_agents.workflows.state",
 }
 
 __all__ = [
@@ -90,6 +92,7 @@ __all__ = [
     "RunStatus",
     "Tool",
     "ToolContext",
+    "WebhookSubscription",
     "input_guardrail",
     "output_guardrail",
     "tool",

@@ -27,7 +27,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_agents import mcp_connections, served_agents
+from durable_agents import mcp_connections, served_agents, webhooks
 from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
@@ -36,8 +36,10 @@ from durable_agents.dataplane.codec import CodecKeys, data_converter, data_conve
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.prices import prices_from_env, unpriced_budgets
 from durable_agents.signing import trust_from_env
+from durable_agents.webhooks import Endpoint, WebhookActivities
 from durable_agents.workflows.agent_workflow import AgentWorkflow
-from durable_agents.workflows.state import ModelAPIName, ModelPrice
+from durable_agents.workflows.state import ModelAPIName, ModelPrice, WebhookSubscription
+from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
 
@@ -82,9 +84,31 @@ def _converter(
 
 
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
-    """The worker's workflows and AgentWorkflow, once (a worker may list it itself)."""
+    """The worker's workflows, AgentWorkflow and the webhook delivery workflow, once
+    each (a worker may list them itself)."""
     workflows = list(existing or [])
-    return workflows if AgentWorkflow in workflows else [*workflows, AgentWorkflow]
+    return workflows + [w for w in (AgentWorkflow, WebhookDeliveryWorkflow) if w not in workflows]
+
+
+def _webhook_endpoints(
+    registry: AgentRegistry, endpoints: Mapping[str, Endpoint] | None
+) -> dict[str, Endpoint]:
+    """The worker's webhook endpoints (None: AGENT_WEBHOOKS); every endpoint an agent or
+    tool names must be one, or the worker is refused."""
+    try:
+        known = webhooks.from_env() if endpoints is None else dict(endpoints)
+    except webhooks.WebhookConfigError as err:
+        raise AgentsPluginError(str(err)) from None
+    for agent in registry.agents():
+        named = [w.endpoint for w in agent.webhooks]
+        named += [w.endpoint for t in agent.tools for w in t.webhooks or ()]
+        missing = sorted({n for n in named if n not in known})
+        if missing:
+            raise AgentsPluginError(
+                f"agent {agent.name} sends events to webhook endpoints {', '.join(missing)}, "
+                f"which {webhooks.ENV} does not list"
+            )
+    return known
 
 
 _log = logging.getLogger(__name__)
@@ -168,6 +192,7 @@ class AgentsPlugin(SimplePlugin):
         model_api: ModelAPIName = "chat_completions",
         prices: Mapping[str, ModelPrice] | None = None,
         mcp_servers: Mapping[str, MCPConnection] | None = None,
+        webhook_endpoints: Mapping[str, Endpoint] | None = None,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.trust = trust if trust is not None else trust_from_env()
@@ -185,7 +210,15 @@ class AgentsPlugin(SimplePlugin):
         self._serves = model_client is not None
         if model_client is not None:
             self._mcp = _mcp_plugin(self.registry, mcp_servers)
-            tools = ToolActivities(self.registry, trust=self.trust, prices=self.prices)
+            endpoints = _webhook_endpoints(self.registry, webhook_endpoints)
+            worker_wide = [
+                WebhookSubscription(endpoint=e.name, events=list(e.events))  # type: ignore[arg-type]
+                for e in endpoints.values()
+            ]
+            tools = ToolActivities(
+                self.registry, trust=self.trust, prices=self.prices, webhooks=worker_wide
+            )
+            deliveries = WebhookActivities(endpoints)
             model = ModelActivities(
                 model_client,
                 max_concurrent=max_model_calls,
@@ -197,6 +230,7 @@ class AgentsPlugin(SimplePlugin):
                 tools.run_tool,
                 tools.run_guardrail,
                 model.call_model,
+                deliveries.deliver_webhook,
             ]
         super().__init__(
             PLUGIN_NAME,

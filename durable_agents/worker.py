@@ -58,6 +58,7 @@ from durable_agents.plugin import (
 )
 from durable_agents.prices import describe_prices, prices_from_env, unpriced_budgets
 from durable_agents.signing import describe_trust, trust_from_env
+from durable_agents.webhooks import Endpoint
 from durable_agents.workflows import search_attributes
 from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
 from durable_agents.workflows.errors import AgentError
@@ -92,6 +93,7 @@ def build_worker(
     prices: Mapping[str, ModelPrice] | None = None,
     identity: str | None = None,
     mcp_servers: Mapping[str, MCPConnection] | None = None,
+    webhook_endpoints: Mapping[str, Endpoint] | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -103,7 +105,8 @@ def build_worker(
     their tasks; an evicted run replays its history on its next task. `model_api`:
     the API of agents that name none, `prices`: the price table (see `AgentsPlugin`).
     `mcp_servers`: how to reach the MCP servers the agents name (None:
-    `AGENT_MCP_SERVERS`, `durable_agents.mcp_connections`).
+    `AGENT_MCP_SERVERS`, `durable_agents.mcp_connections`). `webhook_endpoints`: where
+    run events may be sent (None: `AGENT_WEBHOOKS`, `durable_agents.webhooks`).
     `identity`: the worker's Temporal identity (default: its client's, `PID@HOST`);
     beside it, the plugin announces the agents it serves (`served_agents`)."""
     agents = AgentsPlugin(
@@ -117,6 +120,7 @@ def build_worker(
         model_api=model_api,
         prices=prices,
         mcp_servers=mcp_servers,
+        webhook_endpoints=webhook_endpoints,
     )
     return Worker(
         client,

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import pytest
 from durable_agents.activities.agent import Agent, Trust
@@ -20,6 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
+from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker, temporal_binary
 from tests.support import agents, priced_agents
 from tests.support.approver_keys import WORKER_TRUST
@@ -67,6 +69,10 @@ class RunningWorker:
     namespace: str
 
 
+NO_WEBHOOKS: Mapping[str, Endpoint] = MappingProxyType({})
+"""A test worker's webhook endpoints unless the test gives some (None: AGENT_WEBHOOKS)."""
+
+
 @asynccontextmanager
 async def serving(
     client: Client,
@@ -77,6 +83,7 @@ async def serving(
     prices: dict | None = None,
     extra_agents: Sequence[Agent] = (),
     mcp_servers: Mapping[str, MCPConnection] | None = None,
+    webhook_endpoints: Mapping[str, Endpoint] | None = NO_WEBHOOKS,
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
     talking to `model_server`."""
@@ -94,6 +101,7 @@ async def serving(
         trust=trust,
         prices=priced_agents.PRICES if prices is None else prices,
         mcp_servers=mcp_servers,
+        webhook_endpoints=webhook_endpoints,
     )
     async with running:
         yield RunningWorker(

@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         proposed_calls,
         raw_payloads,
         resume_trust,
+        run_events,
         signed_start,
         snapshot_input,
         snapshot_signature,
@@ -44,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         AgentInput,
         AgentResult,
         DecideInput,
+        DeliveryJob,
         GuardrailVerdict,
         ModelReply,
         PauseSignal,
@@ -149,7 +151,12 @@ class AgentWorkflow:
             loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
+            await self._announce(state)
             raise
+        except ApplicationError:
+            await self._announce(state)  # the run failed: its end is an event too
+            raise
+        await self._announce(state)
         return AgentResult(
             status=state.status,
             final_output=state.final_output,
@@ -312,8 +319,37 @@ class AgentWorkflow:
         metrics.finished(state.agent.name, state.status.value)
 
     async def before_step(self, state: RunState, step: loop.Step) -> None:
+        await self._announce(state)
         if loop.may_continue_as_new(step) and self._switch_due(state):
             await self._continue_as_new(state)
+
+    async def _announce(self, state: RunState) -> None:
+        """Send the events since the last announcement to the webhooks subscribed to
+        them: one delivery workflow per event and endpoint, abandoned by the run (it
+        never waits for a receiver, and ending or continuing as new loses nothing)."""
+        if not run_events.subscribed(state.agent) or not workflow.patched(patches.PATCH_WEBHOOKS):
+            return
+        for event in run_events.due(state, now=workflow.now()):
+            for endpoint in run_events.endpoints_for(state, event):
+                webhook_id = f"{state.run_id}:{event['seq']}"
+                run_events.record_sending(state, endpoint, webhook_id, event, now=workflow.now())
+                job = DeliveryJob(
+                    endpoint=endpoint,
+                    webhook_id=webhook_id,
+                    run_id=state.run_id,
+                    event=run_events.addressed(event, endpoint),
+                )
+                try:
+                    await workflow.start_child_workflow(
+                        contract.WORKFLOW_WEBHOOK_DELIVERY,
+                        job,
+                        id=f"{state.run_id}/webhook/{event['seq']}/{endpoint}",
+                        task_queue=workflow.info().task_queue,
+                        parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                        static_summary=f"webhook {endpoint}: {event['type']} of {state.run_id}",
+                    )
+                except WorkflowAlreadyStartedError:  # a resume under the same id sent it
+                    pass
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         colliding = proposed_calls.has_colliding_call_ids(state, reply)
@@ -480,6 +516,8 @@ class AgentWorkflow:
         what the run cannot use is recorded as refused (`workflows.inbox`).
         """
         self._inbox.receive(name, args)
+        if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
+            self._publish(self._state)  # the UI's details say how deliveries go
 
     @workflow.update(name=contract.UPDATE_DECIDE)
     def decide(self, payload: DecideInput) -> Decision:

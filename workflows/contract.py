@@ -5,6 +5,8 @@ never rename one without a versioning plan.
 """
 
 WORKFLOW_TYPE = "AgentWorkflow"
+WORKFLOW_WEBHOOK_DELIVERY = "AgentWebhookDelivery"
+"""One run event delivered to one webhook endpoint (`workflows.webhook_delivery`)."""
 DEFAULT_TASK_QUEUE = "agents"
 
 SIGNAL_APPROVE = "approve"
@@ -13,6 +15,9 @@ SIGNAL_SEND_MESSAGE = "send_message"
 SIGNAL_END_SESSION = "end_session"
 SIGNAL_REFRESH_TOOLS = "refresh_tools"
 """`{"by"?: str}`: list the run's MCP tools again before its next model call."""
+SIGNAL_WEBHOOK_DELIVERY = "webhook_delivery"
+"""How a webhook delivery of the run goes, from its delivery workflow (informational:
+recorded in `RunState.webhook_deliveries`, it decides nothing)."""
 SIGNAL_PAUSE = "pause"
 SIGNAL_RESUME = "resume"
 UPDATE_PAUSE = "pause"
@@ -28,6 +33,7 @@ ACTIVITY_DESCRIBE_AGENT = "describe_agent"
 ACTIVITY_CALL_MODEL = "call_model"
 ACTIVITY_RUN_TOOL = "run_tool"
 ACTIVITY_RUN_GUARDRAIL = "run_guardrail"
+ACTIVITY_DELIVER_WEBHOOK = "deliver_webhook"
 
 # ApplicationError types raised by our activities and the workflow.
 ERROR_UNKNOWN_AGENT = "UnknownAgent"

@@ -550,6 +550,11 @@ def _last_reply(state: RunState) -> AssistantMessage | None:
     return next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
 
 
+def all_calls(state: RunState) -> list[ToolCall]:
+    """Every call the model proposed in the run, oldest first."""
+    return _all_calls(state)
+
+
 def _all_calls(state: RunState) -> list[ToolCall]:
     return [c for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls]
 

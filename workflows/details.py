@@ -14,6 +14,7 @@ from durable_agents.workflows.state import (
     ToolCall,
     ToolListing,
     ToolResult,
+    WebhookDelivery,
 )
 
 SHORT = 80
@@ -72,12 +73,33 @@ def render(state: RunState) -> str:
         ]
     if state.tool_listings:
         lines += ["", _listing(state.tool_listings[-1])]
+    troubled = [
+        d for d in state.webhook_deliveries if d.status in ("failing", "refused", "gave_up")
+    ]
+    if troubled:
+        lines += ["", f"**Webhooks** ({len(troubled)} not delivered)"]
+        lines += [_delivery(d) for d in troubled[-5:]]
     if state.queued_messages:
         lines += ["", f"**Queued user messages:** {len(state.queued_messages)}"]
     if state.error is not None:
         error = _code(_short(state.error.message, 200))
         lines += ["", f"**Error** {_code(state.error.type)}: {error}"]
     return "\n".join(lines)
+
+
+def _delivery(delivery: WebhookDelivery) -> str:
+    """`- webhook to `billing` failing: 503, next try 14:02:05 (attempt 3)`."""
+    said = f"{delivery.code}" if delivery.code is not None else "no answer"
+    if delivery.error:
+        said += f" ({_short(delivery.error, 80)})"
+    status = delivery.status.replace("_", " ")
+    when = ""
+    if delivery.status == "failing" and delivery.next_try_at is not None:
+        when = f", next try {delivery.next_try_at.strftime('%H:%M:%S')}"
+    return (
+        f"- webhook to {_code(delivery.endpoint)} ({_code(delivery.event)}) {status}: "
+        f"{_code(said)}{when} (attempt {delivery.attempts})"
+    )
 
 
 def _listing(listing: ToolListing) -> str:

@@ -29,10 +29,12 @@ with workflow.unsafe.imports_passed_through():
         patches,
         raw_payloads,
         refusals,
+        run_events,
     )
     from durable_agents.workflows.payloads import (
         DecideInput,
         DecisionSignal,
+        DeliveryReport,
         EndSessionSignal,
         MessageSignal,
         PauseSignal,
@@ -105,6 +107,8 @@ class Inbox:
             handlers[contract.SIGNAL_RESUME] = self._resume
         if name == contract.SIGNAL_REFRESH_TOOLS and workflow.patched(patches.PATCH_MCP_REFRESH):
             handlers[contract.SIGNAL_REFRESH_TOOLS] = self._refresh_tools
+        if name == contract.SIGNAL_WEBHOOK_DELIVERY and workflow.patched(patches.PATCH_WEBHOOKS):
+            handlers[contract.SIGNAL_WEBHOOK_DELIVERY] = self._webhook_delivery
         handler = handlers.get(name)
         if handler is not None and len(args) <= 1:
             handler(args[0] if args else raw_payloads.NONE)
@@ -243,6 +247,17 @@ class Inbox:
             workflow.logger.warning("message for ended run %s dropped", self.state.run_id)
             return
         loop.receive_message(self.state, payload.content, now=workflow.now())
+
+    def _webhook_delivery(self, raw: RawValue) -> None:
+        """How a webhook delivery of the run goes (recorded; it wakes nothing)."""
+        payload = raw_payloads.decode(raw, DeliveryReport)
+        why = payload if isinstance(payload, str) else None
+        if why is None and self.state is None:
+            why = "the run is starting: it has sent no webhook"
+        if why is None and self.state is not None and not isinstance(payload, str):
+            why = run_events.record_report(self.state, payload, now=workflow.now())
+        if why is not None:
+            self._refuse_signal(contract.SIGNAL_WEBHOOK_DELIVERY, raw, why)
 
     def _refresh_tools(self, raw: RawValue) -> None:
         """Have the run list its MCP tools again before its next model call."""

@@ -586,6 +586,7 @@ def status_view(state: RunState) -> StatusView:
             else None
         ),
         compactions=len(context.compactions(state)),
+        webhooks=[d for d in state.webhook_deliveries if d.status != "delivered"],
     )
 
 

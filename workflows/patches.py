@@ -94,3 +94,7 @@ PATCH_MCP_IMAGES = "mcp-images"
 """An MCP tool's images are kept whole in its result (`ToolResult.attachments`, schema
 1.17) and sent to a model that reads them (`AgentSpec.send_tool_images`); before, only
 a line described each."""
+PATCH_WEBHOOKS = "webhooks"
+"""A run whose agent has webhook subscriptions (schema 1.18) announces its events: a
+delivery workflow per event and endpoint (`workflows.webhook_delivery`), and takes
+the `webhook_delivery` reports; asked only for such runs."""

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.17"
+SCHEMA_VERSION = "1.18"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -70,6 +70,8 @@ and `ToolSpec.sensitive`.
 1.16 added listing MCP tools again: `RunState.tools_listed_messages`, `tools_refresh`
 and `tool_listings`.
 1.17 added images from tools: `ToolResult.attachments`, `AgentSpec.send_tool_images`.
+1.18 added webhooks: `AgentSpec.webhooks`, `ToolSpec.webhooks`, `RunState.notices` and
+`webhook_deliveries`.
 """
 
 REFUSALS_KEPT = 50
@@ -179,6 +181,33 @@ class ApprovalPolicy(_Model):
     belong to different owners. Added in 1.4."""
 
 
+EventType = Literal[
+    "approval_requested",
+    "approval_decided",
+    "approval_expired",
+    "run_finished",
+    "paused",
+    "resumed",
+]
+"""The run events a webhook can be sent (`workflows.run_events`)."""
+EVENT_TYPES: tuple[str, ...] = (
+    "approval_requested",
+    "approval_decided",
+    "approval_expired",
+    "run_finished",
+    "paused",
+    "resumed",
+)
+
+
+class WebhookSubscription(_Model):
+    """Which run events go to a webhook endpoint the worker knows by name
+    (`AGENT_WEBHOOKS`; its URL and secret never enter a run). Added in 1.18."""
+
+    endpoint: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    events: list[EventType] = Field(min_length=1, max_length=len(EVENT_TYPES))
+
+
 class ToolSpec(_Model):
     """A tool as frozen into a run at start: enough to call and police it."""
 
@@ -208,6 +237,9 @@ class ToolSpec(_Model):
     Added in 1.15."""
     mcp_tool: str | None = Field(None, min_length=1, max_length=200)
     """The tool's name on its MCP server (`name` may carry the server's prefix)."""
+    webhooks: list[WebhookSubscription] | None = Field(None, exclude_if=lambda w: w is None)
+    """Where this tool's approval events go instead of the agent's (`AgentSpec.webhooks`);
+    None: the agent's. Added in 1.18."""
 
 
 class MCPServer(_Model):
@@ -391,6 +423,9 @@ class AgentSpec(_Model):
     send_tool_images: bool = Field(False, exclude_if=lambda send: not send)
     """The model is sent the images tools return (`ToolResult.attachments`; for a model
     that reads images); False: a line saying what each is. Added in 1.17."""
+    webhooks: list[WebhookSubscription] = Field([], exclude_if=lambda w: not w)
+    """Where the run's events go: the agent's subscriptions and the worker's
+    (`AGENT_WEBHOOKS`), by endpoint name. Added in 1.18."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -813,6 +848,38 @@ LISTINGS_KEPT = 50
 """Newest entries kept in `RunState.tool_listings`."""
 
 
+class Notices(_Model):
+    """What the run has announced as events (`workflows.run_events`), so that each is
+    announced once, across continue-as-new and worker restarts. Added in 1.18."""
+
+    seq: int = Field(0, ge=0)
+    """The number of the newest event (events are numbered from 1)."""
+    pending: list[str] = []
+    """Call ids whose `approval_requested` went out and that still wait."""
+    paused: bool = False
+    finished: bool = False
+
+
+class WebhookDelivery(_Model):
+    """How one event's delivery to one endpoint goes (`RunState.webhook_deliveries`),
+    as its delivery workflow reports it. Added in 1.18."""
+
+    endpoint: str = Field(min_length=1, max_length=100)
+    webhook_id: str = Field(min_length=1, max_length=300)
+    event: str = Field(min_length=1, max_length=50)
+    status: Literal["sending", "failing", "delivered", "refused", "gave_up"]
+    attempts: int = Field(0, ge=0)
+    code: int | None = None
+    """The receiver's last HTTP status; None: no answer (refused connection, timeout)."""
+    error: str | None = Field(None, max_length=500)
+    next_try_at: AwareDatetime | None = None
+    at: AwareDatetime
+
+
+DELIVERIES_KEPT = 50
+"""Newest entries kept in `RunState.webhook_deliveries`."""
+
+
 class ErrorInfo(_Model):
     """Why a run failed."""
 
@@ -848,7 +915,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.17"] = "1.17"
+    schema_version: Literal["1.18"] = "1.18"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -925,6 +992,12 @@ class RunState(_Model):
     tool_listings: list[ToolListing] = Field([], max_length=LISTINGS_KEPT)
     """The MCP tool listings after the start, and what each changed: the newest
     `LISTINGS_KEPT`. Added in 1.16."""
+    notices: Notices | None = Field(None, exclude_if=lambda n: n is None)
+    """The run events announced so far (runs with webhooks). Added in 1.18."""
+    webhook_deliveries: list[WebhookDelivery] = Field(
+        [], max_length=DELIVERIES_KEPT, exclude_if=lambda d: not d
+    )
+    """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes. Added in 1.18."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -7,6 +7,7 @@ existing file to make a replay pass (that is what `workflow.patched` is for).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +33,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
+from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
@@ -39,6 +41,7 @@ from tests.support.histories import HISTORIES
 from tests.support.mcp_agents import helpdesk
 from tests.support.priced_agents import PRICES
 from tests.support.snapshot_golden import nulled
+from tests.support.webhook_receiver import WebhookReceiver
 
 CANCEL = "(cancel the run)"
 """An action that cancels the run instead of signalling it."""
@@ -62,6 +65,14 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v27: a run with webhooks (schema 1.18): approval requested, decided, run finished,
+    # each a delivery workflow started by the run, and their reports.
+    "webhooks_v27": (
+        "assistant",
+        False,
+        [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("sent")],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann"))],
+    ),
     # v26: an MCP tool's image kept whole in its result (mcp-images, schema 1.17).
     "mcp_images_v26": (
         "helpdesk",
@@ -518,17 +529,28 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
         )
         registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
-        worker = build_worker(
-            client,
-            registry=registry,
-            model_client=model,
-            task_queue=f"record-{name}",
-            trust=WORKER_TRUST,
-            prices=PRICES,
-            mcp_servers=mcp,
-        )
-        async with worker:
-            yield f"record-{name}"
+        with WebhookReceiver(HOOK_SECRET) as receiver:
+            hooks = {"approvals": _hook(receiver.url)} if name.startswith("webhooks") else {}
+            worker = build_worker(
+                client,
+                registry=registry,
+                model_client=model,
+                task_queue=f"record-{name}",
+                trust=WORKER_TRUST,
+                prices=PRICES,
+                mcp_servers=mcp,
+                webhook_endpoints=hooks,
+            )
+            async with worker:
+                yield f"record-{name}"
+
+
+HOOK_SECRET = "whsec_" + "cmVjb3JkZWQtaGlzdG9yeS1zZWNyZXQtMDEyMzQ1"
+
+
+def _hook(url: str) -> Endpoint:
+    events = ("approval_requested", "approval_decided", "run_finished")
+    return Endpoint(name="approvals", url=url, events=events, secrets=(HOOK_SECRET,))
 
 
 async def _act(handle, actions: list) -> None:
@@ -660,6 +682,7 @@ def _recorded(name: str) -> bool:
 
 
 async def main() -> None:
+    os.environ.setdefault("AGENT_WEBHOOK_ALLOW", "127.0.0.1")  # the scenarios' receiver
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         search_attributes=search_attributes.ALL,

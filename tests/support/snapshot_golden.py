@@ -33,6 +33,7 @@ from durable_agents.workflows.state import (
     MCPServer,
     ModelPrice,
     ModelSettings,
+    Notices,
     OutputSpec,
     Pause,
     PauseEvent,
@@ -50,6 +51,8 @@ from durable_agents.workflows.state import (
     ToolsRefresh,
     Usage,
     UserMessage,
+    WebhookDelivery,
+    WebhookSubscription,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -662,6 +665,32 @@ def _golden_1_17() -> RunState:
     return state
 
 
+def _golden_1_18() -> RunState:
+    """1.17's, with what 1.18 added: the agent's and a tool's webhook subscriptions, the
+    events announced so far, and a delivery that goes and one that failed."""
+    state = _golden_1_17()
+    at = state.updated_at
+    state.agent.webhooks = [
+        WebhookSubscription(endpoint="approvals", events=["approval_requested", "run_finished"])
+    ]
+    state.agent.tools[0].webhooks = [
+        WebhookSubscription(endpoint="payments.desk", events=["approval_requested"])
+    ]
+    state.notices = Notices(seq=3, pending=["call_9"], paused=False, finished=False)
+    state.webhook_deliveries = [
+        WebhookDelivery(
+            endpoint="approvals", webhook_id="support-7:2", event="approval_decided",
+            status="delivered", attempts=1, code=204, at=at,
+        ),
+        WebhookDelivery(
+            endpoint="payments.desk", webhook_id="support-7:3", event="approval_requested",
+            status="failing", attempts=3, code=503, error="HTTP 503: maintenance",
+            next_try_at=at, at=at,
+        ),
+    ]  # fmt: skip
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -681,6 +710,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.15": _golden_1_15,
     "1.16": _golden_1_16,
     "1.17": _golden_1_17,
+    "1.18": _golden_1_18,
 }
 
 

@@ -68,11 +68,12 @@ PURE = [
         "raw_payloads",
         "search_attributes",
         "visibility",
+        "webhook_delivery",
     }
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
 plain functions and data that run (and are tested) without Temporal. The others
-face Temporal: the workflow class, its signal inbox and activity calls, visibility
+face Temporal: the workflow classes, the signal inbox and activity calls, visibility
 and metrics, raw payloads."""
 
 

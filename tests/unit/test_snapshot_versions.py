@@ -232,6 +232,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.14": MIGRATIONS["1.14"],
         "1.15": MIGRATIONS["1.15"],
         "1.16": MIGRATIONS["1.16"],
+        "1.17": MIGRATIONS["1.17"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

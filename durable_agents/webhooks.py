@@ -1,0 +1,340 @@
+"""Webhook endpoints of a worker (`AGENT_WEBHOOKS=FILE`, `AGENT_WEBHOOK_ALLOW`) and the
+`deliver_webhook` activity that posts one run event to one of them, signed the
+Standard Webhooks way with the `standardwebhooks` library.
+
+The file (pinned in DESIGN.md) is a JSON list of
+`{"name", "url", "events": [...], "secret_env"}`; more optional fields:
+`give_up_after` (seconds a delivery is retried, default 6 hours) and
+`first_retry` (seconds before the second attempt, default 5; each later wait
+doubles, at most 10 minutes; a `Retry-After` answer is honoured up to an hour).
+The secret (`whsec_...`; several separated by spaces while one is rotated: every
+delivery is signed with each) is read from the environment variable `secret_env`
+names, on the worker only: runs know endpoints by name, never their URL or secret.
+
+Where a URL may point: a host name or address `AGENT_WEBHOOK_ALLOW` lists (names,
+or CIDR ranges), or, when that is unset, any public address; loopback, private,
+link-local and reserved addresses only when listed. Checked when the worker starts
+(a URL that may not be used refuses the start) and again, with the addresses the
+name resolves to, before every attempt. Redirects are not followed; at most
+`MAX_RESPONSE_BYTES` of an answer are read, and only its status, `Retry-After` and
+a short excerpt are kept; nothing of it reaches a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import os
+import re
+import socket
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx  # the HTTP client of `openai` and `mcp` (httpx's successor)
+from standardwebhooks import Webhook
+from temporalio import activity
+
+from durable_agents.workflows.contract import ACTIVITY_DELIVER_WEBHOOK
+from durable_agents.workflows.payloads import DeliveryRequest, DeliveryResult
+from durable_agents.workflows.state import EVENT_TYPES
+
+ENV = "AGENT_WEBHOOKS"
+ALLOW_ENV = "AGENT_WEBHOOK_ALLOW"
+UI_ENV = "AGENT_UI_URL"
+"""The Temporal UI's address (e.g. `http://localhost:8233`): events link to the run there."""
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+GIVE_UP_AFTER = timedelta(hours=6)
+FIRST_RETRY = timedelta(seconds=5)
+LONGEST_WAIT = timedelta(minutes=10)
+LONGEST_RETRY_AFTER = timedelta(hours=1)
+HTTP_TIMEOUT = 10.0
+MAX_RESPONSE_BYTES = 64 * 1024
+EXCERPT_CHARS = 200
+
+
+class WebhookConfigError(Exception):
+    """An AGENT_WEBHOOKS file (or allow-list) the worker cannot use; the message says why."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    url: str
+    events: tuple[str, ...]
+    secrets: tuple[str, ...]
+    give_up_after: timedelta = GIVE_UP_AFTER
+    first_retry: timedelta = FIRST_RETRY
+
+    def __repr__(self) -> str:  # never the secrets
+        return f"Endpoint({self.name!r}, {self.url!r}, events={list(self.events)})"
+
+
+@dataclass(frozen=True)
+class AllowList:
+    hosts: frozenset[str]
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    listed: bool
+    """AGENT_WEBHOOK_ALLOW is set: only what it lists."""
+
+    @classmethod
+    def parse(cls, text: str | None) -> AllowList:
+        hosts, networks = set(), []
+        for item in (text or "").split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                hosts.add(item.rstrip("."))
+        return cls(frozenset(hosts), tuple(networks), bool(text and text.strip()))
+
+    def problem(self, host: str, addresses: list[str]) -> str | None:
+        """Why `host` (resolving to `addresses`) may not be posted to, or None."""
+        if host.lower().rstrip(".") in self.hosts:
+            return None
+        for text in addresses:
+            address = ipaddress.ip_address(text.split("%")[0])
+            if any(address in n for n in self.networks):
+                continue
+            if self.listed:
+                return f"{host} ({address}) is not in {ALLOW_ENV}"
+            if not address.is_global:
+                return (
+                    f"{host} is a loopback, private or reserved address ({address}); "
+                    f"list it in {ALLOW_ENV} to allow it"
+                )
+        return None
+
+
+def from_env(env: Mapping[str, str] | None = None) -> dict[str, Endpoint]:
+    """The endpoints of `AGENT_WEBHOOKS` (none when it is unset), checked."""
+    env = os.environ if env is None else env
+    path = env.get(ENV, "").strip()
+    if not path:
+        return {}
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise WebhookConfigError(f"{ENV}: cannot read {path}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise WebhookConfigError(f"{ENV}: {path} is not JSON: {err}") from None
+    return parse(document, env)
+
+
+def parse(document: object, env: Mapping[str, str]) -> dict[str, Endpoint]:
+    """The endpoints of an AGENT_WEBHOOKS document; WebhookConfigError if it is unusable
+    (including a URL the allow-list refuses, resolved now)."""
+    if not isinstance(document, list):
+        raise WebhookConfigError(f"{ENV}: a JSON list of endpoints, not {type(document).__name__}")
+    allow = AllowList.parse(env.get(ALLOW_ENV))
+    found: dict[str, Endpoint] = {}
+    for entry in document:
+        endpoint = _endpoint(entry, env)
+        if endpoint.name in found:
+            raise WebhookConfigError(f"{ENV}: endpoint {endpoint.name!r} is listed twice")
+        host = urllib.parse.urlsplit(endpoint.url).hostname or ""
+        why = allow.problem(host, _addresses(host))
+        if why is not None:
+            raise WebhookConfigError(f"{ENV}: endpoint {endpoint.name!r}: {why}")
+        found[endpoint.name] = endpoint
+    return found
+
+
+def _endpoint(entry: object, env: Mapping[str, str]) -> Endpoint:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise WebhookConfigError(f'{ENV}: each endpoint is an object with a "name"')
+    name = entry["name"]
+    where = f"{ENV}: endpoint {name!r}"
+    if not NAME.match(name):
+        raise WebhookConfigError(f"{where}: a name is letters, digits, '_', '.' or '-'")
+    unknown = set(entry) - {"name", "url", "events", "secret_env", "give_up_after", "first_retry"}
+    if unknown:
+        raise WebhookConfigError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    url = entry.get("url")
+    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookConfigError(f'{where}: "url" is an http(s) URL')
+    if parts.username or parts.password:
+        raise WebhookConfigError(f'{where}: "url" may not carry credentials')
+    events = entry.get("events")
+    if not isinstance(events, list) or not events or not all(e in EVENT_TYPES for e in events):
+        raise WebhookConfigError(f'{where}: "events" is a list of {", ".join(EVENT_TYPES)}')
+    variable = entry.get("secret_env")
+    if not isinstance(variable, str) or not variable:
+        raise WebhookConfigError(f'{where}: "secret_env" names the variable of its secret')
+    secrets = tuple(env.get(variable, "").split())
+    if not secrets:
+        raise WebhookConfigError(f"{where}: ${variable} (its secret) is not set")
+    for secret in secrets:
+        try:
+            Webhook(secret)
+        except Exception:
+            raise WebhookConfigError(f"{where}: ${variable} is not a whsec_ secret") from None
+        if not secret.startswith("whsec_"):
+            raise WebhookConfigError(f"{where}: ${variable} is not a whsec_ secret")
+    return Endpoint(
+        name=name,
+        url=url,  # type: ignore[arg-type]
+        events=tuple(events),
+        secrets=secrets,
+        give_up_after=_seconds(entry, "give_up_after", GIVE_UP_AFTER, where),
+        first_retry=_seconds(entry, "first_retry", FIRST_RETRY, where),
+    )
+
+
+def _seconds(entry: dict[str, Any], field: str, default: timedelta, where: str) -> timedelta:
+    value = entry.get(field)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 7 * 86400:
+        raise WebhookConfigError(f'{where}: "{field}" is seconds, above 0 and at most a week')
+    return timedelta(seconds=value)
+
+
+def _addresses(host: str) -> list[str]:
+    """The addresses `host` resolves to (an address: itself); none if it does not."""
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    try:
+        return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
+    except OSError:
+        return []
+
+
+def sign(endpoint: Endpoint, webhook_id: str, at: datetime, body: str) -> dict[str, str]:
+    """The Standard Webhooks headers of a delivery, signed with each of the endpoint's
+    secrets (a receiver that knows any one of them verifies it)."""
+    signatures = " ".join(Webhook(s).sign(webhook_id, at, body) for s in endpoint.secrets)
+    return {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": signatures,
+        "content-type": "application/json",
+        "user-agent": "durable-agents-webhooks",
+    }
+
+
+class WebhookActivities:
+    """The `deliver_webhook` activity of a worker, with its endpoints."""
+
+    def __init__(
+        self, endpoints: Mapping[str, Endpoint], *, env: Mapping[str, str] | None = None
+    ) -> None:
+        env = os.environ if env is None else env
+        self._endpoints = dict(endpoints)
+        self._allow = AllowList.parse(env.get(ALLOW_ENV))
+        self._ui = env.get(UI_ENV, "").rstrip("/")
+
+    @activity.defn(name=ACTIVITY_DELIVER_WEBHOOK)
+    async def deliver_webhook(self, request: DeliveryRequest) -> DeliveryResult:
+        """One attempt to post `request.event` to its endpoint."""
+        endpoint = self._endpoints.get(request.endpoint)
+        if endpoint is None:
+            known = ", ".join(sorted(self._endpoints)) or "none"
+            return DeliveryResult(
+                outcome="gave_up",
+                error=f"this worker has no webhook endpoint {request.endpoint!r} ({known})",
+            )
+        return await deliver(endpoint, request, self._allow, ui=self._ui)
+
+
+async def deliver(
+    endpoint: Endpoint, request: DeliveryRequest, allow: AllowList, *, ui: str = ""
+) -> DeliveryResult:
+    """Post the event once and say what came of it."""
+    host = urllib.parse.urlsplit(endpoint.url).hostname or ""
+    addresses = await asyncio.to_thread(_addresses, host)
+    why = allow.problem(host, addresses) if addresses else f"{host} does not resolve"
+    if why is not None:
+        return _retry_or_give_up(endpoint, request, None, why, None)
+    event = dict(request.event)
+    if ui:
+        namespace = activity.info().workflow_namespace if activity.in_activity() else "default"
+        run = urllib.parse.quote(str(event.get("run_id", "")), safe="")
+        event["links"] = {"ui": f"{ui}/namespaces/{namespace}/workflows/{run}"}
+    body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    headers = sign(endpoint, request.webhook_id, datetime.now(UTC), body)
+    try:
+        async with httpx.AsyncClient(follow_redirects=False, timeout=HTTP_TIMEOUT) as http:
+            async with http.stream("POST", endpoint.url, content=body, headers=headers) as answer:
+                excerpt = await _excerpt(answer)
+    except httpx.HTTPError as err:
+        return _retry_or_give_up(endpoint, request, None, f"{type(err).__name__}: {err}", None)
+    code = answer.status_code
+    if 200 <= code < 300:
+        return DeliveryResult(outcome="delivered", code=code)
+    said = f"HTTP {code}" + (f": {excerpt}" if excerpt else "")
+    if code in (408, 429) or code >= 500:
+        wait = _retry_after(answer.headers.get("retry-after"))
+        return _retry_or_give_up(endpoint, request, code, said, wait)
+    if 300 <= code < 400:
+        said = f"HTTP {code}: redirects are not followed (to {answer.headers.get('location')})"
+    return DeliveryResult(outcome="refused", code=code, error=said[:500])
+
+
+async def _excerpt(answer: httpx.Response) -> str:
+    """The start of an answer's body, read up to `MAX_RESPONSE_BYTES`, as one short line."""
+    read = b""
+    async for chunk in answer.aiter_bytes():
+        read += chunk
+        if len(read) >= MAX_RESPONSE_BYTES:
+            break
+    text = read[:MAX_RESPONSE_BYTES].decode("utf-8", errors="replace")
+    return " ".join(text.split())[:EXCERPT_CHARS]
+
+
+def _retry_or_give_up(
+    endpoint: Endpoint,
+    request: DeliveryRequest,
+    code: int | None,
+    why: str,
+    retry_after: timedelta | None,
+) -> DeliveryResult:
+    backoff = endpoint.first_retry * 2 ** (request.attempt - 1)
+    wait = min(backoff, LONGEST_WAIT)
+    if retry_after is not None:
+        wait = max(wait, min(retry_after, LONGEST_RETRY_AFTER))
+    if datetime.now(UTC) + wait > request.first_try_at + endpoint.give_up_after:
+        return DeliveryResult(outcome="gave_up", code=code, error=why[:500])
+    return DeliveryResult(
+        outcome="retry", code=code, error=why[:500], retry_in_seconds=wait.total_seconds()
+    )
+
+
+def _retry_after(value: str | None) -> timedelta | None:
+    """A `Retry-After` header: seconds, or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return timedelta(seconds=max(0.0, float(value)))
+    except (ValueError, OverflowError):
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(timedelta(0), when - datetime.now(UTC))
+
+
+def sample_event(endpoint: str) -> dict[str, Any]:
+    """The event `agentctl webhooks test` sends."""
+    return {
+        "seq": 0,
+        "type": "test",
+        "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "run_id": "webhook-test",
+        "agent": "(none)",
+        "endpoint": endpoint,
+        "note": "a test delivery from agentctl webhooks test",
+    }

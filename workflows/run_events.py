@@ -1,0 +1,244 @@
+"""The run's events, as webhooks carry them: what happened since the run last announced
+(`due`), numbered, each announced once (`RunState.notices`, carried across
+continue-as-new), and which webhook endpoints each goes to (`endpoints_for`).
+
+The pinned event object (DESIGN.md): `{"seq": int, "type": str, "at": str, ...}`,
+with the run (`run_id`, `agent`) and what the type says. An `approval_requested`
+event says how to answer it: the signal or update, the exact JSON payload, and the
+`temporal` CLI command that sends it. Sensitive argument values are masked (the
+digest still binds the decision to them).
+
+Pure: no Temporal imports, no I/O; time is passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from datetime import datetime
+from typing import Any
+
+from durable_agents.workflows import contract, decisions
+from durable_agents.workflows.argument_view import masked
+from durable_agents.workflows.payloads import DeliveryReport, PendingApproval, parse_time
+from durable_agents.workflows.state import (
+    DELIVERIES_KEPT,
+    AgentSpec,
+    Decision,
+    Notices,
+    RunState,
+    WebhookDelivery,
+    WebhookSubscription,
+)
+
+APPROVAL_EVENTS = ("approval_requested", "approval_decided", "approval_expired")
+APPROVER = "<approver>"
+"""The `approver` of an event's answer until it is addressed to an endpoint
+(`addressed`): then the endpoint's name, which the answering service may replace
+with who decided (a policy may require a named approver or a signed decision)."""
+
+
+def subscribed(spec: AgentSpec) -> bool:
+    """Whether any of the run's events goes anywhere."""
+    return bool(spec.webhooks) or any(t.webhooks for t in spec.tools)
+
+
+def due(state: RunState, *, now: datetime) -> list[dict[str, Any]]:
+    """The events that happened since the run last announced, numbered, and the run
+    marked as having announced them (`state.notices`)."""
+    notices = state.notices or Notices()
+    found: list[dict[str, Any]] = []
+    pending = {p.call_id: p for p in decisions.pending_approvals(state)}
+    made = decisions.decided(state)
+    for call_id in notices.pending:
+        decision = made.get(call_id)
+        if call_id not in pending and decision is not None:
+            found.append(_decided(state, decision))
+    deadlines = {c.call_id: d for c, d in decisions.deadlines(state)}
+    for call_id, asked in pending.items():
+        if call_id not in notices.pending:
+            found.append(_requested(state, asked, deadlines.get(call_id)))
+    if (state.paused is not None) != notices.paused and not state.status.is_final:
+        if state.paused is not None:
+            found.append({"type": "paused", "by": state.paused.by, "reason": state.paused.reason})
+        else:
+            found.append({"type": "resumed"})
+    if state.status.is_final and not notices.finished:
+        found.append(_finished(state))
+    for number, event in enumerate(found, start=notices.seq + 1):
+        event.update(seq=number, at=_time(now), run_id=state.run_id, agent=state.agent.name)
+    state.notices = Notices(
+        seq=notices.seq + len(found),
+        pending=list(pending),
+        paused=state.paused is not None if not state.status.is_final else notices.paused,
+        finished=state.status.is_final,
+    )
+    return [_ordered(e) for e in found]
+
+
+def endpoints_for(state: RunState, event: dict[str, Any]) -> list[str]:
+    """The endpoints `event` goes to: for an approval event, its tool's subscriptions
+    when the tool has its own (`ToolSpec.webhooks`), else the agent's."""
+    subscriptions: list[WebhookSubscription] = state.agent.webhooks
+    if event["type"] in APPROVAL_EVENTS:
+        tool = state.agent.tool(str(event.get("tool")))
+        if tool is not None and tool.webhooks is not None:
+            subscriptions = tool.webhooks
+    names = [s.endpoint for s in subscriptions if event["type"] in s.events]
+    return list(dict.fromkeys(names))
+
+
+def record_sending(
+    state: RunState, endpoint: str, webhook_id: str, event: dict[str, Any], *, now: datetime
+) -> None:
+    """A delivery starts (its delivery workflow reports how it goes)."""
+    _keep(
+        state,
+        WebhookDelivery(
+            endpoint=endpoint, webhook_id=webhook_id, event=event["type"], status="sending", at=now
+        ),
+    )
+
+
+def record_report(state: RunState, report: DeliveryReport, *, now: datetime) -> str | None:
+    """Take a delivery workflow's report; why it is not taken, or None. A report is
+    informational (anyone who may signal the run can send one): it decides nothing."""
+    known = next(
+        (
+            d
+            for d in state.webhook_deliveries
+            if (d.endpoint, d.webhook_id) == (report.endpoint, report.webhook_id)
+        ),
+        None,
+    )
+    if known is None:
+        return f"no delivery {report.webhook_id} to {report.endpoint} is under way"
+    if report.attempts < known.attempts:
+        return None  # an older report arriving late: the newer one stands
+    try:
+        next_try = parse_time(report.next_try_at) if report.next_try_at else None
+    except ValueError as err:
+        return f"next_try_at: {err}"
+    _keep(
+        state,
+        known.model_copy(
+            update={
+                "status": report.status,
+                "attempts": report.attempts,
+                "code": report.code,
+                "error": report.error,
+                "next_try_at": next_try,
+                "at": now,
+            }
+        ),
+    )
+    return None
+
+
+def _keep(state: RunState, delivery: WebhookDelivery) -> None:
+    """`delivery` as the newest entry (replacing its older one), the newest kept."""
+    others = [
+        d
+        for d in state.webhook_deliveries
+        if (d.endpoint, d.webhook_id) != (delivery.endpoint, delivery.webhook_id)
+    ]
+    state.webhook_deliveries = [*others, delivery][-DELIVERIES_KEPT:]
+
+
+def addressed(event: dict[str, Any], endpoint: str) -> dict[str, Any]:
+    """`event` as sent to `endpoint`: its answer names the endpoint as the approver."""
+    if "answer" not in event:
+        return event
+    text = json.dumps(event["answer"]).replace(APPROVER, endpoint)
+    return {**event, "answer": json.loads(text)}
+
+
+def _requested(
+    state: RunState, asked: PendingApproval, deadline: datetime | None
+) -> dict[str, Any]:
+    shown = dict(asked.args or {})
+    for name in asked.sensitive:
+        if name in shown:
+            shown[name] = masked(shown[name])
+    return {
+        "type": "approval_requested",
+        "path": [state.agent.name],
+        "call_id": asked.call_id,
+        "tool": asked.tool,
+        "args": shown,
+        "sensitive": asked.sensitive,
+        "arguments_sha256": asked.arguments_sha256,
+        "requested_at": _time(asked.requested_at),
+        "deadline": _time(deadline) if deadline is not None else None,
+        "answer": answer(state, asked),
+    }
+
+
+def answer(state: RunState, asked: PendingApproval) -> dict[str, Any]:
+    """How to decide `asked`: the signals' and the update's exact JSON, and the
+    `temporal` CLI command for each. `approver` is a placeholder the answering
+    service replaces with who decided (policies may require a signed decision)."""
+    binding = {"run_id": state.run_id, "arguments_sha256": asked.arguments_sha256}
+    if state.execution_id is not None:
+        binding["execution_id"] = state.execution_id
+    base = {"call_id": asked.call_id, "approver": APPROVER, **binding}
+    approve = {**base}
+    reject = {**base, "reason": "<why>"}
+    return {
+        "workflow_id": state.run_id,
+        "approve": {"signal": contract.SIGNAL_APPROVE, "input": approve},
+        "reject": {"signal": contract.SIGNAL_REJECT, "input": reject},
+        "update": {
+            "name": contract.UPDATE_DECIDE,
+            "input": {**base, "decision": "approve"},
+        },
+        "temporal_cli": {
+            "approve": _cli(state.run_id, contract.SIGNAL_APPROVE, approve),
+            "reject": _cli(state.run_id, contract.SIGNAL_REJECT, reject),
+        },
+    }
+
+
+def _cli(run_id: str, signal: str, payload: dict[str, Any]) -> str:
+    text = json.dumps(payload, separators=(",", ":"))
+    return (
+        f"temporal workflow signal --workflow-id {shlex.quote(run_id)} --name {signal} "
+        f"--input {shlex.quote(text)}"
+    )
+
+
+def _decided(state: RunState, decision: Decision) -> dict[str, Any]:
+    tool = next((c.tool for c in decisions.all_calls(state) if c.call_id == decision.call_id), None)
+    kind = "approval_expired" if decision.via == "timeout" else "approval_decided"
+    return {
+        "type": kind,
+        "path": [state.agent.name],
+        "call_id": decision.call_id,
+        "tool": tool,
+        "decision": decision.decision,
+        "approver": decision.approver,
+        "reason": decision.reason,
+        "via": decision.via,
+    }
+
+
+def _finished(state: RunState) -> dict[str, Any]:
+    reason = state.error.message if state.error is not None else state.end_reason
+    return {
+        "type": "run_finished",
+        "status": state.status.value,
+        "final_output": state.final_output,
+        "reason": reason,
+        "turn": state.turn,
+        "usage": state.usage.model_dump(mode="json"),
+    }
+
+
+def _ordered(event: dict[str, Any]) -> dict[str, Any]:
+    """The pinned fields first, fields without a value left out."""
+    head = {k: event[k] for k in ("seq", "type", "at", "run_id", "agent")}
+    return head | {k: v for k, v in event.items() if k not in head and v is not None}
+
+
+def _time(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
