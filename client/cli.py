@@ -194,14 +194,17 @@ async def _webhooks_test(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.json:
         return result.model_dump_json(indent=2)
     said = f"HTTP {result.code}" if result.code is not None else "no answer"
-    why = f": {result.error}" if result.error else ""
+    why = f": {render.safe(result.error)}" if result.error else ""
     words = {
         "delivered": "delivered",
         "refused": "refused (not retried)",
         "retry": f"failed (a delivery would try again in {result.retry_in_seconds or 0:.0f} s)",
         "gave_up": "failed (a delivery would give up)",
     }[result.outcome]
-    return f"webhook {args.endpoint}: {words}, {said}{why}"
+    line = f"webhook {render.safe(args.endpoint)}: {words}, {said}{why}"
+    if result.outcome != "delivered":  # a script sees it in the exit code
+        raise AgentClientError(line)
+    return line
 
 
 async def _state(args: argparse.Namespace, agents: AgentClient) -> str:

@@ -39,6 +39,7 @@ from typing import Any
 import httpx2 as httpx  # the HTTP client of `openai` and `mcp` (httpx's successor)
 from standardwebhooks import Webhook
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from durable_agents.workflows.contract import ACTIVITY_DELIVER_WEBHOOK
 from durable_agents.workflows.payloads import DeliveryRequest, DeliveryResult
@@ -105,12 +106,16 @@ class AllowList:
                 continue
             if self.listed:
                 return f"{host} ({address}) is not in {ALLOW_ENV}"
-            if not address.is_global:
+            if not address.is_global or any(address in n for n in _TRANSLATED):
                 return (
                     f"{host} is a loopback, private or reserved address ({address}); "
                     f"list it in {ALLOW_ENV} to allow it"
                 )
         return None
+
+
+_TRANSLATED = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("2002::/16"))
+"""NAT64 and 6to4: public in form, they reach IPv4 addresses that may be private."""
 
 
 def from_env(env: Mapping[str, str] | None = None) -> dict[str, Endpoint]:
@@ -238,11 +243,11 @@ class WebhookActivities:
     async def deliver_webhook(self, request: DeliveryRequest) -> DeliveryResult:
         """One attempt to post `request.event` to its endpoint."""
         endpoint = self._endpoints.get(request.endpoint)
-        if endpoint is None:
+        if endpoint is None:  # a worker of another configuration: another may have it
             known = ", ".join(sorted(self._endpoints)) or "none"
-            return DeliveryResult(
-                outcome="gave_up",
-                error=f"this worker has no webhook endpoint {request.endpoint!r} ({known})",
+            raise ApplicationError(
+                f"this worker has no webhook endpoint {request.endpoint!r} ({known})",
+                type="UnknownWebhookEndpoint",
             )
         return await deliver(endpoint, request, self._allow, ui=self._ui)
 
@@ -264,10 +269,14 @@ async def deliver(
     body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
     headers = sign(endpoint, request.webhook_id, datetime.now(UTC), body)
     try:
-        async with httpx.AsyncClient(follow_redirects=False, timeout=HTTP_TIMEOUT) as http:
+        # No proxies or .netrc from the environment: the address checked is the one used
+        # (up to DNS answering differently between the check and the connection).
+        async with httpx.AsyncClient(
+            follow_redirects=False, timeout=HTTP_TIMEOUT, trust_env=False
+        ) as http:
             async with http.stream("POST", endpoint.url, content=body, headers=headers) as answer:
                 excerpt = await _excerpt(answer)
-    except httpx.HTTPError as err:
+    except Exception as err:  # no answer (any cause): tried again
         return _retry_or_give_up(endpoint, request, None, f"{type(err).__name__}: {err}", None)
     code = answer.status_code
     if 200 <= code < 300:
@@ -299,8 +308,8 @@ def _retry_or_give_up(
     why: str,
     retry_after: timedelta | None,
 ) -> DeliveryResult:
-    backoff = endpoint.first_retry * 2 ** (request.attempt - 1)
-    wait = min(backoff, LONGEST_WAIT)
+    doubled = endpoint.first_retry.total_seconds() * 2.0 ** min(request.attempt - 1, 30)
+    wait = min(timedelta(seconds=doubled), LONGEST_WAIT)
     if retry_after is not None:
         wait = max(wait, min(retry_after, LONGEST_RETRY_AFTER))
     if datetime.now(UTC) + wait > request.first_try_at + endpoint.give_up_after:
@@ -325,6 +334,14 @@ def _retry_after(value: str | None) -> timedelta | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(timedelta(0), when - datetime.now(UTC))
+
+
+def describe(endpoints: Mapping[str, Endpoint]) -> str:
+    """The worker's startup line about its webhook endpoints (never their secrets)."""
+    if not endpoints:
+        return f"worker: webhooks: none ({ENV} not set)"
+    shown = "; ".join(f"{e.name} -> {e.url} ({', '.join(e.events)})" for e in endpoints.values())
+    return f"worker: webhooks: {shown}"
 
 
 def sample_event(endpoint: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker
 
-from durable_agents import served_agents
+from durable_agents import served_agents, webhooks
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
@@ -321,6 +321,10 @@ async def serve(args: argparse.Namespace) -> None:
             await check_search_attributes(client)
         for tracing in plugins:  # flush the last spans when the worker stops
             stack.callback(tracing.provider.shutdown)
+        try:
+            endpoints = webhooks.from_env()
+        except webhooks.WebhookConfigError as err:
+            raise WorkerSetupError(str(err)) from err
         queues = [args.task_queue]
         if args.agent_queues:  # and each agent's own queue: runs started there never miss
             queues += [served_agents.agent_queue(args.task_queue, n) for n in registry.names()]
@@ -337,6 +341,7 @@ async def serve(args: argparse.Namespace) -> None:
                     trust=trust,
                     model_api=args.model_api,
                     prices=prices,
+                    webhook_endpoints=endpoints,
                 )
                 for queue in queues
             ]
@@ -358,6 +363,7 @@ async def serve(args: argparse.Namespace) -> None:
             await warn_if_mixed(client, args.task_queue, workers[0], registry.names())
             print(encryption_status(keys), flush=True)
             print(describe_trust(trust), flush=True)
+            print(webhooks.describe(endpoints), flush=True)
             print(describe_prices(prices), flush=True)
             await stop.wait()
             print(

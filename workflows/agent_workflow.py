@@ -329,9 +329,10 @@ class AgentWorkflow:
         never waits for a receiver, and ending or continuing as new loses nothing)."""
         if not run_events.subscribed(state.agent) or not workflow.patched(patches.PATCH_WEBHOOKS):
             return
+        starts, jobs = [], []
         for event in run_events.due(state, now=workflow.now()):
             for endpoint in run_events.endpoints_for(state, event):
-                webhook_id = f"{state.run_id}:{event['seq']}"
+                webhook_id = run_events.webhook_id(state, event["seq"])
                 run_events.record_sending(state, endpoint, webhook_id, event, now=workflow.now())
                 job = DeliveryJob(
                     endpoint=endpoint,
@@ -339,17 +340,27 @@ class AgentWorkflow:
                     run_id=state.run_id,
                     event=run_events.addressed(event, endpoint),
                 )
-                try:
-                    await workflow.start_child_workflow(
+                jobs.append(job)
+                starts.append(
+                    workflow.start_child_workflow(
                         contract.WORKFLOW_WEBHOOK_DELIVERY,
                         job,
-                        id=f"{state.run_id}/webhook/{event['seq']}/{endpoint}",
+                        id=f"{webhook_id}_{endpoint}",
                         task_queue=workflow.info().task_queue,
                         parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                        static_summary=f"webhook {endpoint}: {event['type']} of {state.run_id}",
+                        static_summary=f"webhook {endpoint}: {event['type']} #{event['seq']}",
                     )
-                except WorkflowAlreadyStartedError:  # a resume under the same id sent it
-                    pass
+                )
+        # All at once, so the run waits for one round trip, not one per delivery. A child
+        # already started (the same run and event: a workflow task retried) is fine.
+        outcomes = await asyncio.gather(*starts, return_exceptions=True)
+        for job, started in zip(jobs, outcomes, strict=True):
+            if isinstance(started, asyncio.CancelledError):
+                raise started
+            if isinstance(started, Exception) and not isinstance(
+                started, WorkflowAlreadyStartedError
+            ):  # recorded, never in the run's way
+                run_events.record_not_started(state, job, str(started), now=workflow.now())
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         colliding = proposed_calls.has_colliding_call_ids(state, reply)

@@ -216,6 +216,9 @@ def resume(
             output.reopen(state)
         state.context_overflow = None  # a resumed call gets its second attempt again
         state.tools_refresh = None  # a resumed run's tools are listed as it starts
+        if state.notices is not None:  # its events are its own: a waiting call is new here
+            state.notices = None
+            state.webhook_deliveries = []
         for call in _unresolved_calls(state, last_reply(state)):
             if call.idempotency_key is None:
                 call.idempotency_key = idempotency_key(snapshot, call.call_id)
@@ -586,7 +589,9 @@ def status_view(state: RunState) -> StatusView:
             else None
         ),
         compactions=len(context.compactions(state)),
-        webhooks=[d for d in state.webhook_deliveries if d.status != "delivered"],
+        webhooks=[
+            d for d in state.webhook_deliveries if d.status in ("failing", "refused", "gave_up")
+        ],
     )
 
 

@@ -39,5 +39,14 @@ def approval_wait(agent: str, tool: str, waited: timedelta) -> None:
     histogram.record(max(waited, timedelta(0)), {"tool": tool})
 
 
+def webhook_attempt(endpoint: str, outcome: str, code: int | None) -> None:
+    """One attempt to deliver a webhook, by its outcome (delivered, retry, refused,
+    gave_up) and the receiver's status code (none: no answer)."""
+    counter = workflow.metric_meter().create_counter(
+        "agent_webhook_attempts", "Webhook delivery attempts by outcome"
+    )
+    counter.add(1, {"endpoint": endpoint, "outcome": outcome, "code": str(code or "none")})
+
+
 def _meter(agent: str) -> MetricMeter:
     return workflow.metric_meter().with_additional_attributes({"agent": agent})

@@ -13,6 +13,7 @@ Pure: no Temporal imports, no I/O; time is passed in.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from datetime import datetime
@@ -20,7 +21,12 @@ from typing import Any
 
 from durable_agents.workflows import contract, decisions
 from durable_agents.workflows.argument_view import masked
-from durable_agents.workflows.payloads import DeliveryReport, PendingApproval, parse_time
+from durable_agents.workflows.payloads import (
+    DeliveryJob,
+    DeliveryReport,
+    PendingApproval,
+    parse_time,
+)
 from durable_agents.workflows.state import (
     DELIVERIES_KEPT,
     AgentSpec,
@@ -36,6 +42,14 @@ APPROVER = "<approver>"
 """The `approver` of an event's answer until it is addressed to an endpoint
 (`addressed`): then the endpoint's name, which the answering service may replace
 with who decided (a policy may require a named approver or a signed decision)."""
+
+
+def webhook_id(state: RunState, seq: int) -> str:
+    """The `webhook-id` of event `seq`: unique to this run (its first execution, kept
+    across continue-as-new; a resume, a fork or a new run under a reused workflow id
+    has its own), the same on every attempt, and short ASCII whatever the run's id."""
+    chain = state.execution_id or hashlib.sha256(state.run_id.encode()).hexdigest()[:32]
+    return f"evt_{chain}_{seq}"
 
 
 def subscribed(spec: AgentSpec) -> bool:
@@ -54,6 +68,8 @@ def due(state: RunState, *, now: datetime) -> list[dict[str, Any]]:
         decision = made.get(call_id)
         if call_id not in pending and decision is not None:
             found.append(_decided(state, decision))
+        elif call_id not in pending and state.status.is_final:  # it can be decided no more
+            found.append(_closed(state, call_id))
     deadlines = {c.call_id: d for c, d in decisions.deadlines(state)}
     for call_id, asked in pending.items():
         if call_id not in notices.pending:
@@ -100,9 +116,27 @@ def record_sending(
     )
 
 
+def record_not_started(state: RunState, job: DeliveryJob, why: str, *, now: datetime) -> None:
+    """A delivery whose workflow could not be started: given up, with the reason."""
+    _keep(
+        state,
+        WebhookDelivery(
+            endpoint=job.endpoint,
+            webhook_id=job.webhook_id,
+            event=str(job.event.get("type", "?"))[:50],
+            status="gave_up",
+            error=f"not started: {why}"[:500],
+            at=now,
+        ),
+    )
+
+
 def record_report(state: RunState, report: DeliveryReport, *, now: datetime) -> str | None:
-    """Take a delivery workflow's report; why it is not taken, or None. A report is
-    informational (anyone who may signal the run can send one): it decides nothing."""
+    """Take a delivery workflow's report; why it is not taken, or None. Reports come in
+    order, one an attempt, so only the next attempt's is taken. A report is
+    informational (anyone who may signal the run can send one): it decides nothing.
+    A delivery of this run no longer in the list (the list keeps the newest) comes
+    back with its report, so one that gives up is never dropped silently."""
     known = next(
         (
             d
@@ -111,38 +145,52 @@ def record_report(state: RunState, report: DeliveryReport, *, now: datetime) -> 
         ),
         None,
     )
-    if known is None:
-        return f"no delivery {report.webhook_id} to {report.endpoint} is under way"
-    if report.attempts < known.attempts:
-        return None  # an older report arriving late: the newer one stands
+    if known is None and not _ours(state, report.webhook_id):
+        return f"no delivery {report.webhook_id} of this run"
+    attempts = known.attempts if known is not None else report.attempts - 1
+    if report.attempts != attempts + 1:
+        return f"attempt {report.attempts} reported after attempt {attempts}"
     try:
         next_try = parse_time(report.next_try_at) if report.next_try_at else None
     except ValueError as err:
         return f"next_try_at: {err}"
     _keep(
         state,
-        known.model_copy(
-            update={
-                "status": report.status,
-                "attempts": report.attempts,
-                "code": report.code,
-                "error": report.error,
-                "next_try_at": next_try,
-                "at": now,
-            }
+        WebhookDelivery(
+            endpoint=report.endpoint,
+            webhook_id=report.webhook_id,
+            event=report.event,
+            status=report.status,
+            attempts=report.attempts,
+            code=report.code,
+            error=report.error,
+            next_try_at=next_try,
+            at=now,
         ),
     )
     return None
 
 
+def _ours(state: RunState, given: str) -> bool:
+    """Whether `given` is the webhook id of an event this run has announced."""
+    seq = state.notices.seq if state.notices is not None else 0
+    number = given.rpartition("_")[2]
+    return number.isdigit() and 0 < int(number) <= seq and given == webhook_id(state, int(number))
+
+
 def _keep(state: RunState, delivery: WebhookDelivery) -> None:
-    """`delivery` as the newest entry (replacing its older one), the newest kept."""
+    """`delivery` as the newest entry (replacing its older one); past the bound, the
+    oldest delivered entries go first."""
     others = [
         d
         for d in state.webhook_deliveries
         if (d.endpoint, d.webhook_id) != (delivery.endpoint, delivery.webhook_id)
     ]
-    state.webhook_deliveries = [*others, delivery][-DELIVERIES_KEPT:]
+    kept = [*others, delivery]
+    while len(kept) > DELIVERIES_KEPT:
+        done = next((d for d in kept if d.status == "delivered"), kept[0])
+        kept.remove(done)
+    state.webhook_deliveries = kept
 
 
 def addressed(event: dict[str, Any], endpoint: str) -> dict[str, Any]:
@@ -219,6 +267,18 @@ def _decided(state: RunState, decision: Decision) -> dict[str, Any]:
         "approver": decision.approver,
         "reason": decision.reason,
         "via": decision.via,
+    }
+
+
+def _closed(state: RunState, call_id: str) -> dict[str, Any]:
+    tool = next((c.tool for c in decisions.all_calls(state) if c.call_id == call_id), None)
+    return {
+        "type": "approval_expired",
+        "path": [state.agent.name],
+        "call_id": call_id,
+        "tool": tool,
+        "reason": f"the run ended ({state.status.value}) before a decision",
+        "via": "run_ended",
     }
 
 

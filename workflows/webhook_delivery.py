@@ -24,7 +24,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import contract
+    from durable_agents.workflows import contract, metrics
     from durable_agents.workflows.activity_calls import root_message
     from durable_agents.workflows.payloads import (
         DeliveryJob,
@@ -37,10 +37,12 @@ ATTEMPT_TIMEOUT = timedelta(seconds=30)
 """One attempt, connection and answer included (the activity's own HTTP timeout is
 shorter)."""
 AFTER_A_LOST_ATTEMPT = timedelta(seconds=5)
-"""The wait after an attempt that did not report (its worker died)."""
-MAX_LOST_ATTEMPTS = 100
-"""Attempts that do not report before the delivery gives up (a worker that cannot
-run the activity at all: misconfigured, or gone for good)."""
+"""The wait after a first attempt that did not report (its worker died, or did not
+know the endpoint); doubling up to `LONGEST_LOST_WAIT`."""
+LONGEST_LOST_WAIT = timedelta(minutes=10)
+MAX_LOST_ATTEMPTS = 50
+"""Attempts that do not report before the delivery gives up (no worker can run the
+activity: misconfigured, or gone for good): about 7 hours."""
 
 
 @workflow.defn(name=contract.WORKFLOW_WEBHOOK_DELIVERY)
@@ -68,14 +70,16 @@ class WebhookDeliveryWorkflow:
                     summary=f"webhook {job.endpoint}: {job.event.get('type')} "
                     f"#{job.event.get('seq')}, attempt {attempt}",
                 )
-            except ActivityError as err:  # timed out (worker gone) or the activity failed
+            except ActivityError as err:  # timed out (worker gone), or no such endpoint here
                 lost += 1
                 outcome = "retry" if lost < MAX_LOST_ATTEMPTS else "gave_up"
+                wait = AFTER_A_LOST_ATTEMPT * 2 ** min(lost - 1, 7)
                 result = DeliveryResult(
                     outcome=outcome,
                     error=root_message(err)[:500],
-                    retry_in_seconds=AFTER_A_LOST_ATTEMPT.total_seconds(),
+                    retry_in_seconds=min(wait, LONGEST_LOST_WAIT).total_seconds(),
                 )
+            metrics.webhook_attempt(job.endpoint, result.outcome, result.code)
             report = _report(job, attempt, result)
             await _tell(job, report)
             if result.outcome != "retry":

@@ -7,6 +7,9 @@ the `temporal` CLI, decides the call; retries on 500 and 429 (Retry-After), none
 from __future__ import annotations
 
 import asyncio
+import base64
+import dataclasses
+import json
 import shlex
 import time
 from datetime import timedelta
@@ -18,7 +21,7 @@ from durable_agents.workflows.state import RunStatus
 from durable_agents.testing import Call, Reply
 from durable_agents.webhooks import Endpoint
 from tests.conftest import serving
-from tests.support.cli_support import bound_to
+from tests.support.cli_support import bound_to, error_lines
 from tests.support.runs import free_port, start, state_of, temporal_cli, wait_for_status
 from tests.support.webhook_receiver import Answer, WebhookReceiver, events_of
 
@@ -79,7 +82,8 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
             )
             assert (event["call_id"], event["tool"]) == ("c1", "send_email")
             assert event["args"] == {"to": "ann@example.com", "body": "hi"}
-            assert asked.headers["webhook-id"] == f"{handle.id}:1"
+            execution = (await state_of(handle)).execution_id
+            assert asked.headers["webhook-id"] == f"evt_{execution}_1"
             pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
             assert event["arguments_sha256"] == pending[0]["arguments_sha256"]
             command = event["answer"]["temporal_cli"]["approve"]
@@ -88,15 +92,22 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
             assert result.status is RunStatus.COMPLETED
             await until(lambda: len(receiver.accepted()) == 3)
             assert events_of(receiver.accepted()) == [
-                (f"{handle.id}:1", "approval_requested"),
-                (f"{handle.id}:2", "approval_decided"),
-                (f"{handle.id}:3", "run_finished"),
+                (f"evt_{execution}_1", "approval_requested"),
+                (f"evt_{execution}_2", "approval_decided"),
+                (f"evt_{execution}_3", "run_finished"),
             ]
             decided, finished = receiver.accepted()[1].event, receiver.accepted()[2].event
             assert (decided["decision"], decided["approver"]) == ("approve", "approvals")
             assert (finished["status"], finished["final_output"]) == ("completed", "sent")
-            history = (await handle.fetch_history()).to_json()
-    assert SECRET.removeprefix("whsec_") not in history and receiver.url not in history
+            history = json.loads((await handle.fetch_history()).to_json())
+            child = f"evt_{execution}_1_approvals"
+            history_of_child = json.loads(
+                (await worker.client.get_workflow_handle(child).fetch_history()).to_json()
+            )
+    for written in (history, history_of_child):  # the payloads themselves, decoded
+        payloads = b" ".join(_payloads(written))
+        assert SECRET.removeprefix("whsec_").encode() not in payloads
+        assert receiver.url.encode() not in payloads and b"127.0.0.1" not in payloads
     assert receiver.unverified == []
 
 
@@ -112,14 +123,12 @@ async def test_a_delivery_is_retried_on_500_and_429_and_not_on_404_and_each_goes
             "old-hook": endpoint(gone.url, name="old-hook"),
         }
         async with serving(env.client, model_server, webhook_endpoints=hooks) as worker:
-            started = time.monotonic()
             handle = await start(worker, "hi")
             assert (await asyncio.wait_for(handle.result(), 30)).status is RunStatus.COMPLETED
             await until(lambda: len(flaky.accepted()) == 1)
-            waited = time.monotonic() - started
             assert [d.status for d in flaky.deliveries] == [500, 429, 200]
             assert len({d.headers["webhook-id"] for d in flaky.deliveries}) == 1  # one id
-            assert waited >= 1.0  # Retry-After: 1 honoured
+            assert flaky.deliveries[2].at - flaky.deliveries[1].at >= 1.0  # Retry-After: 1
             await asyncio.sleep(1.0)
             assert [d.status for d in gone.deliveries] == [404]  # not tried again
             deliveries = {d.endpoint: d for d in (await state_of(handle)).webhook_deliveries}
@@ -162,7 +171,8 @@ async def test_a_receiver_that_is_down_gets_the_event_once_it_is_up(env, model_s
         await asyncio.sleep(2.0)  # attempts fail: connection refused
         with WebhookReceiver(SECRET, port=port) as receiver:
             await until(lambda: len(receiver.accepted()) == 1)
-            assert receiver.accepted()[0].headers["webhook-id"] == f"{handle.id}:1"
+            execution = (await state_of(handle)).execution_id
+            assert receiver.accepted()[0].headers["webhook-id"] == f"evt_{execution}_1"
             await asyncio.sleep(1.0)
             assert len(receiver.deliveries) == 1  # delivered once
 
@@ -193,12 +203,13 @@ async def test_agentctl_webhooks_test_sends_a_signed_sample_and_says_what_came_b
             sent = await ctl("webhooks", "test", "approvals")
             assert sent.stdout.strip() == "webhook approvals: delivered, HTTP 200", sent.stderr
             moved = await ctl("webhooks", "test", "approvals")
-            assert moved.stdout.strip() == (
-                "webhook approvals: refused (not retried), HTTP 302: HTTP 302: redirects are "
-                "not followed (to http://example.com/)"
-            )
+            assert moved.code == 1 and error_lines(moved.stderr) == [
+                "agentctl: error: webhook approvals: refused (not retried), HTTP 302: HTTP "
+                "302: redirects are not followed (to http://example.com/)"
+            ]
             unknown = await ctl("webhooks", "test", "nope")
-            assert "this worker has no webhook endpoint 'nope' (approvals)" in unknown.stdout
+            assert unknown.code == 1
+            assert "this worker has no webhook endpoint 'nope' (approvals)" in unknown.stderr
     assert [d.event["type"] for d in receiver.deliveries] == ["test", "test"]
 
 
@@ -219,21 +230,23 @@ async def test_forged_delivery_reports_are_refused_and_recorded(env, model_serve
                 "webhook_id": webhook_id,
                 "event": "approval_requested",
                 "status": "gave_up",
-                "attempts": 0,
+                "attempts": 1,
             }
             for payload in (
-                {**report, "webhook_id": "someone-else:1"},
+                {**report, "webhook_id": "evt_someone-else_1"},
                 {**report, "status": "hacked"},
                 {**report, "attempts": "1"},
                 {**report, "extra": 1},
                 "delivered",
+                report,  # attempt 1 reported already
+                {**report, "attempts": 1_000_000},  # would freeze the record
             ):
                 await handle.signal(contract.SIGNAL_WEBHOOK_DELIVERY, payload)
-            await handle.signal(contract.SIGNAL_WEBHOOK_DELIVERY, report)  # an old attempt
             state = await state_of(handle)
             refused = [r for r in state.refused_signals if r.signal == "webhook_delivery"]
-            assert len(refused) == 5
-            assert "no delivery someone-else:1" in refused[0].refused_because
+            assert len(refused) == 7
+            assert "no delivery evt_someone-else_1 of this run" in refused[0].refused_because
+            assert "attempt 1000000 reported after attempt 1" in refused[6].refused_because
             [delivery] = state.webhook_deliveries
             assert (delivery.status, delivery.attempts) == ("delivered", 1)  # unchanged
             await handle.terminate("done")
@@ -259,3 +272,50 @@ async def test_a_worker_is_refused_a_webhook_url_it_may_not_post_to(
     with pytest.raises(AgentsPluginError, match=r"\(10\.1\.2\.3\) is not in AGENT_WEBHOOK_ALLOW"):
         async with serving(env.client, model_server, webhook_endpoints=None):
             pass
+
+
+async def test_events_survive_continue_as_new_and_a_cancelled_run_closes_its_approvals(
+    env, model_server
+):
+    """`switcher` continues as new after every model call: the approval requested
+    before the switch is decided after it, the webhook ids one series; a run cancelled
+    while a call waits tells the approval's endpoint it can no longer be decided."""
+    from tests.support.agents import assistant
+
+    switcher = dataclasses.replace(assistant, name="switcher", turns_per_workflow_run=1)
+    model_server.script(*EMAIL, *EMAIL)
+    with WebhookReceiver(SECRET) as receiver:
+        hooks = {"approvals": endpoint(receiver.url)}
+        async with serving(
+            env.client, model_server, webhook_endpoints=hooks, extra_agents=[switcher]
+        ) as worker:
+            handle = await start(worker, "mail ann", agent="switcher")
+            await until(lambda: len(receiver.accepted()) == 1)
+            await handle.signal(contract.SIGNAL_APPROVE, {"call_id": "c1", "approver": "ann"})
+            await asyncio.wait_for(handle.result(), 30)
+            await until(lambda: len(receiver.accepted()) == 3)
+            state = await state_of(handle)
+            assert len(state.workflow_runs) > 1  # it did continue as new
+            ids = [d.headers["webhook-id"] for d in receiver.accepted()]
+            assert ids == [f"evt_{state.execution_id}_{n}" for n in (1, 2, 3)]
+            cancelled = await start(worker, "mail ann")
+            await until(lambda: len(receiver.accepted()) == 4)
+            await cancelled.cancel()
+            await until(lambda: len(receiver.accepted()) == 6)
+            closing = [d.event for d in receiver.accepted()[4:]]
+            assert [e["type"] for e in closing] == ["approval_expired", "run_finished"]
+            assert closing[0]["via"] == "run_ended" and closing[1]["status"] == "cancelled"
+
+
+def _payloads(node: object) -> list[bytes]:
+    """The decoded data of every payload of a history (its JSON form)."""
+    found = []
+    if isinstance(node, dict):
+        if "data" in node and isinstance(node.get("metadata"), dict):
+            found.append(base64.b64decode(node["data"]))
+        for value in node.values():
+            found += _payloads(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _payloads(value)
+    return found

@@ -595,6 +595,15 @@ async def record(
             print(f"recorded {path}")
         else:
             await _save(client, name, handle)
+        if name.startswith("webhooks"):  # and the first delivery's own workflow
+            execution = (await get_state(handle)).execution_id
+            child = client.get_workflow_handle(f"evt_{execution}_1_approvals")
+            await child.result()
+            path = HISTORIES / f"webhook_delivery_{name.split('_')[-1]}.json"
+            if path.exists():
+                sys.exit(f"{path} exists: recorded histories are never overwritten")
+            path.write_text((await child.fetch_history()).to_json())
+            print(f"recorded {path}")
 
 
 async def record_resumed(client: Client, name: str, script: list, decision) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,6 +32,8 @@ class Delivery:
     headers: dict[str, str]
     event: dict[str, Any]
     status: int
+    at: float = field(default_factory=time.monotonic)
+    """When it arrived (`time.monotonic`)."""
 
 
 class WebhookReceiver:
