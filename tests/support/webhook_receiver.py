@@ -25,6 +25,8 @@ class Answer:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b"ok"
+    delay: float = 0.0
+    """Seconds the receiver holds the request before it answers."""
 
 
 @dataclass
@@ -42,6 +44,8 @@ class WebhookReceiver:
         self.deliveries: list[Delivery] = []
         """Verified deliveries, each with the status it was answered."""
         self.unverified: list[tuple[dict[str, str], bytes, str]] = []
+        self.arrived: list[str] = []
+        """The webhook-id of each request as it arrives (before it is answered)."""
         self._script: list[Answer] = []
         self._lock = threading.Lock()
         receiver = self
@@ -59,14 +63,20 @@ class WebhookReceiver:
                     self.end_headers()
                     return
                 with receiver._lock:
+                    receiver.arrived.append(headers["webhook-id"])
                     answer = receiver._script.pop(0) if receiver._script else Answer()
+                time.sleep(answer.delay)
+                with receiver._lock:
                     receiver.deliveries.append(Delivery(headers, event, answer.status))
-                self.send_response(answer.status)
-                for name, value in answer.headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(answer.body)))
-                self.end_headers()
-                self.wfile.write(answer.body)
+                try:
+                    self.send_response(answer.status)
+                    for name, value in answer.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("content-length", str(len(answer.body)))
+                    self.end_headers()
+                    self.wfile.write(answer.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the sender is gone (its worker was killed mid-delivery)
 
             def log_message(self, *args: object) -> None:
                 pass
