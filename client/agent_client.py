@@ -82,7 +82,6 @@ from temporalio.service import RPCError
 
 from durable_agents import served_agents
 from durable_agents.signing import SigningKey
-from durable_agents.webhooks import sample_event
 
 PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
 """Visibility query of the runs that wait for a decision."""
@@ -706,6 +705,8 @@ class AgentClient:
     async def test_webhook(self, endpoint: str) -> DeliveryResult:
         """Have a worker of this client's task queue send its webhook `endpoint` a
         signed sample event (`type: "test"`), once; what came of it."""
+        from durable_agents.webhooks import sample_event  # its HTTP client: only here
+
         request = DeliveryRequest(
             endpoint=endpoint,
             webhook_id=f"test-{uuid4().hex[:12]}",

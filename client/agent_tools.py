@@ -18,10 +18,8 @@ from durable_agents.client.errors import AgentNotServed
 from durable_agents.workflows import contract, mcp_tools
 from durable_agents.workflows.payloads import DescribeAgentInput
 from durable_agents.workflows.state import AgentSpec
-from mcp.types import ListToolsResult
 from pydantic import ValidationError
 from temporalio.client import Client
-from temporalio.mcp._activity import _activity_name  # pyright: ignore[reportPrivateUsage]
 
 from durable_agents import served_agents
 
@@ -47,6 +45,9 @@ async def agent_tools(client: Client, task_queue: str, agent: str) -> AgentSpec:
         "the worker",
     )
     listed: dict[str, list[dict[str, Any]]] = {}
+    if spec.mcp_servers:  # imported only then: the MCP SDK takes 0.4 s to load
+        from mcp.types import ListToolsResult
+        from temporalio.mcp._activity import _activity_name  # pyright: ignore
     for server in spec.mcp_servers:
         name = _activity_name(server.name, "list-tools")
         answer = await ask_worker(

@@ -9,7 +9,8 @@ The file (pinned in DESIGN.md) is a JSON list of
 doubles, at most 10 minutes; a `Retry-After` answer is honoured up to an hour).
 The secret (`whsec_...`; several separated by spaces while one is rotated: every
 delivery is signed with each) is read from the environment variable `secret_env`
-names, on the worker only: runs know endpoints by name, never their URL or secret.
+names, or from the file `<secret_env>_FILE` names (a mounted secret), on the worker
+only: runs know endpoints by name, never their URL or secret.
 
 Where a URL may point: a host name or address `AGENT_WEBHOOK_ALLOW` lists (names,
 or CIDR ranges), or, when that is unset, any public address; loopback, private,
@@ -41,6 +42,7 @@ from standardwebhooks import Webhook
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
 from durable_agents.workflows.contract import ACTIVITY_DELIVER_WEBHOOK
 from durable_agents.workflows.payloads import DeliveryRequest, DeliveryResult
 from durable_agents.workflows.state import EVENT_TYPES
@@ -174,9 +176,15 @@ def _endpoint(entry: object, env: Mapping[str, str]) -> Endpoint:
     variable = entry.get("secret_env")
     if not isinstance(variable, str) or not variable:
         raise WebhookConfigError(f'{where}: "secret_env" names the variable of its secret')
-    secrets = tuple(env.get(variable, "").split())
+    try:
+        found = secret_from_env(variable, env=env)
+    except SecretEnvError as err:
+        raise WebhookConfigError(f"{where}: {err}") from None
+    secrets = tuple(found.value.split()) if found is not None else ()
     if not secrets:
-        raise WebhookConfigError(f"{where}: ${variable} (its secret) is not set")
+        raise WebhookConfigError(
+            f"{where}: ${variable} (its secret) is not set, nor ${variable}_FILE"
+        )
     for secret in secrets:
         try:
             Webhook(secret)

@@ -42,7 +42,7 @@ from durable_agents.dataplane.codec import (
 )
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import build_worker, temporal_binary
-from tests.support.histories import HISTORIES, recorded_id
+from tests.support.histories import HISTORIES, recorded_id, replayed_workflows
 from tests.support.runs import tool_results
 from tests.support.secret_agents import (
     ANSWER_MARKER,
@@ -297,7 +297,7 @@ async def test_encrypted_history_replays_with_the_codec_converter(env, codec_wor
 
 async def test_histories_recorded_before_encryption_still_replay_with_it_on():
     # Turning encryption on must not break running workflows: plain payloads pass through.
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=codec_data_converter(KEYS))
+    replayer = Replayer(workflows=replayed_workflows(), data_converter=codec_data_converter(KEYS))
     for path in sorted(HISTORIES.glob("*.json")):
         history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

@@ -12,3 +12,11 @@ def recorded_id(path: Path) -> str:
     run N of `history-<name>`). A run's id is part of its logic: a decision bound to
     another run's id is refused, so a history replays only under its own."""
     return f"history-{path.stem.split('.')[0]}"
+
+
+def replayed_workflows() -> list[type]:
+    """The workflow classes the recorded histories are histories of."""
+    from durable_agents.workflows.agent_workflow import AgentWorkflow
+    from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
+
+    return [AgentWorkflow, WebhookDeliveryWorkflow]

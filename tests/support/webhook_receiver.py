@@ -103,9 +103,15 @@ class WebhookReceiver:
         self._server.server_close()
 
 
+def in_order(deliveries: list[Delivery]) -> list[Delivery]:
+    """`deliveries` by their event's number: each event has its own delivery workflow,
+    so two events close together may arrive in either order."""
+    return sorted(deliveries, key=lambda d: (d.event.get("run_id", ""), d.event.get("seq", 0)))
+
+
 def events_of(deliveries: list[Delivery]) -> list[tuple[str, str]]:
-    """(webhook-id, event type) of each delivery."""
-    return [(d.headers["webhook-id"], d.event["type"]) for d in deliveries]
+    """(webhook-id, event type) of each delivery, by event number."""
+    return [(d.headers["webhook-id"], d.event["type"]) for d in in_order(deliveries)]
 
 
 def as_json(value: object) -> str:

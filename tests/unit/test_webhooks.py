@@ -55,7 +55,9 @@ AT = datetime(2026, 11, 25, 12, tzinfo=UTC)
         ([{**GOOD, "url": "http://u:p@127.0.0.1/"}], ENV, "may not carry credentials"),
         ([{**GOOD, "events": ["everything"]}], ENV, '"events" is a list of'),
         ([{**GOOD, "events": []}], ENV, '"events" is a list of'),
-        ([{**GOOD, "secret_env": "NOPE"}], ENV, "$NOPE (its secret) is not set"),
+        ([{**GOOD, "secret_env": "NOPE"}], ENV, "$NOPE (its secret) is not set, nor $NOPE_FILE"),
+        ([GOOD], {**ENV, "HOOK_FILE": "/no/such/file"}, "set HOOK or HOOK_FILE, not both"),
+        ([GOOD], {"HOOK_FILE": "/no/such/file", "AGENT_WEBHOOK_ALLOW": "127.0.0.1"}, "HOOK_FILE"),
         ([GOOD], {**ENV, "HOOK": "plain-text"}, "is not a whsec_ secret"),
         ([{**GOOD, "give_up_after": -1}], ENV, '"give_up_after" is seconds'),
         ([{**GOOD, "give_up_after": True}], ENV, '"give_up_after" is seconds'),
@@ -259,3 +261,12 @@ def test_reports_are_taken_in_order_and_a_delivery_that_gives_up_is_never_droppe
     assert run_events.record_report(state, report(status="gave_up", attempts=2), now=AT) is None
     [back] = state.webhook_deliveries
     assert (back.status, back.attempts) == ("gave_up", 2)
+
+
+def test_a_secret_may_come_from_a_mounted_file(tmp_path):
+    mounted = tmp_path / "hook-secret"
+    mounted.write_text(SECRET + "\n")
+    [found] = parse(
+        [GOOD], {"HOOK_FILE": str(mounted), "AGENT_WEBHOOK_ALLOW": "127.0.0.1"}
+    ).values()
+    assert found.secrets == (SECRET,)
