@@ -40,6 +40,7 @@ test: install browser typecheck
 typecheck: install
 	rm -rf .typecheck && mkdir -p .typecheck/durable_agents
 	ln -s $(CURDIR)/durable_agents/*.py .typecheck/durable_agents/
+	ln -s $(CURDIR)/durable_agents/dataplane .typecheck/durable_agents/dataplane
 	for d in workflows activities client; do ln -s $(CURDIR)/$$d .typecheck/durable_agents/$$d; done
 	cd .typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 		-p durable_agents.workflows

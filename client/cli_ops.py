@@ -13,10 +13,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from durable_agents.client import render
+from durable_agents.client import render, store_schedule
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, RunFailed
 from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import StoreGCInput
 from durable_agents.workflows.state import RunStatus
 from pydantic import TypeAdapter
 from temporalio.service import RPCError
@@ -105,7 +107,36 @@ async def setup(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def store(args: argparse.Namespace, agents: AgentClient) -> str:
-    """`agentctl store gc`: payload-store retention (`dataplane.store_gc`)."""
+    """`agentctl store gc`: payload-store retention (`dataplane.store_gc`); with
+    `--schedule` / `--unschedule`, on a Temporal Schedule run by the workers."""
+    if args.unschedule:
+        gone = await store_schedule.unschedule(agents.client)
+        return f"schedule {contract.STORE_GC_SCHEDULE} " + ("deleted" if gone else "was not there")
+    if args.schedule is not None:
+        if args.force:
+            raise AgentClientError("a scheduled collection is never forced: leave out --force")
+        if args.older_than < timedelta(hours=1):
+            raise AgentClientError(
+                f"a scheduled collection keeps at least 1h of blobs, not {_words(args.older_than)}"
+            )
+        request = StoreGCInput(
+            older_than_seconds=args.older_than.total_seconds(), dry_run=args.dry_run
+        )
+        try:
+            name = await store_schedule.schedule(
+                agents.client, agents.task_queue, every=args.schedule, request=request
+            )
+        except ValueError as err:
+            raise AgentClientError(str(err)) from None
+        except RPCError as err:
+            raise AgentClientError(f"cannot create the schedule: {err.message}") from err
+        return (
+            f"schedule {name}: a collection every {_words(args.schedule)} by the workers of "
+            f"task queue {agents.task_queue!r}, keeping what was written or re-used within "
+            f"{_words(args.older_than)}{' (dry run)' if args.dry_run else ''}; reports are "
+            f"the results of the {contract.WORKFLOW_STORE_GC} workflows "
+            f"(temporal schedule describe --schedule-id {name})"
+        )
     directory = store_directory(os.environ)
     try:
         report = await collect_garbage(
@@ -233,6 +264,15 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         action="store_true",
         help="collect with a grace under 1h, or in a namespace where no run uses the store",
     )
+    when = kept.add_mutually_exclusive_group()
+    when.add_argument(
+        "--schedule",
+        type=duration,
+        metavar="EVERY",
+        help="instead, have the workers collect on a Temporal Schedule every EVERY (e.g. 1d; "
+        "at least 10m); run again to change it",
+    )
+    when.add_argument("--unschedule", action="store_true", help="delete that schedule")
 
 
 def _positive_int(text: str) -> int:

@@ -33,12 +33,14 @@ from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelAct
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
+from durable_agents.dataplane.store_gc import collect_store_garbage
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.prices import prices_from_env, unpriced_budgets
 from durable_agents.signing import trust_from_env
 from durable_agents.webhooks import Endpoint, WebhookActivities
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.state import ModelAPIName, ModelPrice, WebhookSubscription
+from durable_agents.workflows.store_gc_workflow import StoreGCWorkflow
 from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 PLUGIN_NAME = "durable_agents.AgentsPlugin"
@@ -84,10 +86,11 @@ def _converter(
 
 
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
-    """The worker's workflows, AgentWorkflow and the webhook delivery workflow, once
-    each (a worker may list them itself)."""
+    """The worker's workflows, AgentWorkflow, the webhook delivery and the store
+    collection workflows, once each (a worker may list them itself)."""
     workflows = list(existing or [])
-    return workflows + [w for w in (AgentWorkflow, WebhookDeliveryWorkflow) if w not in workflows]
+    ours = (AgentWorkflow, WebhookDeliveryWorkflow, StoreGCWorkflow)
+    return workflows + [w for w in ours if w not in workflows]
 
 
 def _webhook_endpoints(
@@ -231,6 +234,7 @@ class AgentsPlugin(SimplePlugin):
                 tools.run_guardrail,
                 model.call_model,
                 deliveries.deliver_webhook,
+                collect_store_garbage,
             ]
         super().__init__(
             PLUGIN_NAME,

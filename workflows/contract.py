@@ -5,6 +5,10 @@ never rename one without a versioning plan.
 """
 
 WORKFLOW_TYPE = "AgentWorkflow"
+WORKFLOW_STORE_GC = "AgentStoreGC"
+"""Payload-store retention, run by a schedule (`agentctl store gc --schedule`)."""
+STORE_GC_SCHEDULE = "durable-agents-store-gc"
+"""The id of that schedule (one per namespace: a store serves one namespace)."""
 WORKFLOW_WEBHOOK_DELIVERY = "AgentWebhookDelivery"
 """One run event delivered to one webhook endpoint (`workflows.webhook_delivery`)."""
 DEFAULT_TASK_QUEUE = "agents"
@@ -34,6 +38,7 @@ ACTIVITY_CALL_MODEL = "call_model"
 ACTIVITY_RUN_TOOL = "run_tool"
 ACTIVITY_RUN_GUARDRAIL = "run_guardrail"
 ACTIVITY_DELIVER_WEBHOOK = "deliver_webhook"
+ACTIVITY_COLLECT_STORE_GARBAGE = "collect_store_garbage"
 
 # ApplicationError types raised by our activities and the workflow.
 ERROR_UNKNOWN_AGENT = "UnknownAgent"

@@ -264,6 +264,16 @@ class DeliveryReport(_Payload):
     next_try_at: str | None = Field(None, max_length=40)
 
 
+class StoreGCInput(_Payload):
+    """Input of `AgentStoreGC` and of its activity: one collection of the worker's
+    payload store (`durable_agents.dataplane.store_gc`)."""
+
+    older_than_seconds: float = Field(86_400.0, ge=3_600.0)
+    """Blobs written or re-used within this long are kept (at least an hour: a
+    scheduled collection never forces a shorter grace)."""
+    dry_run: bool = False
+
+
 # --- queries ----------------------------------------------------------------------
 
 

@@ -65,6 +65,11 @@ class LocalDirectoryDriver(StorageDriver):
         self._directory = directory
         self._chunk_size = chunk_size
 
+    @property
+    def directory(self) -> Path:
+        """Where the blobs are."""
+        return self._directory
+
     def name(self) -> str:
         return "local.directory"
 

@@ -23,19 +23,25 @@ before it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from google.protobuf.message import Message
+from temporalio import activity
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agents.dataplane.payload_store import PayloadStoreError
+from durable_agents.dataplane.payload_store import LocalDirectoryDriver, PayloadStoreError
+from durable_agents.workflows.contract import ACTIVITY_COLLECT_STORE_GARBAGE
+from durable_agents.workflows.payloads import StoreGCInput
 
 REFERENCE_TYPE = b"temporal.api.sdk.v1.ExternalStorageReference"
 LEGACY_ENCODING = b"json/external-storage-reference"
@@ -239,6 +245,34 @@ async def collect_garbage(
     needed = needed_blobs(directory, manifests, report)
     sweep(directory, needed, older_than=older_than, report=report, now=store_now(directory))
     return report
+
+
+@activity.defn(name=ACTIVITY_COLLECT_STORE_GARBAGE)
+async def collect_store_garbage(request: StoreGCInput) -> dict[str, Any]:
+    """One collection of this worker's payload store (the directory its converter writes
+    to), for `AgentStoreGC`; the report as JSON. A worker without a directory store
+    cannot collect (`NoStore`, not retried)."""
+    client = activity.client()
+    storage = client.data_converter.external_storage
+    drivers = storage.drivers if storage is not None else []
+    directory = next((d.directory for d in drivers if isinstance(d, LocalDirectoryDriver)), None)
+    if directory is None:
+        raise ApplicationError(
+            "this worker's payload store is not a directory store (AGENT_PAYLOAD_STORE off "
+            "or s3://): there is nothing it can collect",
+            type="NoStore",
+            non_retryable=True,
+        )
+    try:
+        report = await collect_garbage(
+            client,
+            directory,
+            older_than=timedelta(seconds=request.older_than_seconds),
+            dry_run=request.dry_run,
+        )
+    except PayloadStoreError as err:  # refused (no run uses the store, ...): said, not retried
+        raise ApplicationError(err.message, type="StoreGCRefused", non_retryable=True) from None
+    return dataclasses.asdict(report)
 
 
 def _payloads(message: Message) -> Iterator[Payload]:

@@ -166,3 +166,53 @@ async def test_what_no_run_refers_to_goes_and_agentctl_reports_it(
     monkeypatch.setenv("AGENT_PAYLOAD_STORE", "s3://bucket")
     s3 = await agentctl("store", "gc", connection=elsewhere)
     assert s3.code != 0 and "s3:// store is not collected yet" in s3.stderr
+
+
+async def test_a_scheduled_collection_runs_on_the_workers_and_reports(env, model_server, tmp_path):
+    """`agentctl store gc --schedule 1d`: a Temporal Schedule starts `AgentStoreGC` on the
+    task queue's workers, which collect their own store: what a run uses stays, an
+    old orphan goes, the report is the workflow's result. `--unschedule` deletes it."""
+    store = tmp_path / "store"
+    orphan = "c" * 64
+    (store / orphan[:2]).mkdir(parents=True)
+    (store / orphan[:2] / orphan).write_bytes(b"orphan")
+    os.utime(store / orphan[:2] / orphan, (time.time() - 3 * 86_400,) * 2)
+    client = await store_client(env, store)
+    model_server.script(Reply(tool_calls=(Call("blob", {"size": BIG}, "b1"),)), Reply("one"))
+    async with serving(client, model_server) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        run = await agents.start("assistant", "one")
+        async with asyncio.timeout(30):
+            await run.result()
+        own = (
+            "--address", worker.address, "--namespace", worker.namespace,
+            "--task-queue", worker.task_queue,
+        )  # fmt: skip
+        for refused, why in (
+            (("--schedule", "1m"), "collect at most every 0:10:00"),
+            (("--schedule", "1d", "--older-than", "30m"), "keeps at least 1h of blobs"),
+            (("--schedule", "1d", "--force"), "never forced"),
+            (("--schedule", "1d", "--unschedule"), "not allowed with argument"),
+        ):
+            said = await agentctl("store", "gc", *refused, connection=own)
+            assert said.code != 0 and why in said.stderr, said.stderr
+        made = await agentctl("store", "gc", "--schedule", "1d", connection=own)
+        assert made.code == 0, made.stderr
+        assert made.stdout.startswith("schedule durable-agents-store-gc: a collection every 1d")
+        from durable_agents.client import store_schedule
+
+        await store_schedule.run_now(worker.client)
+        async with asyncio.timeout(60):
+            while not (
+                found := [
+                    r async for r in worker.client.list_workflows("WorkflowType = 'AgentStoreGC'")
+                ]
+            ):
+                await asyncio.sleep(0.2)
+            report = await worker.client.get_workflow_handle(found[0].id).result()
+        assert report["removed_blobs"] == 1 and report["kept_blobs"] > 0
+        assert orphan not in blobs(store) and report["runs_scanned"] >= 1
+        gone = await agentctl("store", "gc", "--unschedule", connection=own)
+        assert gone.stdout.strip() == "schedule durable-agents-store-gc deleted"
+        again = await agentctl("store", "gc", "--unschedule", connection=own)
+        assert again.stdout.strip() == "schedule durable-agents-store-gc was not there"

@@ -69,6 +69,7 @@ PURE = [
         "search_attributes",
         "visibility",
         "webhook_delivery",
+        "store_gc_workflow",
     }
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
