@@ -110,6 +110,8 @@ async def store(args: argparse.Namespace, agents: AgentClient) -> str:
     """`agentctl store gc`: payload-store retention (`dataplane.store_gc`); with
     `--schedule` / `--unschedule`, on a Temporal Schedule run by the workers."""
     if args.unschedule:
+        if args.dry_run or args.force or args.older_than != DEFAULT_OLDER_THAN:
+            raise AgentClientError("--unschedule takes no other option")
         gone = await store_schedule.unschedule(agents.client)
         return f"schedule {contract.STORE_GC_SCHEDULE} " + ("deleted" if gone else "was not there")
     if args.schedule is not None:

@@ -6,7 +6,7 @@ in the Temporal UI."""
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 from datetime import timedelta
 
 from durable_agents.workflows import contract
@@ -20,6 +20,7 @@ from temporalio.client import (
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
+    ScheduleUpdate,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -43,19 +44,15 @@ async def schedule(
         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
     )
-    try:
-        await client.create_schedule(contract.STORE_GC_SCHEDULE, plan)
-    except ScheduleAlreadyRunningError:
+    try:  # the first collection at once (an interval counts from the epoch)
+        await client.create_schedule(contract.STORE_GC_SCHEDULE, plan, trigger_immediately=True)
+    except ScheduleAlreadyRunningError:  # changed; paused or not, and its note, as it was
         await client.get_schedule_handle(contract.STORE_GC_SCHEDULE).update(
-            lambda _: _updated(plan)
+            lambda old: ScheduleUpdate(
+                schedule=dataclasses.replace(plan, state=old.description.schedule.state)
+            )
         )
     return contract.STORE_GC_SCHEDULE
-
-
-def _updated(plan: Schedule):  # type: ignore[no-untyped-def]
-    from temporalio.client import ScheduleUpdate
-
-    return ScheduleUpdate(schedule=plan)
 
 
 async def unschedule(client: Client) -> bool:
@@ -67,9 +64,3 @@ async def unschedule(client: Client) -> bool:
             return False
         raise
     return True
-
-
-async def run_now(client: Client) -> None:
-    """Have the schedule start a collection at once (for a first check)."""
-    with contextlib.suppress(ScheduleAlreadyRunningError):
-        await client.get_schedule_handle(contract.STORE_GC_SCHEDULE).trigger()

@@ -3,8 +3,10 @@ Temporal Schedule can run it (`agentctl store gc --schedule`): the operator sees
 collection, its report as the result, in the Temporal UI, and its failures there.
 
 The work is the `collect_store_garbage` activity on a worker (the store is the
-worker's own, the one its converter writes to); it is tried 3 times. Workflow code
-(deterministic).
+worker's own, the one its converter writes to: a worker whose store differs from
+its peers' collects its own, which is safe, since only blobs no run refers to go;
+give collections a task queue of their own to choose the worker); it is tried 3
+times. Workflow code (deterministic).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ with workflow.unsafe.imports_passed_through():
 
 COLLECTION_TIMEOUT = timedelta(hours=2)
 """One collection reads every history the namespace keeps: it may take a while."""
+HEARTBEAT_TIMEOUT = timedelta(minutes=5)
+"""The collecting worker heartbeats while it works: one that died is noticed in this
+long, and its collection tried again elsewhere."""
 
 
 @workflow.defn(name=contract.WORKFLOW_STORE_GC)
@@ -32,7 +37,8 @@ class StoreGCWorkflow:
             request,
             result_type=dict,
             start_to_close_timeout=COLLECTION_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=["NoStore"]),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=3),
             summary=f"collect the payload store{' (dry run)' if request.dry_run else ''}",
         )
         return report

@@ -23,6 +23,7 @@ before it).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -236,14 +237,22 @@ async def collect_garbage(
         )
     report = GcReport(directory=str(directory), dry_run=dry_run)
     manifests = await referenced(client, report)
-    if not manifests and not force and any(_is_blob(p.name) for p in directory.glob("*/*")):
+    # The file-system work runs in a thread: on a worker, the event loop serves its
+    # model and tool activities (and their heartbeats) meanwhile.
+    holds_blobs = await asyncio.to_thread(
+        lambda: any(_is_blob(p.name) for p in directory.glob("*/*"))
+    )
+    if not manifests and not force and holds_blobs:
         raise PayloadStoreError(
             f"no run of namespace {client.namespace!r} refers to the store at {directory}, "
             "which holds payloads: the wrong namespace, or a store another namespace uses? "
             "Nothing removed (force to collect anyway)"
         )
-    needed = needed_blobs(directory, manifests, report)
-    sweep(directory, needed, older_than=older_than, report=report, now=store_now(directory))
+    needed = await asyncio.to_thread(needed_blobs, directory, manifests, report)
+    now = await asyncio.to_thread(store_now, directory)
+    await asyncio.to_thread(
+        lambda: sweep(directory, needed, older_than=older_than, report=report, now=now)
+    )
     return report
 
 
@@ -263,13 +272,18 @@ async def collect_store_garbage(request: StoreGCInput) -> dict[str, Any]:
             type="NoStore",
             non_retryable=True,
         )
+    if not directory.is_dir():  # nothing was stored yet: nothing to collect
+        return dataclasses.asdict(GcReport(directory=str(directory), dry_run=request.dry_run))
+    from durable_agents.activities.heartbeat import heartbeating
+
     try:
-        report = await collect_garbage(
-            client,
-            directory,
-            older_than=timedelta(seconds=request.older_than_seconds),
-            dry_run=request.dry_run,
-        )
+        async with heartbeating():  # a worker that dies mid-scan is noticed in minutes
+            report = await collect_garbage(
+                client,
+                directory,
+                older_than=timedelta(seconds=request.older_than_seconds),
+                dry_run=request.dry_run,
+            )
     except PayloadStoreError as err:  # refused (no run uses the store, ...): said, not retried
         raise ApplicationError(err.message, type="StoreGCRefused", non_retryable=True) from None
     return dataclasses.asdict(report)

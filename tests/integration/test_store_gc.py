@@ -196,23 +196,32 @@ async def test_a_scheduled_collection_runs_on_the_workers_and_reports(env, model
         ):
             said = await agentctl("store", "gc", *refused, connection=own)
             assert said.code != 0 and why in said.stderr, said.stderr
-        made = await agentctl("store", "gc", "--schedule", "1d", connection=own)
-        assert made.code == 0, made.stderr
-        assert made.stdout.startswith("schedule durable-agents-store-gc: a collection every 1d")
-        from durable_agents.client import store_schedule
-
-        await store_schedule.run_now(worker.client)
-        async with asyncio.timeout(60):
-            while not (
-                found := [
-                    r async for r in worker.client.list_workflows("WorkflowType = 'AgentStoreGC'")
-                ]
-            ):
-                await asyncio.sleep(0.2)
-            report = await worker.client.get_workflow_handle(found[0].id).result()
-        assert report["removed_blobs"] == 1 and report["kept_blobs"] > 0
-        assert orphan not in blobs(store) and report["runs_scanned"] >= 1
-        gone = await agentctl("store", "gc", "--unschedule", connection=own)
+        try:
+            made = await agentctl("store", "gc", "--schedule", "1d", connection=own)
+            assert made.code == 0, made.stderr
+            assert made.stdout.startswith("schedule durable-agents-store-gc: a collection every 1d")
+            async with asyncio.timeout(60):  # the first collection starts at once
+                while not (
+                    found := [
+                        r
+                        async for r in worker.client.list_workflows("WorkflowType = 'AgentStoreGC'")
+                    ]
+                ):
+                    await asyncio.sleep(0.2)
+                report = await worker.client.get_workflow_handle(found[0].id).result()
+            assert report["removed_blobs"] == 1 and report["kept_blobs"] > 0
+            assert orphan not in blobs(store) and report["runs_scanned"] >= 1
+            schedule = worker.client.get_schedule_handle("durable-agents-store-gc")
+            await schedule.pause(note="by the test")
+            changed = await agentctl("store", "gc", "--schedule", "2d", connection=own)
+            assert changed.code == 0, changed.stderr
+            described = (await schedule.describe()).schedule
+            assert described.spec.intervals[0].every == timedelta(days=2)
+            assert described.state.paused and described.state.note == "by the test"  # kept
+            wrong = await agentctl("store", "gc", "--unschedule", "--dry-run", connection=own)
+            assert wrong.code != 0 and "--unschedule takes no other option" in wrong.stderr
+        finally:
+            gone = await agentctl("store", "gc", "--unschedule", connection=own)
         assert gone.stdout.strip() == "schedule durable-agents-store-gc deleted"
         again = await agentctl("store", "gc", "--unschedule", connection=own)
         assert again.stdout.strip() == "schedule durable-agents-store-gc was not there"
