@@ -23,7 +23,6 @@ from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import OutputCheck, problems
 from durable_agents.workflows.proposed_calls import parse_arguments
 from durable_agents.workflows.state import OutputSpec
-from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 
@@ -66,6 +65,10 @@ def output_type(type_: Any) -> OutputType:
             else type_
         )
         adapter: TypeAdapter[Any] = TypeAdapter(model)
+        # imported here: `openai` takes 0.4 s to load, and agentctl (through
+        # `signing.Trust`) loads this module without ever making a schema
+        from openai.lib._pydantic import to_strict_json_schema
+
         schema = to_strict_json_schema(adapter)
     except Exception as err:  # pydantic's and openai's errors for types they cannot take
         raise TypeError(f"output_type {type_!r} cannot be asked for: {err}") from None
