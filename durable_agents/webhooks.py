@@ -285,7 +285,8 @@ async def deliver(
             async with http.stream("POST", endpoint.url, content=body, headers=headers) as answer:
                 excerpt = await _excerpt(answer)
     except Exception as err:  # no answer (any cause): tried again
-        return _retry_or_give_up(endpoint, request, None, f"{type(err).__name__}: {err}", None)
+        why = f"{type(err).__name__}: {err}".replace(endpoint.url, _origin(endpoint.url))
+        return _retry_or_give_up(endpoint, request, None, why, None)
     code = answer.status_code
     if 200 <= code < 300:
         return DeliveryResult(outcome="delivered", code=code)
@@ -348,8 +349,18 @@ def describe(endpoints: Mapping[str, Endpoint]) -> str:
     """The worker's startup line about its webhook endpoints (never their secrets)."""
     if not endpoints:
         return f"worker: webhooks: none ({ENV} not set)"
-    shown = "; ".join(f"{e.name} -> {e.url} ({', '.join(e.events)})" for e in endpoints.values())
+    shown = "; ".join(
+        f"{e.name} -> {_origin(e.url)} ({', '.join(e.events)})" for e in endpoints.values()
+    )
     return f"worker: webhooks: {shown}"
+
+
+def _origin(url: str) -> str:
+    """`https://host:port` of `url`: its path may be a credential (many chat and
+    pager webhooks are), so logs and reports name only where it points."""
+    parts = urllib.parse.urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 def sample_event(endpoint: str) -> dict[str, Any]:

@@ -270,3 +270,12 @@ def test_a_secret_may_come_from_a_mounted_file(tmp_path):
         [GOOD], {"HOOK_FILE": str(mounted), "AGENT_WEBHOOK_ALLOW": "127.0.0.1"}
     ).values()
     assert found.secrets == (SECRET,)
+
+
+def test_the_worker_s_startup_line_names_where_an_endpoint_points_not_its_secret_path():
+    from durable_agents.webhooks import describe
+
+    url = "https://hooks.example.com:8443/services/T0/B0/s3cr3t"
+    line = describe({"chat": Endpoint("chat", url, ("run_finished",), (SECRET,))})
+    assert line == "worker: webhooks: chat -> https://hooks.example.com:8443 (run_finished)"
+    assert "s3cr3t" not in line and SECRET not in line
