@@ -300,12 +300,7 @@ def listing(done: ToolListing) -> str:
     changes = [
         f"{what} {', '.join(_cut(safe(n)) for n in names[:20])}"
         + (f" and {len(names) - 20} more" if len(names) > 20 else "")
-        for what, names in (
-            ("added", done.added),
-            ("removed", done.removed),
-            ("changed", done.changed),
-        )
-        if names
+        for what, names in done.changes()
     ]
     return f"{head}: {SEP.join(changes) or 'no change'}"
 

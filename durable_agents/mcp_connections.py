@@ -16,12 +16,12 @@ activities the workflow's `TemporalMCPClient` calls, and keeps the transport
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from durable_agents.config_file import json_file
 
 ENV = "AGENT_MCP_SERVERS"
 
@@ -71,16 +71,11 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator
 def from_env(env: Mapping[str, str] | None = None) -> dict[str, MCPConnection]:
     """The connections of `AGENT_MCP_SERVERS` (none when it is unset)."""
     env = os.environ if env is None else env
-    path = env.get(ENV, "").strip()
-    if not path:
-        return {}
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise MCPConfigError(f"{ENV}: cannot read {path}: {err.strerror or err}") from None
+        document = json_file(env, ENV)
     except ValueError as err:
-        raise MCPConfigError(f"{ENV}: {path} is not JSON: {err}") from None
-    return parse(document, env)
+        raise MCPConfigError(str(err)) from None
+    return {} if document is None else parse(document, env)
 
 
 def parse(document: object, env: Mapping[str, str]) -> dict[str, MCPConnection]:

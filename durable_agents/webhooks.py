@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx  # the HTTP client of `openai` and `mcp` (httpx's successor)
@@ -42,6 +41,7 @@ from standardwebhooks import Webhook
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agents.config_file import json_file
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
 from durable_agents.workflows.contract import ACTIVITY_DELIVER_WEBHOOK
 from durable_agents.workflows.payloads import DeliveryRequest, DeliveryResult
@@ -123,16 +123,11 @@ _TRANSLATED = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("2002:
 def from_env(env: Mapping[str, str] | None = None) -> dict[str, Endpoint]:
     """The endpoints of `AGENT_WEBHOOKS` (none when it is unset), checked."""
     env = os.environ if env is None else env
-    path = env.get(ENV, "").strip()
-    if not path:
-        return {}
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise WebhookConfigError(f"{ENV}: cannot read {path}: {err.strerror or err}") from None
+        document = json_file(env, ENV)
     except ValueError as err:
-        raise WebhookConfigError(f"{ENV}: {path} is not JSON: {err}") from None
-    return parse(document, env)
+        raise WebhookConfigError(str(err)) from None
+    return {} if document is None else parse(document, env)
 
 
 def parse(document: object, env: Mapping[str, str]) -> dict[str, Endpoint]:

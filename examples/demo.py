@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +25,26 @@ QUESTION = "My order A12 arrived damaged. Can I get my money back?"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return serve_and_run(
+        argv,
+        description=__doc__.splitlines()[0],
+        agents="examples.support_agent",
+        run=run_demo,
+    )
+
+
+def serve_and_run(
+    argv: list[str] | None,
+    *,
+    description: str,
+    agents: str,
+    run: Callable[..., None],
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """A demo: `python worker.py --dev` serving the agents of module `agents` (a scripted,
+    offline model without OPENAI_API_KEY), then `run(address=, ui_port=)` driving it;
+    `env`: more of the worker's environment (shown on its command line)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, default=7233)
     parser.add_argument("--ui-port", type=int, default=8233)
     parser.add_argument("--dev-db", default=str(ROOT / ".temporal" / "dev.db"))
@@ -42,19 +62,22 @@ def main(argv: list[str] | None = None) -> int:
         "--dev-db",
         args.dev_db,
         "--agents",
-        "examples.support_agent",
+        agents,
     ]
     if not os.environ.get("OPENAI_API_KEY"):
-        worker_cmd += ["--scripted-model", "examples.support_agent:scripted_model"]
+        worker_cmd += ["--scripted-model", f"{agents}:scripted_model"]
         print(
             "demo: OPENAI_API_KEY is not set, so the model is a scripted, offline "
             "OpenAI-compatible endpoint (set OPENAI_API_KEY to use a real model)."
         )
-    print("$ " + " ".join(worker_cmd[1:]))
-    worker = subprocess.Popen(worker_cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    shown_env = "".join(f"{k}={v} " for k, v in (env or {}).items())
+    print("$ " + shown_env + " ".join(worker_cmd[1:]))
+    worker = subprocess.Popen(
+        worker_cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
+    )
     try:
         _wait_for_line(worker, "worker: serving", timeout=90)
-        run_demo(address=f"localhost:{args.port}", ui_port=args.ui_port)
+        run(address=f"localhost:{args.port}", ui_port=args.ui_port)
         if not args.exit and sys.stdin.isatty():
             print("\nThe worker and the Temporal UI keep running. Ctrl-C to stop.")
             worker.wait()

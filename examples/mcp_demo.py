@@ -9,26 +9,16 @@ up at once and waits for approval to close it, the approval, the result.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 import uuid
 
-from examples.demo import ROOT, DemoError, _wait_for_line, _wait_for_status, agentctl
+from examples.demo import ROOT, DemoError, _wait_for_status, agentctl, serve_and_run
 
 REQUEST = "Ticket T-100: the printer works again, please close it."
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=7233)
-    parser.add_argument("--ui-port", type=int, default=8233)
-    parser.add_argument("--dev-db", default=str(ROOT / ".temporal" / "dev.db"))
-    parser.add_argument("--exit", action="store_true", help="stop the worker at the end")
-    args = parser.parse_args(argv)
     state = ROOT / ".temporal"
     state.mkdir(exist_ok=True)
     servers = state / "mcp_servers.json"
@@ -45,41 +35,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(f"demo: AGENT_MCP_SERVERS={servers}:\n{servers.read_text()}")
-    worker_cmd = [
-        sys.executable,
-        str(ROOT / "worker.py"),
-        "--dev",
-        "--port",
-        str(args.port),
-        "--ui-port",
-        str(args.ui_port),
-        "--dev-db",
-        args.dev_db,
-        "--agents",
-        "examples.mcp_agent",
-    ]
-    if not os.environ.get("OPENAI_API_KEY"):
-        worker_cmd += ["--scripted-model", "examples.mcp_agent:scripted_model"]
-        print("demo: OPENAI_API_KEY is not set, so the model is a scripted, offline endpoint.")
-    print("$ AGENT_MCP_SERVERS=" + str(servers) + " " + " ".join(worker_cmd[1:]))
-    env = {**os.environ, "AGENT_MCP_SERVERS": str(servers)}
-    worker = subprocess.Popen(worker_cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        _wait_for_line(worker, "worker: serving", timeout=90)
-        run_demo(address=f"localhost:{args.port}", ui_port=args.ui_port)
-        if not args.exit and sys.stdin.isatty():
-            print("\nThe worker and the Temporal UI keep running. Ctrl-C to stop.")
-            worker.wait()
-    except KeyboardInterrupt:
-        pass
-    except DemoError as err:
-        print(f"demo: error: {err}", file=sys.stderr)
-        return 1
-    finally:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
-    return 0
+    return serve_and_run(
+        argv,
+        description=__doc__.splitlines()[0],
+        agents="examples.mcp_agent",
+        run=run_demo,
+        env={"AGENT_MCP_SERVERS": str(servers)},
+    )
 
 
 def run_demo(*, address: str, ui_port: int) -> None:

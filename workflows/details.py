@@ -112,12 +112,7 @@ def _listing(listing: ToolListing) -> str:
     changes = [
         f"{what} {', '.join(_code(_short(argument_view.safe(n), 64)) for n in names[:10])}"
         + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        for what, names in (
-            ("added", listing.added),
-            ("removed", listing.removed),
-            ("changed", listing.changed),
-        )
-        if names
+        for what, names in listing.changes()
     ]
     return head + ("; ".join(changes) or "no change")
 

@@ -154,20 +154,8 @@ def record_report(state: RunState, report: DeliveryReport, *, now: datetime) -> 
         next_try = parse_time(report.next_try_at) if report.next_try_at else None
     except ValueError as err:
         return f"next_try_at: {err}"
-    _keep(
-        state,
-        WebhookDelivery(
-            endpoint=report.endpoint,
-            webhook_id=report.webhook_id,
-            event=report.event,
-            status=report.status,
-            attempts=report.attempts,
-            code=report.code,
-            error=report.error,
-            next_try_at=next_try,
-            at=now,
-        ),
-    )
+    reported = report.model_dump(exclude={"next_try_at"})
+    _keep(state, WebhookDelivery(**reported, next_try_at=next_try, at=now))
     return None
 
 

@@ -15,7 +15,7 @@ import base64
 import binascii
 from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from durable_agents.workflows import state_checks
 from durable_agents.workflows.migrations import MIGRATIONS
@@ -190,14 +190,7 @@ EventType = Literal[
     "resumed",
 ]
 """The run events a webhook can be sent (`workflows.run_events`)."""
-EVENT_TYPES: tuple[str, ...] = (
-    "approval_requested",
-    "approval_decided",
-    "approval_expired",
-    "run_finished",
-    "paused",
-    "resumed",
-)
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 
 
 class WebhookSubscription(_Model):
@@ -842,6 +835,11 @@ class ToolListing(_Model):
     """Tools whose description, parameters or approval rule changed."""
     error: str | None = Field(None, max_length=2_000)
     """Why the tools could not be listed (the run kept the ones it had); None: listed."""
+
+    def changes(self) -> list[tuple[str, list[str]]]:
+        """`("added", names)`, `("removed", ...)`, `("changed", ...)`, those not empty."""
+        found = (("added", self.added), ("removed", self.removed), ("changed", self.changed))
+        return [(what, names) for what, names in found if names]
 
 
 LISTINGS_KEPT = 50

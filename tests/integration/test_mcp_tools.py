@@ -29,6 +29,7 @@ from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to, error_lines
+from tests.support.histories import payloads_of
 from tests.support.mcp_agents import helpdesk
 from tests.support.runs import free_port, start, state_of, tool_results, wait_for_status
 
@@ -385,7 +386,7 @@ async def test_an_mcp_tools_image_is_kept_in_the_run_and_sent_to_a_model_that_re
     [result] = [i for i in state.items if isinstance(i, ToolResult)]
     assert result.content == f"photo of T3\n[image image/png, {len(PHOTO):,} bytes: image 1]"
     assert [(a.mime_type, a.data) for a in result.attachments] == [("image/png", photo)]
-    payloads = _payloads(json.loads(history))
+    payloads = payloads_of(json.loads(history))
     stored = [p for p in payloads if b"ExternalStorageReference" in p["type"]]
     assert stored, "the image's payloads are not in the store"
     assert not any(photo[:200].encode() in p["data"] for p in payloads)  # only references
@@ -400,18 +401,3 @@ async def test_an_mcp_tools_image_is_kept_in_the_run_and_sent_to_a_model_that_re
     else:
         assert sent[-1] == told
         assert photo[:200] not in json.dumps(model_server.requests[1])
-
-
-def _payloads(node: object) -> list[dict[str, bytes]]:
-    """Every payload of a history (JSON form), its data and message type decoded."""
-    found = []
-    if isinstance(node, dict):
-        if "data" in node and isinstance(node.get("metadata"), dict):
-            kind = node["metadata"].get("messageType", "")
-            found.append({"data": base64.b64decode(node["data"]), "type": base64.b64decode(kind)})
-        for value in node.values():
-            found += _payloads(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += _payloads(value)
-    return found

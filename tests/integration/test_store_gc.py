@@ -44,6 +44,16 @@ async def store_client(env, store: Path) -> Client:
     )
 
 
+async def run_storing_a_blob(worker) -> str:
+    """A finished run whose tool output went to the store (the model is scripted to call
+    `blob` once); its id."""
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    run = await agents.start("assistant", "one")
+    async with asyncio.timeout(30):
+        await run.result()
+    return run.id
+
+
 def blobs(store: Path) -> set[str]:
     return {p.name for p in store.glob("*/*") if not p.name.startswith(".")}
 
@@ -127,12 +137,9 @@ async def test_what_no_run_refers_to_goes_and_agentctl_reports_it(
     client = await store_client(env, store)
     model_server.script(Reply(tool_calls=(Call("blob", {"size": BIG}, "b1"),)), Reply("one"))
     async with serving(client, model_server) as worker:
-        agents = AgentClient(worker.client, task_queue=worker.task_queue)
-        run = await agents.start("assistant", "one")
-        async with asyncio.timeout(30):
-            await run.result()
+        run_id = await run_storing_a_blob(worker)
         used = set()
-        async for event in worker.client.get_workflow_handle(run.id).fetch_history_events():
+        async for event in worker.client.get_workflow_handle(run_id).fetch_history_events():
             used.update(references(event))
         assert used and used <= blobs(store)  # its tool output went to the store
         monkeypatch.setenv("AGENT_PAYLOAD_STORE", str(store))
@@ -180,10 +187,7 @@ async def test_a_scheduled_collection_runs_on_the_workers_and_reports(env, model
     client = await store_client(env, store)
     model_server.script(Reply(tool_calls=(Call("blob", {"size": BIG}, "b1"),)), Reply("one"))
     async with serving(client, model_server) as worker:
-        agents = AgentClient(worker.client, task_queue=worker.task_queue)
-        run = await agents.start("assistant", "one")
-        async with asyncio.timeout(30):
-            await run.result()
+        await run_storing_a_blob(worker)
         own = (
             "--address", worker.address, "--namespace", worker.namespace,
             "--task-queue", worker.task_queue,

@@ -7,7 +7,6 @@ the `temporal` CLI, decides the call; retries on 500 and 429 (Retry-After), none
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import json
 import shlex
@@ -16,25 +15,19 @@ from datetime import timedelta
 
 import pytest
 from durable_agents.workflows import contract
-from durable_agents.workflows.state import RunStatus
+from durable_agents.workflows.state import EVENT_TYPES, RunStatus
 
 from durable_agents.testing import Call, Reply
 from durable_agents.webhooks import Endpoint
 from tests.conftest import serving
 from tests.support.cli_support import bound_to, error_lines
+from tests.support.histories import payloads_of
 from tests.support.runs import free_port, start, state_of, temporal_cli, wait_for_status
 from tests.support.webhook_receiver import Answer, WebhookReceiver, events_of, in_order
 
 SECRET = "whsec_" + "c2VjcmV0LWtleS1mb3ItdGVzdHMtMDEyMzQ1Njc4OQ=="
 NEW_SECRET = "whsec_" + "bmV3LXNlY3JldC1rZXktZm9yLXRlc3RzLTAxMjM0NQ=="
-EVERYTHING = (
-    "approval_requested",
-    "approval_decided",
-    "approval_expired",
-    "run_finished",
-    "paused",
-    "resumed",
-)
+EVERYTHING = EVENT_TYPES
 EMAIL = (
     Reply(tool_calls=(Call("send_email", {"to": "ann@example.com", "body": "hi"}, "c1"),)),
     Reply(content="sent"),
@@ -105,7 +98,7 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
                 (await worker.client.get_workflow_handle(child).fetch_history()).to_json()
             )
     for written in (history, history_of_child):  # the payloads themselves, decoded
-        payloads = b" ".join(_payloads(written))
+        payloads = b" ".join(p["data"] for p in payloads_of(written))
         assert SECRET.removeprefix("whsec_").encode() not in payloads
         assert receiver.url.encode() not in payloads and b"127.0.0.1" not in payloads
     assert receiver.unverified == []
@@ -307,17 +300,3 @@ async def test_events_survive_continue_as_new_and_a_cancelled_run_closes_its_app
             closing = [d.event for d in in_order(receiver.accepted()[4:])]
             assert [e["type"] for e in closing] == ["approval_expired", "run_finished"]
             assert closing[0]["via"] == "run_ended" and closing[1]["status"] == "cancelled"
-
-
-def _payloads(node: object) -> list[bytes]:
-    """The decoded data of every payload of a history (its JSON form)."""
-    found = []
-    if isinstance(node, dict):
-        if "data" in node and isinstance(node.get("metadata"), dict):
-            found.append(base64.b64decode(node["data"]))
-        for value in node.values():
-            found += _payloads(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += _payloads(value)
-    return found

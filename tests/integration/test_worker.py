@@ -170,19 +170,15 @@ async def test_search_attribute_check_names_what_is_missing_and_the_fix():
     )
 
 
+async def offline_demo(module: str, tmp_path) -> tuple[int, str, str]:
+    """Run a demo as `make demo` does, on free ports, with no OpenAI key."""
+    ports = ("--port", str(free_port()), "--ui-port", str(free_port()))
+    dev_db = ("--dev-db", str(tmp_path / "dev.db"))
+    return await run("-m", module, "--exit", *ports, *dev_db, env=without_openai_key())
+
+
 async def test_demo_runs_offline_end_to_end(tmp_path):
-    code, out, err = await run(
-        "-m",
-        "examples.demo",
-        "--exit",
-        "--port",
-        str(free_port()),
-        "--ui-port",
-        str(free_port()),
-        "--dev-db",
-        str(tmp_path / "dev.db"),
-        env=without_openai_key(),
-    )
+    code, out, err = await offline_demo("examples.demo", tmp_path)
     assert code == 0, out + err
     assert "scripted, offline OpenAI-compatible endpoint" in out
     assert "awaiting_approval · turn 2 · 1 pending approval" in out
@@ -193,18 +189,7 @@ async def test_demo_runs_offline_end_to_end(tmp_path):
 
 async def test_mcp_demo_runs_offline_end_to_end(tmp_path):
     """`make demo-mcp`: a stdio MCP server's tools, one run at once, one approved."""
-    code, out, err = await run(
-        "-m",
-        "examples.mcp_demo",
-        "--exit",
-        "--port",
-        str(free_port()),
-        "--ui-port",
-        str(free_port()),
-        "--dev-db",
-        str(tmp_path / "dev.db"),
-        env=without_openai_key(),
-    )
+    code, out, err = await offline_demo("examples.mcp_demo", tmp_path)
     assert code == 0, out + err
     assert "  tickets_find_ticket · MCP tickets/find_ticket · no approval" in out
     assert "  tickets_close_ticket · MCP tickets/close_ticket · approval" in out

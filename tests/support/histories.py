@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -20,3 +21,20 @@ def replayed_workflows() -> list[type]:
     from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
 
     return [AgentWorkflow, WebhookDeliveryWorkflow]
+
+
+def payloads_of(node: object) -> list[dict[str, bytes]]:
+    """Every payload of a history in its JSON form (`WorkflowHistory.to_json()`,
+    parsed), its data and message type decoded: what a test searches for what must
+    not be in history, since the JSON holds payloads base64-encoded."""
+    found = []
+    if isinstance(node, dict):
+        if "data" in node and isinstance(node.get("metadata"), dict):
+            kind = node["metadata"].get("messageType", "")
+            found.append({"data": base64.b64decode(node["data"]), "type": base64.b64decode(kind)})
+        for value in node.values():
+            found += payloads_of(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += payloads_of(value)
+    return found
