@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar, overload
 from uuid import uuid4
 
+from durable_agents.client import events as run_events
 from durable_agents.client import snapshots, state_reader
 from durable_agents.client.agent_tools import agent_tools
 from durable_agents.client.ask_worker import ask_worker
@@ -695,6 +696,20 @@ class AgentClient:
     ) -> AsyncIterator[WatchEvent]:
         """See `RunOperations.watch`."""
         return self.operations.watch(run_id, interval=interval, every_poll=every_poll)
+
+    async def events(
+        self, run_id: str, *, after: int = 0, follow: bool = True
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The run's events after `seq` `after` (the pinned objects, in order, each
+        once): with `follow`, as they happen until the run finishes; else those it
+        keeps now. Events trimmed before they were read come as one `truncated` event.
+        Following holds one of the few polls a run lets wait at once: share one."""
+        if after < 0:
+            raise AgentClientError(f"after must be a seq (0 or more), not {after}")
+        reader = run_events.follow if follow else run_events.read
+        with self.translating(run_id):
+            async for event in reader(self.client, run_id, after=after):
+                yield event
 
     async def tools(self, agent: str) -> AgentSpec:
         """The spec a run of `agent` started now would have, its MCP servers' tools

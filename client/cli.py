@@ -375,20 +375,7 @@ def _non_empty(text: str) -> str:
     return text
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
-
-    return parse
-
-
-_positive_int = _int_at_least(1)
+_positive_int = cli_ops.int_at_least(1)
 
 
 def _amount(text: str) -> float:
@@ -402,7 +389,7 @@ def _amount(text: str) -> float:
     return value
 
 
-_turn = _int_at_least(0)
+_turn = cli_ops.int_at_least(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

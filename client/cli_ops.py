@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from durable_agents.client import render, store_schedule
+from durable_agents.client import render, render_events, store_schedule
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, RunFailed
 from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
@@ -39,8 +39,11 @@ async def list_runs(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def watch(args: argparse.Namespace, agents: AgentClient, out: TextIO | None = None) -> str:
-    """Print the run's status as it changes; return what it needs once it waits or ends."""
+    """Print the run's status as it changes; return what it needs once it waits or ends.
+    With `--follow`: print the run's events as they happen, until it ends."""
     out = out or sys.stdout
+    if args.follow or args.after is not None:
+        return await _follow_events(args, agents, out)
     live = out.isatty() and not args.json
     try:
         async with asyncio.timeout(args.timeout):
@@ -58,6 +61,30 @@ async def watch(args: argparse.Namespace, agents: AgentClient, out: TextIO | Non
     if live:  # end the redrawn line with the final status
         out.write(f"\r\033[K{render.watch_line(last)}\n")
     return render.watch_outcome(last)
+
+
+async def _follow_events(args: argparse.Namespace, agents: AgentClient, out: TextIO) -> str:
+    """The run's events, printed as they come (`--json`: one pinned event object a
+    line); without `--follow`, those the run keeps now."""
+    last: dict | None = None
+    try:
+        async with asyncio.timeout(args.timeout):
+            async for event in agents.events(
+                args.run_id, after=args.after or 0, follow=args.follow
+            ):
+                shown = json.dumps(event, ensure_ascii=False) if args.json else None
+                out.write((shown or render_events.line(event)) + "\n")
+                out.flush()
+                last = event
+    except TimeoutError:
+        raise AgentClientError(
+            f"run {args.run_id!r} still running after {args.timeout:g}s (--timeout)"
+        ) from None
+    if args.json or not args.follow:
+        return ""
+    if last is None or last["type"] != "run_finished":
+        return f"run {args.run_id} ended without a run_finished event (agentctl status)"
+    return ""
 
 
 async def _follow(
@@ -243,6 +270,18 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     follow.add_argument(
         "--timeout", type=_positive_float, metavar="SECONDS", help="give up (exit 1) after this"
     )
+    follow.add_argument(
+        "--follow",
+        action="store_true",
+        help="print the run's events (tool calls, model replies, approval requests) as they "
+        "happen, until it ends; --json: one event object a line",
+    )
+    follow.add_argument(
+        "--after",
+        type=_non_negative_int,
+        metavar="SEQ",
+        help="only events after this seq (with --follow; alone: the events kept now, then exit)",
+    )
     stop = command("cancel", cancel, "cancel a run: it ends `cancelled`, no pending tool runs")
     stop.add_argument("run_id", metavar="RUN_ID")
     stop.add_argument("--reason", default="cancelled with agentctl", metavar="R")
@@ -277,14 +316,23 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     when.add_argument("--unschedule", action="store_true", help="delete that schedule")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
+
+
+_positive_int = int_at_least(1)
+_non_negative_int = int_at_least(0)
 
 
 def _positive_float(text: str) -> float:

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         decisions,
         driver,
         errors,
+        event_stream,
         inbox,
         limits,
         loop,
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         snapshot_input,
         snapshot_signature,
         state_pages,
+        step_events,
         visibility,
     )
     from durable_agents.workflows.payloads import (
@@ -105,6 +107,12 @@ class AgentWorkflow:
         """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
+        self._stream: event_stream.RunStream | None = None
+        """The run's events (`workflows.event_stream`), for runs since the patch."""
+        if workflow.patched(patches.PATCH_RUN_EVENTS):
+            self._stream = event_stream.RunStream(
+                self._input.events if self._input is not None else None
+            )
 
     async def _described(self, agent: str) -> AgentSpec:
         """The agent's spec from a worker that serves it, with its MCP servers' tools."""
@@ -142,9 +150,15 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
         """Run the agent until it answers, fails, is cancelled or runs out of turns."""
-        state = await self._start()
+        try:
+            state = await self._start()
+        except ApplicationError:
+            await self._release_followers()
+            raise
         self._state = state
         self._inbox.bind(state)
+        if workflow.info().continued_run_id is None:
+            self._emit(state, step_events.run_started(state))
         try:
             await self._drive(state)
         except asyncio.CancelledError:
@@ -152,11 +166,14 @@ class AgentWorkflow:
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
             await self._announce(state)
+            await self._release_followers()
             raise
         except ApplicationError:
             await self._announce(state)  # the run failed: its end is an event too
+            await self._release_followers()
             raise
         await self._announce(state)
+        await self._release_followers()
         return AgentResult(
             status=state.status,
             final_output=state.final_output,
@@ -322,15 +339,42 @@ class AgentWorkflow:
         await self._announce(state)
         if loop.may_continue_as_new(step) and self._switch_due(state):
             await self._continue_as_new(state)
+        if isinstance(step, loop.CallModel):
+            self._emit(state, step_events.turn_started(state))
+
+    def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
+        """Publish `events` on the run's event stream, numbered (runs since the patch)."""
+        if self._stream is None:
+            return
+        for event in events:
+            seq = self._stream.next_seq
+            self._stream.publish(step_events.stamped(state, event, seq=seq, now=workflow.now()))
+
+    async def _release_followers(self) -> None:
+        """The run ends: followers waiting for events get what there is and go."""
+        if self._stream is None:
+            return
+        self._stream.release_followers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _announce(self, state: RunState) -> None:
-        """Send the events since the last announcement to the webhooks subscribed to
-        them: one delivery workflow per event and endpoint, abandoned by the run (it
-        never waits for a receiver, and ending or continuing as new loses nothing)."""
-        if not run_events.subscribed(state.agent) or not workflow.patched(patches.PATCH_WEBHOOKS):
+        """Publish the approval, pause and end events since the last announcement on
+        the event stream, and send them to the webhooks subscribed to them: one
+        delivery workflow per event and endpoint, abandoned by the run (it never waits
+        for a receiver, and ending or continuing as new loses nothing)."""
+        webhooks = run_events.subscribed(state.agent) and workflow.patched(patches.PATCH_WEBHOOKS)
+        if self._stream is None and not webhooks:
+            return
+        stream = self._stream
+        first = stream.next_seq if stream is not None else None
+        announced = run_events.due(state, now=workflow.now(), first_seq=first)
+        if stream is not None:
+            for event in announced:
+                stream.publish(event)
+        if not webhooks:
             return
         starts, jobs = [], []
-        for event in run_events.due(state, now=workflow.now()):
+        for event in announced:
             for endpoint in run_events.endpoints_for(state, event):
                 webhook_id = run_events.webhook_id(state, event["seq"])
                 run_events.record_sending(state, endpoint, webhook_id, event, now=workflow.now())
@@ -390,6 +434,9 @@ class AgentWorkflow:
         )
         metrics.turn(state.agent.name)
         last = loop.last_reply(state)
+        if last is not None:
+            self._emit(state, step_events.model_finished(state, last))
+            self._emit(state, *(step_events.tool_proposed(state, c) for c in last.tool_calls))
         if state.agent.price is not None and last is not None and last.usage is not None:
             metrics.cost(state.agent.name, state.agent.price.currency, last.usage.cost)
 
@@ -408,7 +455,13 @@ class AgentWorkflow:
         return list(await asyncio.gather(*checks))
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
-        return list(await asyncio.gather(*(activity_calls.run_tool(state, c) for c in calls)))
+        return list(await asyncio.gather(*(self._run_tool(state, c) for c in calls)))
+
+    async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
+        self._emit(state, step_events.tool_started(state, call))
+        outcome = await activity_calls.run_tool(state, call)
+        self._emit(state, step_events.tool_finished(call, outcome))
+        return outcome
 
     async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
         await self._await_decisions(state, step)
@@ -456,9 +509,21 @@ class AgentWorkflow:
         one that arrives during the switch makes Temporal retry this workflow
         task with it applied, so it lands in the state that is carried over.
         """
+        carried = None
+        if self._stream is not None:
+            self._emit(state, step_events.continued_as_new(state))
+            self._stream.release_followers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        if self._stream is not None:
+            carried = self._stream.carried()
         workflow.continue_as_new(
-            AgentInput(agent=state.agent.name, input="", session=state.session, resume_from=state)
+            AgentInput(
+                agent=state.agent.name,
+                input="",
+                session=state.session,
+                resume_from=state,
+                events=carried,
+            )
         )
 
     async def _await_input(self, state: RunState) -> None:

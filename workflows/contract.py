@@ -32,6 +32,13 @@ UPDATE_DECIDE = "decide"
 QUERY_GET_STATE = "get_state"
 QUERY_GET_STATUS = "get_status"
 QUERY_GET_PENDING_APPROVALS = "get_pending_approvals"
+EVENTS_TOPIC = "events"
+"""The Workflow Streams topic of a run's events (`workflows.event_stream`)."""
+STREAM_POLL = "__temporal_workflow_stream_poll"
+"""Workflow Streams' poll: an update (a follower waits for new events) and a query
+(a read that waits for nothing, and works on a run that has ended)."""
+STREAM_PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
+"""Workflow Streams' publish signal: refused by a run (only the run writes events)."""
 
 ACTIVITY_DESCRIBE_AGENT = "describe_agent"
 ACTIVITY_CALL_MODEL = "call_model"
@@ -52,6 +59,8 @@ ERROR_PAUSE_REFUSED = "PauseRefused"
 ERROR_STATE_QUERY_REFUSED = "StateQueryRefused"
 """A `pause` or `resume` update the run cannot take (ended, already so, starting)."""
 ERROR_MCP_UNAVAILABLE = "MCPServerUnavailable"
+ERROR_TOO_MANY_FOLLOWERS = "TooManyFollowers"
+"""A poll of a run's events refused: as many followers as the run allows wait."""
 MCP_IDEMPOTENCY_KEY = "durable-agents/idempotency-key"
 """The `_meta` key of an MCP `tools/call` request that carries the call's idempotency
 key (the same on every attempt, after continue-as-new and in a resumed run), so a

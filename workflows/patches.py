@@ -98,3 +98,7 @@ PATCH_WEBHOOKS = "webhooks"
 """A run whose agent has webhook subscriptions (schema 1.18) announces its events: a
 delivery workflow per event and endpoint (`workflows.webhook_delivery`), and takes
 the `webhook_delivery` reports; asked only for such runs."""
+PATCH_RUN_EVENTS = "run-events"
+"""A run publishes its events on a Workflow Streams log (`workflows.event_stream`):
+followed with `agentctl watch` and `AgentClient.events`; before, a run had no stream
+and its `__temporal_workflow_stream_*` names were unknown."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_agents.workflows.event_models import RunEvent
 from durable_agents.workflows.payloads import (
     AgentInput,
     AgentResult,
@@ -45,6 +46,11 @@ PAYLOADS: dict[str, tuple[Any, str]] = {
         "it is not the whole state), or with `from_item` > 0 or `text`, items and `page`",
     ),
     "get_state-argument": (StateQuery, "`get_state` query argument (optional)"),
+    "run-event": (
+        RunEvent,
+        "a run event: an item of the run's Workflow Streams topic `events`, a line of "
+        "`agentctl watch --follow --json`, a webhook delivery's body",
+    ),
 }
 """Payload name (file `schemas/payloads/<name>.schema.json`) → (type, what it is).
 A snapshot file's schema (RunState with its integrity block) is

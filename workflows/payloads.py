@@ -77,6 +77,9 @@ class AgentInput(_Payload):
     `extra_headers` or `extra_body`, which only the agent sets)."""
     unpause: bool = False
     """With `resume_from`: the resumed run is not paused, though the snapshot was."""
+    events: JsonValue = Field(None, exclude_if=lambda carried: carried is None)
+    """The run's event log, carried by continue-as-new (`workflows.event_stream`); in
+    any other start it is ignored. Left out when there is none."""
     start_signature: StartSignature | None = None
     """Proof of who starts the run (`workflows.signed_start`): the run records the
     key's owner as `started_by`, whom a policy with `separate_duties` keeps from

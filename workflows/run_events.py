@@ -36,6 +36,7 @@ from durable_agents.workflows.state import (
     WebhookDelivery,
     WebhookSubscription,
 )
+from durable_agents.workflows.step_events import iso, stamped
 
 APPROVAL_EVENTS = ("approval_requested", "approval_decided", "approval_expired")
 APPROVER = "<approver>"
@@ -57,9 +58,10 @@ def subscribed(spec: AgentSpec) -> bool:
     return bool(spec.webhooks) or any(t.webhooks for t in spec.tools)
 
 
-def due(state: RunState, *, now: datetime) -> list[dict[str, Any]]:
-    """The events that happened since the run last announced, numbered, and the run
-    marked as having announced them (`state.notices`)."""
+def due(state: RunState, *, now: datetime, first_seq: int | None = None) -> list[dict[str, Any]]:
+    """The events that happened since the run last announced, numbered (from
+    `first_seq`: the run's event stream numbers them; else after the last announced),
+    and the run marked as having announced them (`state.notices`)."""
     notices = state.notices or Notices()
     found: list[dict[str, Any]] = []
     pending = {p.call_id: p for p in decisions.pending_approvals(state)}
@@ -81,15 +83,15 @@ def due(state: RunState, *, now: datetime) -> list[dict[str, Any]]:
             found.append({"type": "resumed"})
     if state.status.is_final and not notices.finished:
         found.append(_finished(state))
-    for number, event in enumerate(found, start=notices.seq + 1):
-        event.update(seq=number, at=_time(now), run_id=state.run_id, agent=state.agent.name)
+    first = notices.seq + 1 if first_seq is None else first_seq
+    numbered = [stamped(state, e, seq=n, now=now) for n, e in enumerate(found, start=first)]
     state.notices = Notices(
-        seq=notices.seq + len(found),
+        seq=first + len(found) - 1 if found else notices.seq,
         pending=list(pending),
         paused=state.paused is not None if not state.status.is_final else notices.paused,
         finished=state.status.is_final,
     )
-    return [_ordered(e) for e in found]
+    return numbered
 
 
 def endpoints_for(state: RunState, event: dict[str, Any]) -> list[str]:
@@ -204,8 +206,8 @@ def _requested(
         "args": shown,
         "sensitive": asked.sensitive,
         "arguments_sha256": asked.arguments_sha256,
-        "requested_at": _time(asked.requested_at),
-        "deadline": _time(deadline) if deadline is not None else None,
+        "requested_at": iso(asked.requested_at),
+        "deadline": iso(deadline) if deadline is not None else None,
         "answer": answer(state, asked),
     }
 
@@ -280,13 +282,3 @@ def _finished(state: RunState) -> dict[str, Any]:
         "turn": state.turn,
         "usage": state.usage.model_dump(mode="json"),
     }
-
-
-def _ordered(event: dict[str, Any]) -> dict[str, Any]:
-    """The pinned fields first, fields without a value left out."""
-    head = {k: event[k] for k in ("seq", "type", "at", "run_id", "agent")}
-    return head | {k: v for k, v in event.items() if k not in head and v is not None}
-
-
-def _time(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")

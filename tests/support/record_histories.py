@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client import events
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import (
@@ -65,6 +66,23 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v28: run events (run-events): a follower polls the run's event stream while it
+    # runs, continues as new (the log carried over) and waits for an approval; a forged
+    # stream publish is refused.
+    "run_events_v28": (
+        "concierge",
+        False,
+        [
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 1}, "c1"),)),
+            Reply(tool_calls=(Call("add", {"a": 2, "b": 2}, "c2"),)),
+            Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c3"),)),
+            Reply("sent"),
+        ],
+        [
+            (AWAITING, contract.STREAM_PUBLISH_SIGNAL, {"items": [], "publisher_id": "x"}),
+            (AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="c3", approver="ann")),
+        ],
+    ),
     # v27: a run with webhooks (schema 1.18): approval requested, decided, run finished,
     # each a delivery workflow started by the run, and their reports.
     "webhooks_v27": (
@@ -570,6 +588,12 @@ async def _act(handle, actions: list) -> None:
         pass
 
 
+async def _follow(client: Client, run_id: str) -> None:
+    """Follow the run's events until it finishes (its polls enter the history)."""
+    async for event in events.follow(client, run_id):
+        print(f"  event {event['seq']} {event['type']}")
+
+
 async def record(
     client: Client, name: str, agent: str, session: bool, script: list, actions: list
 ) -> None:
@@ -587,7 +611,10 @@ async def record(
             id=f"history-{name}",
             task_queue=task_queue,
         )
+        follower = asyncio.create_task(_follow(client, handle.id)) if "events" in name else None
         await _act(handle, actions)
+        if follower is not None:
+            await asyncio.wait_for(follower, timeout=30)
         if name.endswith("_v1"):  # v1 files hold the first run only
             first = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
             path = HISTORIES / f"{name}.json"

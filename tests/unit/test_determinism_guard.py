@@ -70,6 +70,7 @@ PURE = [
         "visibility",
         "webhook_delivery",
         "store_gc_workflow",
+        "event_stream",
     }
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,

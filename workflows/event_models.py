@@ -1,0 +1,155 @@
+"""The pinned run event objects (DESIGN.md: `{"seq", "type", "at", ...}`), one model
+per `type`, for their published JSON Schema (`schemas/payloads/run-event.schema.json`)
+and for checking what `workflows.step_events` and `workflows.run_events` build
+(strict: an unknown field is an error, so the schema and the events cannot drift).
+Fields without a value are left out of an event. Pure: no Temporal imports.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from durable_agents.workflows.state import Usage
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=1)
+    """The event's number in its run: from 1, never reused, in order across
+    continue-as-new (its Workflow Streams offset plus one)."""
+    at: str
+    """When it happened, RFC 3339 (workflow time)."""
+    run_id: str
+    """The run's workflow id."""
+    agent: str
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"]
+    turn: int
+    session: bool
+    input: str | None = None
+    """The start of the user's first message."""
+
+
+class TurnStarted(_Event):
+    type: Literal["turn_started"]
+    turn: int
+    """The turn the model call under way makes."""
+
+
+class ModelFinished(_Event):
+    type: Literal["model_finished"]
+    turn: int
+    text: str | None = None
+    """The start of the reply's text."""
+    tool_calls: int
+    usage: Usage | None = None
+
+
+class ToolProposed(_Event):
+    type: Literal["tool_proposed"]
+    call_id: str
+    tool: str
+    call: str
+    """`refund(order=A12, amount=40)`, sensitive values masked, cut."""
+    needs_approval: bool
+
+
+class ToolStarted(_Event):
+    type: Literal["tool_started"]
+    call_id: str
+    tool: str
+    call: str
+
+
+class ToolFinished(_Event):
+    type: Literal["tool_finished"]
+    call_id: str
+    tool: str
+    is_error: bool
+    result: str
+    """The start of what the tool returned (or why it failed)."""
+
+
+class ApprovalRequested(_Event):
+    type: Literal["approval_requested"]
+    path: list[str]
+    call_id: str
+    tool: str
+    args: dict[str, JsonValue]
+    """The arguments, sensitive values masked."""
+    sensitive: list[str]
+    arguments_sha256: str
+    requested_at: str
+    deadline: str | None = None
+    answer: dict[str, JsonValue]
+    """How to decide: the signals' and the update's exact input, and the `temporal`
+    CLI commands."""
+
+
+class ApprovalDecided(_Event):
+    type: Literal["approval_decided", "approval_expired"]
+    path: list[str]
+    call_id: str
+    tool: str | None = None
+    decision: Literal["approve", "reject"] | None = None
+    approver: str | None = None
+    reason: str | None = None
+    via: str | None = None
+
+
+class Paused(_Event):
+    type: Literal["paused"]
+    by: str | None = None
+    reason: str | None = None
+
+
+class Resumed(_Event):
+    type: Literal["resumed"]
+
+
+class ContinuedAsNew(_Event):
+    type: Literal["continued_as_new"]
+    turn: int
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"]
+    status: str
+    final_output: JsonValue = None
+    reason: str | None = None
+    turn: int
+    usage: Usage
+
+
+class Truncated(_Event):
+    """Made by the reader, not the run: events trimmed before they were read. Its
+    `seq` is the last one missed, so reading after it starts at the oldest kept."""
+
+    type: Literal["truncated"]
+    agent: str | None = None  # type: ignore[assignment]
+    missed: int = Field(ge=1)
+    first_kept: int = Field(ge=1)
+
+
+RunEvent = Annotated[
+    RunStarted
+    | TurnStarted
+    | ModelFinished
+    | ToolProposed
+    | ToolStarted
+    | ToolFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | Paused
+    | Resumed
+    | ContinuedAsNew
+    | RunFinished
+    | Truncated,
+    Field(discriminator="type"),
+]
+
+RUN_EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)

@@ -1,0 +1,108 @@
+"""The events of the loop's steps, as a run's event stream carries them: the run
+started, a turn (model call) started, the model answered, a tool call was proposed,
+started, finished, the run continued as new. (Approvals, pause and the run's end are
+`workflows.run_events`, which webhooks carry too.)
+
+Each builder returns the event's own fields; `stamped` adds the pinned ones (`seq`,
+`at`, `run_id`, `agent`). Events are small: text, arguments and results are
+previews (`PREVIEW` characters), sensitive arguments masked. Pure: no Temporal
+imports, no I/O; time is passed in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from durable_agents.workflows import argument_view, details
+from durable_agents.workflows.payloads import ToolOutcome
+from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall, UserMessage
+
+PREVIEW = 200
+"""The most characters of text an event carries (a preview, with `…` when cut)."""
+
+
+def stamped(state: RunState, event: dict[str, Any], *, seq: int, now: datetime) -> dict[str, Any]:
+    """`event` with the pinned fields first, fields without a value left out."""
+    head = {
+        "seq": seq,
+        "type": event["type"],
+        "at": iso(now),
+        "run_id": state.run_id,
+        "agent": state.agent.name,
+    }
+    return head | {k: v for k, v in event.items() if k not in head and v is not None}
+
+
+def run_started(state: RunState) -> dict[str, Any]:
+    first = next((i for i in state.items if isinstance(i, UserMessage)), None)
+    return {
+        "type": "run_started",
+        "turn": state.turn,
+        "session": state.session,
+        "input": preview(first.content) if first is not None else None,
+    }
+
+
+def turn_started(state: RunState) -> dict[str, Any]:
+    return {"type": "turn_started", "turn": state.turn + 1}
+
+
+def model_finished(state: RunState, reply: AssistantMessage) -> dict[str, Any]:
+    return {
+        "type": "model_finished",
+        "turn": reply.turn,
+        "text": preview(reply.content) if reply.content else None,
+        "tool_calls": len(reply.tool_calls),
+        "usage": reply.usage.model_dump(mode="json") if reply.usage is not None else None,
+    }
+
+
+def tool_proposed(state: RunState, call: ToolCall) -> dict[str, Any]:
+    return {
+        "type": "tool_proposed",
+        "call_id": call.call_id,
+        "tool": call.tool,
+        "call": _summary(state, call),
+        "needs_approval": call.needs_approval,
+    }
+
+
+def tool_started(state: RunState, call: ToolCall) -> dict[str, Any]:
+    return {
+        "type": "tool_started",
+        "call_id": call.call_id,
+        "tool": call.tool,
+        "call": _summary(state, call),
+    }
+
+
+def tool_finished(call: ToolCall, outcome: ToolOutcome) -> dict[str, Any]:
+    return {
+        "type": "tool_finished",
+        "call_id": call.call_id,
+        "tool": call.tool,
+        "is_error": outcome.is_error,
+        "result": preview(outcome.content),
+    }
+
+
+def continued_as_new(state: RunState) -> dict[str, Any]:
+    return {"type": "continued_as_new", "turn": state.turn}
+
+
+def iso(moment: datetime) -> str:
+    """RFC 3339, UTC as `Z`."""
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def preview(text: str) -> str:
+    """`text` cut to `PREVIEW` characters."""
+    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+
+
+def _summary(state: RunState, call: ToolCall) -> str:
+    """`refund(order=A12, amount=40)`, sensitive values masked."""
+    spec = state.agent.tool(call.tool)
+    shown = argument_view.redacted(call.arguments, spec.sensitive if spec is not None else [])
+    return details.tool_call_summary(call.tool, shown, limit=PREVIEW)
