@@ -72,7 +72,7 @@ async def _follow_events(args: argparse.Namespace, agents: AgentClient, out: Tex
             async for event in agents.events(
                 args.run_id, after=args.after or 0, follow=args.follow
             ):
-                shown = json.dumps(event, ensure_ascii=False) if args.json else None
+                shown = json.dumps(event) if args.json else None  # \u-escaped: terminal-safe
                 out.write((shown or render_events.line(event)) + "\n")
                 out.flush()
                 last = event
@@ -80,10 +80,12 @@ async def _follow_events(args: argparse.Namespace, agents: AgentClient, out: Tex
         raise AgentClientError(
             f"run {args.run_id!r} still running after {args.timeout:g}s (--timeout)"
         ) from None
-    if args.json or not args.follow:
-        return ""
-    if last is None or last["type"] != "run_finished":
-        return f"run {args.run_id} ended without a run_finished event (agentctl status)"
+    finished = last is not None and last["type"] == "run_finished"
+    if args.follow and not finished and not (await agents.status(args.run_id)).status.is_final:
+        raise AgentClientError(
+            f"run {args.run_id!r} ended without finishing (terminated, timed out, or it never "
+            f"started): agentctl status {args.run_id}"
+        )
     return ""
 
 

@@ -31,23 +31,26 @@ NO_STREAM = (
 
 async def read(client: Client, run_id: str, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
     """The events the run keeps after `after`, read at once (queries), then stop."""
+    async for event in _read(client, run_id, _Gaps(run_id, after)):
+        yield event
+
+
+async def _read(client: Client, run_id: str, checker: _Gaps) -> AsyncIterator[dict[str, Any]]:
     handle = client.get_workflow_handle(run_id)
-    offset = after
-    checker = _Gaps(run_id, after)
+    converter = client.data_converter.payload_converter
     while True:
         try:
             answer = await handle.query(
                 contract.STREAM_POLL,
-                PollInput(topics=[contract.EVENTS_TOPIC], from_offset=offset),
+                PollInput(topics=[contract.EVENTS_TOPIC], from_offset=checker.offset),
                 result_type=PollResult,
             )
         except WorkflowQueryFailedError as err:
             raise _stream_error(run_id, err.message) from err
-        converter = client.data_converter.payload_converter
         for item in answer.items:
             for event in checker.take(item.offset, converter.from_payload(_payload(item.data))):
                 yield event
-        offset = answer.next_offset
+        checker.offset = max(checker.offset, answer.next_offset)
         if not answer.more_ready:
             return
 
@@ -56,11 +59,19 @@ async def follow(
     client: Client, run_id: str, *, after: int = 0, poll_cooldown: timedelta | None = None
 ) -> AsyncIterator[dict[str, Any]]:
     """The run's events after `after`, as they happen, until the run finishes (its
-    `run_finished` event) or ends otherwise (terminated, timed out)."""
-    stream = WorkflowStreamClient.create(client, run_id)
+    `run_finished` event) or ends otherwise (terminated, timed out). What the run
+    already keeps is read with queries (not recorded in its history); then one poll
+    at a time waits for what comes next."""
     checker = _Gaps(run_id, after)
+    async for event in _read(client, run_id, checker):
+        yield event
+        if event.get("type") == FINAL:
+            return
+    stream = WorkflowStreamClient.create(client, run_id)
     cooldown = poll_cooldown if poll_cooldown is not None else timedelta(milliseconds=100)
-    items = stream.subscribe(contract.EVENTS_TOPIC, from_offset=after, poll_cooldown=cooldown)
+    items = stream.subscribe(
+        contract.EVENTS_TOPIC, from_offset=checker.offset, poll_cooldown=cooldown
+    )
     try:
         async for item in items:
             for event in checker.take(item.offset, item.data):
@@ -86,6 +97,8 @@ class _Gaps:
     def __init__(self, run_id: str, after: int) -> None:
         self._run_id = run_id
         self._next = after + 1
+        self.offset = after
+        """The stream offset to read from next."""
 
     def take(self, offset: int, data: object) -> list[dict[str, Any]]:
         seq = offset + 1
@@ -98,6 +111,7 @@ class _Gaps:
         if seq > self._next:
             found.append(truncated(self._run_id, missed=seq - self._next, first_kept=seq))
         self._next = seq + 1
+        self.offset = max(self.offset, seq)
         return [*found, event]
 
 

@@ -110,8 +110,13 @@ class AgentWorkflow:
         self._stream: event_stream.RunStream | None = None
         """The run's events (`workflows.event_stream`), for runs since the patch."""
         if workflow.patched(patches.PATCH_RUN_EVENTS):
+            carried = self._input.resume_from if self._input is not None else None
+            announced = carried.notices if carried is not None else None
             self._stream = event_stream.RunStream(
-                self._input.events if self._input is not None else None
+                self._input.events if self._input is not None else None,
+                announced=announced.seq
+                if announced is not None and workflow.info().continued_run_id
+                else 0,
             )
 
     async def _described(self, agent: str) -> AgentSpec:

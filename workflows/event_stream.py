@@ -6,7 +6,12 @@ The stream's own publish signal is taken away: an event in this log says what th
 run did, so no signaler may add one (it reaches the run's signal inbox and is
 refused as an unknown signal). Followers poll with the stream's update (or its query,
 for a run that has ended); at most `FOLLOWERS` polls wait at once, so followers never
-take the update slots a decision needs (Temporal keeps 10 in flight per run).
+take the update slots a decision needs (Temporal keeps 10 in flight per run); a poll
+that has waited `POLL_WAIT` gives its place to a new one (answered with no event: a
+follower that went away frees its place, one still there polls again). A poll's
+answer is recorded in the run's history: it carries at most `POLL_ANSWER_EVENTS`
+events and `POLL_ANSWER_BYTES` bytes (a follower catches up with queries, which are
+not recorded: `client.events`).
 
 An event's `seq` is its offset in the stream plus one: numbered from 1, never reused,
 monotonic across continue-as-new. Events are kept while there are at most
@@ -15,6 +20,7 @@ monotonic across continue-as-new. Events are kept while there are at most
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -25,6 +31,7 @@ from temporalio.contrib.workflow_streams import (
     WorkflowStream,
     WorkflowStreamState,
 )
+from temporalio.contrib.workflow_streams._types import TRUNCATED_OFFSET_ERROR_TYPE
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -34,6 +41,10 @@ EVENTS_KEPT = 500
 EVENT_BYTES_KEPT = 256 * 1024
 FOLLOWERS = 4
 """Polls that may wait at once (each holds one of the run's in-flight update slots)."""
+POLL_WAIT = timedelta(minutes=10)
+"""How long a poll keeps its place against a new follower."""
+POLL_ANSWER_EVENTS = 50
+POLL_ANSWER_BYTES = 64 * 1024
 
 _STATE = TypeAdapter(WorkflowStreamState)
 
@@ -41,15 +52,26 @@ _STATE = TypeAdapter(WorkflowStreamState)
 class RunStream:
     """The stream of one workflow run; construct it only in `@workflow.init`."""
 
-    def __init__(self, carried: Any) -> None:
+    def __init__(self, carried: Any, *, announced: int = 0) -> None:
+        """`carried`: the log the previous workflow run of this run carried over;
+        `announced`: the newest `seq` the run has given an event (`RunState.notices`),
+        which the log starts after when none was carried (a run of an earlier build
+        continued as new): a number is never given twice (webhook ids are made of it)."""
         prior = _carried_state(carried)
+        if prior is None and announced > 0:
+            prior = WorkflowStreamState(log=[], base_offset=announced)
         self._stream = WorkflowStream(prior_state=prior)
         self._topic = self._stream.topic(contract.EVENTS_TOPIC)
         workflow.set_signal_handler(contract.STREAM_PUBLISH_SIGNAL, None)
         workflow.set_update_handler(contract.STREAM_POLL, self._poll, validator=self._validate_poll)
         self._base = prior.base_offset if prior is not None else 0
         self._sizes = [len(item.data) * 3 // 4 for item in prior.log] if prior else []
+        self._waiting: dict[int, datetime] = {}
+        """The polls waiting, by number, with when each began (oldest first)."""
+        self._given_up: set[int] = set()
+        """Waiting polls to answer now, with what there is (their place was taken)."""
         self._polls = 0
+        self._detaching = False
 
     @property
     def next_seq(self) -> int:
@@ -78,31 +100,83 @@ class RunStream:
 
     def carried(self) -> dict[str, Any]:
         """The stream's state for the next workflow run (JSON), followers released."""
-        self._stream.detach_pollers()
+        self.release_followers()
         carried: dict[str, Any] = _STATE.dump_python(self._stream.get_state(), mode="json")
         return carried
 
     def release_followers(self) -> None:
         """Let waiting polls return, and refuse new ones (the run is ending)."""
+        self._detaching = True
         self._stream.detach_pollers()
 
     async def _poll(self, request: PollInput) -> PollResult:
+        """Wait for an event at `from_offset` or later, then answer what there is."""
+        number = self._polls
         self._polls += 1
+        if len(self._waiting) >= FOLLOWERS:
+            oldest = self._stale()
+            if oldest is not None:
+                self._given_up.add(oldest)
+        self._waiting[number] = workflow.now()
         try:
-            return await self._stream._on_poll(request)
+            await workflow.wait_condition(
+                lambda: (
+                    self._detaching
+                    or number in self._given_up
+                    or request.from_offset < self._base
+                    or request.from_offset < self.next_seq - 1
+                )
+            )
         finally:
-            self._polls -= 1
+            self._waiting.pop(number, None)
+            self._given_up.discard(number)
+        if 0 < request.from_offset < self._base:
+            raise ApplicationError(
+                f"events before offset {self._base} were trimmed", type=TRUNCATED_OFFSET_ERROR_TYPE
+            )
+        return _bounded(self._stream._collect_batch(request))
+
+    def _stale(self) -> int | None:
+        """The oldest poll that has waited `POLL_WAIT` and still waits, if any."""
+        now = workflow.now()
+        return next(
+            (
+                n
+                for n, began in self._waiting.items()
+                if n not in self._given_up and now - began >= POLL_WAIT
+            ),
+            None,
+        )
 
     def _validate_poll(self, request: PollInput) -> None:
-        self._stream._validate_poll(request)
-        if self._polls >= FOLLOWERS:
+        self._stream._validate_poll(request)  # refused while the run hands over or ends
+        end = self.next_seq - 1
+        if not 0 <= request.from_offset <= end:
+            raise ApplicationError(
+                f"from_offset {request.from_offset} is not an offset of this run's events "
+                f"(0 to {end})",
+                type=contract.ERROR_INVALID_INPUT,
+                non_retryable=True,
+            )
+        if len(self._waiting) - len(self._given_up) >= FOLLOWERS and self._stale() is None:
             raise ApplicationError(
                 f"{FOLLOWERS} followers already wait on this run's events: share one "
-                "subscription (agentctl serve), or read once (agentctl watch without "
-                "--follow)",
+                "subscription, or read what there is now (agentctl watch RUN_ID --after SEQ)",
                 type=contract.ERROR_TOO_MANY_FOLLOWERS,
                 non_retryable=True,
             )
+
+
+def _bounded(answer: PollResult) -> PollResult:
+    """`answer` with at most `POLL_ANSWER_EVENTS` events and `POLL_ANSWER_BYTES` bytes
+    (always one); the rest comes with the next poll (`more_ready`)."""
+    size = 0
+    for count, item in enumerate(answer.items):
+        size += len(item.data)
+        if count and (count >= POLL_ANSWER_EVENTS or size > POLL_ANSWER_BYTES):
+            kept = answer.items[:count]
+            return PollResult(items=kept, next_offset=item.offset, more_ready=True)
+    return answer
 
 
 def _carried_state(carried: Any) -> WorkflowStreamState | None:

@@ -142,7 +142,9 @@ async def test_watch_on_a_terminal_redraws_one_line_with_a_spinner(worker, model
     model_server.script(Reply(tool_calls=(EMAIL,), delay_seconds=0.5))
     client = AgentClient(worker.client, task_queue=worker.task_queue)
     rid = (await client.start("assistant", "mail", run_id=new_id())).id
-    args = argparse.Namespace(run_id=rid, json=False, interval=0.1, timeout=10.0)
+    args = argparse.Namespace(
+        run_id=rid, json=False, interval=0.1, timeout=10.0, follow=False, after=None
+    )
     screen = Terminal()
     outcome = await cli_ops.watch(args, client, out=screen)
     drawn = screen.getvalue()

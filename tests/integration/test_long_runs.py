@@ -152,7 +152,15 @@ async def test_messages_sent_in_a_tight_loop_across_switches_arrive_once(
     await handle.result()
     final = await state_of(handle)
     assert final.queued_messages == []  # none left unanswered at the end
-    assert user_messages(final) == ["start", *sent]  # none lost, none doubled, in order
+    # None lost, none doubled, in order: each is answered, or refused (recorded, with the
+    # reason) when the run's queue was full (limits.MAX_QUEUED_MESSAGES: a slow machine).
+    refused = [r for r in final.refused_signals if r.signal == contract.SIGNAL_SEND_MESSAGE]
+    assert all("messages are queued already" in r.refused_because for r in refused), refused
+    answered = user_messages(final)
+    assert answered[0] == "start" and len(answered) - 1 + len(refused) == len(sent)
+    assert answered[1:] == [m for m in sent if m in answered[1:]]
+    missing = [m for m in sent if m not in answered]
+    assert [m for m in missing if not any(f'"{m}"' in (r.payload or "") for r in refused)] == []
     assert len(final.workflow_runs) >= 2
 
 
@@ -268,7 +276,7 @@ async def test_run_flooded_with_refused_signals_continues_as_new_while_it_waits(
 
 
 async def test_history_size_budget_switches_runs(worker, model_server):
-    """`frugal` continues as new past 6,000 bytes of history (default server limits)."""
+    """`frugal` continues as new past 8,000 bytes of history (default server limits)."""
     model_server.responder = echo
     handle = await start_session(worker, "frugal", "m0")
     for i in range(1, 6):
@@ -286,7 +294,7 @@ async def test_history_size_budget_switches_runs(worker, model_server):
         # The budget counts what a workflow run adds, not the state it starts with
         # (a large state would otherwise switch again at once, forever).
         grown = sum(e.ByteSize() for e in events[1:])
-        assert grown >= 6_000, grown
+        assert grown >= 8_000, grown
 
 
 async def test_agentctl_runs_a_session_start_message_end(limited_worker, model_server):

@@ -9,10 +9,11 @@ import asyncio
 import json
 import os
 import pty
+from datetime import timedelta
 
 import pytest
 from durable_agents.client import AgentClientError
-from durable_agents.workflows import contract
+from durable_agents.workflows import contract, event_stream
 from durable_agents.workflows.event_models import RUN_EVENT
 from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowUpdateFailedError
@@ -133,34 +134,69 @@ async def test_a_forged_publish_is_refused_and_adds_no_event(worker, model_serve
     await handle.cancel()
 
 
-async def test_followers_are_bounded_and_hostile_polls_are_answered(worker, model_server):
+def poll(handle, offset: int):
+    return handle.execute_update(
+        contract.STREAM_POLL,
+        PollInput(topics=["events"], from_offset=offset),
+        result_type=PollResult,
+    )
+
+
+async def test_followers_are_bounded_and_hostile_polls_are_answered(
+    worker, model_server, monkeypatch
+):
+    monkeypatch.setattr(event_stream, "POLL_WAIT", timedelta(seconds=2))
     model_server.script(Reply(tool_calls=(REFUND,)), Reply("refunded"))
     agents = AgentClient(worker.client, task_queue=worker.task_queue)
     handle = await start(worker, "refund A12", agent="assistant")
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    waiting = [
-        asyncio.create_task(
-            handle.execute_update(
-                contract.STREAM_POLL,
-                PollInput(topics=["events"], from_offset=10_000 + i),
-                result_type=PollResult,
-            )
-        )
-        for i in range(4)
-    ]
-    await asyncio.sleep(1)
-    with pytest.raises(AgentClientError, match="followers already wait"):
-        await collect(agents.events(handle.id), timeout=10)
+    end = len(await collect(agents.events(handle.id, follow=False)))
+    for hostile in (end + 1, 10_000, -1):
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await poll(handle, hostile)
+        assert f"not an offset of this run's events (0 to {end})" in str(refused.value.cause)
     with pytest.raises(WorkflowUpdateFailedError):  # not a poll request at all
         await handle.execute_update(contract.STREAM_POLL, "garbage")
-    # A decision still gets through (its update slot was kept), and the run ends:
-    # the waiting polls are released with what there is.
+    waiting = [asyncio.create_task(poll(handle, end)) for _ in range(4)]
+    await asyncio.sleep(0.5)
+    with pytest.raises(AgentClientError, match="4 followers already wait"):
+        await collect(agents.events(handle.id), timeout=10)
+    # Once a waiting poll is older than POLL_WAIT, a new follower takes its place: the
+    # oldest is answered with no event (a follower that went away frees its place).
+    await asyncio.sleep(2.5)
+    newcomer = asyncio.create_task(poll(handle, end))
+    async with asyncio.timeout(10):
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    assert [t.result().items for t in done] == [[]]
+    # A decision still gets through (its update slot was kept), and the run ends: the
+    # waiting polls are answered with the events since.
     await agents.decide(handle.id, "r1", "approve", approver="ann")
     result = await handle.result()
     assert result.status is RunStatus.COMPLETED
     async with asyncio.timeout(10):
-        answers = await asyncio.gather(*waiting, return_exceptions=True)
-    assert all(isinstance(a, PollResult) and a.items == [] for a in answers), answers
+        answers = await asyncio.gather(*waiting, newcomer)
+    assert all(isinstance(a, PollResult) for a in answers)
+    assert answers[-1].items and answers[-1].items[0].offset == end
+
+
+async def test_a_poll_answer_is_bounded_and_the_rest_follows(worker, model_server, monkeypatch):
+    monkeypatch.setattr(event_stream, "POLL_ANSWER_EVENTS", 3)
+    model_server.script(Reply("hello"))
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    handle = await start(worker, "hi", agent="assistant", session=True)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    model_server.script(Reply("again"))
+    await agents.message(handle.id, "more")
+    async with asyncio.timeout(10):  # 5 events: the second answer is in
+        while len(await collect(agents.events(handle.id, follow=False))) < 5:
+            await asyncio.sleep(0.05)
+    first = await poll(handle, 0)
+    assert [i.offset for i in first.items] == [0, 1, 2] and first.more_ready
+    assert first.next_offset == 3
+    await agents.end_session(handle.id)
+    seen = await collect(agents.events(handle.id, follow=False))
+    assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
+    assert types(seen)[-1] == "run_finished"
 
 
 async def test_an_unknown_run_is_a_clear_error(worker):

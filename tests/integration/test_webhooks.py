@@ -17,6 +17,7 @@ import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.state import EVENT_TYPES, RunStatus
 
+from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from durable_agents.webhooks import Endpoint
 from tests.conftest import serving
@@ -57,6 +58,12 @@ async def until(condition, timeout: float = 30) -> None:
         await asyncio.sleep(0.05)
 
 
+async def seqs_of(worker, run_id: str) -> dict[str, int]:
+    """The `seq` of each type of event of the run's event stream (the last of a type)."""
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    return {e["type"]: e["seq"] async for e in agents.events(run_id, follow=False)}
+
+
 async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_the_call(
     env, model_server
 ):
@@ -68,15 +75,16 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
             await until(lambda: len(receiver.accepted()) >= 1)
             [asked] = receiver.accepted()
             event = asked.event
+            seq = await seqs_of(worker, handle.id)  # a webhook carries the run's own events
             assert (event["seq"], event["type"], event["run_id"]) == (
-                1,
+                seq["approval_requested"],
                 "approval_requested",
                 handle.id,
             )
             assert (event["call_id"], event["tool"]) == ("c1", "send_email")
             assert event["args"] == {"to": "ann@example.com", "body": "hi"}
             execution = (await state_of(handle)).execution_id
-            assert asked.headers["webhook-id"] == f"evt_{execution}_1"
+            assert asked.headers["webhook-id"] == f"evt_{execution}_{event['seq']}"
             pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
             assert event["arguments_sha256"] == pending[0]["arguments_sha256"]
             command = event["answer"]["temporal_cli"]["approve"]
@@ -84,16 +92,16 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
             result = await asyncio.wait_for(handle.result(), 30)
             assert result.status is RunStatus.COMPLETED
             await until(lambda: len(receiver.accepted()) == 3)
+            seq = await seqs_of(worker, handle.id)
+            kinds = ("approval_requested", "approval_decided", "run_finished")
             assert events_of(receiver.accepted()) == [
-                (f"evt_{execution}_1", "approval_requested"),
-                (f"evt_{execution}_2", "approval_decided"),
-                (f"evt_{execution}_3", "run_finished"),
+                (f"evt_{execution}_{seq[kind]}", kind) for kind in kinds
             ]
             _, decided, finished = (d.event for d in in_order(receiver.accepted()))
             assert (decided["decision"], decided["approver"]) == ("approve", "approvals")
             assert (finished["status"], finished["final_output"]) == ("completed", "sent")
             history = json.loads((await handle.fetch_history()).to_json())
-            child = f"evt_{execution}_1_approvals"
+            child = f"evt_{execution}_{seq['approval_requested']}_approvals"
             history_of_child = json.loads(
                 (await worker.client.get_workflow_handle(child).fetch_history()).to_json()
             )
@@ -166,7 +174,8 @@ async def test_a_receiver_that_is_down_gets_the_event_once_it_is_up(env, model_s
         with WebhookReceiver(SECRET, port=port) as receiver:
             await until(lambda: len(receiver.accepted()) == 1, timeout=down + 30)
             execution = (await state_of(handle)).execution_id
-            assert receiver.accepted()[0].headers["webhook-id"] == f"evt_{execution}_1"
+            finished = (await seqs_of(worker, handle.id))["run_finished"]
+            assert receiver.accepted()[0].headers["webhook-id"] == f"evt_{execution}_{finished}"
             await asyncio.sleep(1.0)
             assert len(receiver.deliveries) == 1  # delivered once
 
@@ -291,7 +300,9 @@ async def test_events_survive_continue_as_new_and_a_cancelled_run_closes_its_app
             state = await state_of(handle)
             assert len(state.workflow_runs) > 1  # it did continue as new
             ids = [webhook_id for webhook_id, _ in events_of(receiver.accepted())]
-            assert ids == [f"evt_{state.execution_id}_{n}" for n in (1, 2, 3)]
+            seq = await seqs_of(worker, handle.id)
+            kinds = ("approval_requested", "approval_decided", "run_finished")
+            assert ids == [f"evt_{state.execution_id}_{seq[kind]}" for kind in kinds]
             cancelled = await start(worker, "mail ann")
             await until(lambda: len(receiver.accepted()) == 4)
             await cancelled.cancel()

@@ -129,9 +129,9 @@ marathon = dataclasses.replace(assistant, name="marathon", max_turns=100)
 an agent's own limit)."""
 
 frugal = dataclasses.replace(
-    assistant, name="frugal", history_bytes_per_workflow_run=6_000, turns_per_workflow_run=1_000
+    assistant, name="frugal", history_bytes_per_workflow_run=8_000, turns_per_workflow_run=1_000
 )
-"""Continues as new once a workflow run's history passes 6,000 bytes."""
+"""Continues as new once a workflow run's history passes 8,000 bytes."""
 
 
 @tool(retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=["LookupError"]))
