@@ -116,6 +116,10 @@ class Agent:
     webhooks: Sequence[WebhookSubscription] = ()
     """Where the agent's run events go (`WebhookSubscription(endpoint=NAME, events=[...])`,
     endpoints the worker knows from `AGENT_WEBHOOKS`), beside the worker's own."""
+    stream: bool = False
+    """Call the model with streaming and publish its text and tool arguments as they
+    come (`text_delta` events: `agentctl watch --follow`, `AgentClient.events`). The
+    reply the run records is the same either way."""
     send_tool_images: bool = False
     """Send the model the images tools return (an MCP tool's image blocks), for a model
     that reads images; False: it reads a line saying what each is. The run keeps them

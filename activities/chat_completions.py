@@ -6,11 +6,13 @@ are sorted by `activities.model_errors`.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import openai
-from durable_agents.activities.model_errors import reply_error
-from durable_agents.activities.openai_http import checked_client, post
+from durable_agents.activities.model_errors import reply_error, unavailable
+from durable_agents.activities.model_stream import Deltas
+from durable_agents.activities.openai_http import checked_client, post, post_streaming
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -22,7 +24,8 @@ from durable_agents.workflows.state import (
     Usage,
     UserMessage,
 )
-from openai.types.chat import ChatCompletion
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 COMPLETIONS_PATH = "/chat/completions"
 """The Chat Completions endpoint, relative to the client's base URL."""
@@ -39,8 +42,14 @@ class ChatCompletionsAPI:
     def __init__(self, client: openai.AsyncOpenAI) -> None:
         self._client = checked_client(client)
 
-    async def complete(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
-        """The model's reply to the conversation in `request` (as `output`, if given)."""
+    async def complete(
+        self,
+        request: ModelRequest,
+        output: OutputSpec | None = None,
+        deltas: Deltas | None = None,
+    ) -> ModelReply:
+        """The model's reply to the conversation in `request` (as `output`, if given);
+        with `deltas`, streamed, its text published as it comes."""
         options: dict[str, Any] = {
             "model": request.model,
             "messages": to_messages(
@@ -58,6 +67,8 @@ class ChatCompletionsAPI:
         if request.settings is not None:
             options.update(settings_options(request.settings, tools=bool(request.tools)))
             headers = dict(request.settings.extra_headers or {})
+        if deltas is not None:
+            return to_reply(await self._streamed(options, headers, deltas))
         completion = await post(
             self._client,
             COMPLETIONS_PATH,
@@ -67,6 +78,36 @@ class ChatCompletionsAPI:
             headers=headers,
         )
         return to_reply(completion)
+
+    async def _streamed(
+        self, options: dict[str, Any], headers: dict[str, str], deltas: Deltas
+    ) -> ChatCompletion:
+        """The completion, streamed: its text and tool arguments go to `deltas` as they
+        come; the chunks are put together by the `openai` client's own accumulator."""
+        accumulated: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        calls: dict[int, tuple[str, str]] = {}
+        body = {**options, "stream_options": {"include_usage": True}}
+        chunks = post_streaming(
+            self._client, COMPLETIONS_PATH, body, ChatCompletionChunk, headers=headers
+        )
+        async with contextlib.aclosing(chunks):
+            async for chunk in chunks:
+                accumulated.handle_chunk(chunk)
+                for choice in chunk.choices[:1]:
+                    deltas.text(choice.delta.content or "")
+                    for call in choice.delta.tool_calls or []:
+                        known = calls.get(call.index, ("", ""))
+                        function = call.function
+                        calls[call.index] = (
+                            call.id or known[0],
+                            (function.name if function else None) or known[1],
+                        )
+                        arguments = function.arguments if function else None
+                        deltas.text(arguments or "", call=calls[call.index])
+        completion = accumulated.get_final_completion()
+        if not completion.choices or completion.choices[0].finish_reason is None:
+            raise unavailable("the stream ended before the reply was complete")
+        return completion
 
 
 def settings_options(settings: ModelSettings, *, tools: bool) -> dict[str, Any]:

@@ -12,13 +12,15 @@ worker's default.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import openai
 from durable_agents.activities import telemetry
 from durable_agents.activities.chat_completions import ChatCompletionsAPI
 from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.output_type import OutputType
 from durable_agents.activities.responses_api import ResponsesAPI
 from durable_agents.workflows.contract import ACTIVITY_CALL_MODEL, ERROR_OUTPUT_TYPE_UNKNOWN
@@ -34,9 +36,15 @@ DEFAULT_MAX_CONCURRENT = 64
 class ModelAPI(Protocol):
     """One provider API, as `call_model` uses it."""
 
-    async def complete(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
+    async def complete(
+        self,
+        request: ModelRequest,
+        output: OutputSpec | None = None,
+        deltas: Deltas | None = None,
+    ) -> ModelReply:
         """The model's next reply to the conversation in `request`; with `output`, the
-        model is asked for that structured output (its strict JSON Schema).
+        model is asked for that structured output (its strict JSON Schema); with
+        `deltas`, the reply is streamed and its text published as it comes.
 
         Raises `ApplicationError`s built by `activities.model_errors`: retryable
         (`ModelUnavailable`) for transient failures, non-retryable with a contract
@@ -84,14 +92,15 @@ class ModelActivities:
         """Ask the model for its next reply to the conversation in `request`."""
         try:
             typed = self._output_type(request) if request.output is not None else None
-            schema = {"output": typed.spec} if typed is not None else {}
+            options: dict[str, Any] = {"output": typed.spec} if typed is not None else {}
             api = self._apis[request.api or self._default_api]
             async with heartbeating():
-                if self._slots is None:
-                    reply = await api.complete(request, **schema)
-                else:
-                    async with self._slots:
-                        reply = await api.complete(request, **schema)
+                async with self._slots or contextlib.nullcontext():
+                    if request.stream_key is None:
+                        reply = await api.complete(request, **options)
+                    else:
+                        async with Deltas(request.stream_key) as deltas:
+                            reply = await api.complete(request, **options, deltas=deltas)
         except ApplicationError as err:
             telemetry.count_model_call(request.model, outcome=err.type or "error")
             raise

@@ -6,9 +6,10 @@ endpoint (`activities.chat_completions`, `activities.responses_api`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
 
+import httpx2
 import openai
 from durable_agents.activities.model_errors import (
     preview,
@@ -38,6 +39,47 @@ def checked_client(client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
     return client
 
 
+async def post_streaming(
+    client: openai.AsyncOpenAI,
+    path: str,
+    body: dict[str, Any],
+    item: type[_R],
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> AsyncIterator[_R]:
+    """POST `body` (with `stream: true`) to `path` and yield the server-sent events as
+    `item`s. Failures, before the stream or during it, raise `post`'s errors; a stream
+    that breaks off is `ModelUnavailable` (retried)."""
+    try:
+        stream = await client.post(
+            path,
+            body={**body, "stream": True},
+            cast_to=item,
+            options=_options(client, headers),
+            stream=True,
+            stream_cls=openai.AsyncStream[item],  # type: ignore[valid-type]
+        )
+        try:
+            async for event in stream:
+                yield event
+        finally:  # also when the caller stops early: the connection is not left open
+            await stream.close()
+    except openai.APIStatusError as err:
+        raise _status_error(err) from err
+    except openai.APIError as err:  # an error event in the stream, a dropped connection
+        raise unavailable(f"the stream broke off: {err.message}") from err
+    except httpx2.HTTPError as err:
+        raise unavailable(f"the stream broke off: {type(err).__name__}: {err}") from err
+
+
+def _options(client: openai.AsyncOpenAI, headers: Mapping[str, str] | None) -> dict[str, Any]:
+    timeout = request_timeout(client.timeout)
+    sent: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    if headers:
+        sent["headers"] = dict(headers)
+    return sent
+
+
 async def post(
     client: openai.AsyncOpenAI,
     path: str,
@@ -54,12 +96,10 @@ async def post(
     walks every message of the conversation on every call (17x the cost at 300
     turns: bench/RESULTS.md). Failures raise the `ApplicationError`s of
     `activities.model_errors`."""
-    timeout = request_timeout(client.timeout)
-    sent: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-    if headers:
-        sent["headers"] = dict(headers)
     try:
-        reply = await client.post(path, body=body, cast_to=cast_to, options=sent)  # type: ignore[arg-type]
+        reply = await client.post(
+            path, body=body, cast_to=cast_to, options=_options(client, headers)
+        )  # type: ignore[arg-type]
     except openai.APIStatusError as err:
         raise _status_error(err) from err
     except openai.APITimeoutError as err:

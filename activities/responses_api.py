@@ -11,12 +11,14 @@ and a snapshot resumes anywhere. The model's reasoning comes back encrypted
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import openai
 from durable_agents.activities.chat_completions import data_url, truncated
 from durable_agents.activities.model_errors import reply_error, unavailable
-from durable_agents.activities.openai_http import checked_client, post
+from durable_agents.activities.model_stream import Deltas
+from durable_agents.activities.openai_http import checked_client, post, post_streaming
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
 from durable_agents.workflows.settings import api_problem
@@ -30,7 +32,7 @@ from durable_agents.workflows.state import (
     Usage,
     UserMessage,
 )
-from openai.types.responses import Response
+from openai.types.responses import Response, ResponseStreamEvent
 from temporalio.exceptions import ApplicationError
 
 RESPONSES_PATH = "/responses"
@@ -46,8 +48,14 @@ class ResponsesAPI:
     def __init__(self, client: openai.AsyncOpenAI) -> None:
         self._client = checked_client(client)
 
-    async def complete(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
-        """The model's reply to the conversation in `request` (as `output`, if given)."""
+    async def complete(
+        self,
+        request: ModelRequest,
+        output: OutputSpec | None = None,
+        deltas: Deltas | None = None,
+    ) -> ModelReply:
+        """The model's reply to the conversation in `request` (as `output`, if given);
+        with `deltas`, streamed, its text published as it comes."""
         body: dict[str, Any] = {
             "model": request.model,
             "input": to_input(request.items, tool_output_limit=request.tool_output_limit),
@@ -71,10 +79,41 @@ class ResponsesAPI:
         if request.settings is not None:
             body.update(settings_options(request.settings, tools=bool(request.tools)))
             headers = dict(request.settings.extra_headers or {})
+        if deltas is not None:
+            return to_reply(await self._streamed(body, headers, deltas))
         response = await post(
             self._client, RESPONSES_PATH, body, Response, what="response", headers=headers
         )
         return to_reply(response)
+
+    async def _streamed(
+        self, body: dict[str, Any], headers: dict[str, str], deltas: Deltas
+    ) -> Response:
+        """The response, streamed: output text and function-call arguments go to
+        `deltas` as they come; the reply is the `response.completed` event's."""
+        calls: dict[str, tuple[str, str]] = {}  # item id -> (call id, tool)
+        events = post_streaming(
+            self._client, RESPONSES_PATH, body, ResponseStreamEvent, headers=headers
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if (
+                    event.type == "response.output_item.added"
+                    and event.item.type == "function_call"
+                ):
+                    calls[event.item.id or ""] = (event.item.call_id, event.item.name)
+                elif event.type == "response.output_text.delta":
+                    deltas.text(event.delta)
+                elif event.type == "response.function_call_arguments.delta":
+                    deltas.text(event.delta, call=calls.get(event.item_id, ("", "")))
+                elif event.type in ("response.completed", "response.incomplete"):
+                    return event.response  # as the same reply, unstreamed, would be read
+                elif event.type == "response.failed":
+                    error = event.response.error
+                    raise unavailable(f"the response failed: {error.message if error else '?'}")
+                elif event.type == "error":
+                    raise unavailable(f"the stream failed: {event.message}")
+        raise unavailable("the stream ended before the response was complete")
 
 
 def settings_options(settings: ModelSettings, *, tools: bool) -> dict[str, Any]:

@@ -37,7 +37,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -90,6 +90,13 @@ class Reply:
     encrypted content the server checks when it comes back."""
     delay_seconds: float = 0.0
     """Wait this long before answering (latency tests)."""
+    chunk_chars: int = 4
+    """Streamed (`"stream": true`): the text and each call's arguments in pieces of
+    this many characters, one chunk (or event) each."""
+    chunk_delay_seconds: float = 0.0
+    """Streamed: wait this long before each piece."""
+    cut_after_chunks: int | None = None
+    """Streamed: drop the connection after this many chunks (a stream that breaks off)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,9 @@ class ScriptedModelServer:
         whose base URL is `.../NAME/v1` is told apart by it ("" for the plain one)."""
         self.endpoints: list[str] = []
         """The API of each request, in order: "chat_completions" or "responses"."""
+        self.streamed: list[tuple[float, str]] = []
+        """Each streamed piece of text or arguments, with when it was sent
+        (`time.monotonic()`), in order."""
         self.in_flight = 0
         """Requests being answered right now."""
         self.max_in_flight = 0
@@ -458,11 +468,6 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             self._send_error(400, f"malformed JSON body: {err}", "invalid_json")
             return
-        if body.get("stream"):
-            message = "scripted model: streaming is not supported"
-            model._failure(message)
-            self._send_error(400, message, "unsupported")
-            return
         responses = endpoint == "responses"
         size = request_tokens(body)
         window = model.context_window
@@ -489,7 +494,12 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(step, Reply):
             model._sleep(step.delay_seconds)
             answer = model._response if responses else model._completion
-            self._send_json(200, answer(body, step))
+            if body.get("stream"):
+                full = answer(body, step)
+                events = _response_events(full, step) if responses else _chunks(body, full, step)
+                self._send_stream(model, events, step, named=responses)
+            else:
+                self._send_json(200, answer(body, step))
         elif isinstance(step, Fault):
             self._send_error(step.status, step.message, None, step.headers)
         elif isinstance(step, Hang):
@@ -497,6 +507,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self._send_json(step.status, step.body, content_type=step.content_type, cut=step.cut_at)
+
+    def _send_stream(
+        self,
+        model: ScriptedModelServer,
+        events: Iterator[tuple[dict, str]],
+        step: Reply,
+        *,
+        named: bool,
+    ) -> None:
+        """Server-sent events, as OpenAI streams (`event:` lines for the Responses API,
+        `data: [DONE]` last for Chat Completions); each piece of text is recorded with
+        when it left."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for sent, (event, piece) in enumerate(events):
+            if step.cut_after_chunks is not None and sent >= step.cut_after_chunks:
+                self.close_connection = True
+                return
+            if piece:
+                model._sleep(step.chunk_delay_seconds)
+            head = f"event: {event['type']}\n" if named else ""
+            self.wfile.write(f"{head}data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+            if piece:
+                with model._lock:
+                    model.streamed.append((time.monotonic(), piece))
+        if not named:
+            self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
 
     def _send_error(
         self,
@@ -528,6 +568,63 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data if cut is None else data[:cut])
         if cut is not None:
             self.close_connection = True
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), max(size, 1))]
+
+
+def _chunks(body: dict, full: dict, reply: Reply) -> Iterator[tuple[dict, str]]:
+    """A chat completion as the chunks OpenAI streams it, each with its piece of text."""
+    base = {k: full[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = full["choices"][0]
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""}), ""
+    for piece in _pieces(choice["message"].get("content") or "", reply.chunk_chars):
+        yield chunk({"content": piece}), piece
+    for index, call in enumerate(choice["message"].get("tool_calls", [])):
+        function = call["function"]
+        opening = {"index": index, "id": call["id"], "type": "function"}
+        yield chunk({"tool_calls": [{**opening, "function": {"name": function["name"]}}]}), ""
+        for piece in _pieces(function["arguments"], reply.chunk_chars):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), piece
+    yield chunk({}, choice["finish_reason"]), ""
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield {**base, "choices": [], "usage": full["usage"]}, ""
+
+
+def _response_events(full: dict, reply: Reply) -> Iterator[tuple[dict, str]]:
+    """A response as the events the Responses API streams, each with its piece of text."""
+    numbers = itertools.count()
+
+    def event(kind: str, **fields: Any) -> dict:
+        return {"type": kind, "sequence_number": next(numbers), **fields}
+
+    yield event("response.created", response={**full, "status": "in_progress", "output": []}), ""
+    for index, item in enumerate(full["output"]):
+        if item["type"] == "message":
+            opened = {**item, "status": "in_progress", "content": []}
+            text = item["content"][0]["text"]
+        elif item["type"] == "function_call":
+            opened = {**item, "status": "in_progress", "arguments": ""}
+            text = item["arguments"]
+        else:
+            opened, text = item, ""
+        yield event("response.output_item.added", output_index=index, item=opened), ""
+        for piece in _pieces(text, reply.chunk_chars):
+            where = {"item_id": item["id"], "output_index": index, "delta": piece}
+            if item["type"] == "message":
+                yield (
+                    event("response.output_text.delta", **where, content_index=0, logprobs=[]),
+                    piece,
+                )
+            else:
+                yield event("response.function_call_arguments.delta", **where), piece
+        yield event("response.output_item.done", output_index=index, item=item), ""
+    yield event("response.completed", response=full), ""
 
 
 def request_tokens(body: dict) -> int:

@@ -564,7 +564,16 @@ class AgentWorkflow:
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
         """The model's reply; a call that failed for good fails the run, unless it was
         longer than the model's window and the run compacts and calls again (None)."""
-        reply = await activity_calls.call_model(state.agent, step.request)
+        request = step.request
+        if state.agent.stream and self._stream is not None:  # its deltas may be published
+            key = str(workflow.uuid4())
+            self._stream.expect_deltas(key, turn=request.turn)
+            request = request.model_copy(update={"stream_key": key})
+        try:
+            reply = await activity_calls.call_model(state.agent, request)
+        finally:
+            if self._stream is not None:
+                self._stream.close_deltas()
         if isinstance(reply, ErrorInfo):
             if loop.model_failed(state, reply, now=workflow.now()):
                 return None
@@ -596,6 +605,12 @@ class AgentWorkflow:
         task of the run, since the signal stays in its history. Nothing here raises:
         what the run cannot use is recorded as refused (`workflows.inbox`).
         """
+        stream, state = self._stream, self._state
+        if name == contract.STREAM_PUBLISH_SIGNAL and stream is not None and state is not None:
+            why = stream.take_published(args, state, now=workflow.now())
+            if why is not None and workflow.patched(patches.PATCH_ANY_SIGNAL):  # as the inbox
+                self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
+            return
         self._inbox.receive(name, args)
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
             self._publish(self._state)  # the UI's details say how deliveries go

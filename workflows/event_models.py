@@ -49,6 +49,28 @@ class ModelFinished(_Event):
     usage: Usage | None = None
 
 
+class TextDelta(_Event):
+    """What the model wrote since the last delta (agents with `stream=True`): its text,
+    or with `call_id`, the arguments of that tool call. A preview: the reply the run
+    records is `model_finished`'s turn in the run's state."""
+
+    type: Literal["text_delta"]
+    turn: int
+    attempt: int = Field(ge=1)
+    """The model call's attempt: after a `model_retry`, an earlier attempt's text is void."""
+    text: str
+    call_id: str | None = None
+    tool: str | None = None
+
+
+class ModelRetry(_Event):
+    """A model call is attempted again: discard the text its earlier attempts streamed."""
+
+    type: Literal["model_retry"]
+    turn: int
+    attempt: int = Field(ge=2)
+
+
 class ToolProposed(_Event):
     type: Literal["tool_proposed"]
     call_id: str
@@ -139,6 +161,8 @@ RunEvent = Annotated[
     RunStarted
     | TurnStarted
     | ModelFinished
+    | TextDelta
+    | ModelRetry
     | ToolProposed
     | ToolStarted
     | ToolFinished

@@ -2,9 +2,12 @@
 on topic `events`, published by the workflow only, bounded, and carried across
 continue-as-new. Workflow code (deterministic).
 
-The stream's own publish signal is taken away: an event in this log says what the
-run did, so no signaler may add one (it reaches the run's signal inbox and is
-refused as an unknown signal). Followers poll with the stream's update (or its query,
+The stream's own publish signal is taken by the run (`take_published`): it accepts
+only the deltas of the model call under way, from the `call_model` activity that
+holds that call's key (`ModelRequest.stream_key`), and numbers and stamps them
+itself; anything else is refused (recorded in `refused_signals`). A delta is a
+preview of what the model writes, never what the run records: the reply the run
+records is the activity's result. Followers poll with the stream's update (or its query,
 for a run that has ended); at most `FOLLOWERS` polls wait at once, so followers never
 take the update slots a decision needs (Temporal keeps 10 in flight per run); a poll
 that has waited `POLL_WAIT` gives its place to a new one (answered with no event: a
@@ -20,14 +23,19 @@ monotonic across continue-as-new. Events are kept while there are at most
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import (
     PollInput,
     PollResult,
+    PublishInput,
     WorkflowStream,
     WorkflowStreamState,
 )
@@ -35,7 +43,9 @@ from temporalio.contrib.workflow_streams._types import TRUNCATED_OFFSET_ERROR_TY
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import contract
+    from durable_agents.workflows import contract, raw_payloads, step_events
+    from durable_agents.workflows.payloads import problems
+    from durable_agents.workflows.state import RunState
 
 EVENTS_KEPT = 500
 EVENT_BYTES_KEPT = 256 * 1024
@@ -46,7 +56,26 @@ POLL_WAIT = timedelta(minutes=10)
 POLL_ANSWER_EVENTS = 50
 POLL_ANSWER_BYTES = 64 * 1024
 
+KEYS_KEPT = 20
+"""Keys of earlier model calls remembered: their late deltas are dropped, not refused."""
+DELTA_TEXT = 64 * 1024
+"""The most characters of one published delta."""
+
 _STATE = TypeAdapter(WorkflowStreamState)
+_PUBLISHED = TypeAdapter(PublishInput)
+
+
+class Delta(BaseModel):
+    """An item the `call_model` activity publishes (before the run stamps it)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["text_delta", "model_retry"]
+    key: str = Field(min_length=1, max_length=100)
+    attempt: int = Field(ge=1)
+    text: str | None = Field(None, max_length=DELTA_TEXT)
+    call_id: str | None = Field(None, max_length=200)
+    tool: str | None = Field(None, max_length=200)
 
 
 class RunStream:
@@ -72,6 +101,11 @@ class RunStream:
         """Waiting polls to answer now, with what there is (their place was taken)."""
         self._polls = 0
         self._detaching = False
+        self._expected: tuple[str, int] | None = None
+        """The key of the model call under way that may publish, and its turn."""
+        self._old_keys: list[str] = []
+        self._publisher: tuple[str, int] | None = None
+        """The publisher of the current call's deltas and its last batch's sequence."""
 
     @property
     def next_seq(self) -> int:
@@ -97,6 +131,51 @@ class RunStream:
             self._base += trim
             self._sizes = self._sizes[trim:]
             self._stream.truncate(self._base)
+
+    def expect_deltas(self, key: str, *, turn: int) -> None:
+        """A model call with `key` starts: its activity may publish deltas of `turn`."""
+        self.close_deltas()
+        self._expected = (key, turn)
+
+    def close_deltas(self) -> None:
+        """The model call is over: its late deltas are dropped."""
+        if self._expected is not None:
+            self._old_keys = [*self._old_keys, self._expected[0]][-KEYS_KEPT:]
+        self._expected, self._publisher = None, None
+
+    def take_published(
+        self, args: Sequence[RawValue], state: RunState, *, now: datetime
+    ) -> str | None:
+        """Publish the deltas of a publish signal (numbered, stamped); why it is
+        refused, or None. A batch sent again (the activity retried its signal) and the
+        late deltas of an earlier call are dropped."""
+        if len(args) != 1:
+            return f"{len(args)} arguments; the signal takes one payload"
+        try:
+            batch = _PUBLISHED.validate_python(raw_payloads.as_json(args[0]))
+        except ValidationError as err:
+            return f"not a Workflow Streams publish: {problems(err)}"
+        deltas = []
+        for entry in batch.items:
+            delta = _delta(entry.topic, entry.data)
+            if isinstance(delta, str):
+                return delta
+            deltas.append(delta)
+        keys = {d.key for d in deltas}
+        if keys and keys <= set(self._old_keys):
+            return None  # late: the call is over
+        if self._expected is None or keys != {self._expected[0]}:
+            return "not a delta of the model call under way (its key does not match)"
+        if self._publisher is not None and self._publisher[0] == batch.publisher_id:
+            if batch.sequence <= self._publisher[1]:
+                return None  # sent again
+        self._publisher = (batch.publisher_id, batch.sequence)
+        turn = self._expected[1]
+        for delta in deltas:
+            fields = delta.model_dump(exclude={"key"}, exclude_none=True)
+            event = {**fields, "turn": turn}
+            self.publish(step_events.stamped(state, event, seq=self.next_seq, now=now))
+        return None
 
     def carried(self) -> dict[str, Any]:
         """The stream's state for the next workflow run (JSON), followers released."""
@@ -165,6 +244,22 @@ class RunStream:
                 type=contract.ERROR_TOO_MANY_FOLLOWERS,
                 non_retryable=True,
             )
+
+
+def _delta(topic: str, data: str) -> Delta | str:
+    """A published item as a `Delta`, or why it is not one."""
+    if topic != contract.EVENTS_TOPIC:
+        return f"topic {topic[:50]!r}: only {contract.EVENTS_TOPIC!r} is published to"
+    try:
+        payload = Payload.FromString(base64.b64decode(data, validate=True))
+    except Exception:  # not base64, or not a serialized payload
+        return "not a delta: its data is not a base64 Temporal payload"
+    try:
+        return Delta.model_validate(workflow.payload_converter().from_payload(payload))
+    except ValidationError as err:
+        return f"not a delta: {problems(err)}"
+    except Exception as err:  # not JSON, or another encoding
+        return f"not a delta: its payload does not decode ({type(err).__name__})"
 
 
 def _bounded(answer: PollResult) -> PollResult:

@@ -89,7 +89,7 @@ class Inbox:
         for early_pause, raw in self._early_pauses:
             why = self._apply_pause(early_pause)
             if why is not None:
-                self._refuse_signal(_name(early_pause), raw, why)
+                self.refuse_signal(_name(early_pause), raw, why)
         self._early_pauses.clear()
 
     def receive(self, name: str, args: Sequence[RawValue]) -> None:
@@ -120,9 +120,9 @@ class Inbox:
                 if handler is not None
                 else f"unknown signal {name!r}; this workflow takes: {', '.join(handlers)}"
             )
-            self._refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
+            self.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
 
-    def _refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
+    def refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
         """Record a signal the run cannot use; it does not wake the loop."""
         if name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT):
             decision: Literal["approve", "reject"] = (
@@ -228,7 +228,7 @@ class Inbox:
         payload = raw_payloads.decode(raw, MessageSignal)
         if isinstance(payload, str):  # none, null or not a message: there is no message
             if workflow.patched(patches.PATCH_ANY_SIGNAL):
-                self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
+                self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
             else:  # before the patch the SDK (or this handler) dropped it
                 workflow.logger.warning("send_message without content dropped")
             return
@@ -237,7 +237,7 @@ class Inbox:
         if too_large is None and len(queue) >= limits.MAX_QUEUED_MESSAGES:
             too_large = f"{len(queue)} messages are queued already"
         if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
-            self._refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, too_large)
+            self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, too_large)
             return
         self.woken += 1
         if self.state is None:
@@ -257,14 +257,14 @@ class Inbox:
         if why is None and self.state is not None and not isinstance(payload, str):
             why = run_events.record_report(self.state, payload, now=workflow.now())
         if why is not None:
-            self._refuse_signal(contract.SIGNAL_WEBHOOK_DELIVERY, raw, why)
+            self.refuse_signal(contract.SIGNAL_WEBHOOK_DELIVERY, raw, why)
 
     def _refresh_tools(self, raw: RawValue) -> None:
         """Have the run list its MCP tools again before its next model call."""
         empty = raw_payloads.is_null(raw)
         payload = RefreshToolsSignal() if empty else raw_payloads.decode(raw, RefreshToolsSignal)
         if isinstance(payload, str):
-            self._refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, payload)
+            self.refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, payload)
             return
         state = self.state
         if state is None or state.status.is_final or not state.agent.mcp_servers:
@@ -275,7 +275,7 @@ class Inbox:
                 if state.status.is_final
                 else f"agent {state.agent.name} has no MCP servers"
             )
-            self._refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, why)
+            self.refuse_signal(contract.SIGNAL_REFRESH_TOOLS, raw, why)
             return
         # Not woken: a listing is due only before a model call, so a waiting run has
         # nothing to do for it, and waking it would restart a session's idle timer.
@@ -287,7 +287,7 @@ class Inbox:
         payload = PauseSignal() if empty else raw_payloads.decode(raw, PauseSignal)
         if isinstance(payload, str):  # an emergency stop is not refused for a bad field
             self._take_pause(_salvaged(raw, PauseSignal), raw)
-            self._refuse_signal(contract.SIGNAL_PAUSE, raw, f"{_UNUSED}{payload}")
+            self.refuse_signal(contract.SIGNAL_PAUSE, raw, f"{_UNUSED}{payload}")
             return
         self._take_pause(payload, raw)
 
@@ -297,7 +297,7 @@ class Inbox:
         payload = ResumeSignal() if empty else raw_payloads.decode(raw, ResumeSignal)
         if isinstance(payload, str):
             self._take_pause(_salvaged(raw, ResumeSignal), raw)
-            self._refuse_signal(contract.SIGNAL_RESUME, raw, f"{_UNUSED}{payload}")
+            self.refuse_signal(contract.SIGNAL_RESUME, raw, f"{_UNUSED}{payload}")
             return
         self._take_pause(payload, raw)
 
@@ -307,11 +307,11 @@ class Inbox:
                 self._early_pauses.append((payload, raw))
                 self.woken += 1
             else:
-                self._refuse_signal(_name(payload), raw, "the run is starting; too many held")
+                self.refuse_signal(_name(payload), raw, "the run is starting; too many held")
             return
         why = self._apply_pause(payload)
         if why is not None:
-            self._refuse_signal(_name(payload), raw, why)
+            self.refuse_signal(_name(payload), raw, why)
 
     def apply_pause(self, payload: PauseSignal | ResumeSignal) -> str | None:
         """Pause or resume the started run (the updates' way in); why not, or None."""
@@ -334,12 +334,12 @@ class Inbox:
         payload = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, EndSessionSignal)
         if isinstance(payload, str):
             if workflow.patched(patches.PATCH_ANY_SIGNAL):
-                self._refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
+                self.refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
             return  # before the patch the SDK dropped it
         given = payload.reason if isinstance(payload, EndSessionSignal) else None
         too_large = limits.reason_problem(given)
         if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
-            self._refuse_signal(contract.SIGNAL_END_SESSION, raw, too_large)
+            self.refuse_signal(contract.SIGNAL_END_SESSION, raw, too_large)
             return
         self.woken += 1
         reason = given or "ended by signal"

@@ -352,6 +352,10 @@ class ModelRequest(_Payload):
     worker, so history does not carry the schema on every turn); None: free text."""
     api: ModelAPIName | None = None
     """The API to speak (the agent's `model_api`); None: the worker's default."""
+    stream_key: str | None = Field(None, exclude_if=lambda key: key is None)
+    """Stream the reply: publish its text and tool arguments as they come, each delta
+    carrying this key (the run takes only this call's); None: no streaming. Left out
+    when None, so a request reads on a worker of an earlier build."""
 
 
 class OutputRef(_Payload):

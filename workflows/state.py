@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.18"
+SCHEMA_VERSION = "1.19"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -72,6 +72,7 @@ and `tool_listings`.
 1.17 added images from tools: `ToolResult.attachments`, `AgentSpec.send_tool_images`.
 1.18 added webhooks: `AgentSpec.webhooks`, `ToolSpec.webhooks`, `RunState.notices` and
 `webhook_deliveries`.
+1.19 added token streaming: `AgentSpec.stream`.
 """
 
 REFUSALS_KEPT = 50
@@ -413,6 +414,10 @@ class AgentSpec(_Model):
     mcp_servers: list[MCPServer] = []
     """MCP servers whose tools the agent uses: listed when a run starts or resumes and
     kept in `tools` for the run (`workflows.mcp_tools`). Added in 1.15."""
+    stream: bool = Field(False, exclude_if=lambda stream: not stream)
+    """The model is called with streaming and its text and tool arguments are published
+    as they come (`text_delta` run events); the reply recorded is the same. Added in
+    1.19."""
     send_tool_images: bool = Field(False, exclude_if=lambda send: not send)
     """The model is sent the images tools return (`ToolResult.attachments`; for a model
     that reads images); False: a line saying what each is. Added in 1.17."""
@@ -913,7 +918,7 @@ class Starter(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.18"] = "1.18"
+    schema_version: Literal["1.19"] = "1.19"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

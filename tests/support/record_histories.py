@@ -7,6 +7,7 @@ existing file to make a replay pass (that is what `workflow.patched` is for).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -37,6 +38,7 @@ from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
 from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
+from tests.support.agents import assistant
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.histories import HISTORIES
 from tests.support.mcp_agents import helpdesk
@@ -66,6 +68,18 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v29: token streaming (schema 1.19): a streamed tool call and a streamed answer whose
+    # first attempt breaks off (its deltas, then `model_retry` and the second attempt's).
+    "streaming_v29": (
+        "streamer",
+        False,
+        [
+            Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "c1"),), chunk_chars=3),
+            Reply("the sum is three", cut_after_chunks=3, chunk_delay_seconds=0.3),
+            Reply("the sum is three", chunk_chars=5),
+        ],
+        [],
+    ),
     # v28: run events (run-events): a follower polls the run's event stream while it
     # runs, continues as new (the log carried over) and waits for an approval; a forged
     # stream publish is refused.
@@ -546,6 +560,7 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
             ["tests.support.agents", "tests.support.priced_agents"]
         )
         registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
+        registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
         with WebhookReceiver(HOOK_SECRET) as receiver:
             hooks = {"approvals": _hook(receiver.url)} if name.startswith("webhooks") else {}
@@ -611,7 +626,8 @@ async def record(
             id=f"history-{name}",
             task_queue=task_queue,
         )
-        follower = asyncio.create_task(_follow(client, handle.id)) if "events" in name else None
+        followed = "events" in name or "streaming" in name
+        follower = asyncio.create_task(_follow(client, handle.id)) if followed else None
         await _act(handle, actions)
         if follower is not None:
             await asyncio.wait_for(follower, timeout=30)

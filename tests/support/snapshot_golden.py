@@ -691,6 +691,13 @@ def _golden_1_18() -> RunState:
     return state
 
 
+def _golden_1_19() -> RunState:
+    """1.18's, with what 1.19 added: an agent that streams its model's replies."""
+    state = _golden_1_18()
+    state.agent.stream = True
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -711,6 +718,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.16": _golden_1_16,
     "1.17": _golden_1_17,
     "1.18": _golden_1_18,
+    "1.19": _golden_1_19,
 }
 
 

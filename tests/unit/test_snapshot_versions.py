@@ -233,6 +233,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.15": MIGRATIONS["1.15"],
         "1.16": MIGRATIONS["1.16"],
         "1.17": MIGRATIONS["1.17"],
+        "1.18": MIGRATIONS["1.18"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

@@ -1,0 +1,80 @@
+"""A streamed model reply's deltas, published to the run's events as they come
+(`text_delta`, and `model_retry` first on a retried attempt): from the `call_model`
+activity to its workflow, through Workflow Streams' publish signal
+(`WorkflowStreamClient.from_within_activity`), batched every `INTERVAL`.
+
+The deltas are a preview: the run records the activity's result, the whole reply, so
+replay and snapshots never depend on them. Publishing never fails the model call: a
+batch that cannot be sent (the run ended, the server is unreachable) is logged and
+the reply goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from durable_agents.workflows import contract
+from temporalio import activity
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+INTERVAL = timedelta(milliseconds=500)
+"""How often the deltas written since the last batch are sent (one signal each)."""
+GIVE_UP = timedelta(seconds=30)
+"""How long a batch that cannot be sent is retried before it is dropped."""
+
+logger = logging.getLogger(__name__)
+
+
+class Deltas:
+    """Collects a streamed reply's text and publishes it in batches: one delta per
+    batch for the text and one per tool call for its arguments."""
+
+    def __init__(self, key: str, *, interval: timedelta = INTERVAL) -> None:
+        self._key = key
+        self._interval = interval.total_seconds()
+        self._attempt = activity.info().attempt
+        self._client = WorkflowStreamClient.from_within_activity(
+            batch_interval=timedelta(days=1),  # sent by `_send`, not by the client's timer
+            max_retry_duration=GIVE_UP,
+        )
+        self._topic = self._client.topic(contract.EVENTS_TOPIC)
+        self._pending: dict[tuple[str, str] | None, list[str]] = {}
+        self._sender: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Deltas:
+        if self._attempt > 1:  # what an earlier attempt streamed is void
+            self._topic.publish(self._item("model_retry"))
+        self._sender = asyncio.create_task(self._send_every_interval())
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.gather(self._sender, return_exceptions=True)
+        await self._send()
+
+    def text(self, piece: str, *, call: tuple[str, str] | None = None) -> None:
+        """`piece` of the reply's text, or of the arguments of `call` (id, tool)."""
+        if piece:
+            self._pending.setdefault(call, []).append(piece)
+
+    async def _send_every_interval(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            await self._send()
+
+    async def _send(self) -> None:
+        pending, self._pending = self._pending, {}
+        for call, pieces in pending.items():
+            extra = {"call_id": call[0], "tool": call[1]} if call else {}
+            self._topic.publish(self._item("text_delta", text="".join(pieces), **extra))
+        try:
+            await self._client.flush()
+        except Exception as err:  # a preview: never the model call's failure
+            logger.warning("streamed text of a model call not published: %s", err)
+
+    def _item(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "key": self._key, "attempt": self._attempt, **fields}

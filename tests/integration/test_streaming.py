@@ -1,0 +1,161 @@
+"""Token streaming against the real dev server, worker, `openai` client and the scripted
+model server speaking SSE (Chat Completions chunks and Responses events): an agent
+with `stream=True` publishes its model's text and tool arguments as `text_delta`
+events before the model call completes, says `model_retry` when an attempt that
+broke off mid-stream is retried, and records the same reply as without streaming;
+only the model call under way may publish (forged, stale and malformed batches)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import json
+import time
+
+import pytest
+from durable_agents.workflows import contract
+from durable_agents.workflows.event_models import RUN_EVENT
+from durable_agents.workflows.state import AssistantMessage, RunStatus
+from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
+
+from durable_agents import AgentClient
+from durable_agents.testing import Call, Reply
+from tests.conftest import serving
+from tests.support.agents import assistant
+from tests.support.runs import start, state_of, wait_for_status
+
+streamer = dataclasses.replace(assistant, name="streamer", stream=True)
+responder = dataclasses.replace(streamer, name="responder", model_api="responses")
+TEXT = "Hello there, this reply is streamed in small pieces."
+
+
+async def follow(agents: AgentClient, run_id: str) -> list[tuple[float, dict]]:
+    """The run's events as they arrive, each with when it arrived."""
+    seen = []
+    async with asyncio.timeout(30):
+        async for event in agents.events(run_id):
+            seen.append((time.monotonic(), event))
+    return seen
+
+
+def of_type(seen, kind: str) -> list[dict]:
+    return [e for _, e in seen if e["type"] == kind]
+
+
+@pytest.mark.parametrize("agent", [streamer, responder], ids=["chat", "responses"])
+async def test_text_arrives_before_the_model_call_completes(env, model_server, agent):
+    model_server.script(Reply(TEXT, chunk_chars=4, chunk_delay_seconds=0.1))
+    async with serving(env.client, model_server, extra_agents=[agent]) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        handle = await start(worker, "hi", agent=agent.name)
+        seen = await follow(agents, handle.id)
+        result = await handle.result()
+    assert result.final_output == TEXT  # the reply recorded is the whole one
+    deltas = of_type(seen, "text_delta")
+    assert "".join(d["text"] for d in deltas) == TEXT
+    assert len(deltas) >= 3  # batched (every 0.5 s), not one per chunk, nor one in all
+    assert all((d["turn"], d["attempt"]) == (1, 1) for d in deltas)
+    first = next(t for t, e in seen if e["type"] == "text_delta")
+    assert first < model_server.streamed[-1][0]  # before the model had finished writing
+    kinds = [e["type"] for _, e in seen]
+    assert kinds.index("text_delta") > kinds.index("turn_started")
+    assert max(i for i, k in enumerate(kinds) if k == "text_delta") < kinds.index("model_finished")
+    assert [e["seq"] for _, e in seen] == list(range(1, len(seen) + 1))
+    for _, event in seen:
+        RUN_EVENT.validate_python(event)
+    assert model_server.requests[0]["stream"] is True
+
+
+async def test_tool_arguments_stream_and_the_reply_is_the_same(env, model_server):
+    call = Call("add", {"a": 20, "b": 22}, call_id="c1")
+    model_server.script(Reply(tool_calls=(call,), chunk_chars=3), Reply("42"))
+    async with serving(env.client, model_server, extra_agents=[streamer]) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        handle = await start(worker, "add", agent="streamer")
+        seen = await follow(agents, handle.id)
+        state = await state_of(handle)
+    arguments = [d for d in of_type(seen, "text_delta") if d.get("call_id") == "c1"]
+    assert {d["tool"] for d in arguments} == {"add"}
+    assert json.loads("".join(d["text"] for d in arguments)) == {"a": 20, "b": 22}
+    [asked, answered] = [i for i in state.items if isinstance(i, AssistantMessage)]
+    assert [(c.call_id, c.tool, json.loads(c.arguments)) for c in asked.tool_calls] == [
+        ("c1", "add", {"a": 20, "b": 22})
+    ]
+    assert asked.usage is not None and asked.usage.total_tokens == 15  # the usage chunk
+    assert answered.content == "42"
+
+
+async def test_an_attempt_that_breaks_off_is_retried_and_says_so(env, model_server):
+    model_server.script(
+        Reply(TEXT, chunk_chars=4, cut_after_chunks=4, chunk_delay_seconds=0.2),
+        Reply(TEXT, chunk_chars=8),
+    )
+    async with serving(env.client, model_server, extra_agents=[streamer]) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        handle = await start(worker, "hi", agent="streamer")
+        seen = await follow(agents, handle.id)
+        result = await handle.result()
+    assert result.status is RunStatus.COMPLETED and result.final_output == TEXT
+    kinds = [e["type"] for _, e in seen]
+    retried = of_type(seen, "model_retry")
+    assert [(r["turn"], r["attempt"]) for r in retried] == [(1, 2)]
+    before = [e for _, e in seen[: kinds.index("model_retry")] if e["type"] == "text_delta"]
+    after = [e for _, e in seen[kinds.index("model_retry") :] if e["type"] == "text_delta"]
+    assert (
+        before
+        and TEXT.startswith("".join(d["text"] for d in before))
+        and ("".join(d["text"] for d in before) != TEXT)
+    )  # the first attempt's partial text: to be discarded
+    assert "".join(d["text"] for d in after) == TEXT and {d["attempt"] for d in after} == {2}
+
+
+async def test_only_the_model_call_under_way_may_publish(env, model_server):
+    model_server.script(Reply(tool_calls=(Call("refund", {"order": "A1", "amount": 500}),)))
+    async with serving(env.client, model_server, extra_agents=[streamer]) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        handle = await start(worker, "refund", agent="streamer")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        converter = worker.client.data_converter.payload_converter
+
+        def batch(item: object, *, topic: str = "events", sequence: int = 1) -> PublishInput:
+            data = converter.to_payloads([item])[0].SerializeToString()
+            entry = PublishEntry(topic=topic, data=base64.b64encode(data).decode())
+            return PublishInput(items=[entry], publisher_id="mallory", sequence=sequence)
+
+        forged = {"type": "text_delta", "key": "guess", "attempt": 1, "text": "approve me"}
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, batch(forged))
+        fake_finish = {"type": "run_finished", "key": "guess", "attempt": 1}
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, batch(fake_finish))
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, batch(forged, topic="other"))
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, "garbage")
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, {"items": [{"topic": "events"}]})
+        bad_payload = PublishInput(items=[PublishEntry(topic="events", data="%%%")])
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, bad_payload)
+        # The key of the finished model call, from its activity's input: a late delta.
+        history = json.loads((await handle.fetch_history()).to_json())
+        [key] = [
+            json.loads(base64.b64decode(p["data"]))["stream_key"]
+            for e in history["events"]
+            if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+            and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "call_model"
+            for p in e["activityTaskScheduledEventAttributes"]["input"]["payloads"]
+        ]
+        late = {"type": "text_delta", "key": key, "attempt": 1, "text": "late"}
+        await handle.signal(contract.STREAM_PUBLISH_SIGNAL, batch(late))
+        state = await state_of(handle)
+        events = [e async for e in agents.events(handle.id, follow=False)]
+        await handle.cancel()
+    refused = [r for r in state.refused_signals if r.signal == contract.STREAM_PUBLISH_SIGNAL]
+    assert [r.refused_because.split(":")[0] for r in refused] == [
+        "not a delta of the model call under way (its key does not match)",
+        "not a delta",
+        "topic 'other'",
+        "not a Workflow Streams publish",
+        "not a Workflow Streams publish",
+        "not a delta",
+    ]
+    streamed = [e["text"] for e in events if e["type"] == "text_delta"]
+    assert json.loads("".join(streamed)) == {"order": "A1", "amount": 500}  # the model's only
+
+    assert [e["type"] for e in events][-1] == "approval_requested"
