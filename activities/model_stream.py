@@ -32,9 +32,9 @@ class Deltas:
     """Collects a streamed reply's text and publishes it in batches: one delta per
     batch for the text and one per tool call for its arguments."""
 
-    def __init__(self, key: str, *, interval: timedelta = INTERVAL) -> None:
+    def __init__(self, key: str, *, interval: timedelta | None = None) -> None:
         self._key = key
-        self._interval = interval.total_seconds()
+        self._interval = (interval or INTERVAL).total_seconds()
         self._attempt = activity.info().attempt
         self._client = WorkflowStreamClient.from_within_activity(
             batch_interval=timedelta(days=1),  # sent by `_send`, not by the client's timer
