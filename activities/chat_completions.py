@@ -104,10 +104,13 @@ class ChatCompletionsAPI:
                         )
                         arguments = function.arguments if function else None
                         deltas.text(arguments or "", call=calls[call.index])
-        completion = accumulated.get_final_completion()
+        try:
+            completion = accumulated.current_completion_snapshot
+        except AssertionError:  # not one chunk came
+            raise unavailable("the stream ended before the reply began") from None
         if not completion.choices or completion.choices[0].finish_reason is None:
             raise unavailable("the stream ended before the reply was complete")
-        return completion
+        return completion  # as is: a reply cut by its length limit is recorded as such
 
 
 def settings_options(settings: ModelSettings, *, tools: bool) -> dict[str, Any]:

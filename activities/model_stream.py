@@ -36,10 +36,8 @@ class Deltas:
         self._key = key
         self._interval = (interval or INTERVAL).total_seconds()
         self._attempt = activity.info().attempt
-        self._client = WorkflowStreamClient.from_within_activity(
-            batch_interval=timedelta(days=1),  # sent by `_send`, not by the client's timer
-            max_retry_duration=GIVE_UP,
-        )
+        self._client = WorkflowStreamClient.from_within_activity(max_retry_duration=GIVE_UP)
+        """Sent by `_send` (the client's own flusher is not started)."""
         self._topic = self._client.topic(contract.EVENTS_TOPIC)
         self._pending: dict[tuple[str, str] | None, list[str]] = {}
         self._sender: asyncio.Task[None] | None = None
@@ -70,9 +68,13 @@ class Deltas:
         pending, self._pending = self._pending, {}
         for call, pieces in pending.items():
             extra = {"call_id": call[0], "tool": call[1]} if call else {}
-            self._topic.publish(self._item("text_delta", text="".join(pieces), **extra))
-        try:
-            await self._client.flush()
+            text, size = "".join(pieces), contract.MAX_DELTA_CHARS
+            for start in range(0, len(text), size):
+                self._topic.publish(
+                    self._item("text_delta", text=text[start : start + size], **extra)
+                )
+        try:  # bounded: a hung call to the server never holds the model's reply
+            await asyncio.wait_for(self._client.flush(), GIVE_UP.total_seconds())
         except Exception as err:  # a preview: never the model call's failure
             logger.warning("streamed text of a model call not published: %s", err)
 

@@ -48,8 +48,8 @@ async def post_streaming(
     headers: Mapping[str, str] | None = None,
 ) -> AsyncIterator[_R]:
     """POST `body` (with `stream: true`) to `path` and yield the server-sent events as
-    `item`s. Failures, before the stream or during it, raise `post`'s errors; a stream
-    that breaks off is `ModelUnavailable` (retried)."""
+    `item`s. A refused request raises `post`'s errors; a stream that breaks off or
+    carries an error event or a line that is not JSON is `ModelUnavailable` (retried)."""
     try:
         stream = await client.post(
             path,
@@ -66,9 +66,11 @@ async def post_streaming(
             await stream.close()
     except openai.APIStatusError as err:
         raise _status_error(err) from err
+    except openai.APIResponseValidationError as err:
+        raise reply_error(f"the reply does not match the API: {err.message}") from err
     except openai.APIError as err:  # an error event in the stream, a dropped connection
         raise unavailable(f"the stream broke off: {err.message}") from err
-    except httpx2.HTTPError as err:
+    except (httpx2.HTTPError, ValueError) as err:  # a cut connection; an event not JSON
         raise unavailable(f"the stream broke off: {type(err).__name__}: {err}") from err
 
 

@@ -90,6 +90,8 @@ class Reply:
     encrypted content the server checks when it comes back."""
     delay_seconds: float = 0.0
     """Wait this long before answering (latency tests)."""
+    finish_reason: str | None = None
+    """Chat Completions: the choice's `finish_reason` (default: `tool_calls` or `stop`)."""
     chunk_chars: int = 4
     """Streamed (`"stream": true`): the text and each call's arguments in pieces of
     this many characters, one chunk (or event) each."""
@@ -299,7 +301,7 @@ class ScriptedModelServer:
                     "index": 0,
                     "message": message,
                     "logprobs": None,
-                    "finish_reason": "tool_calls" if calls else "stop",
+                    "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
                 }
             ],
             "usage": {

@@ -107,6 +107,8 @@ class AgentWorkflow:
         """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
         self._published: visibility.Published | None = None
+        self._turn_call = False
+        """The model call about to be made is the turn's reply (a summary is not streamed)."""
         self._stream: event_stream.RunStream | None = None
         """The run's events (`workflows.event_stream`), for runs since the patch."""
         if workflow.patched(patches.PATCH_RUN_EVENTS):
@@ -344,7 +346,8 @@ class AgentWorkflow:
         await self._announce(state)
         if loop.may_continue_as_new(step) and self._switch_due(state):
             await self._continue_as_new(state)
-        if isinstance(step, loop.CallModel):
+        self._turn_call = isinstance(step, loop.CallModel)  # not a summary (loop.Summarize)
+        if self._turn_call:
             self._emit(state, step_events.turn_started(state))
 
     def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
@@ -565,7 +568,7 @@ class AgentWorkflow:
         """The model's reply; a call that failed for good fails the run, unless it was
         longer than the model's window and the run compacts and calls again (None)."""
         request = step.request
-        if state.agent.stream and self._stream is not None:  # its deltas may be published
+        if state.agent.stream and self._stream is not None and self._turn_call:  # the reply
             key = str(workflow.uuid4())
             self._stream.expect_deltas(key, turn=request.turn)
             request = request.model_copy(update={"stream_key": key})

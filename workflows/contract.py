@@ -33,6 +33,8 @@ QUERY_GET_STATE = "get_state"
 QUERY_GET_STATUS = "get_status"
 QUERY_GET_PENDING_APPROVALS = "get_pending_approvals"
 EVENTS_TOPIC = "events"
+MAX_DELTA_CHARS = 16 * 1024
+"""The most characters of text one published delta carries (a longer one is split)."""
 """The Workflow Streams topic of a run's events (`workflows.event_stream`)."""
 STREAM_POLL = "__temporal_workflow_stream_poll"
 """Workflow Streams' poll: an update (a follower waits for new events) and a query

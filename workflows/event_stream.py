@@ -28,7 +28,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
@@ -58,8 +65,8 @@ POLL_ANSWER_BYTES = 64 * 1024
 
 KEYS_KEPT = 20
 """Keys of earlier model calls remembered: their late deltas are dropped, not refused."""
-DELTA_TEXT = 64 * 1024
-"""The most characters of one published delta."""
+DELTAS_PER_BATCH = 100
+"""The most deltas one publish signal may carry."""
 
 _STATE = TypeAdapter(WorkflowStreamState)
 _PUBLISHED = TypeAdapter(PublishInput)
@@ -73,9 +80,17 @@ class Delta(BaseModel):
     type: Literal["text_delta", "model_retry"]
     key: str = Field(min_length=1, max_length=100)
     attempt: int = Field(ge=1)
-    text: str | None = Field(None, max_length=DELTA_TEXT)
+    text: str | None = Field(None, max_length=contract.MAX_DELTA_CHARS)
     call_id: str | None = Field(None, max_length=200)
     tool: str | None = Field(None, max_length=200)
+
+    @model_validator(mode="after")
+    def _shape(self) -> Delta:
+        if self.type == "text_delta" and self.text is None:
+            raise ValueError("a text_delta carries text")
+        if self.type == "model_retry" and (self.attempt < 2 or self.text or self.call_id):
+            raise ValueError("a model_retry is an attempt after the first, without text")
+        return self
 
 
 class RunStream:
@@ -104,8 +119,10 @@ class RunStream:
         self._expected: tuple[str, int] | None = None
         """The key of the model call under way that may publish, and its turn."""
         self._old_keys: list[str] = []
-        self._publisher: tuple[str, int] | None = None
-        """The publisher of the current call's deltas and its last batch's sequence."""
+        self._sequences: dict[str, int] = {}
+        """The last batch sequence taken from each publisher of the current call."""
+        self._attempt = 0
+        """The newest attempt of the current call that has published."""
 
     @property
     def next_seq(self) -> int:
@@ -141,7 +158,7 @@ class RunStream:
         """The model call is over: its late deltas are dropped."""
         if self._expected is not None:
             self._old_keys = [*self._old_keys, self._expected[0]][-KEYS_KEPT:]
-        self._expected, self._publisher = None, None
+        self._expected, self._sequences, self._attempt = None, {}, 0
 
     def take_published(
         self, args: Sequence[RawValue], state: RunState, *, now: datetime
@@ -155,6 +172,8 @@ class RunStream:
             batch = _PUBLISHED.validate_python(raw_payloads.as_json(args[0]))
         except ValidationError as err:
             return f"not a Workflow Streams publish: {problems(err)}"
+        if len(batch.items) > DELTAS_PER_BATCH:
+            return f"{len(batch.items)} items: at most {DELTAS_PER_BATCH} a batch"
         deltas = []
         for entry in batch.items:
             delta = _delta(entry.topic, entry.data)
@@ -166,12 +185,16 @@ class RunStream:
             return None  # late: the call is over
         if self._expected is None or keys != {self._expected[0]}:
             return "not a delta of the model call under way (its key does not match)"
-        if self._publisher is not None and self._publisher[0] == batch.publisher_id:
-            if batch.sequence <= self._publisher[1]:
-                return None  # sent again
-        self._publisher = (batch.publisher_id, batch.sequence)
+        if batch.sequence <= self._sequences.get(batch.publisher_id, -1):
+            return None  # sent again
+        if batch.publisher_id not in self._sequences and len(self._sequences) >= KEYS_KEPT:
+            return f"more than {KEYS_KEPT} publishers for one model call"
+        self._sequences[batch.publisher_id] = batch.sequence
         turn = self._expected[1]
         for delta in deltas:
+            if delta.attempt < self._attempt:
+                continue  # an earlier attempt still sending: its text is void
+            self._attempt = delta.attempt
             fields = delta.model_dump(exclude={"key"}, exclude_none=True)
             event = {**fields, "turn": turn}
             self.publish(step_events.stamped(state, event, seq=self.next_seq, now=now))

@@ -159,3 +159,25 @@ async def test_only_the_model_call_under_way_may_publish(env, model_server):
     assert json.loads("".join(streamed)) == {"order": "A1", "amount": 500}  # the model's only
 
     assert [e["type"] for e in events][-1] == "approval_requested"
+
+
+async def test_a_long_delta_is_split_and_a_reply_cut_at_its_length_is_recorded(env, model_server):
+    body = "x" * 40_000  # one chunk: more than one delta may carry
+    email = Call("send_email", {"to": "a@b.c", "body": body}, call_id="m1")
+    model_server.script(
+        Reply(tool_calls=(email,), chunk_chars=100_000),
+        Reply("cut sh", finish_reason="length"),
+    )
+    async with serving(env.client, model_server, extra_agents=[streamer]) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        handle = await start(worker, "mail", agent="streamer")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        await agents.approve(handle.id, "m1", approver="ann")
+        seen = await follow(agents, handle.id)
+        result = await handle.result()
+        state = await state_of(handle)
+    pieces = [e["text"] for e in of_type(seen, "text_delta") if e.get("call_id") == "m1"]
+    assert len(pieces) >= 3 and json.loads("".join(pieces))["body"] == body
+    assert state.refused_signals == []  # every batch taken
+    assert result.final_output == "cut sh"  # recorded as the provider ended it, not retried
+    assert len(model_server.requests) == 2
