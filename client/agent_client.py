@@ -25,6 +25,7 @@ from durable_agents.client.errors import (
     AgentNotServed,
     DecisionRefused,
     PauseRefused,
+    RunExists,
     RunFailed,
     failure_message,
     from_rpc_error,
@@ -761,7 +762,7 @@ class AgentClient:
         except AgentError:
             raise
         except WorkflowAlreadyStartedError as err:
-            raise AgentClientError(f"a run with id {run_id!r} already exists") from err
+            raise RunExists(run_id) from err
         except RPCError as err:
             raise from_rpc_error(run_id, self.client.namespace, err) from err
         except WorkflowQueryFailedError as err:

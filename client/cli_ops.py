@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -246,6 +247,49 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"invalid duration: {text!r} (too long)") from None
 
 
+GATEWAY_PORT = 8088
+
+
+async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
+    """Serve the HTTP gateway (`client.gateway`) until interrupted."""
+    from durable_agents.client import gateway, gateway_auth  # Starlette, uvicorn: only here
+
+    if args.allow_unauthenticated:
+        if not gateway_auth.is_loopback(args.host):
+            raise AgentClientError(
+                f"--allow-unauthenticated is accepted only on a loopback address, not {args.host}"
+            )
+        callers = None
+    else:
+        try:
+            callers = gateway_auth.load_callers()
+        except gateway_auth.GatewayConfigError as err:
+            raise AgentClientError(str(err)) from None
+        if not len(callers):
+            raise AgentClientError(
+                f"no callers: set {gateway_auth.TOKENS_ENV}=FILE (a JSON list of "
+                '{"name", "token_env", "scopes"}), or --allow-unauthenticated on a loopback '
+                "address"
+            )
+    import uvicorn
+
+    audit = logging.getLogger(gateway.audit.name)
+    if not audit.handlers:
+        audit.addHandler(logging.StreamHandler(sys.stderr))
+        audit.setLevel(logging.INFO)
+    config = uvicorn.Config(
+        gateway.gateway_app(agents, callers),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        lifespan="off",
+    )
+    who = "no authentication" if callers is None else f"{len(callers)} callers"
+    print(f"agentctl serve: http://{args.host}:{args.port} ({who})", file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve()
+    return ""
+
+
 def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     """Register the operator commands with agentctl's `command(name, fn, help)`."""
     statuses = [s.value for s in RunStatus]
@@ -283,6 +327,18 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         type=_non_negative_int,
         metavar="SEQ",
         help="only events after this seq (with --follow; alone: the events kept now, then exit)",
+    )
+    gate = command(
+        "serve", serve, "serve the HTTP gateway: runs, approvals and live events over HTTP"
+    )
+    gate.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    gate.add_argument(
+        "--port", type=_positive_int, default=GATEWAY_PORT, help=f"default {GATEWAY_PORT}"
+    )
+    gate.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="no bearer tokens (accepted only on a loopback address)",
     )
     stop = command("cancel", cancel, "cancel a run: it ends `cancelled`, no pending tool runs")
     stop.add_argument("run_id", metavar="RUN_ID")

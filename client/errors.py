@@ -43,6 +43,14 @@ class RunNotFound(AgentClientError):
         self.namespace = namespace
 
 
+class RunExists(AgentClientError):
+    """A run with this id exists already (running, or closed and its id not reusable)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"a run with id {run_id!r} already exists")
+        self.run_id = run_id
+
+
 class InvalidSnapshot(AgentClientError):
     """A snapshot that cannot be used: not valid, not verifiable, or not forkable as asked."""
 

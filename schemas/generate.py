@@ -139,9 +139,12 @@ def payload_path(name: str) -> Path:
 
 def payload_problems(*, write: bool) -> list[str]:
     """Stale or missing payload schemas (written instead, with `write`)."""
+    from durable_agents.client.gateway import openapi  # the HTTP gateway's routes
+
     problems = []
-    for name in PAYLOADS:
-        path, text = payload_path(name), render(payload_schema(name))
+    documents = [(payload_path(name), render(payload_schema(name))) for name in PAYLOADS]
+    documents.append((SCHEMA_DIR / "gateway.openapi.json", render(openapi())))
+    for path, text in documents:
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue
         if write:

@@ -1,0 +1,149 @@
+"""Who may call the HTTP gateway (`client.gateway`), and for what.
+
+`AGENT_GATEWAY_TOKENS=FILE` names a JSON list of callers:
+`{"name": str, "token_env": str, "scopes": ["read" | "decide" | "start"], "agents"?: [str]}`.
+Each caller's bearer token is read from the environment variable `token_env` names
+(or the file `<token_env>_FILE` names: a mounted secret), never from the file; several
+callers may share a scope. `read`: status, state, pending approvals, events; `decide`:
+approve and reject; `start`: start runs and send session messages. `agents`: only runs
+of these agents (default: any). Tokens are compared in constant time; the caller's
+name (never its token) is what the audit log and a decision's `sender` carry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from durable_agents.config_file import json_file
+from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
+
+TOKENS_ENV = "AGENT_GATEWAY_TOKENS"
+Scope = Literal["read", "decide", "start"]
+SCOPES: tuple[Scope, ...] = ("read", "decide", "start")
+MIN_TOKEN_CHARS = 16
+
+
+class GatewayConfigError(ValueError):
+    """The gateway's callers cannot be read: the message names the variable and entry."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who called, and what they may do."""
+
+    name: str
+    scopes: frozenset[str]
+    agents: frozenset[str] | None
+    """The agents whose runs the caller may touch; None: any."""
+
+    def may(self, scope: Scope, agent: str | None = None) -> bool:
+        """Whether the caller has `scope` (for a run of `agent`, when given)."""
+        if scope not in self.scopes:
+            return False
+        return agent is None or self.agents is None or agent in self.agents
+
+
+ANONYMOUS = Caller(name="anonymous", scopes=frozenset(SCOPES), agents=None)
+"""The caller of a gateway run with `--allow-unauthenticated` (loopback only)."""
+
+
+class Callers:
+    """The configured callers, by the SHA-256 of their tokens."""
+
+    def __init__(self, by_digest: Mapping[bytes, Caller]) -> None:
+        self._by_digest = dict(by_digest)
+
+    def __len__(self) -> int:
+        return len(self._by_digest)
+
+    def find(self, authorization: str | None) -> Caller | None:
+        """The caller an `Authorization: Bearer TOKEN` header names, or None."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        digest = hashlib.sha256(token.strip().encode()).digest()
+        found = None
+        for known, caller in self._by_digest.items():  # every one: constant time
+            if hmac.compare_digest(known, digest):
+                found = caller
+        return found
+
+
+def load_callers(env: Mapping[str, str] | None = None) -> Callers:
+    """The callers `AGENT_GATEWAY_TOKENS` configures (none when it is unset)."""
+    env = os.environ if env is None else env
+    try:
+        document = json_file(env, TOKENS_ENV)
+    except ValueError as err:
+        raise GatewayConfigError(str(err)) from None
+    if document is None:
+        return Callers({})
+    if not isinstance(document, list):
+        raise GatewayConfigError(f"{TOKENS_ENV}: a JSON list of callers is expected")
+    by_digest: dict[bytes, Caller] = {}
+    names: set[str] = set()
+    for index, entry in enumerate(document):
+        caller, token = _caller(entry, f"{TOKENS_ENV}[{index}]", env)
+        if caller.name in names:
+            raise GatewayConfigError(f"{TOKENS_ENV}[{index}]: caller {caller.name!r} twice")
+        digest = hashlib.sha256(token.encode()).digest()
+        if digest in by_digest:
+            raise GatewayConfigError(f"{TOKENS_ENV}[{index}]: the same token as another caller")
+        names.add(caller.name)
+        by_digest[digest] = caller
+    return Callers(by_digest)
+
+
+def _caller(entry: object, where: str, env: Mapping[str, str]) -> tuple[Caller, str]:
+    if not isinstance(entry, dict):
+        raise GatewayConfigError(f"{where}: an object is expected")
+    unknown = set(entry) - {"name", "token_env", "scopes", "agents"}
+    if unknown:
+        raise GatewayConfigError(f"{where}: unknown fields {sorted(unknown)}")
+    name, variable = entry.get("name"), entry.get("token_env")
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise GatewayConfigError(f'{where}: "name" (1 to 100 characters) is required')
+    if not isinstance(variable, str) or not variable:
+        raise GatewayConfigError(f'{where}: "token_env" names the variable of its token')
+    scopes = entry.get("scopes")
+    if not isinstance(scopes, list) or not scopes or not set(scopes) <= set(SCOPES):
+        raise GatewayConfigError(f'{where}: "scopes" is a non-empty list of {list(SCOPES)}')
+    agents = entry.get("agents")
+    if agents is not None and (
+        not isinstance(agents, list) or not all(isinstance(a, str) and a for a in agents)
+    ):
+        raise GatewayConfigError(f'{where}: "agents" is a list of agent names')
+    try:
+        secret = secret_from_env(variable, env=env)
+    except SecretEnvError as err:
+        raise GatewayConfigError(f"{where}: {err}") from None
+    if secret is None:
+        raise GatewayConfigError(
+            f"{where}: ${variable} (its token) is not set, nor ${variable}_FILE"
+        )
+    if len(secret.value.strip()) < MIN_TOKEN_CHARS:
+        raise GatewayConfigError(
+            f"{where}: the token in {secret.source} is shorter than {MIN_TOKEN_CHARS} characters"
+        )
+    caller = Caller(
+        name=name.strip(),
+        scopes=frozenset(scopes),
+        agents=frozenset(agents) if agents is not None else None,
+    )
+    return caller, secret.value.strip()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is a loopback address or `localhost`."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,237 @@
+"""The HTTP gateway (`agentctl serve`, `client.gateway`) against the real dev server,
+worker and scripted model, served by uvicorn and driven with an HTTP client: start
+(idempotent), status, state, pending, decisions (the digest echoed), events over SSE
+(resumed with `Last-Event-ID`, one shared subscription for many followers); bearer
+tokens with scopes and agents, and hostile requests, each answered with the right
+status and a clear message; an audit line for every change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+import uvicorn
+from durable_agents.client.gateway import gateway_app
+from durable_agents.client.gateway_auth import Callers, GatewayConfigError, load_callers
+from durable_agents.workflows.event_models import RUN_EVENT
+
+from durable_agents import AgentClient
+from durable_agents.testing import Call, Reply
+from tests.support.cli_support import bound_to, error_lines
+from tests.support.runs import free_port
+
+READER, DECIDER, STARTER, SUPPORT_ONLY = (f"{n}-token-0123456789abcdef" for n in "rdsa")
+REFUND = Call("refund", {"order": "A12", "amount": 250}, call_id="r1")
+
+
+def callers(tmp_path) -> Callers:
+    file = tmp_path / "callers.json"
+    file.write_text(
+        json.dumps(
+            [
+                {"name": "dashboard", "token_env": "T_READ", "scopes": ["read"]},
+                {"name": "desk", "token_env": "T_DECIDE", "scopes": ["read", "decide"]},
+                {"name": "bot", "token_env": "T_START", "scopes": ["start", "read"]},
+                {
+                    "name": "support-desk",
+                    "token_env": "T_SUPPORT",
+                    "scopes": ["read", "decide"],
+                    "agents": ["support"],
+                },
+            ]
+        )
+    )
+    env = {
+        "AGENT_GATEWAY_TOKENS": str(file),
+        "T_READ": READER,
+        "T_DECIDE": DECIDER,
+        "T_START": STARTER,
+        "T_SUPPORT": SUPPORT_ONLY,
+    }
+    return load_callers(env)
+
+
+@asynccontextmanager
+async def gateway(worker, known: Callers | None) -> AsyncIterator[str]:
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    port = free_port()
+    config = uvicorn.Config(
+        gateway_app(agents, known), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    async with asyncio.timeout(10):
+        while not server.started:
+            await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+async def sse(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> list[dict]:
+    """The SSE messages of `url` until the server ends the stream: id, event, data."""
+    found, message = [], {}
+    async with asyncio.timeout(30), http.stream("GET", url, headers=headers) as answer:
+        assert answer.status_code == 200, await answer.aread()
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        async for line in answer.aiter_lines():
+            if not line:
+                if "data" in message:
+                    found.append(message)
+                message = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(": ")
+                message[key] = value
+    return found
+
+
+async def test_start_decide_and_follow_over_http(worker, model_server, tmp_path, caplog):
+    model_server.script(Reply(tool_calls=(REFUND,)), Reply("refunded"))
+    caplog.set_level(logging.INFO, logger="durable_agents.gateway.audit")
+    async with gateway(worker, callers(tmp_path)) as url, httpx2.AsyncClient(base_url=url) as http:
+        start = {"agent": "assistant", "input": "refund A12", "request_id": "req-1"}
+        first = await http.post("/runs", json=start, headers=bearer(STARTER))
+        assert first.status_code == 201, first.text
+        run_id = first.json()["run_id"]
+        again = await http.post("/runs", json=start, headers=bearer(STARTER))
+        assert (again.status_code, again.json()) == (200, {"run_id": run_id, "started": False})
+        followers = [
+            asyncio.create_task(sse(http, f"/runs/{run_id}/events", bearer(READER)))
+            for _ in range(6)  # more than a run lets poll at once: they share one
+        ]
+        async with asyncio.timeout(15):
+            while not (await http.get(f"/runs/{run_id}/pending", headers=bearer(READER))).json():
+                await asyncio.sleep(0.1)
+        [asked] = (await http.get(f"/runs/{run_id}/pending", headers=bearer(READER))).json()
+        status = (await http.get(f"/runs/{run_id}", headers=bearer(READER))).json()
+        assert (status["status"], status["agent"]) == ("awaiting_approval", "assistant")
+        decision = {"call_id": "r1", "decision": "approve", "approver": "ann"}
+        blind = await http.post(f"/runs/{run_id}/decisions", json=decision, headers=bearer(DECIDER))
+        assert blind.status_code == 400 and "arguments_sha256" in blind.json()["error"]["message"]
+        wrong = {**decision, "arguments_sha256": "0" * 64}
+        refused = await http.post(f"/runs/{run_id}/decisions", json=wrong, headers=bearer(DECIDER))
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] == "decision_refused"
+        shown = {**decision, "arguments_sha256": asked["arguments_sha256"]}
+        made = await http.post(f"/runs/{run_id}/decisions", json=shown, headers=bearer(DECIDER))
+        assert made.status_code == 200, made.text
+        assert (made.json()["decision"], made.json()["approver"]) == ("approve", "ann")
+        assert made.json()["sender"] == "gateway:desk"
+        streams = await asyncio.gather(*followers)
+        resumed = await sse(
+            http, f"/runs/{run_id}/events", {**bearer(READER), "last-event-id": "5"}
+        )
+        state = (await http.get(f"/runs/{run_id}/state", headers=bearer(READER))).json()
+    assert state["status"] == "completed" and state["final_output"] == "refunded"
+    assert all(s == streams[0] for s in streams)
+    events = [json.loads(m["data"]) for m in streams[0]]
+    for message, event in zip(streams[0], events, strict=True):
+        RUN_EVENT.validate_python(event)
+        assert (message["id"], message["event"]) == (str(event["seq"]), event["type"])
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["type"] == "run_finished"
+    assert resumed == streams[0][5:]
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("audit")]
+    assert [(a["caller"], a["action"], a["outcome"]) for a in lines] == [
+        ("bot", "start", "started"),
+        ("bot", "start", "existing"),
+        ("desk", "approve", "refused"),
+        ("desk", "approve", "recorded"),
+    ]
+    assert all(READER not in r.getMessage() for r in caplog.records)
+
+
+async def test_tokens_scopes_and_hostile_requests(worker, model_server, tmp_path):
+    model_server.script(Reply(tool_calls=(REFUND,)))
+    async with gateway(worker, callers(tmp_path)) as url, httpx2.AsyncClient(base_url=url) as http:
+        started = await http.post(
+            "/runs", json={"agent": "assistant", "input": "x"}, headers=bearer(STARTER)
+        )
+        run_id = started.json()["run_id"]
+        checks = [
+            ("GET", f"/runs/{run_id}", {}, None, 401, "bearer token"),
+            ("GET", f"/runs/{run_id}", {"authorization": "Bearer nope"}, None, 401, "bearer"),
+            ("GET", f"/runs/{run_id}", {"authorization": f"Basic {READER}"}, None, 401, "bearer"),
+            ("POST", "/runs", bearer(READER), {"agent": "assistant", "input": "x"}, 403, "start"),
+            ("POST", f"/runs/{run_id}/decisions", bearer(STARTER), {}, 403, "may not decide"),
+            ("GET", f"/runs/{run_id}", bearer(SUPPORT_ONLY), None, 403, "runs of 'assistant'"),
+            ("GET", "/runs/no-such-run", bearer(READER), None, 404, "no run with id"),
+            ("GET", "/nowhere", bearer(READER), None, 404, "Not Found"),
+            ("POST", "/runs", bearer(STARTER), "{not json", 400, "invalid body"),
+            ("POST", "/runs", bearer(STARTER), {"agent": "assistant"}, 400, "input"),
+            ("POST", "/runs", bearer(STARTER), {"agent": "ghost", "input": "x"}, 400, "ghost"),
+            ("POST", "/runs", bearer(STARTER), {"agent": "a", "input": "x", "x": 1}, 400, "x"),
+            ("GET", f"/runs/{run_id}/events?after=-1", bearer(READER), None, 400, "seq"),
+        ]
+        for method, path, headers, body, status, words in checks:
+            content = body if isinstance(body, str) else None
+            payload = None if isinstance(body, str) else body
+            answer = await http.request(
+                method, path, headers=headers, json=payload, content=content
+            )
+            assert answer.status_code == status, (path, answer.text)
+            assert words in answer.json()["error"]["message"], (path, answer.text)
+        document = await http.get("/openapi.json")  # public, as /healthz
+        assert (
+            document.status_code == 200 and "/runs/{run_id}/decisions" in document.json()["paths"]
+        )
+        taken = await http.post(
+            "/runs",
+            json={"agent": "assistant", "input": "x", "run_id": run_id},
+            headers=bearer(STARTER),
+        )
+        assert (taken.status_code, taken.json()["error"]["code"]) == (409, "run_exists")
+        await worker.client.get_workflow_handle(run_id).cancel()
+
+
+def test_a_callers_file_is_checked(tmp_path):
+    file = tmp_path / "callers.json"
+    cases = [
+        ("{}", {}, "a JSON list"),
+        ('[{"name": "a", "token_env": "T", "scopes": ["admin"]}]', {"T": "x" * 20}, "scopes"),
+        ('[{"name": "a", "token_env": "T", "scopes": ["read"]}]', {}, "$T (its token) is not set"),
+        ('[{"name": "a", "token_env": "T", "scopes": ["read"]}]', {"T": "short"}, "shorter"),
+        ('[{"name": "a", "token_env": "T", "scopes": ["read"], "x": 1}]', {}, "unknown fields"),
+        ("not json", {}, "not JSON"),
+    ]
+    for text, extra, words in cases:
+        file.write_text(text)
+        with pytest.raises(GatewayConfigError, match=re.escape(words)):
+            load_callers({"AGENT_GATEWAY_TOKENS": str(file), **extra})
+    assert len(load_callers({})) == 0
+
+
+async def test_agentctl_serve_refuses_to_run_open_or_without_callers(worker):
+    ctl = bound_to(worker)
+    open_to_all = await ctl("serve", "--host", "0.0.0.0", "--allow-unauthenticated")
+    assert open_to_all.code == 1
+    assert "only on a loopback address" in error_lines(open_to_all.stderr)[0]
+    nobody = await ctl("serve", "--port", str(free_port()))
+    assert nobody.code == 1 and "no callers" in error_lines(nobody.stderr)[0]
+
+
+def test_the_readme_callers_file_loads(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Approving over HTTP: the gateway\n", 1)[1]
+    document = section.split("cat > callers.json <<'EOF'\n", 1)[1].split("\nEOF", 1)[0]
+    file = tmp_path / "callers.json"
+    file.write_text(document)
+    env = {"AGENT_GATEWAY_TOKENS": str(file), "DESK_TOKEN": "d" * 48, "BOT_TOKEN": "b" * 48}
+    loaded = load_callers(env)
+    desk = loaded.find("Bearer " + "d" * 48)
+    assert desk is not None and desk.may("decide", "support") and not desk.may("decide", "x")
+    bot = loaded.find("Bearer " + "b" * 48)
+    assert bot is not None and bot.may("start", "anything") and not bot.may("decide")
