@@ -286,3 +286,27 @@ async def test_agentctl_watch_follow_json_prints_the_pinned_objects(worker, mode
     unknown = await ctl("watch", "no-such-run", "--follow")
     assert unknown.code == 1
     assert error_lines(unknown.stderr) and "no-such-run" in unknown.stderr
+
+
+async def test_old_events_are_trimmed_and_a_late_reader_is_told(worker, model_server, monkeypatch):
+    monkeypatch.setattr(event_stream, "EVENTS_KEPT", 4)
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, call_id="a1"),)), Reply("3")
+    )
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    handle = await start(worker, "add", agent="assistant")
+    await handle.result()
+    kept = await collect(agents.events(handle.id, follow=False))
+    assert kept[0]["type"] == "truncated"
+    first_kept = kept[1]["seq"]
+    assert kept[0] == {**kept[0], "seq": first_kept - 1, "missed": first_kept - 1}
+    assert [e["type"] for e in kept[1:]] == [
+        "tool_finished",
+        "turn_started",
+        "model_finished",
+        "run_finished",
+    ]
+    assert await collect(agents.events(handle.id, after=first_kept - 1, follow=False)) == kept[1:]
+    late = await collect(agents.events(handle.id, after=2))  # following: told the same way
+    assert late[0]["type"] == "truncated" and late[0]["missed"] == first_kept - 3
+    assert late[1:] == kept[1:]
