@@ -78,6 +78,7 @@ from temporalio.client import (
     WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
@@ -242,8 +243,10 @@ class AgentClient:
         model_settings: ModelSettings | dict[str, Any] | None = None,
         token_budget: int | None = None,
         cost_budget: float | None = None,
+        new_id_only: bool = False,
     ) -> AgentRun:
         """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
+        `new_id_only`: refuse (`RunExists`) an id any run has had, ended ones too.
 
         With `session`, the run waits for further messages (`message`) after each
         answer until `end_session`. With `signing_key` (an approver key the workers
@@ -269,7 +272,10 @@ class AgentClient:
             )
             start_input.token_budget = budgets.token_budget
             start_input.cost_budget = budgets.cost_budget
-        return self.run(await self._start(start_input, run_id, input, signing_key=signing_key))
+        started = await self._start(
+            start_input, run_id, input, signing_key=signing_key, new_id_only=new_id_only
+        )
+        return self.run(started)
 
     def run(self, run_id: str) -> AgentRun:
         """A handle on the run `run_id` (no call is made)."""
@@ -435,11 +441,13 @@ class AgentClient:
         *,
         document: dict[str, object] | None = None,
         signing_key: SigningKey | None = None,
+        new_id_only: bool = False,
     ) -> str:
         """Start AgentWorkflow; the UI's summary line is `agent: summary` (shortened,
         see `workflows.details.static_summary`). `document`: a signed snapshot sent as
         `resume_from` unchanged, so the worker can check its signature. `signing_key`:
-        sign the start (`workflows.signed_start`)."""
+        sign the start (`workflows.signed_start`). `new_id_only`: an id an ended run
+        had is refused too."""
         workflow_id = run_id or f"{agent_input.agent}-{uuid4().hex[:12]}"
         # Fields left unset are not sent, so a worker of an earlier build (which
         # refuses unknown fields) takes a start that uses nothing new.
@@ -464,6 +472,9 @@ class AgentClient:
                 id=workflow_id,
                 task_queue=queue,
                 static_summary=details.static_summary(agent_input.agent, summary),
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE
+                if new_id_only
+                else WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
         return workflow_id
 
@@ -601,6 +612,15 @@ class AgentClient:
             sender=sender,
             **binding,
         )
+        return await self.send_decision(run_id, payload, request_id=request_id)
+
+    async def send_decision(
+        self, run_id: str, payload: dict[str, Any], *, request_id: str | None = None
+    ) -> Decision:
+        """Send a `decide` payload as it is (one made by `decision_payload`, or signed
+        elsewhere); returns the recorded decision, `DecisionRefused` with the run's
+        reason."""
+        call_id = str(payload.get("call_id"))
         with self.translating(run_id):
             try:
                 return await self._handle(run_id).execute_update(

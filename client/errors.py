@@ -43,6 +43,18 @@ class RunNotFound(AgentClientError):
         self.namespace = namespace
 
 
+class RunEnded(AgentClientError):
+    """The run has ended: it takes no more signals or updates."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} has already ended")
+        self.run_id = run_id
+
+
+class TemporalUnavailable(AgentClientError):
+    """The Temporal server, or the run's workers, did not answer as they should."""
+
+
 class RunExists(AgentClientError):
     """A run with this id exists already (running, or closed and its id not reusable)."""
 
@@ -90,15 +102,15 @@ class RunFailed(AgentClientError):
 def from_rpc_error(run_id: str, namespace: str, err: RPCError) -> AgentClientError:
     """The client error for a failed call to the server about `run_id`."""
     if run_ended(err):
-        return AgentClientError(f"run {run_id!r} has already ended")
+        return RunEnded(run_id)
     if err.status == RPCStatusCode.NOT_FOUND:
         return RunNotFound(run_id, namespace)
     if err.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
-        return AgentClientError(
+        return TemporalUnavailable(
             f"run {run_id!r} did not answer in time ({err.message}); "
             "is a worker running on its task queue?"
         )
-    return AgentClientError(f"run {run_id!r}: {err.status.name}: {err.message}")
+    return TemporalUnavailable(f"run {run_id!r}: {err.status.name}: {err.message}")
 
 
 def run_ended(err: RPCError) -> bool:

@@ -3,29 +3,22 @@ callers that would rather speak HTTP than Temporal (a web backend, a chat bot, a
 language). A Starlette app served by uvicorn; every route goes through `AgentClient`,
 so what it sends a run is exactly what `agentctl` sends.
 
-Routes (and the scope a caller needs):
+Routes (and the scope a caller needs), as README "Approving over HTTP" and
+`schemas/gateway.openapi.json` describe them:
 
-- `POST /runs` (start): `{"agent", "input", "run_id"?, "request_id"?, "context"?,
-  "session"?, "max_turns"?}` starts a run (201); the same `request_id` from the same
-  caller answers the run it started (200, `"started": false`) instead of a second.
-- `POST /runs/{id}/messages` (start): a session's next message, `{"content"}`.
-- `GET /runs/{id}`, `/state`, `/pending` (read): its status, RunState, and the calls
-  waiting for a decision.
-- `POST /runs/{id}/decisions` (decide): `{"call_id", "decision", "arguments_sha256",
-  "approver"?, "reason"?, "request_id"?, "expires_at"?, "signature"?, "metadata"?}`
-  through the `decide` update; the recorded decision is the answer (refused: 409).
-  `arguments_sha256` is required: the caller echoes the digest of the arguments it
-  showed whoever decided, so the gateway never approves blind.
-- `GET /runs/{id}/events` (read): server-sent events, one per run event (`id:` its
-  `seq`, `event:` its type, `data:` the event object), from the oldest kept or after
-  `Last-Event-ID` (or `?after=SEQ`), until `run_finished`.
-- `GET /healthz`: `ok`.
+- `POST /runs` (start): start a run; by `request_id`, once (`gw-<digest>` ids).
+- `POST /runs/{id}/messages` (start): a session's next message.
+- `GET /runs/{id}`, `/state`, `/pending` (read): status, RunState, pending calls.
+- `POST /runs/{id}/decisions` (decide): the `decide` update's payload, with
+  `arguments_sha256` required (nobody approves blind); unsigned, the gateway names
+  the sender and checks the approver (`Caller.approve_as`); signed, it is sent as
+  it came.
+- `GET /runs/{id}/events` (read): server-sent events (`id:` the `seq`), after
+  `Last-Event-ID`; 204 for an ended run with nothing newer.
+- `GET /healthz`, `GET /openapi.json`: open.
 
-Errors are JSON, `{"error": {"code", "message"}}`: 400 (bad JSON, a body that is not
-the route's), 401 (no or unknown token), 403 (scope, or a run of an agent the
-caller may not touch), 404 (unknown run or route), 409 (refused decision, run id
-taken). Every request that changes something is logged as one JSON line (logger
-`durable_agents.gateway.audit`): who, what, which run and call, the outcome.
+Errors are JSON, `{"error": {"code", "message"}}`. Every POST, refused ones too, is
+logged as one JSON line (logger `durable_agents.gateway.audit`, `_Audited`).
 Followers of one run share one subscription (`_Hub`), so a hundred browsers
 watching a run cost the run what one does.
 """
@@ -38,26 +31,36 @@ import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from durable_agents.client import events as run_events
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import (
     AgentClientError,
     AgentNotServed,
+    ConnectError,
     DecisionRefused,
+    RunEnded,
     RunExists,
     RunNotFound,
+    TemporalUnavailable,
 )
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
-from durable_agents.workflows.payloads import PendingApproval
+from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.payloads import DecideInput, PendingApproval
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as Scope_
+from temporalio.client import WorkflowExecutionStatus
 
 audit = logging.getLogger("durable_agents.gateway.audit")
 MAX_BODY = 1024 * 1024
@@ -67,12 +70,19 @@ HUB_LINGER = 30.0
 """Seconds a shared subscription outlives its last follower (one who reconnects)."""
 
 
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+"""A run id the gateway starts or addresses: no `/`, spaces or control characters."""
+OWN_IDS = "gw-"
+"""The prefix of the ids the gateway makes from a caller's `request_id` (no caller may
+name one itself)."""
+
+
 class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: str = Field(min_length=1, max_length=200)
     input: str
-    run_id: str | None = Field(None, min_length=1, max_length=400)
+    run_id: str | None = Field(None, pattern=RUN_ID)
     request_id: str | None = Field(None, min_length=1, max_length=200)
     context: JsonValue = None
     session: bool = False
@@ -85,19 +95,13 @@ class MessageRequest(BaseModel):
     content: str = Field(min_length=1)
 
 
-class DecisionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class DecisionRequest(DecideInput):
+    """The `decide` update's payload, with `arguments_sha256` required (the digest of the
+    arguments the person who decided was shown) and `approver` optional (default: the
+    caller). A signed one (`signature`) is sent exactly as it came."""
 
-    call_id: str = Field(min_length=1, max_length=200)
-    decision: Literal["approve", "reject"]
-    arguments_sha256: str = Field(pattern="^[0-9a-f]{64}$")
-    """Required here: the digest of the arguments the person who decided was shown."""
-    approver: str | None = Field(None, min_length=1, max_length=200)
-    reason: str | None = Field(None, max_length=2000)
-    request_id: str | None = Field(None, min_length=1, max_length=200)
-    expires_at: str | None = None
-    signature: dict[str, str] | None = None
-    metadata: dict[str, JsonValue] | None = None
+    approver: str = Field("", max_length=200)  # type: ignore[assignment]
+    arguments_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  # type: ignore[assignment]
 
 
 def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
@@ -110,19 +114,24 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
             return ANONYMOUS
         found = callers.find(request.headers.get("authorization"))
         if found is None:
-            raise HTTPException(401, "a bearer token of a configured caller is required")
+            raise HTTPException(
+                401,
+                "a bearer token of a configured caller is required",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return found
 
     async def allowed(request: Request, scope: Scope, run_id: str | None = None) -> Caller:
         """The caller, if it may do `scope` (on the run `run_id`: of an agent it may
-        touch; an unknown run is 404 only to a caller who may read)."""
+        touch, by its `AgentName` search attribute: no worker needed)."""
         caller = caller_of(request)
+        request.state.caller = caller.name
         if not caller.may(scope):
             raise HTTPException(403, f"{caller.name} may not {scope}")
         if run_id is not None and caller.agents is not None:
-            agent = (await agents.status(run_id)).agent
-            if not caller.may(scope, agent):
-                raise HTTPException(403, f"{caller.name} may not {scope} runs of {agent!r}")
+            agent = await _agent_of(agents, run_id) or (await agents.status(run_id)).agent
+            if agent not in caller.agents:
+                raise HTTPException(403, f"{caller.name} may not {scope} this run")
         return caller
 
     async def start(request: Request) -> Response:
@@ -131,10 +140,12 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         if not caller.may("start", body.agent):
             raise HTTPException(403, f"{caller.name} may not start runs of {body.agent!r}")
         run_id = body.run_id
+        if run_id is not None and run_id.startswith(OWN_IDS):
+            raise HTTPException(400, f"run ids starting {OWN_IDS!r} are the gateway's own")
         if run_id is None and body.request_id is not None:  # the same request: the same run
-            digest = hashlib.sha256(f"{caller.name}\n{body.request_id}".encode()).hexdigest()
-            run_id = f"{body.agent}-{digest[:20]}"
-        what = {"action": "start", "agent": body.agent, "request_id": body.request_id}
+            key = json.dumps([caller.name, body.agent, body.request_id])
+            run_id = f"{OWN_IDS}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        request.state.audit = {"action": "start", "agent": body.agent, "run_id": run_id}
         try:
             started = await agents.start(
                 body.agent,
@@ -143,21 +154,23 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
                 max_turns=body.max_turns,
                 run_id=run_id,
                 session=body.session,
+                new_id_only=True,  # an id is one run's, for good
             )
         except RunExists:
-            if body.request_id is None:
+            if body.request_id is None or body.run_id is not None:
                 raise
-            _audit(caller, what | {"run_id": run_id, "outcome": "existing"})
+            request.state.audit["outcome"] = "existing"
             return JSONResponse({"run_id": run_id, "started": False})
-        _audit(caller, what | {"run_id": started.id, "outcome": "started"})
+        request.state.audit |= {"run_id": started.id, "outcome": "started"}
         return JSONResponse({"run_id": started.id, "started": True}, status_code=201)
 
     async def message(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        caller = await allowed(request, "start", run_id)
+        request.state.audit = {"action": "message", "run_id": run_id}
+        await allowed(request, "start", run_id)
         body = await _body(request, MessageRequest)
         await agents.message(run_id, body.content)
-        _audit(caller, {"action": "message", "run_id": run_id, "outcome": "sent"})
+        request.state.audit["outcome"] = "sent"
         return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
 
     async def status(request: Request) -> Response:
@@ -178,39 +191,41 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
 
     async def decide(request: Request) -> Response:
         run_id = request.path_params["run_id"]
+        request.state.audit = {"action": "decide", "run_id": run_id}
         caller = await allowed(request, "decide", run_id)
         body = await _body(request, DecisionRequest)
-        what = {"action": body.decision, "run_id": run_id, "call_id": body.call_id}
-        binding = body.model_dump(
-            include={"arguments_sha256", "expires_at", "signature", "metadata"},
-            exclude_none=True,
-        )
-        try:
-            recorded = await agents.decide(
-                run_id,
-                body.call_id,
-                body.decision,
-                approver=body.approver or caller.name,
-                reason=body.reason,
-                request_id=body.request_id,
-                sender=f"gateway:{caller.name}",
-                **binding,
-            )
-        except DecisionRefused as err:
-            _audit(caller, what | {"outcome": "refused", "why": err.message})
-            raise
-        _audit(caller, what | {"outcome": "recorded", "approver": recorded.approver})
+        payload = json.loads(await request.body())  # as it came: a signature covers it
+        request.state.audit |= {"action": body.decision, "call_id": body.call_id}
+        if body.run_id not in (None, run_id):
+            raise HTTPException(400, f"the body's run_id is not {run_id!r}")
+        if body.signature is None:  # unsigned: the gateway says who sends it, and checks who
+            approver = body.approver or caller.name
+            if not caller.may_approve_as(approver):
+                raise HTTPException(403, f"{caller.name} may not decide as {approver!r}")
+            if body.sender is not None:
+                raise HTTPException(400, "sender is set by the gateway (gateway:<caller>)")
+            payload |= {"approver": approver, "sender": f"gateway:{caller.name}"}
+            payload["run_id"] = run_id
+        request.state.audit["approver"] = payload.get("approver")
+        idempotency = request.headers.get("idempotency-key")
+        recorded = await agents.send_decision(run_id, payload, request_id=idempotency)
+        request.state.audit["outcome"] = "recorded"
         return _json(recorded.model_dump(mode="json"))
 
     async def events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         await allowed(request, "read", run_id)
         after = _after(request)
-        await agents.status(run_id)  # an unknown run: 404 now, not inside the stream
+        # What it missed, read now (a query): an unknown run, or one without events, is
+        # an error answer, not a broken stream; an ended run with nothing new is 204,
+        # so an EventSource that reconnects after `run_finished` stops.
+        backlog = [e async for e in agents.events(run_id, after=after, follow=False)]
+        if not backlog and await _ended(agents, run_id):
+            return Response(status_code=204)
         hub = hubs.get(run_id)
         if hub is None or hub.done:
             hub = hubs[run_id] = _Hub(agents, run_id, lambda: hubs.pop(run_id, None))
-        return EventSourceResponse(hub.serve(after), ping=15)
+        return EventSourceResponse(hub.serve(after, backlog), ping=15)
 
     async def healthz(_: Request) -> Response:
         return PlainTextResponse("ok")
@@ -229,7 +244,15 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         Route("/runs/{run_id}/decisions", decide, methods=["POST"]),
         Route("/runs/{run_id}/events", events),
     ]
-    return Starlette(routes=routes, exception_handlers=_HANDLERS)  # type: ignore[arg-type]
+    middleware = [Middleware(_Audited)]
+    if callers is None:  # open on loopback: no other site's page may reach it by name
+        hosts = ["127.0.0.1", "localhost", "[::1]", "::1"]
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=hosts))
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers=_HANDLERS,  # type: ignore[arg-type]
+    )
 
 
 def openapi() -> dict[str, Any]:
@@ -267,7 +290,10 @@ def openapi() -> dict[str, Any]:
                 ("401", "no or unknown bearer token"),
                 ("403", "the caller lacks the scope, or may not touch the run's agent"),
                 ("404", "no such run"),
-                ("409", "refused (a decision), or taken (a run id)"),
+                ("409", "refused (a decision), taken (a run id), or the run ended"),
+                ("413", "a body larger than 1 MiB"),
+                ("415", "a body that is not application/json"),
+                ("502", "Temporal, or the run's workers, did not answer"),
             )
         }
         ok = {"description": text, "content": {"application/json": {"schema": schema}}}
@@ -345,7 +371,10 @@ def openapi() -> dict[str, Any]:
             "/runs/{run_id}/decisions": {
                 "post": {
                     "summary": "approve or reject a pending call (scope decide)",
-                    "parameters": run,
+                    "parameters": [
+                        *run,
+                        {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
+                    ],
                     "requestBody": body("DecisionRequest"),
                     "responses": answer(ref("Decision"), "the recorded decision"),
                 }
@@ -354,7 +383,10 @@ def openapi() -> dict[str, Any]:
                 "get": {
                     "summary": "the run's events, live (scope read)",
                     "parameters": [*run, *after],
-                    "responses": {"200": stream},
+                    "responses": {
+                        "200": stream,
+                        "204": {"description": "the run has ended and there is nothing newer"},
+                    },
                 }
             },
         },
@@ -375,6 +407,7 @@ class _Hub:
         self.done = False
         self._error: str | None = None
         self._task = asyncio.create_task(self._follow())
+        asyncio.get_running_loop().call_later(HUB_LINGER, self._stop_if_unfollowed)
 
     async def _follow(self) -> None:
         try:
@@ -390,12 +423,15 @@ class _Hub:
             async with self._changed:
                 self._changed.notify_all()
 
-    async def serve(self, after: int) -> AsyncIterator[dict[str, Any]]:
-        """The SSE messages of the events after `after`, until the run finishes."""
+    async def serve(
+        self, after: int, backlog: list[dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The SSE messages of `backlog` (the events after `after`, read already), then
+        of the newer ones, until the run finishes."""
         self._followers += 1
         try:
             last = after
-            async for event in self._agents.events(self._run_id, after=after, follow=False):
+            for event in backlog:
                 last = event["seq"]
                 yield _message(event)
                 if event["type"] == run_events.FINAL:
@@ -415,7 +451,8 @@ class _Hub:
                         return
                 if self.done and not newer:
                     if self._error is not None:
-                        yield {"event": "error", "data": json.dumps({"message": self._error})}
+                        problem = json.dumps({"message": self._error})
+                        yield {"event": "gateway_error", "data": problem}
                     return
         finally:
             self._followers -= 1
@@ -438,7 +475,7 @@ def _after(request: Request) -> int:
     """The `seq` to stream after: `Last-Event-ID` (a reconnecting EventSource), else
     `?after=`, else 0."""
     given = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    if not given.isdigit() or len(given) > 18:
+    if not (given.isascii() and given.isdigit()) or len(given) > 18:
         raise HTTPException(400, f"Last-Event-ID / after must be an event seq, not {given[:40]!r}")
     return int(given)
 
@@ -448,9 +485,18 @@ _M = TypeVar("_M", bound=BaseModel)
 
 async def _body(request: Request, model: type[_M]) -> _M:
     """The request's JSON body as `model`; 400 with what is wrong."""
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":  # also keeps other sites' plain forms out
+        raise HTTPException(415, "the body must be JSON (Content-Type: application/json)")
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY:
         raise HTTPException(413, f"the body is larger than {MAX_BODY} bytes")
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise HTTPException(413, f"the body is larger than {MAX_BODY} bytes")
+    request._body = raw  # read again by `decide` (the payload as it came)
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as err:
@@ -464,20 +510,75 @@ def _json(value: object, status_code: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status_code)
 
 
-def _audit(caller: Caller, what: dict[str, Any]) -> None:
-    audit.info(json.dumps({"caller": caller.name, **what}, default=str))
+async def _agent_of(agents: AgentClient, run_id: str) -> str | None:
+    """The run's agent, from its `AgentName` search attribute (no worker needed); None
+    while it starts (then its status query says)."""
+    with agents.translating(run_id):
+        described = await agents.client.get_workflow_handle(run_id).describe()
+    return described.typed_search_attributes.get(sa.AGENT_NAME)
+
+
+async def _ended(agents: AgentClient, run_id: str) -> bool:
+    with agents.translating(run_id):
+        described = await agents.client.get_workflow_handle(run_id).describe()
+    return described.status not in (None, WorkflowExecutionStatus.RUNNING)
+
+
+class _Audited:
+    """One JSON line per request that changes something (or tries to): when, from
+    where, who, what, which run and call, the HTTP status and the outcome."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope_, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        status = 500
+
+        async def sent(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self._app(scope, receive, sent)
+        finally:
+            state = scope.get("state") or {}
+            client = scope.get("client")
+            line = {
+                "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+                "from": client[0] if client else None,
+                "caller": state.get("caller"),
+                "path": scope["path"],
+                **(state.get("audit") or {}),
+                "status": status,
+            }
+            line.setdefault("outcome", "refused" if status >= 400 else "done")
+            audit.info(json.dumps(line, default=str))
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
+_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    413: "too_large",
+    415: "unsupported_media_type",
+}
 
 
 async def _http_error(_: Request, err: Exception) -> Response:
     assert isinstance(err, HTTPException)
-    return _error(err.status_code, _CODES.get(err.status_code, "error"), str(err.detail))
+    answer = _error(err.status_code, _CODES.get(err.status_code, "error"), str(err.detail))
+    answer.headers.update(err.headers or {})
+    return answer
 
 
 async def _client_error(_: Request, err: Exception) -> Response:
@@ -486,9 +587,13 @@ async def _client_error(_: Request, err: Exception) -> Response:
         return _error(404, "run_not_found", err.message)
     if isinstance(err, RunExists):
         return _error(409, "run_exists", err.message)
+    if isinstance(err, RunEnded):
+        return _error(409, "run_ended", err.message)
     if isinstance(err, AgentNotServed):
         return _error(400, "agent_not_served", err.message)
-    return _error(502, "temporal_error", err.message)
+    if isinstance(err, TemporalUnavailable | ConnectError):
+        return _error(502, "temporal_unavailable", err.message)
+    return _error(400, "invalid_request", err.message)  # refused before it reached a run
 
 
 async def _refused(_: Request, err: Exception) -> Response:

@@ -1,13 +1,16 @@
 """Who may call the HTTP gateway (`client.gateway`), and for what.
 
 `AGENT_GATEWAY_TOKENS=FILE` names a JSON list of callers:
-`{"name": str, "token_env": str, "scopes": ["read" | "decide" | "start"], "agents"?: [str]}`.
+`{"name": str, "token_env": str, "scopes": ["read" | "decide" | "start"], "agents"?: [str],
+"approve_as"?: [str]}`.
 Each caller's bearer token is read from the environment variable `token_env` names
 (or the file `<token_env>_FILE` names: a mounted secret), never from the file; several
 callers may share a scope. `read`: status, state, pending approvals, events; `decide`:
 approve and reject; `start`: start runs and send session messages. `agents`: only runs
-of these agents (default: any). Tokens are compared in constant time; the caller's
-name (never its token) is what the audit log and a decision's `sender` carry.
+of these agents (default: any). `approve_as`: the approver names the caller may decide
+as in an unsigned decision (default: its own name; a signed decision is its key
+owner's). Tokens are compared in constant time; the caller's name (never its token)
+is what the audit log and a decision's `sender` carry.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ class Caller:
     scopes: frozenset[str]
     agents: frozenset[str] | None
     """The agents whose runs the caller may touch; None: any."""
+    approve_as: frozenset[str] = frozenset()
+    """The approver names of its unsigned decisions (empty: only its own name)."""
+
+    def may_approve_as(self, approver: str) -> bool:
+        return approver == self.name or approver in self.approve_as
 
     def may(self, scope: Scope, agent: str | None = None) -> bool:
         """Whether the caller has `scope` (for a run of `agent`, when given)."""
@@ -49,7 +57,14 @@ class Caller:
         return agent is None or self.agents is None or agent in self.agents
 
 
-ANONYMOUS = Caller(name="anonymous", scopes=frozenset(SCOPES), agents=None)
+class _Anyone(Caller):
+    def may_approve_as(self, approver: str) -> bool:
+        return True
+
+
+ANONYMOUS = _Anyone(name="anonymous", scopes=frozenset(SCOPES), agents=None)
+"""The caller of a gateway run with `--allow-unauthenticated` (loopback only); it
+decides as whoever it names (`may_approve_as`), as the approve signal itself would."""
 """The caller of a gateway run with `--allow-unauthenticated` (loopback only)."""
 
 
@@ -103,7 +118,7 @@ def load_callers(env: Mapping[str, str] | None = None) -> Callers:
 def _caller(entry: object, where: str, env: Mapping[str, str]) -> tuple[Caller, str]:
     if not isinstance(entry, dict):
         raise GatewayConfigError(f"{where}: an object is expected")
-    unknown = set(entry) - {"name", "token_env", "scopes", "agents"}
+    unknown = set(entry) - {"name", "token_env", "scopes", "agents", "approve_as"}
     if unknown:
         raise GatewayConfigError(f"{where}: unknown fields {sorted(unknown)}")
     name, variable = entry.get("name"), entry.get("token_env")
@@ -119,6 +134,9 @@ def _caller(entry: object, where: str, env: Mapping[str, str]) -> tuple[Caller, 
         not isinstance(agents, list) or not all(isinstance(a, str) and a for a in agents)
     ):
         raise GatewayConfigError(f'{where}: "agents" is a list of agent names')
+    approve_as = entry.get("approve_as", [])
+    if not isinstance(approve_as, list) or not all(isinstance(a, str) and a for a in approve_as):
+        raise GatewayConfigError(f'{where}: "approve_as" is a list of approver names')
     try:
         secret = secret_from_env(variable, env=env)
     except SecretEnvError as err:
@@ -135,6 +153,7 @@ def _caller(entry: object, where: str, env: Mapping[str, str]) -> tuple[Caller, 
         name=name.strip(),
         scopes=frozenset(scopes),
         agents=frozenset(agents) if agents is not None else None,
+        approve_as=frozenset(approve_as),
     )
     return caller, secret.value.strip()
 

@@ -18,12 +18,14 @@ from pathlib import Path
 import httpx2
 import pytest
 import uvicorn
+from durable_agents.client.agent_client import decision_payload
 from durable_agents.client.gateway import gateway_app
 from durable_agents.client.gateway_auth import Callers, GatewayConfigError, load_callers
 from durable_agents.workflows.event_models import RUN_EVENT
 
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
+from tests.support.approver_keys import ALICE
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.runs import free_port
 
@@ -37,7 +39,12 @@ def callers(tmp_path) -> Callers:
         json.dumps(
             [
                 {"name": "dashboard", "token_env": "T_READ", "scopes": ["read"]},
-                {"name": "desk", "token_env": "T_DECIDE", "scopes": ["read", "decide"]},
+                {
+                    "name": "desk",
+                    "token_env": "T_DECIDE",
+                    "scopes": ["read", "decide"],
+                    "approve_as": ["ann"],
+                },
                 {"name": "bot", "token_env": "T_START", "scopes": ["start", "read"]},
                 {
                     "name": "support-desk",
@@ -81,6 +88,10 @@ def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
 
 
+def json_type(token: str) -> dict[str, str]:
+    return {**bearer(token), "content-type": "application/json"}
+
+
 async def sse(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> list[dict]:
     """The SSE messages of `url` until the server ends the stream: id, event, data."""
     found, message = [], {}
@@ -101,7 +112,10 @@ async def sse(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> li
 async def test_start_decide_and_follow_over_http(worker, model_server, tmp_path, caplog):
     model_server.script(Reply(tool_calls=(REFUND,)), Reply("refunded"))
     caplog.set_level(logging.INFO, logger="durable_agents.gateway.audit")
-    async with gateway(worker, callers(tmp_path)) as url, httpx2.AsyncClient(base_url=url) as http:
+    async with (
+        gateway(worker, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=30) as http,
+    ):
         start = {"agent": "assistant", "input": "refund A12", "request_id": "req-1"}
         first = await http.post("/runs", json=start, headers=bearer(STARTER))
         assert first.status_code == 201, first.text
@@ -121,6 +135,10 @@ async def test_start_decide_and_follow_over_http(worker, model_server, tmp_path,
         decision = {"call_id": "r1", "decision": "approve", "approver": "ann"}
         blind = await http.post(f"/runs/{run_id}/decisions", json=decision, headers=bearer(DECIDER))
         assert blind.status_code == 400 and "arguments_sha256" in blind.json()["error"]["message"]
+        digest = {"arguments_sha256": asked["arguments_sha256"]}
+        as_boss = {**decision, **digest, "approver": "boss"}  # on the policy's list, not desk's
+        posing = await http.post(f"/runs/{run_id}/decisions", json=as_boss, headers=bearer(DECIDER))
+        assert posing.status_code == 403 and "may not decide as 'boss'" in posing.text
         wrong = {**decision, "arguments_sha256": "0" * 64}
         refused = await http.post(f"/runs/{run_id}/decisions", json=wrong, headers=bearer(DECIDER))
         assert refused.status_code == 409, refused.text
@@ -134,6 +152,11 @@ async def test_start_decide_and_follow_over_http(worker, model_server, tmp_path,
         resumed = await sse(
             http, f"/runs/{run_id}/events", {**bearer(READER), "last-event-id": "5"}
         )
+        last = str(len(streams[0]))
+        ended = await http.get(
+            f"/runs/{run_id}/events", headers={**bearer(READER), "last-event-id": last}
+        )
+        assert ended.status_code == 204  # an EventSource reconnecting after the end stops
         state = (await http.get(f"/runs/{run_id}/state", headers=bearer(READER))).json()
     assert state["status"] == "completed" and state["final_output"] == "refunded"
     assert all(s == streams[0] for s in streams)
@@ -145,18 +168,24 @@ async def test_start_decide_and_follow_over_http(worker, model_server, tmp_path,
     assert events[-1]["type"] == "run_finished"
     assert resumed == streams[0][5:]
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("audit")]
-    assert [(a["caller"], a["action"], a["outcome"]) for a in lines] == [
-        ("bot", "start", "started"),
-        ("bot", "start", "existing"),
-        ("desk", "approve", "refused"),
-        ("desk", "approve", "recorded"),
+    assert [(a["caller"], a["action"], a["outcome"], a["status"]) for a in lines] == [
+        ("bot", "start", "started", 201),
+        ("bot", "start", "existing", 200),
+        ("desk", "decide", "refused", 400),  # no digest: refused before it was read
+        ("desk", "approve", "refused", 403),
+        ("desk", "approve", "refused", 409),
+        ("desk", "approve", "recorded", 200),
     ]
+    assert all(a["run_id"] == run_id and a["from"] == "127.0.0.1" for a in lines[1:])
     assert all(READER not in r.getMessage() for r in caplog.records)
 
 
 async def test_tokens_scopes_and_hostile_requests(worker, model_server, tmp_path):
     model_server.script(Reply(tool_calls=(REFUND,)))
-    async with gateway(worker, callers(tmp_path)) as url, httpx2.AsyncClient(base_url=url) as http:
+    async with (
+        gateway(worker, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=30) as http,
+    ):
         started = await http.post(
             "/runs", json={"agent": "assistant", "input": "x"}, headers=bearer(STARTER)
         )
@@ -167,10 +196,28 @@ async def test_tokens_scopes_and_hostile_requests(worker, model_server, tmp_path
             ("GET", f"/runs/{run_id}", {"authorization": f"Basic {READER}"}, None, 401, "bearer"),
             ("POST", "/runs", bearer(READER), {"agent": "assistant", "input": "x"}, 403, "start"),
             ("POST", f"/runs/{run_id}/decisions", bearer(STARTER), {}, 403, "may not decide"),
-            ("GET", f"/runs/{run_id}", bearer(SUPPORT_ONLY), None, 403, "runs of 'assistant'"),
+            ("GET", f"/runs/{run_id}", bearer(SUPPORT_ONLY), None, 403, "may not read this run"),
             ("GET", "/runs/no-such-run", bearer(READER), None, 404, "no run with id"),
             ("GET", "/nowhere", bearer(READER), None, 404, "Not Found"),
-            ("POST", "/runs", bearer(STARTER), "{not json", 400, "invalid body"),
+            ("POST", "/runs", json_type(STARTER), "{not json", 400, "invalid body"),
+            ("POST", "/runs", bearer(STARTER), "agent=assistant", 415, "must be JSON"),
+            (
+                "POST",
+                "/runs",
+                bearer(STARTER),
+                {"agent": "a", "input": "", "run_id": "a/b"},
+                400,
+                "run_id",
+            ),
+            (
+                "POST",
+                "/runs",
+                bearer(STARTER),
+                {"agent": "a", "input": "", "run_id": "gw-1"},
+                400,
+                "the gateway's own",
+            ),
+            ("GET", f"/runs/{run_id}/events?after=%C2%B2", bearer(READER), None, 400, "seq"),
             ("POST", "/runs", bearer(STARTER), {"agent": "assistant"}, 400, "input"),
             ("POST", "/runs", bearer(STARTER), {"agent": "ghost", "input": "x"}, 400, "ghost"),
             ("POST", "/runs", bearer(STARTER), {"agent": "a", "input": "x", "x": 1}, 400, "x"),
@@ -235,3 +282,47 @@ def test_the_readme_callers_file_loads(tmp_path):
     assert desk is not None and desk.may("decide", "support") and not desk.may("decide", "x")
     bot = loaded.find("Bearer " + "b" * 48)
     assert bot is not None and bot.may("start", "anything") and not bot.may("decide")
+
+
+async def test_a_signed_decision_passes_through_unchanged(worker, model_server, tmp_path):
+    model_server.script(
+        Reply(tool_calls=(Call("pay", {"order": "A1", "amount": 10}, call_id="p1"),)),
+        Reply("paid"),
+    )
+    async with (
+        gateway(worker, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        run_id = (await agents.start("treasurer", "pay A1")).id
+        async with asyncio.timeout(15):
+            while not (pending := await agents.pending(run_id)):
+                await asyncio.sleep(0.1)
+        [asked] = pending
+        unsigned = {"call_id": "p1", "decision": "approve", "approver": "ann"}
+        unsigned["arguments_sha256"] = asked.arguments_sha256
+        refused = await http.post(
+            f"/runs/{run_id}/decisions", json=unsigned, headers=bearer(DECIDER)
+        )
+        assert refused.status_code == 409 and "sign" in refused.text  # the policy wants alice's
+        signed = decision_payload(
+            run_id,
+            "p1",
+            "approve",
+            signal=False,
+            approver=None,
+            arguments_sha256=asked.arguments_sha256,
+            execution_id=asked.execution_id,
+            signing_key=ALICE,
+        )
+        made = await http.post(f"/runs/{run_id}/decisions", json=signed, headers=bearer(DECIDER))
+        assert made.status_code == 200, made.text
+        assert (made.json()["approver"], made.json()["decision"]) == ("alice", "approve")
+        assert (await agents.result(run_id)).final_output == "paid"
+
+
+async def test_an_open_gateway_answers_only_loopback_names(worker, model_server):
+    async with gateway(worker, None) as url, httpx2.AsyncClient(base_url=url, timeout=30) as http:
+        assert (await http.get("/healthz")).status_code == 200
+        rebound = await http.get("/healthz", headers={"host": "attacker.example"})
+        assert rebound.status_code == 400  # a page of another site, by DNS rebinding
