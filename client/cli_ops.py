@@ -247,6 +247,40 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"invalid duration: {text!r} (too long)") from None
 
 
+async def erase(args: argparse.Namespace, agents: AgentClient) -> str:
+    """`agentctl erase RUN_ID`: a run's executions and the blobs only it used, removed."""
+    from durable_agents.dataplane.erase import erase as erase_run
+
+    if not args.yes and not args.dry_run:
+        raise AgentClientError(
+            f"erasing run {args.run_id!r} cannot be undone: add --yes (or --dry-run to see "
+            "what it would remove)"
+        )
+    where = os.environ.get("AGENT_PAYLOAD_STORE", "").strip()
+    directory = None if where == "off" else store_directory(os.environ)
+    try:
+        report = await erase_run(agents.client, args.run_id, directory, dry_run=args.dry_run)
+    except PayloadStoreError as err:
+        raise AgentClientError(err.message) from err
+    except RPCError as err:
+        raise AgentClientError(f"cannot erase run {args.run_id!r}: {err.message}") from err
+    if args.json:
+        return json.dumps(dataclasses.asdict(report), indent=2)
+    verb = "would remove" if args.dry_run else "removed"
+    lines = [
+        f"run {args.run_id}: {verb} {len(report.executions)} execution(s) and "
+        f"{report.removed_blobs} payload-store blob(s), {report.removed_bytes:,} bytes",
+        f"kept {report.shared_blobs} blob(s) other runs use too, {report.newer_blobs} written "
+        "or re-used after the run ended",
+    ]
+    if directory is None:
+        lines.append("no payload store (AGENT_PAYLOAD_STORE=off): only the executions")
+    if report.missing_blobs:
+        lines.append(f"{report.missing_blobs} blob(s) it referred to were gone already")
+    lines += [f"not removed: {e}" for e in report.errors]
+    return "\n".join(lines)
+
+
 GATEWAY_PORT = 8088
 
 
@@ -340,6 +374,14 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         action="store_true",
         help="no bearer tokens (accepted only on a loopback address)",
     )
+    forget = command(
+        "erase",
+        erase,
+        "erase an ended run: its executions and the payload-store blobs only it used",
+    )
+    forget.add_argument("run_id", metavar="RUN_ID")
+    forget.add_argument("--yes", action="store_true", help="it cannot be undone: confirm")
+    forget.add_argument("--dry-run", action="store_true", help="report, remove nothing")
     stop = command("cancel", cancel, "cancel a run: it ends `cancelled`, no pending tool runs")
     stop.add_argument("run_id", metavar="RUN_ID")
     stop.add_argument("--reason", default="cancelled with agentctl", metavar="R")

@@ -140,7 +140,7 @@ def needed_blobs(directory: Path, manifests: set[str], report: GcReport) -> set[
     """The manifests and every chunk they list."""
     needed = set(manifests)
     for digest in sorted(manifests):
-        path = _path(directory, digest)
+        path = blob_path(directory, digest)
         try:
             with path.open("rb") as file:
                 manifest = json.loads(file.read(MANIFEST_LIMIT))
@@ -157,7 +157,7 @@ def needed_blobs(directory: Path, manifests: set[str], report: GcReport) -> set[
         for chunk in chunks:
             if isinstance(chunk, str) and _is_blob(chunk):
                 needed.add(chunk)
-                if not _path(directory, chunk).is_file():
+                if not blob_path(directory, chunk).is_file():
                     report.missing_chunks.append(chunk)
     return needed
 
@@ -309,5 +309,5 @@ def _is_blob(name: str) -> bool:
     return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
 
 
-def _path(directory: Path, digest: str) -> Path:
+def blob_path(directory: Path, digest: str) -> Path:
     return directory / digest[:2] / digest
