@@ -169,21 +169,21 @@ async def store(args: argparse.Namespace, agents: AgentClient) -> str:
             f"the results of the {contract.WORKFLOW_STORE_GC} workflows "
             f"(temporal schedule describe --schedule-id {name})"
         )
-    directory = store_directory(os.environ)
+    where = store_location(os.environ)
+    options = {"older_than": args.older_than, "dry_run": args.dry_run, "force": args.force}
     try:
-        report = await collect_garbage(
-            agents.client,
-            directory,
-            older_than=args.older_than,
-            dry_run=args.dry_run,
-            force=args.force,
-        )
+        if isinstance(where, str):  # an S3 bucket
+            from durable_agents.dataplane.s3_gc import collect_s3_garbage
+
+            report = await collect_s3_garbage(agents.client, where, **options)
+        else:
+            report = await collect_garbage(agents.client, where, **options)
     except PayloadStoreError as err:
         raise AgentClientError(err.message) from err
     except RPCError as err:
         raise AgentClientError(f"cannot read the namespace's runs: {err.message}") from err
     except OSError as err:
-        raise AgentClientError(f"cannot use the payload store at {directory}: {err}") from err
+        raise AgentClientError(f"cannot use the payload store at {where}: {err}") from err
     if args.json:
         return json.dumps(dataclasses.asdict(report), indent=2)
     verb = "would remove" if report.dry_run else "removed"
@@ -209,15 +209,17 @@ async def store(args: argparse.Namespace, agents: AgentClient) -> str:
     return "\n".join(lines)
 
 
-def store_directory(env: Mapping[str, str]) -> Path:
-    """The directory store `AGENT_PAYLOAD_STORE` names (or the default one)."""
+def store_location(env: Mapping[str, str]) -> Path | str:
+    """The store `AGENT_PAYLOAD_STORE` names: a directory (or the default one), or an
+    S3 bucket's name."""
     where = env.get("AGENT_PAYLOAD_STORE", "").strip()
     if where == "off":
         raise AgentClientError("AGENT_PAYLOAD_STORE=off: there is no payload store to collect")
     if where.startswith("s3://"):
-        raise AgentClientError(
-            "store gc collects a directory store; an s3:// store is not collected yet"
-        )
+        bucket = where.removeprefix("s3://").strip("/")
+        if not bucket:
+            raise AgentClientError("AGENT_PAYLOAD_STORE=s3:// needs a bucket name")
+        return bucket
     return Path(where) if where else default_directory(env)
 
 
@@ -256,10 +258,10 @@ async def erase(args: argparse.Namespace, agents: AgentClient) -> str:
             f"erasing run {args.run_id!r} cannot be undone: add --yes (or --dry-run to see "
             "what it would remove)"
         )
-    where = os.environ.get("AGENT_PAYLOAD_STORE", "").strip()
-    directory = None if where == "off" else store_directory(os.environ)
+    off = os.environ.get("AGENT_PAYLOAD_STORE", "").strip() == "off"
+    store = None if off else store_location(os.environ)
     try:
-        report = await erase_run(agents.client, args.run_id, directory, dry_run=args.dry_run)
+        report = await erase_run(agents.client, args.run_id, store, dry_run=args.dry_run)
     except PayloadStoreError as err:
         raise AgentClientError(err.message) from err
     except RPCError as err:
@@ -273,7 +275,7 @@ async def erase(args: argparse.Namespace, agents: AgentClient) -> str:
         f"kept {report.shared_blobs} blob(s) other runs use too, {report.newer_blobs} written "
         "or re-used after the run ended",
     ]
-    if directory is None:
+    if store is None:
         lines.append("no payload store (AGENT_PAYLOAD_STORE=off): only the executions")
     if report.missing_blobs:
         lines.append(f"{report.missing_blobs} blob(s) it referred to were gone already")

@@ -145,6 +145,11 @@ class ChunkingDriver(StorageDriver):
         self._inner = inner
         self._chunk_size = chunk_size
 
+    @property
+    def inner(self) -> StorageDriver:
+        """The driver each chunk and manifest is stored with."""
+        return self._inner
+
     def name(self) -> str:
         return f"chunked.{self._inner.name()}"
 
@@ -306,11 +311,11 @@ def _s3_driver(bucket: str) -> StorageDriver:
         raise PayloadStoreError(
             f"AGENT_PAYLOAD_STORE=s3://... needs `pip install 'temporalio[aioboto3]'` ({err})"
         ) from err
-    s3 = _LazyS3Driver(aioboto3.Session(), bucket, S3StorageDriver, new_aioboto3_client)
+    s3 = LazyS3Driver(aioboto3.Session(), bucket, S3StorageDriver, new_aioboto3_client)
     return ChunkingDriver(s3)
 
 
-class _LazyS3Driver(StorageDriver):
+class LazyS3Driver(StorageDriver):
     """The SDK's S3 driver, opening its aioboto3 client on first use."""
 
     def __init__(self, session: Any, bucket: str, driver_class: Any, make_client: Any) -> None:
@@ -319,6 +324,10 @@ class _LazyS3Driver(StorageDriver):
         self._driver: StorageDriver | None = None
         self._client_cm: Any = None
         self._opening = asyncio.Lock()  # two first calls at once open one client
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
 
     def name(self) -> str:
         return "aws.s3driver"

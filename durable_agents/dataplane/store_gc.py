@@ -10,9 +10,10 @@ the time of a blob it finds already stored) longer ago than `older_than` is
 removed; younger ones are kept, since a worker may have stored a payload whose
 event is not in history yet. Stale partial writes older than that go too.
 
-The directory store only (`AGENT_PAYLOAD_STORE` a path); an S3 store is not
-collected yet. One namespace per store: what runs of another namespace refer to is
-not seen, and would be removed (a namespace with no reference at all is refused).
+This module collects a directory store (`AGENT_PAYLOAD_STORE` a path); an S3 store
+is collected by `dataplane.s3_gc` the same way. One namespace per store: what runs
+of another namespace refer to is not seen, and would be removed (a namespace with no
+reference at all is refused).
 Not scanned: schedules (a schedule's stored start input), a running activity's
 heartbeat details and last failure, updates not yet accepted: keep the grace longer
 than any of those live, or do not collect a store that schedules use. Known limit:
@@ -40,7 +41,12 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agents.dataplane.payload_store import LocalDirectoryDriver, PayloadStoreError
+from durable_agents.dataplane.payload_store import (
+    ChunkingDriver,
+    LazyS3Driver,
+    LocalDirectoryDriver,
+    PayloadStoreError,
+)
 from durable_agents.workflows.contract import ACTIVITY_COLLECT_STORE_GARBAGE
 from durable_agents.workflows.payloads import StoreGCInput
 
@@ -94,6 +100,16 @@ def references(message: Message) -> Iterator[str]:
     """The manifest digests of the directory store's references anywhere in `message`
     (a history event, or a whole history). A reference it cannot read (codec-encoded)
     raises `UnreadableReference`; a claim that is no digest is no reference of ours."""
+    for driver, claim in claims(message):
+        digest = claim.get("manifest")
+        if driver == DIRECTORY_DRIVER and isinstance(digest, str) and _is_blob(digest):
+            yield digest
+
+
+def claims(message: Message) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every payload-store reference anywhere in `message`: its driver's name and its
+    claim (`{"manifest": digest}` for the directory store, `{"bucket", "key", ...}` for
+    S3). A reference it cannot read (codec-encoded) raises `UnreadableReference`."""
     for payload in _payloads(message):
         if ENCODED_MARKER in payload.metadata:
             raise UnreadableReference(
@@ -114,9 +130,8 @@ def references(message: Message) -> Iterator[str]:
             claim = claim.get("claim_data") if isinstance(claim, dict) else None
         else:
             driver, claim = body.get("driverName"), body.get("claimData")
-        digest = claim.get("manifest") if isinstance(claim, dict) else None
-        if driver == DIRECTORY_DRIVER and isinstance(digest, str) and _is_blob(digest):
-            yield digest
+        if isinstance(driver, str) and isinstance(claim, dict):
+            yield driver, claim
 
 
 async def referenced(client: Client, report: GcReport) -> set[str]:
@@ -265,28 +280,41 @@ async def collect_store_garbage(request: StoreGCInput) -> dict[str, Any]:
     storage = client.data_converter.external_storage
     drivers = storage.drivers if storage is not None else []
     directory = next((d.directory for d in drivers if isinstance(d, LocalDirectoryDriver)), None)
-    if directory is None:
+    bucket = next((b for b in map(s3_bucket, drivers) if b is not None), None)
+    if directory is None and bucket is None:
         raise ApplicationError(
-            "this worker's payload store is not a directory store (AGENT_PAYLOAD_STORE off "
-            "or s3://): there is nothing it can collect",
+            "this worker has no payload store (AGENT_PAYLOAD_STORE=off): there is nothing "
+            "it can collect",
             type="NoStore",
             non_retryable=True,
         )
-    if not directory.is_dir():  # nothing was stored yet: nothing to collect
+    if directory is not None and not directory.is_dir():  # nothing stored yet
         return dataclasses.asdict(GcReport(directory=str(directory), dry_run=request.dry_run))
     from durable_agents.activities.heartbeat import heartbeating
+    from durable_agents.dataplane.s3_gc import collect_s3_garbage
 
+    older_than = timedelta(seconds=request.older_than_seconds)
     try:
         async with heartbeating():  # a worker that dies mid-scan is noticed in minutes
-            report = await collect_garbage(
-                client,
-                directory,
-                older_than=timedelta(seconds=request.older_than_seconds),
-                dry_run=request.dry_run,
-            )
+            if bucket is not None:
+                report = await collect_s3_garbage(
+                    client, bucket, older_than=older_than, dry_run=request.dry_run
+                )
+            else:
+                assert directory is not None
+                report = await collect_garbage(
+                    client, directory, older_than=older_than, dry_run=request.dry_run
+                )
     except PayloadStoreError as err:  # refused (no run uses the store, ...): said, not retried
         raise ApplicationError(err.message, type="StoreGCRefused", non_retryable=True) from None
     return dataclasses.asdict(report)
+
+
+def s3_bucket(driver: object) -> str | None:
+    """The bucket of a worker's S3 store driver (`payload_store.ChunkingDriver` over the
+    SDK's S3 driver), or None for any other driver."""
+    inner = driver.inner if isinstance(driver, ChunkingDriver) else None
+    return inner.bucket if isinstance(inner, LazyS3Driver) else None
 
 
 def _payloads(message: Message) -> Iterator[Payload]:

@@ -21,13 +21,18 @@ from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage
 
+from durable_agents import AgentClient
+from durable_agents.dataplane.codec import data_converter
 from durable_agents.dataplane.payload_store import (
-    _LazyS3Driver,
+    LazyS3Driver,
     external_storage,
     with_payload_store,
 )
+from durable_agents.dataplane.s3_gc import namespace_prefix
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
+from tests.support.cli_support import agentctl
+from tests.support.ops_support import fresh_namespace
 from tests.support.runs import free_port, start, state_of
 
 THRESHOLD = 4096
@@ -89,7 +94,7 @@ async def test_s3_store_keeps_history_small_and_storage_linear(env, model_server
     await run_with(env, model_server, with_payload_store(pydantic_data_converter, env_vars))
 
     # The control: the SDK's S3 driver alone, whole payloads.
-    whole = _LazyS3Driver(aioboto3.Session(), "whole", S3StorageDriver, new_aioboto3_client)
+    whole = LazyS3Driver(aioboto3.Session(), "whole", S3StorageDriver, new_aioboto3_client)
     storage = ExternalStorage(drivers=[whole], payload_size_threshold=THRESHOLD)
     control = dataclasses.replace(pydantic_data_converter, external_storage=storage)
     await run_with(env, model_server, control)
@@ -133,3 +138,63 @@ async def test_a_reference_to_another_bucket_or_object_is_refused_naming_no_hash
         assert why in reason
         actual = hashlib.sha256(b"not a payload").hexdigest()
         assert actual not in reason and "sha256:" not in reason
+
+
+async def test_gc_and_erase_of_an_s3_store(env, model_server, s3, monkeypatch):
+    """`store gc` and `erase` on an S3 store: what no run refers to goes once older than
+    the grace, what runs need and other namespaces' objects stay; erasing a run removes
+    its objects only."""
+    s3.create_bucket(Bucket="gc-store")
+    bare = await fresh_namespace(env)
+    await AgentClient(bare).setup_search_attributes()
+    store = {"AGENT_PAYLOAD_STORE": "s3://gc-store", "AGENT_PAYLOAD_THRESHOLD": str(THRESHOLD)}
+    client = await Client.connect(
+        env.client.service_client.config.target_host,
+        namespace=bare.namespace,
+        data_converter=data_converter(None, external_storage(store)),
+    )
+    prefix = namespace_prefix(bare.namespace)
+    ghost = f"{prefix}wt/AgentWorkflow/wi/ghost/ri/r1/d/sha256/{'a' * 64}"
+    elsewhere = f"v0/ns/another/wt/AgentWorkflow/wi/x/ri/r1/d/sha256/{'b' * 64}"
+    for key in (ghost, elsewhere):
+        s3.put_object(Bucket="gc-store", Key=key, Body=b"orphan")
+    model_server.script(
+        Reply(tool_calls=(Call("blob", {"size": OUTPUT}, "b1"),)),
+        Reply("one"),
+        Reply(tool_calls=(Call("blob", {"size": OUTPUT + 1}, "b2"),)),
+        Reply("two"),
+    )
+    async with serving(client, model_server) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        forgotten = await agents.start("assistant", "one")
+        await forgotten.result()
+        kept = await agents.start("assistant", "two")
+        await kept.result()
+
+        def keys() -> set[str]:
+            return {o["Key"] for o in s3.list_objects_v2(Bucket="gc-store").get("Contents", [])}
+
+        def of(run_id: str) -> set[str]:
+            return {k for k in keys() if f"/wi/{run_id}/" in k}
+
+        assert of(forgotten.id) and of(kept.id)
+        monkeypatch.setenv("AGENT_PAYLOAD_STORE", "s3://gc-store")
+        own = ("--address", worker.address, "--namespace", worker.namespace)
+        gc = ("store", "gc", "--older-than", "0s", "--force", "--json")
+        preview = await agentctl(*gc, "--dry-run", connection=own)
+        assert preview.code == 0, preview.stderr
+        assert preview.json()["removed_blobs"] == 1 and ghost in keys()
+        young = await agentctl("store", "gc", "--json", connection=own)  # a day's grace
+        assert young.json()["removed_blobs"] == 0 and young.json()["young_blobs"] == 1
+        before = keys()
+        done = await agentctl(*gc, connection=own)
+        assert done.code == 0, done.stderr
+        assert done.json()["removed_blobs"] == 1 and keys() == before - {ghost}
+        assert elsewhere in keys()  # another namespace's: not this collection's to judge
+        assert (await agents.state(kept.id)).final_output == "two"
+
+        theirs, others = of(forgotten.id), of(kept.id)
+        erased = await agentctl("erase", forgotten.id, "--yes", "--json", connection=own)
+        assert erased.code == 0, erased.stderr
+        assert erased.json()["removed_blobs"] == len(theirs)
+        assert of(forgotten.id) == set() and of(kept.id) == others

@@ -113,3 +113,14 @@ def test_a_manifest_that_lists_no_chunks_or_is_no_json_is_kept_and_reported(tmp_
     report = GcReport(directory=str(tmp_path), dry_run=True)
     assert needed_blobs(tmp_path, {odd, broken}, report) == {odd, broken}
     assert sorted(report.unreadable_manifests) == [odd, broken]
+
+
+def test_a_worker_s_s3_store_is_found_for_its_scheduled_collection(tmp_path):
+    from durable_agents.dataplane.payload_store import external_storage
+    from durable_agents.dataplane.store_gc import s3_bucket
+
+    s3 = external_storage({"AGENT_PAYLOAD_STORE": "s3://fleet-payloads"})
+    directory = external_storage({"AGENT_PAYLOAD_STORE": str(tmp_path)})
+    assert s3 is not None and directory is not None
+    assert [s3_bucket(d) for d in s3.drivers] == ["fleet-payloads"]
+    assert [s3_bucket(d) for d in directory.drivers] == [None]
