@@ -244,9 +244,12 @@ class AgentClient:
         token_budget: int | None = None,
         cost_budget: float | None = None,
         new_id_only: bool = False,
+        stream: bool | None = None,
     ) -> AgentRun:
         """Start a run of `agent` on `input`; returns its handle (`.id`: the workflow id).
         `new_id_only`: refuse (`RunExists`) an id any run has had, ended ones too.
+        `stream`: stream this run's model replies (`text_delta` events) or not, over the
+        agent's `stream`.
 
         With `session`, the run waits for further messages (`message`) after each
         answer until `end_session`. With `signing_key` (an approver key the workers
@@ -260,6 +263,7 @@ class AgentClient:
         workers' price for the agent's model."""
         start_input = agent_input(agent, input, context=context, max_turns=max_turns)
         start_input.session = session
+        start_input.stream = stream
         if model_settings is not None:
             start_input.model_settings = checked(ModelSettings, **dict(model_settings))
         if token_budget is not None or cost_budget is not None:  # only lower the agent's

@@ -113,6 +113,7 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
             model_settings=parse_settings(args.setting) if args.setting else None,
             token_budget=args.token_budget,
             cost_budget=args.cost_budget,
+            stream=args.stream,
         )
     ).id
     started = StartedRun(run_id=run_id)
@@ -417,6 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--wait", action="store_true", help="wait for the run's result")
     start.add_argument(
         "--session", action="store_true", help="keep the run open for `message` until `end`"
+    )
+    start.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stream the model's replies as text_delta events (watch --follow), or not; "
+        "default: as the agent says",
     )
     start.add_argument(
         "--token-budget",

@@ -29,6 +29,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -87,12 +88,19 @@ class StartRequest(BaseModel):
     context: JsonValue = None
     session: bool = False
     max_turns: int | None = Field(None, ge=1)
+    stream: bool | None = None
 
 
 class MessageRequest(BaseModel):
+    """A session's next message; with `agent`, the first one of a session that does
+    not exist yet, which it starts under the path's run id (signal-with-start)."""
+
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(min_length=1)
+    agent: str | None = Field(None, min_length=1, max_length=200)
+    context: JsonValue = None
+    stream: bool | None = None
 
 
 class DecisionRequest(DecideInput):
@@ -154,6 +162,7 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
                 max_turns=body.max_turns,
                 run_id=run_id,
                 session=body.session,
+                stream=body.stream,
                 new_id_only=True,  # an id is one run's, for good
             )
         except RunExists:
@@ -167,11 +176,45 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
     async def message(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         request.state.audit = {"action": "message", "run_id": run_id}
-        await allowed(request, "start", run_id)
+        caller = await allowed(request, "start")
         body = await _body(request, MessageRequest)
-        await agents.message(run_id, body.content)
+        try:
+            await allowed(request, "start", run_id)  # the run's agent, if it exists
+            await agents.message(run_id, body.content)
+        except RunNotFound:
+            if body.agent is None:
+                raise
+            return await start_session(request, caller, run_id, body)
         request.state.audit["outcome"] = "sent"
         return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
+
+    async def start_session(
+        request: Request, caller: Caller, run_id: str, body: MessageRequest
+    ) -> Response:
+        """The first message of a session that does not exist: it starts it (or, when
+        another request started it a moment before, is its next message)."""
+        assert body.agent is not None
+        if not caller.may("start", body.agent):
+            raise HTTPException(403, f"{caller.name} may not start runs of {body.agent!r}")
+        if not re.fullmatch(RUN_ID, run_id) or run_id.startswith(OWN_IDS):
+            raise HTTPException(400, f"{run_id[:60]!r} cannot be a new run's id")
+        request.state.audit["agent"] = body.agent
+        try:
+            await agents.start(
+                body.agent,
+                body.content,
+                context=body.context,
+                run_id=run_id,
+                session=True,
+                stream=body.stream,
+                new_id_only=True,
+            )
+        except RunExists:
+            await agents.message(run_id, body.content)
+            request.state.audit["outcome"] = "sent"
+            return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
+        request.state.audit["outcome"] = "started"
+        return JSONResponse({"run_id": run_id, "started": True}, status_code=201)
 
     async def status(request: Request) -> Response:
         run_id = request.path_params["run_id"]

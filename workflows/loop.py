@@ -168,8 +168,10 @@ def new_state(
     """The state of a fresh run: the user's input is the first item. The input's
     `max_turns` can lower the agent's limit, not lift it (`lower_max_turns_only`:
     False only for runs started before that rule); its model settings go over the
-    agent's (ValueError if they may not: `workflows.settings`)."""
+    agent's (ValueError if they may not: `workflows.settings`), and its `stream`."""
     wanted = agent_input.max_turns or spec.max_turns
+    if agent_input.stream is not None:  # this run's choice over the agent's
+        spec = spec.model_copy(update={"stream": agent_input.stream})
     return RunState(
         model_settings=(chosen := settings.for_run(spec, agent_input.model_settings)),
         token_budget=budget.for_run(spec, agent_input.token_budget, chosen),

@@ -77,6 +77,9 @@ class AgentInput(_Payload):
     `extra_headers` or `extra_body`, which only the agent sets)."""
     unpause: bool = False
     """With `resume_from`: the resumed run is not paused, though the snapshot was."""
+    stream: bool | None = Field(None, exclude_if=lambda stream: stream is None)
+    """Stream this run's model replies (`text_delta` events) or not, over the agent's
+    `stream`; None: as the agent says. Left out when None."""
     events: JsonValue = Field(None, exclude_if=lambda carried: carried is None)
     """The run's event log, carried by continue-as-new (`workflows.event_stream`); in
     any other start it is ignored. Left out when there is none."""

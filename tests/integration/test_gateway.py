@@ -22,12 +22,13 @@ from durable_agents.client.agent_client import decision_payload
 from durable_agents.client.gateway import gateway_app
 from durable_agents.client.gateway_auth import Callers, GatewayConfigError, load_callers
 from durable_agents.workflows.event_models import RUN_EVENT
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.support.approver_keys import ALICE
 from tests.support.cli_support import bound_to, error_lines
-from tests.support.runs import free_port
+from tests.support.runs import free_port, wait_for_status
 
 READER, DECIDER, STARTER, SUPPORT_ONLY = (f"{n}-token-0123456789abcdef" for n in "rdsa")
 REFUND = Call("refund", {"order": "A12", "amount": 250}, call_id="r1")
@@ -326,3 +327,34 @@ async def test_an_open_gateway_answers_only_loopback_names(worker, model_server)
         assert (await http.get("/healthz")).status_code == 200
         rebound = await http.get("/healthz", headers={"host": "attacker.example"})
         assert rebound.status_code == 400  # a page of another site, by DNS rebinding
+
+
+async def test_a_message_starts_its_session_when_there_is_none(worker, model_server, tmp_path):
+    model_server.script(Reply("hello"), Reply("again"))
+    async with (
+        gateway(worker, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        first = {"content": "hi", "agent": "assistant"}
+        started = await http.post("/runs/chat-42/messages", json=first, headers=bearer(STARTER))
+        assert (started.status_code, started.json()) == (
+            201,
+            {"run_id": "chat-42", "started": True},
+        )
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        handle = worker.client.get_workflow_handle("chat-42")
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+        second = await http.post("/runs/chat-42/messages", json=first, headers=bearer(STARTER))
+        assert second.status_code == 202, second.text
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+        state = await agents.state("chat-42")
+        assert [i.content for i in state.items if i.type == "user_message"] == ["hi", "hi"]
+        nobody = await http.post(
+            "/runs/chat-43/messages", json={"content": "x"}, headers=bearer(STARTER)
+        )
+        assert nobody.status_code == 404  # no agent named: nothing to start
+        reader = await http.post("/runs/chat-44/messages", json=first, headers=bearer(READER))
+        assert reader.status_code == 403
+        odd = await http.post("/runs/gw-123/messages", json=first, headers=bearer(STARTER))
+        assert odd.status_code == 400 and "cannot be a new run's id" in odd.text
+        await agents.end_session("chat-42")

@@ -310,3 +310,19 @@ async def test_old_events_are_trimmed_and_a_late_reader_is_told(worker, model_se
     late = await collect(agents.events(handle.id, after=2))  # following: told the same way
     assert late[0]["type"] == "truncated" and late[0]["missed"] == first_kept - 3
     assert late[1:] == kept[1:]
+
+
+async def test_a_session_across_continue_as_new_keeps_seq_monotonic(worker, model_server):
+    model_server.script(Reply("one"), Reply("two"), Reply("three"))
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    run = await agents.start("concierge", "first", session=True)  # a new run every 2 calls
+    handle = worker.client.get_workflow_handle(run.id)
+    for text in ("second", "third"):
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+        await agents.message(run.id, text)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    await agents.end_session(run.id)
+    seen = await collect(agents.events(run.id))
+    assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
+    assert types(seen).count("continued_as_new") >= 1 and types(seen)[-1] == "run_finished"
+    assert [e["text"] for e in seen if e["type"] == "model_finished"] == ["one", "two", "three"]

@@ -181,3 +181,15 @@ async def test_a_long_delta_is_split_and_a_reply_cut_at_its_length_is_recorded(e
     assert state.refused_signals == []  # every batch taken
     assert result.final_output == "cut sh"  # recorded as the provider ended it, not retried
     assert len(model_server.requests) == 2
+
+
+async def test_a_run_may_stream_or_not_whatever_its_agent_says(env, model_server):
+    model_server.script(Reply(TEXT), Reply(TEXT))
+    async with serving(env.client, model_server, extra_agents=[streamer]) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        chosen = await agents.start("assistant", "hi", stream=True)
+        declined = await agents.start("streamer", "hi", stream=False)
+        streamed = await follow(agents, chosen.id)
+        quiet = await follow(agents, declined.id)
+    assert "".join(d["text"] for d in of_type(streamed, "text_delta")) == TEXT
+    assert of_type(quiet, "text_delta") == [] and model_server.requests[-1].get("stream") is None
