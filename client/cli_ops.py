@@ -182,6 +182,8 @@ async def store(args: argparse.Namespace, agents: AgentClient) -> str:
         raise AgentClientError(err.message) from err
     except RPCError as err:
         raise AgentClientError(f"cannot read the namespace's runs: {err.message}") from err
+    except _store_errors() as err:
+        raise AgentClientError(f"cannot use the payload store at {where}: {err}") from err
     except OSError as err:
         raise AgentClientError(f"cannot use the payload store at {where}: {err}") from err
     if args.json:
@@ -264,23 +266,38 @@ async def erase(args: argparse.Namespace, agents: AgentClient) -> str:
         report = await erase_run(agents.client, args.run_id, store, dry_run=args.dry_run)
     except PayloadStoreError as err:
         raise AgentClientError(err.message) from err
-    except RPCError as err:
-        raise AgentClientError(f"cannot erase run {args.run_id!r}: {err.message}") from err
+    except (RPCError, *_store_errors()) as err:
+        raise AgentClientError(f"cannot erase run {args.run_id!r}: {err}") from err
+    if report.errors:  # partly done: say so, and fail (running it again finishes it)
+        raise AgentClientError(
+            f"run {args.run_id!r} erased only in part ({len(report.errors)} failures, first: "
+            f"{report.errors[0]}); run agentctl erase again"
+        )
     if args.json:
         return json.dumps(dataclasses.asdict(report), indent=2)
     verb = "would remove" if args.dry_run else "removed"
     lines = [
-        f"run {args.run_id}: {verb} {len(report.executions)} execution(s) and "
-        f"{report.removed_blobs} payload-store blob(s), {report.removed_bytes:,} bytes",
+        f"run {args.run_id}: {verb} {report.removed_blobs} payload-store blob(s), "
+        f"{report.removed_bytes:,} bytes; "
+        + ("would ask" if args.dry_run else "asked")
+        + f" Temporal to delete {len(report.executions)} execution(s) (in the background)",
         f"kept {report.shared_blobs} blob(s) other runs use too, {report.newer_blobs} written "
-        "or re-used after the run ended",
+        "or re-used after the run ended or within the last hour",
     ]
     if store is None:
         lines.append("no payload store (AGENT_PAYLOAD_STORE=off): only the executions")
     if report.missing_blobs:
         lines.append(f"{report.missing_blobs} blob(s) it referred to were gone already")
-    lines += [f"not removed: {e}" for e in report.errors]
     return "\n".join(lines)
+
+
+def _store_errors() -> tuple[type[Exception], ...]:
+    """The S3 client's own errors (no credentials, access denied), when it is installed."""
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        return ()
+    return (BotoCoreError, ClientError)
 
 
 GATEWAY_PORT = 8088

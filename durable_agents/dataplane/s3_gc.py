@@ -10,19 +10,26 @@ manifest object, and the manifest the chunk objects. Only the namespace's own pr
 is swept (`v0/ns/NS/`). An object is aged by its `LastModified`; the driver does not
 write an object it finds already stored, so a payload stored again by a retried
 activity keeps its first time: keep the grace longer than any activity's retries
-last (the default, a day, is). What `store_gc` says it does not scan holds here too.
+last (the default, a day, is). For the same reason objects not keyed by one run are
+left alone while they may be shared: a client's object for a workflow id (`ri/null`)
+while an execution of that id exists, and an object keyed by its hash alone, always.
+What `store_gc` says it does not scan holds here too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import unquote
 
+from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.dataplane.payload_store import PayloadStoreError
 from durable_agents.dataplane.store_gc import (
@@ -51,9 +58,26 @@ def s3_references(message: Any, bucket: str) -> set[str]:
 
 def namespace_prefix(namespace: str) -> str:
     """The key prefix of a namespace's objects, as the SDK's S3 driver writes it."""
-    from temporalio.contrib.aws.s3driver._driver import _percent_encode
+    return f"v0/ns/{_encoded(namespace)}/"
 
-    return f"v0/ns/{_percent_encode(namespace) or 'null'}/"
+
+def run_marker(workflow_id: str, run_id: str) -> str:
+    """The part of a key that says which execution stored the object."""
+    return f"/wi/{_encoded(workflow_id)}/ri/{_encoded(run_id)}/"
+
+
+def _encoded(segment: str) -> str:
+    from temporalio.contrib.aws.s3driver._driver import _percent_encode  # the driver's own
+
+    return _percent_encode(segment) or "null"
+
+
+_FALLBACK = re.compile(r"^v0/ns/[^/]+/d/")
+"""An object keyed by its hash alone (a key past S3's 1,024 bytes): any run may share it,
+and reusing it does not make it younger, so it is left alone."""
+_CLIENT_SCOPED = re.compile(r"/wi/([^/]+)/ri/null/")
+"""An object a client stored for a workflow id (its start input, a signal): no run's
+own, so a later run of the same id may share it."""
 
 
 async def referenced_keys(client: Client, bucket: str, report: GcReport) -> set[str]:
@@ -61,8 +85,13 @@ async def referenced_keys(client: Client, bucket: str, report: GcReport) -> set[
     found: set[str] = set()
     async for execution in client.list_workflows(""):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        async for event in handle.fetch_history_events():
-            found |= s3_references(event, bucket)
+        try:
+            async for event in handle.fetch_history_events():
+                found |= s3_references(event, bucket)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            continue  # deleted since it was listed: it needs nothing any more
         report.runs_scanned += 1
     report.referenced_manifests = len(found)
     return found
@@ -81,7 +110,7 @@ async def needed_keys(s3: Any, bucket: str, manifests: set[str], report: GcRepor
         try:
             manifest = json.loads(Payload.FromString(body).data)
             chunks = manifest.get("chunks") if isinstance(manifest, dict) else None
-        except ValueError:
+        except (ValueError, DecodeError):  # not a payload, or not a manifest's
             chunks = None
         if not isinstance(chunks, list):
             report.unreadable_manifests.append(key)
@@ -107,12 +136,16 @@ async def bucket_now(s3: Any, bucket: str) -> datetime:
     return parsedate_to_datetime(date) if date else datetime.now(UTC)
 
 
-async def remove(s3: Any, bucket: str, keys: list[str], report: GcReport) -> None:
+async def remove(s3: Any, bucket: str, keys: list[str], report: GcReport) -> set[str]:
+    """Delete `keys`; those that could not be deleted (each also in `report.errors`)."""
+    failed: set[str] = set()
     for start in range(0, len(keys), DELETE_BATCH):
         batch = [{"Key": k} for k in keys[start : start + DELETE_BATCH]]
         answer = await s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
         for error in answer.get("Errors", []):
+            failed.add(str(error.get("Key")))
             report.errors.append(f"{error.get('Key')}: {error.get('Message')}")
+    return failed
 
 
 async def collect_s3_garbage(
@@ -149,21 +182,39 @@ async def collect_s3_garbage(
         present = {o["Key"] for o in listed}
         report.missing_chunks = sorted(needed - present - set(report.missing_manifests))
         cutoff = now - older_than
-        doomed = []
+        doomed: dict[str, int] = {}
         for found in listed:
-            if found["Key"] in needed:
+            key = found["Key"]
+            if key in needed:
                 report.kept_blobs += 1
                 report.kept_bytes += found["Size"]
             elif found["LastModified"] > cutoff:
                 report.young_blobs += 1
                 report.young_bytes += found["Size"]
+            elif _FALLBACK.match(key) or await _id_in_use(client, key):
+                report.other_files += 1  # shared by key, not by run: left alone
             else:
-                doomed.append(found["Key"])
-                report.removed_blobs += 1
-                report.removed_bytes += found["Size"]
-        if not dry_run:
-            await remove(s3, bucket, doomed, report)
+                doomed[key] = found["Size"]
+        failed = await remove(s3, bucket, sorted(doomed), report) if not dry_run else set()
+        report.removed_blobs = len(doomed) - len(failed)
+        report.removed_bytes = sum(size for k, size in doomed.items() if k not in failed)
     return report
+
+
+async def _id_in_use(client: Client, key: str) -> bool:
+    """Whether `key` is a client's object for a workflow id that has an execution now:
+    the driver does not rewrite an object it finds stored, so its age says nothing of
+    a run of that id started since the scan."""
+    match = _CLIENT_SCOPED.search(key)
+    if match is None:
+        return False
+    try:
+        await client.get_workflow_handle(unquote(match.group(1))).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
 
 
 def s3_client(session: Any) -> Any:
