@@ -28,11 +28,12 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Plugin, Worker
+from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig
 
 from durable_agents import served_agents, webhooks
 from durable_agents.activities import telemetry
@@ -94,6 +95,7 @@ def build_worker(
     identity: str | None = None,
     mcp_servers: Mapping[str, MCPConnection] | None = None,
     webhook_endpoints: Mapping[str, Endpoint] | None = None,
+    deployment: WorkerDeploymentVersion | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -108,7 +110,10 @@ def build_worker(
     `AGENT_MCP_SERVERS`, `durable_agents.mcp_connections`). `webhook_endpoints`: where
     run events may be sent (None: `AGENT_WEBHOOKS`, `durable_agents.webhooks`).
     `identity`: the worker's Temporal identity (default: its client's, `PID@HOST`);
-    beside it, the plugin announces the agents it serves (`served_agents`)."""
+    beside it, the plugin announces the agents it serves (`served_agents`).
+    `deployment`: a versioned worker (Worker Versioning) of that deployment and build:
+    the runs it starts are pinned to its build, and move to the deployment's current
+    build when they continue as new (`AgentWorkflow._continue_as_new`)."""
     agents = AgentsPlugin(
         agents=registry,
         model_client=model_client,
@@ -122,6 +127,15 @@ def build_worker(
         mcp_servers=mcp_servers,
         webhook_endpoints=webhook_endpoints,
     )
+    versioning = (
+        WorkerDeploymentConfig(
+            version=deployment,
+            use_worker_versioning=True,
+            default_versioning_behavior=VersioningBehavior.PINNED,
+        )
+        if deployment is not None
+        else None
+    )
     return Worker(
         client,
         task_queue=task_queue,
@@ -129,7 +143,24 @@ def build_worker(
         plugins=[*plugins, agents],
         max_cached_workflows=max_cached_workflows,
         identity=identity,
+        deployment_config=versioning,
     )
+
+
+def deployment_version(name: str | None, build_id: str | None) -> WorkerDeploymentVersion | None:
+    """The worker's deployment version from `--deployment` and `--build-id` (both, or
+    neither: an unversioned worker)."""
+    if (name is None) != (build_id is None):
+        raise WorkerSetupError(
+            "Worker Versioning needs both --deployment and --build-id (or AGENT_DEPLOYMENT "
+            "and AGENT_BUILD_ID); give neither for an unversioned worker"
+        )
+    if name is None or build_id is None:
+        return None
+    for flag, value in (("--deployment", name), ("--build-id", build_id)):
+        if not value.strip() or len(value) > 200 or ("." in value and flag == "--deployment"):
+            raise WorkerSetupError(f"{flag} {value[:60]!r}: 1 to 200 characters, no '.'")
+    return WorkerDeploymentVersion(deployment_name=name, build_id=build_id)
 
 
 def temporal_binary() -> str:
@@ -325,6 +356,7 @@ async def serve(args: argparse.Namespace) -> None:
             endpoints = webhooks.from_env()
         except webhooks.WebhookConfigError as err:
             raise WorkerSetupError(str(err)) from err
+        deployment = deployment_version(args.deployment, args.build_id)
         queues = [args.task_queue]
         if args.agent_queues:  # and each agent's own queue: runs started there never miss
             queues += [served_agents.agent_queue(args.task_queue, n) for n in registry.names()]
@@ -342,6 +374,7 @@ async def serve(args: argparse.Namespace) -> None:
                     model_api=args.model_api,
                     prices=prices,
                     webhook_endpoints=endpoints,
+                    deployment=deployment,
                 )
                 for queue in queues
             ]
@@ -353,9 +386,14 @@ async def serve(args: argparse.Namespace) -> None:
         async with heartbeat(args.health_file), AsyncExitStack() as running:
             for worker in workers:
                 await running.enter_async_context(worker)
+            build = (
+                f" as build {deployment.build_id} of deployment {deployment.deployment_name}"
+                if deployment is not None
+                else ""
+            )
             print(
                 f"worker: serving agents {', '.join(registry.names())} "
-                f"on task queue '{args.task_queue}'",
+                f"on task queue '{args.task_queue}'{build}",
                 flush=True,
             )
             if args.agent_queues:
@@ -475,6 +513,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE)
     )
     parser.add_argument("--profile", default=None, help="Temporal envconfig profile")
+    parser.add_argument(
+        "--deployment",
+        default=os.environ.get("AGENT_DEPLOYMENT") or None,
+        help="Worker Versioning: the worker deployment's name (with --build-id; env "
+        "AGENT_DEPLOYMENT); runs are pinned to the build that started them",
+    )
+    parser.add_argument(
+        "--build-id",
+        default=os.environ.get("AGENT_BUILD_ID") or None,
+        help="Worker Versioning: this build's id (env AGENT_BUILD_ID), e.g. the image tag",
+    )
     parser.add_argument(
         "--scripted-model",
         default=os.environ.get("SCRIPTED_MODEL"),

@@ -501,6 +501,10 @@ class AgentWorkflow:
         budget = state.agent.history_bytes_per_workflow_run
         if budget is not None and info.get_current_history_size() - self._first_size >= budget:
             return True
+        if info.is_target_worker_deployment_version_changed() and workflow.patched(
+            patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW
+        ):  # a new build is current: move to it (versioned workers only)
+            return True
         return info.is_continue_as_new_suggested()
 
     def _woken(self, state: RunState, seen: int) -> Callable[[], bool]:
@@ -524,6 +528,11 @@ class AgentWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         if self._stream is not None:
             carried = self._stream.carried()
+        upgrade = None  # a versioned worker's run goes on on the deployment's current build
+        if workflow.info().get_current_deployment_version() is not None and workflow.patched(
+            patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW
+        ):
+            upgrade = workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
         workflow.continue_as_new(
             AgentInput(
                 agent=state.agent.name,
@@ -531,7 +540,8 @@ class AgentWorkflow:
                 session=state.session,
                 resume_from=state,
                 events=carried,
-            )
+            ),
+            initial_versioning_behavior=upgrade,
         )
 
     async def _await_input(self, state: RunState) -> None:

@@ -102,3 +102,8 @@ PATCH_RUN_EVENTS = "run-events"
 """A run publishes its events on a Workflow Streams log (`workflows.event_stream`):
 followed with `agentctl watch` and `AgentClient.events`; before, a run had no stream
 and its `__temporal_workflow_stream_*` names were unknown."""
+PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
+"""On a versioned worker (Worker Versioning, runs pinned to their build): a run
+continues as new once the deployment's current build changed, and the new run starts
+on the current build (`ContinueAsNewVersioningBehavior.AUTO_UPGRADE`); asked only on
+versioned workers. Before, a run stayed on its build for good."""

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -30,6 +31,7 @@ from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import REFUSALS_KEPT, Decision, ModelSettings, RunState
 from openai import AsyncOpenAI
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -679,6 +681,60 @@ async def record_resumed(client: Client, name: str, script: list, decision) -> N
 IBAN = {"iban": "DE89370400440532013000", "amount": 250}
 
 
+async def record_upgrade(client: Client, name: str) -> None:
+    """v30: Worker Versioning (upgrade-at-continue-as-new): a run started on build A
+    waits for an approval while build B becomes current; the decision is taken on A,
+    the run continues as new onto B and finishes there."""
+    script = [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")]
+    deployment = f"record-{uuid.uuid4().hex[:6]}"
+    queue = f"record-{name}"
+    with ScriptedModelServer() as server:
+        server.script(*script)
+        model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        registry = AgentRegistry.from_modules(["tests.support.agents"])
+
+        def build(build_id: str):
+            version = WorkerDeploymentVersion(deployment_name=deployment, build_id=build_id)
+            return build_worker(
+                client, registry=registry, model_client=model, task_queue=queue,
+                trust=WORKER_TRUST, deployment=version,
+            )  # fmt: skip
+
+        async with build("A"):
+            await _set_current(client, deployment, "A")
+            handle = await client.start_workflow(
+                contract.WORKFLOW_TYPE,
+                AgentInput(agent="assistant", input="go"),
+                id=f"history-{name}",
+                task_queue=queue,
+            )
+            while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+                await asyncio.sleep(0.1)
+            async with build("B"):
+                await _set_current(client, deployment, "B")
+                await asyncio.sleep(3)  # the new current build reaches the task queue
+                decision = DecisionSignal(call_id="c1", approver="ann")
+                await _act(handle, [(AWAITING, contract.SIGNAL_APPROVE, decision)])
+                await _save(client, name, handle)
+
+
+async def _set_current(client: Client, deployment: str, build_id: str) -> None:
+    """`temporal worker deployment set-current-version`, once the version is known."""
+    address = client.service_client.config.target_host
+    for _ in range(60):
+        process = await asyncio.create_subprocess_exec(
+            temporal_binary(),
+            *("worker", "deployment", "set-current-version", "--deployment-name", deployment),
+            *("--build-id", build_id, "--yes", "--address", address),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        if await process.wait() == 0:
+            return
+        await asyncio.sleep(0.5)
+    sys.exit(f"cannot make {deployment}:{build_id} current")
+
+
 async def record_signed_start(client: Client, name: str) -> None:
     """v11: a run bound to its execution (execution-bound-decisions), started with
     alice's signed start, of a tool that separates duties and hides the account
@@ -744,6 +800,8 @@ async def main() -> None:
         for name, (agent, session, script, actions) in SCENARIOS.items():
             if not _recorded(name):
                 await record(env.client, name, agent, session, script, actions)
+        if not _recorded("upgrade_at_continue_as_new_v30"):
+            await record_upgrade(env.client, "upgrade_at_continue_as_new_v30")
         if not _recorded("execution_bound_v11"):
             await record_signed_start(env.client, "execution_bound_v11")
         for name, (script, decision) in RESUMED.items():
