@@ -529,8 +529,11 @@ class AgentWorkflow:
         if self._stream is not None:
             carried = self._stream.carried()
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
-        if workflow.info().get_current_deployment_version() is not None and workflow.patched(
-            patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW
+        version = workflow.info().get_current_deployment_version()  # unversioned: no name
+        if (
+            version is not None
+            and version.deployment_name
+            and workflow.patched(patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW)
         ):
             upgrade = workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
         workflow.continue_as_new(

@@ -45,21 +45,30 @@ async def set_current(address: str, deployment: str, build: str) -> float:
             *("--build-id", build, "--yes"),
         )
         if code == 0:
-            return time.monotonic()
+            took_effect = time.monotonic()
+            await asyncio.sleep(PROPAGATION)
+            return took_effect
         assert time.monotonic() < deadline, said
         await asyncio.sleep(0.5)
+
+
+PROPAGATION = 3.0
+"""Seconds for a new current build to reach the task queue (new runs go to it then)."""
 
 
 async def builds(handle) -> list[list[str]]:
     """For each workflow run of the chain, oldest first: the build of each completed
     workflow task."""
     found: list[list[str]] = []
-    client, chain = handle._client, []
-    async for execution in client.list_workflows(f"WorkflowId = '{handle.id}'"):
-        chain.append((execution.start_time, execution.run_id))
-    for _, run_id in sorted(chain):
+    client, run_id = handle._client, handle.first_execution_run_id
+    while run_id:  # the chain of continue-as-new, from each history's last event
         one = client.get_workflow_handle(handle.id, run_id=run_id)
         events = json.loads((await one.fetch_history()).to_json())["events"]
+        run_id = (
+            events[-1]
+            .get("workflowExecutionContinuedAsNewEventAttributes", {})
+            .get("newExecutionRunId")
+        )
         found.append(
             [
                 e["workflowTaskCompletedEventAttributes"]
