@@ -10,11 +10,13 @@ import asyncio
 import os
 import time
 
+import pytest
 from durable_agents.workflows.payloads import AgentResult
 from durable_agents.workflows.state import RunStatus
 from temporalio.service import RPCError
 
 from durable_agents import AgentClient
+from durable_agents.dataplane.erase import erase
 from durable_agents.dataplane.store_gc import blob_path, references
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
@@ -84,8 +86,29 @@ async def test_erase_removes_a_run_and_only_its_blobs(env, model_server, tmp_pat
         left = blobs(store)
         assert left & theirs == {touched}
         assert others <= left  # the other run's blobs stay: it still reads
-        for execution in executions:  # the dev server deletes in the background, in ~30 s
-            gone = worker.client.get_workflow_handle(forgotten.id, run_id=execution.run_id)
+        state = await agents.state(kept.id)
+        assert state.final_output == "kept"
+        await agents.end_session(waiting.id)
+        async with asyncio.timeout(30):
+            await handle.result()
+
+
+@pytest.mark.soak  # the dev server deletes in the background, ~30 s later: `make soak`
+async def test_erased_executions_are_gone_from_the_server(env, model_server, tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    client = await store_client(env, store)
+    model_server.script(Reply(tool_calls=(Call("blob", {"size": BIG}, "b1"),)), Reply("one"))
+    async with serving(client, model_server) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        run = await agents.start("concierge", "read")
+        await run.result()
+        chain = f"WorkflowId = '{run.id}'"
+        executions = [e async for e in worker.client.list_workflows(chain)]
+        report = await erase(worker.client, run.id, store)
+        assert len(report.executions) == len(executions) and report.errors == []
+        for execution in executions:
+            gone = worker.client.get_workflow_handle(run.id, run_id=execution.run_id)
             async with asyncio.timeout(90):
                 while True:
                     try:
@@ -94,8 +117,3 @@ async def test_erase_removes_a_run_and_only_its_blobs(env, model_server, tmp_pat
                         assert "not found" in err.message.lower()
                         break
                     await asyncio.sleep(1)
-        state = await agents.state(kept.id)
-        assert state.final_output == "kept"
-        await agents.end_session(waiting.id)
-        async with asyncio.timeout(30):
-            await handle.result()
