@@ -263,7 +263,13 @@ async def erase(args: argparse.Namespace, agents: AgentClient) -> str:
     off = os.environ.get("AGENT_PAYLOAD_STORE", "").strip() == "off"
     store = None if off else store_location(os.environ)
     try:
-        report = await erase_run(agents.client, args.run_id, store, dry_run=args.dry_run)
+        report = await erase_run(
+            agents.client,
+            args.run_id,
+            store,
+            dry_run=args.dry_run,
+            with_copies=args.all_of_session,
+        )
     except PayloadStoreError as err:
         raise AgentClientError(err.message) from err
     except (RPCError, *_store_errors()) as err:
@@ -276,8 +282,15 @@ async def erase(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.json:
         return json.dumps(dataclasses.asdict(report), indent=2)
     verb = "would remove" if args.dry_run else "removed"
+    copies = report.runs[1:]
     lines = [
-        f"run {args.run_id}: {verb} {report.removed_blobs} payload-store blob(s), "
+        f"run {args.run_id}"
+        + (
+            f" and its {len(copies)} resumed or forked copies ({', '.join(copies)})"
+            if copies
+            else ""
+        )
+        + f": {verb} {report.removed_blobs} payload-store blob(s), "
         f"{report.removed_bytes:,} bytes; "
         + ("would ask" if args.dry_run else "asked")
         + f" Temporal to delete {len(report.executions)} execution(s) (in the background)",
@@ -401,6 +414,11 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     forget.add_argument("run_id", metavar="RUN_ID")
     forget.add_argument("--yes", action="store_true", help="it cannot be undone: confirm")
     forget.add_argument("--dry-run", action="store_true", help="report, remove nothing")
+    forget.add_argument(
+        "--all-of-session",
+        action="store_true",
+        help="the runs resumed or forked from it too (they hold the same conversation)",
+    )
     stop = command("cancel", cancel, "cancel a run: it ends `cancelled`, no pending tool runs")
     stop.add_argument("run_id", metavar="RUN_ID")
     stop.add_argument("--reason", default="cancelled with agentctl", metavar="R")

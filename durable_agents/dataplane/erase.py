@@ -80,6 +80,8 @@ class EraseReport:
     """Blobs the run referred to that the store no longer has."""
     errors: list[str] = field(default_factory=list)
     """What could not be removed or deleted, and why."""
+    runs: list[str] = field(default_factory=list)
+    """The runs erased: the one asked for, and its copies (`with_copies`)."""
 
 
 async def erase(
@@ -89,12 +91,17 @@ async def erase(
     *,
     dry_run: bool = False,
     session: Any = None,
+    with_copies: bool = False,
 ) -> EraseReport:
     """Erase the run `run_id` and the blobs only it used of `store` (a directory, or an
-    S3 bucket's name; `session`: its aioboto3 session). Raises `PayloadStoreError`
-    with what stops it; what fails half-way is in the report's `errors`."""
+    S3 bucket's name; `session`: its aioboto3 session); `with_copies`: and every run
+    resumed or forked from it, and from those (`copies_of`), as one. Raises
+    `PayloadStoreError` with what stops it; what fails half-way is in the report's
+    `errors`."""
     report = EraseReport(run_id=run_id, dry_run=dry_run)
-    executions = await _executions(client, run_id)
+    runs = [run_id, *(await copies_of(client, run_id) if with_copies else [])]
+    report.runs = runs
+    executions = [e for one in runs for e in await _executions(client, one)]
     ended = max((e.close_time for e in executions if e.close_time is not None), default=None)
     erased = {(e.id, e.run_id) for e in executions}
     find = _finder(store)
@@ -119,6 +126,50 @@ async def erase(
                 continue
         report.executions.append(f"{workflow_id}/{execution_run}")
     return report
+
+
+async def copies_of(client: Client, run_id: str) -> list[str]:
+    """The runs (workflow ids) resumed or forked from `run_id`, and from those: each
+    one's start input names the run its snapshot came from (`resume_from.run_id`)."""
+    sources: dict[str, set[str]] = {}
+    async for execution in client.list_workflows(""):
+        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        try:
+            async for event in handle.fetch_history_events():
+                started = event.workflow_execution_started_event_attributes
+                payloads = list(started.input.payloads)
+                break
+            else:
+                continue
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                continue
+            raise
+        source = await _snapshot_source(client, payloads)
+        if source is not None and source != execution.id:  # not a continue-as-new
+            sources.setdefault(source, set()).add(execution.id)
+    found: list[str] = []
+    frontier = [run_id]
+    while frontier:
+        for copy in sorted(sources.get(frontier.pop(), set())):
+            if copy != run_id and copy not in found:
+                found.append(copy)
+                frontier.append(copy)
+    return found
+
+
+async def _snapshot_source(client: Client, payloads: list[Any]) -> str | None:
+    """The run a start input's snapshot came from, or None (no snapshot, or no
+    `AgentWorkflow` input this client can read)."""
+    if len(payloads) != 1:
+        return None
+    try:
+        [value] = await client.data_converter.decode(payloads)
+    except Exception:  # another workflow's input, or one this client cannot decode
+        return None
+    resumed = value.get("resume_from") if isinstance(value, dict) else None
+    source = resumed.get("run_id") if isinstance(resumed, dict) else None
+    return source if isinstance(source, str) else None
 
 
 async def _executions(client: Client, run_id: str) -> list[Any]:

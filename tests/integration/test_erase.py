@@ -117,3 +117,39 @@ async def test_erased_executions_are_gone_from_the_server(env, model_server, tmp
                         assert "not found" in err.message.lower()
                         break
                     await asyncio.sleep(1)
+
+
+async def test_all_of_session_erases_the_runs_resumed_or_forked_from_it(
+    env, model_server, tmp_path
+):
+    store = tmp_path / "store"
+    store.mkdir()
+    client = await store_client(env, store)
+    model_server.script(
+        Reply(tool_calls=(Call("blob", {"size": BIG}, "b1"),)),
+        Reply("first"),
+        Reply("forked"),
+        Reply("forked again"),
+        Reply(tool_calls=(Call("blob", {"size": BIG + 3}, "o1"),)),
+        Reply("other"),
+    )
+    async with serving(client, model_server) as worker:
+        agents = AgentClient(worker.client, task_queue=worker.task_queue)
+        original = await agents.start("assistant", "read")
+        await original.result()
+        fork = await agents.fork(await agents.state(original.id), at_turn=2, input="again")
+        await fork.result()
+        fork_of_fork = await agents.fork(await agents.state(fork.id), at_turn=3, input="more")
+        await fork_of_fork.result()
+        other = await agents.start("assistant", "unrelated")
+        await other.result()
+        hours_ago = time.time() - 7200
+        for digest in blobs(store):
+            os.utime(blob_path(store, digest), (hours_ago, hours_ago))
+        alone = await erase(worker.client, original.id, store, dry_run=True)
+        assert alone.runs == [original.id]  # the forks keep their own copy of the talk
+        report = await erase(worker.client, original.id, store, with_copies=True)
+        assert report.runs == [original.id, fork.id, fork_of_fork.id]
+        assert report.errors == [] and report.removed_blobs > alone.removed_blobs
+        assert len(report.executions) == 3
+        assert (await agents.state(other.id)).final_output == "other"  # the other run reads
