@@ -56,6 +56,7 @@ from durable_agents.dataplane.store_gc import (
     references,
     store_now,
 )
+from durable_agents.workflows.contract import WORKFLOW_TYPE
 
 RECENT = timedelta(hours=1)
 """Blobs written or re-used this recently are kept, whenever the run ended."""
@@ -117,13 +118,19 @@ async def erase(
                 await asyncio.to_thread(_remove_blobs, store, mine, others, ended, report)
         else:
             await _remove_objects(client, store, erased, mine, others, ended, report, session)
-    for workflow_id, execution_run in sorted(erased):
+    # Copies before the run they came from, so that an erasure that stops here can be
+    # run again: the run is still there to find its copies by.
+    order = {run: position for position, run in enumerate(runs)}
+    for workflow_id, execution_run in sorted(
+        erased,
+        key=lambda e: (-order.get(e[0], len(runs)), e[0], e[1]),  # deliveries first
+    ):
         if not dry_run:
             try:
                 await _delete(client, workflow_id, execution_run)
             except RPCError as err:
                 report.errors.append(f"execution {workflow_id}/{execution_run}: {err.message}")
-                continue
+                break
         report.executions.append(f"{workflow_id}/{execution_run}")
     return report
 
@@ -132,12 +139,12 @@ async def copies_of(client: Client, run_id: str) -> list[str]:
     """The runs (workflow ids) resumed or forked from `run_id`, and from those: each
     one's start input names the run its snapshot came from (`resume_from.run_id`)."""
     sources: dict[str, set[str]] = {}
-    async for execution in client.list_workflows(""):
+    unreadable: list[str] = []
+    async for execution in client.list_workflows(f"WorkflowType = '{WORKFLOW_TYPE}'"):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         try:
-            async for event in handle.fetch_history_events():
+            async for event in handle.fetch_history_events(page_size=1):
                 started = event.workflow_execution_started_event_attributes
-                payloads = list(started.input.payloads)
                 break
             else:
                 continue
@@ -145,9 +152,19 @@ async def copies_of(client: Client, run_id: str) -> list[str]:
             if err.status == RPCStatusCode.NOT_FOUND:
                 continue
             raise
-        source = await _snapshot_source(client, payloads)
-        if source is not None and source != execution.id:  # not a continue-as-new
+        if started.continued_execution_run_id:  # a continue-as-new: the same run
+            continue
+        source = await _snapshot_source(client, list(started.input.payloads))
+        if source is _UNREADABLE:
+            unreadable.append(execution.id)
+        elif isinstance(source, str) and source != execution.id:
             sources.setdefault(source, set()).add(execution.id)
+    if unreadable:
+        raise PayloadStoreError(
+            f"the start input of {len(unreadable)} runs ({unreadable[0]}, ...) cannot be "
+            "read here (payload store or codec keys): which of them copy this run cannot "
+            "be known, nothing erased"
+        )
     found: list[str] = []
     frontier = [run_id]
     while frontier:
@@ -158,15 +175,18 @@ async def copies_of(client: Client, run_id: str) -> list[str]:
     return found
 
 
-async def _snapshot_source(client: Client, payloads: list[Any]) -> str | None:
-    """The run a start input's snapshot came from, or None (no snapshot, or no
-    `AgentWorkflow` input this client can read)."""
+_UNREADABLE = object()
+
+
+async def _snapshot_source(client: Client, payloads: list[Any]) -> object:
+    """The run a start input's snapshot came from; None without a snapshot;
+    `_UNREADABLE` when this client cannot read it (store or codec keys missing)."""
     if len(payloads) != 1:
         return None
     try:
         [value] = await client.data_converter.decode(payloads)
-    except Exception:  # another workflow's input, or one this client cannot decode
-        return None
+    except Exception:  # a store or codec failure
+        return _UNREADABLE
     resumed = value.get("resume_from") if isinstance(value, dict) else None
     source = resumed.get("run_id") if isinstance(resumed, dict) else None
     return source if isinstance(source, str) else None
