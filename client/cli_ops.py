@@ -319,9 +319,10 @@ GATEWAY_PORT = 8088
 async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
     """Serve the HTTP gateway (`client.gateway`) until interrupted."""
     from durable_agents.client import gateway, gateway_auth  # Starlette, uvicorn: only here
+    from durable_agents.client.codec_server import is_loopback_host
 
     if args.allow_unauthenticated:
-        if not gateway_auth.is_loopback(args.host):
+        if not is_loopback_host(args.host):
             raise AgentClientError(
                 f"--allow-unauthenticated is accepted only on a loopback address, not {args.host}"
             )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -156,13 +155,3 @@ def _caller(entry: object, where: str, env: Mapping[str, str]) -> tuple[Caller, 
         approve_as=frozenset(approve_as),
     )
     return caller, secret.value.strip()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is a loopback address or `localhost`."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -54,6 +54,7 @@ from durable_agents.dataplane.store_gc import (
     blob_path,
     needed_blobs,
     references,
+    scan_histories,
     store_now,
 )
 from durable_agents.workflows.contract import WORKFLOW_TYPE
@@ -112,7 +113,7 @@ async def erase(
         async for event in handle.fetch_history_events():
             mine |= find(event)
     if store is not None:
-        others = await _referenced_elsewhere(client, erased, find)
+        others = await scan_histories(client, find, skip=erased)
         if isinstance(store, Path):
             if mine:
                 await asyncio.to_thread(_remove_blobs, store, mine, others, ended, report)
@@ -226,24 +227,6 @@ def _finder(store: Path | str | None) -> Callable[[Any], set[str]]:
     if isinstance(store, str):
         return lambda event: s3_references(event, store)
     return lambda event: set(references(event))
-
-
-async def _referenced_elsewhere(
-    client: Client, erased: set[tuple[str, str]], find: Callable[[Any], set[str]]
-) -> set[str]:
-    """The manifests every other execution of the namespace refers to."""
-    found: set[str] = set()
-    async for execution in client.list_workflows(""):
-        if (execution.id, execution.run_id) in erased:
-            continue
-        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        try:
-            async for event in handle.fetch_history_events():
-                found |= find(event)
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise
-    return found
 
 
 def _remove_blobs(

@@ -38,6 +38,7 @@ from durable_agents.dataplane.store_gc import (
     MIN_OLDER_THAN,
     GcReport,
     claims,
+    scan_histories,
 )
 
 S3_DRIVER = "chunked.aws.s3driver"
@@ -82,19 +83,7 @@ own, so a later run of the same id may share it."""
 
 async def referenced_keys(client: Client, bucket: str, report: GcReport) -> set[str]:
     """The manifest keys every execution of the client's namespace refers to."""
-    found: set[str] = set()
-    async for execution in client.list_workflows(""):
-        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        try:
-            async for event in handle.fetch_history_events():
-                found |= s3_references(event, bucket)
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise
-            continue  # deleted since it was listed: it needs nothing any more
-        report.runs_scanned += 1
-    report.referenced_manifests = len(found)
-    return found
+    return await scan_histories(client, lambda event: s3_references(event, bucket), report=report)
 
 
 async def needed_keys(s3: Any, bucket: str, manifests: set[str], report: GcReport) -> set[str]:

@@ -28,7 +28,7 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -136,18 +136,36 @@ def claims(message: Message) -> Iterator[tuple[str, dict[str, Any]]]:
 
 async def referenced(client: Client, report: GcReport) -> set[str]:
     """The manifest digests every execution of the client's namespace refers to."""
+    return await scan_histories(client, lambda event: set(references(event)), report=report)
+
+
+async def scan_histories(
+    client: Client,
+    find: Callable[[Message], set[str]],
+    *,
+    report: GcReport | None = None,
+    skip: Collection[tuple[str, str]] = (),
+) -> set[str]:
+    """What `find` names in every event of every execution the client's namespace keeps
+    (but those in `skip`, as `(workflow id, run id)`); an execution deleted since it
+    was listed needs nothing any more. With `report`: counted in it."""
     found: set[str] = set()
+    scanned = 0
     async for execution in client.list_workflows(""):
+        if (execution.id, execution.run_id) in skip:
+            continue
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         try:
             async for event in handle.fetch_history_events():
-                found.update(references(event))
+                found |= find(event)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
-            continue  # deleted since it was listed: it needs nothing any more
-        report.runs_scanned += 1
-    report.referenced_manifests = len(found)
+            continue
+        scanned += 1
+    if report is not None:
+        report.runs_scanned += scanned
+        report.referenced_manifests = len(found)
     return found
 
 
