@@ -8,6 +8,8 @@ in another language would send.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -15,7 +17,12 @@ from typing import Any, Literal, TypeVar, overload
 from uuid import uuid4
 
 from durable_agents.client import events as run_events
-from durable_agents.client import snapshots, state_reader
+from durable_agents.client import (
+    openai_agents_export,
+    openai_agents_import,
+    snapshots,
+    state_reader,
+)
 from durable_agents.client.agent_tools import agent_tools
 from durable_agents.client.ask_worker import ask_worker
 from durable_agents.client.connect import connect
@@ -24,6 +31,8 @@ from durable_agents.client.errors import (
     AgentError,
     AgentNotServed,
     DecisionRefused,
+    InvalidImport,
+    NotExportable,
     PauseRefused,
     RunExists,
     RunFailed,
@@ -399,6 +408,77 @@ class AgentClient:
         )
         return self.run(started)
 
+    async def read_openai_state(
+        self,
+        text: str | bytes,
+        *,
+        agent: str,
+        run_id: str | None = None,
+        lossy: bool = False,
+    ) -> RunState:
+        """The RunState an OpenAI Agents SDK run state (`openai-agents`'
+        `RunState.to_string()`, `$schemaVersion` 1.0 to 1.21) becomes here, run by
+        `agent` as the workers serve it (its tools and approval rules, not the file's),
+        as run `run_id` (default: AGENT-<random>); nothing starts (`import_openai_state`).
+
+        The calls the SDK stopped for wait for a decision, as do calls of the last
+        reply that need one by this agent's rules; decisions the file records are kept
+        for the audit (`RunState.imported`), never applied. Raises `InvalidImport`
+        listing what cannot be carried over (an item only the SDK runs, a tool the agent
+        lacks, ...); `lossy` drops what only the SDK can run instead, and the state
+        records it. `AgentNotServed` if no worker serves `agent`. See the README's
+        "Coming from the OpenAI Agents SDK".
+        """
+        raw = text.encode("utf-8") if isinstance(text, str) else text
+        try:
+            document = openai_agents_import.read_document(raw)
+            spec = await agent_tools(self.client, self.task_queue, agent)
+            return openai_agents_import.import_state(
+                document,
+                spec,
+                run_id=run_id or f"{agent}-{uuid4().hex[:12]}",
+                now=datetime.now(UTC),
+                sha256=hashlib.sha256(raw).hexdigest(),
+                lossy=lossy,
+            )
+        except openai_agents_import.ImportRefused as err:
+            raise InvalidImport(str(err), [str(p) for p in err.problems]) from None
+
+    async def import_openai_state(
+        self,
+        source: str | bytes | RunState,
+        *,
+        agent: str | None = None,
+        run_id: str | None = None,
+        lossy: bool = False,
+    ) -> AgentRun:
+        """Start a run that goes on from an OpenAI Agents SDK run state; returns it.
+        `source`: the SDK's JSON text (read as `read_openai_state` reads it, with
+        `agent`, `run_id` and `lossy`), or the RunState `read_openai_state` made. The
+        run id must be new (`RunExists`)."""
+        if isinstance(source, RunState):
+            state = source
+        else:
+            if agent is None:
+                raise AgentClientError("import_openai_state: which agent goes on with it?")
+            state = await self.read_openai_state(source, agent=agent, run_id=run_id, lossy=lossy)
+        if state.imported is None:
+            raise AgentClientError("import_openai_state: this RunState was not imported")
+        summary = f"imported from an OpenAI Agents SDK run state ({state.imported.schema_version})"
+        started = await self._start_from(state, state.run_id, summary, new_id_only=True)
+        return self.run(started)
+
+    async def export_openai_state(self, run_id: str) -> str:
+        """The run, waiting for approval, as an OpenAI Agents SDK run state (JSON text
+        `RunState.from_string(agent, text)` loads, `$schemaVersion` 1.21): a conversion,
+        not a snapshot (see `client.openai_agents_export`). `NotExportable` if the run
+        waits for no approval."""
+        try:
+            document = openai_agents_export.export_state(await self.state(run_id))
+        except openai_agents_export.NotExportable as err:
+            raise NotExportable(str(err)) from None
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
     async def fork(
         self,
         snapshot: str | bytes | RunState,
@@ -428,6 +508,7 @@ class AgentClient:
         document: dict[str, object] | None = None,
         unpause: bool = False,
         context: JsonValue = None,
+        new_id_only: bool = False,
     ) -> str:
         # The workflow ignores `input` when `resume_from` is set: the state carries it all.
         agent_input = AgentInput(
@@ -435,7 +516,9 @@ class AgentClient:
         )
         agent_input.unpause = unpause  # sent only when set (see `_start`)
         agent_input.context = context
-        return await self._start(agent_input, run_id, summary, document=document)
+        return await self._start(
+            agent_input, run_id, summary, document=document, new_id_only=new_id_only
+        )
 
     async def _start(
         self,

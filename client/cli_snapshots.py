@@ -1,5 +1,5 @@
-"""agentctl's snapshot commands: `export`, `validate`, `resume`, `fork`, `schema`
-(see `client.cli`; `resume` and `fork` get the snapshot checked, and the fork
+"""agentctl's snapshot commands: `export`, `validate`, `resume`, `import-openai`, `fork`,
+`schema` (see `client.cli`; `resume` and `fork` get the snapshot checked, and the fork
 made, before connecting)."""
 
 from __future__ import annotations
@@ -33,8 +33,13 @@ class StartedRun(BaseModel):
 
 
 async def _export(args: argparse.Namespace, agents: AgentClient) -> str:
-    sign_with = read_key(Path(args.sign_key)) if args.sign_key else None
-    snapshot = await agents.export(args.run_id, sign_with=sign_with)
+    if args.format == "openai-agents":
+        if args.sign_key:
+            raise AgentClientError("--sign-key signs snapshots; an openai-agents file is not one")
+        snapshot = await agents.export_openai_state(args.run_id)
+    else:
+        sign_with = read_key(Path(args.sign_key)) if args.sign_key else None
+        snapshot = await agents.export(args.run_id, sign_with=sign_with)
     if args.output is None:
         return snapshot.rstrip("\n")
     try:
@@ -98,6 +103,15 @@ async def _cancel_source(agents: AgentClient, source: RunState, resumed: str) ->
     return f"cancelled the source run {source.run_id}"
 
 
+async def _import_openai(args: argparse.Namespace, agents: AgentClient) -> str:
+    text = read_file(args.source)
+    state = await agents.read_openai_state(text, agent=args.agent, run_id=args.id, lossy=args.lossy)
+    for item in state.imported.dropped if state.imported is not None else []:
+        print(f"dropped {item.where}: {safe(item.what)}", file=sys.stderr)
+    run = await agents.import_openai_state(state)
+    return StartedRun(run_id=run.id).model_dump_json(indent=2) if args.json else run.id
+
+
 async def _fork(args: argparse.Namespace, agents: AgentClient) -> str:
     # args.snapshot is the fork already (made in _run, before connecting).
     run_id = (await agents.resume(args.snapshot, run_id=args.id)).id
@@ -154,10 +168,17 @@ def read_file(name: str) -> bytes:
 
 
 def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], int]) -> None:
-    """Add export, validate, resume, fork and schema to agentctl's parser."""
+    """Add export, validate, resume, import-openai, fork and schema to agentctl's parser."""
     export = command("export", _export, "write a run's snapshot (RunState + integrity digest)")
     export.add_argument("run_id", metavar="RUN_ID")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    export.add_argument(
+        "--format",
+        choices=["snapshot", "openai-agents"],
+        default="snapshot",
+        help="openai-agents: a run waiting for approval as the OpenAI Agents SDK's RunState "
+        "JSON (RunState.from_string loads it); a conversion, not a snapshot",
+    )
     export.add_argument(
         "--sign-key",
         metavar="FILE",
@@ -189,6 +210,25 @@ def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], 
         metavar="JSON",
         help="tool context laid over the snapshot's (objects merge key by key, this one "
         "winning); the snapshot's decisions on calls not yet run are asked again",
+    )
+    imported = command(
+        "import-openai",
+        _import_openai,
+        "start a run that goes on from an OpenAI Agents SDK RunState file (to_string())",
+    )
+    imported.add_argument("source", metavar="FILE", help="the SDK's RunState JSON (- for stdin)")
+    imported.add_argument(
+        "--agent",
+        required=True,
+        metavar="NAME",
+        help="the agent the workers serve that goes on with it (its tools and approval rules)",
+    )
+    imported.add_argument("--id", metavar="RUN_ID", help="id of the new run")
+    imported.add_argument(
+        "--lossy",
+        action="store_true",
+        help="drop what only the SDK can run (hosted tools, computer use, handoffs, calls "
+        "of tools the agent lacks) instead of refusing; the run records what was dropped",
     )
     fork = command("fork", _fork, "start a new run from a snapshot as it was at turn N")
     fork.add_argument("file", metavar="FILE", help="snapshot file (- for stdin)")

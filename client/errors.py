@@ -76,6 +76,19 @@ class InvalidSnapshot(AgentClientError):
         """What is wrong, without the path."""
 
 
+class InvalidImport(AgentClientError):
+    """A run state of another framework that cannot become a run here; `problems` are
+    its `where: what` lines (`client.openai_agents_import.ImportRefused`)."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class NotExportable(AgentClientError):
+    """The run cannot be written in the format asked for; the message says why."""
+
+
 class AgentNotServed(AgentClientError):
     """A run was not started: no worker of the task queue serves its agent, or not every
     one does (`durable_agents.served_agents`)."""

@@ -220,13 +220,27 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
             for call in item.tool_calls if isinstance(item, AssistantMessage) else []:
                 tool = snapshot.agent.tool(call.tool)
                 hidden[call.call_id] = tool.sensitive if tool is not None else []
-    lines = [head, *(f"  {line}" for item in snapshot.items for line in _item(item, hidden))]
+    lines = [head, *_imported(snapshot)]
+    lines += [f"  {line}" for item in snapshot.items for line in _item(item, hidden)]
     lines += [listing(done) for done in snapshot.tool_listings]
     if snapshot.final_output is not None:
         lines.append(f"final output: {snapshot.final_output}")
     if snapshot.error is not None:
         lines.append(f"error [{snapshot.error.type}]: {snapshot.error.message}")
     return "\n".join(lines)
+
+
+def _imported(snapshot: RunState) -> list[str]:
+    """Where an imported run came from, in one line (none for other runs)."""
+    found = snapshot.imported
+    if found is None:
+        return []
+    return [
+        f"imported from an OpenAI Agents SDK run state {safe(found.schema_version)} "
+        f"(its agent {_cut(found.agent)}, turn {found.turn}){SEP}"
+        f"{len(found.decisions)} decisions it recorded, none applied{SEP}"
+        f"{len(found.dropped)} items dropped"
+    ]
 
 
 def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.19"
+SCHEMA_VERSION = "1.20"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -73,6 +73,7 @@ and `tool_listings`.
 1.18 added webhooks: `AgentSpec.webhooks`, `ToolSpec.webhooks`, `RunState.notices` and
 `webhook_deliveries`.
 1.19 added token streaming: `AgentSpec.stream`.
+1.20 added runs imported from the OpenAI Agents SDK: `RunState.imported`.
 """
 
 REFUSALS_KEPT = 50
@@ -915,10 +916,54 @@ class Starter(_Model):
     """That key's owner."""
 
 
+class ImportedDecision(_Model):
+    """A decision an imported OpenAI Agents SDK run state had recorded: kept for the
+    audit, never applied (an unsigned file cannot approve anything). Added in 1.20."""
+
+    call_id: str | None = Field(None, min_length=1, max_length=200)
+    """The call it decided; None: a rule for every call of `tool` (the SDK's `always`)."""
+    tool: str = Field(min_length=1, max_length=200)
+    decision: Literal["approve", "reject"]
+    message: str | None = Field(None, max_length=2_000)
+    """The rejection message the SDK would have sent the model."""
+
+
+class DroppedItem(_Model):
+    """Something of an imported run state that only the SDK can run, dropped because
+    the person importing it said so (`--lossy`). Added in 1.20."""
+
+    where: str = Field(min_length=1, max_length=200)
+    """Its JSON path in the imported file."""
+    what: str = Field(min_length=1, max_length=500)
+
+
+IMPORT_ENTRIES_KEPT = 200
+"""At most this many recorded decisions, and dropped items, per import."""
+
+
+class ImportRecord(_Model):
+    """Where an imported run came from (`agentctl import-openai`). Added in 1.20."""
+
+    format: Literal["openai-agents"] = "openai-agents"
+    schema_version: str = Field(min_length=1, max_length=20)
+    """The file's `$schemaVersion`."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Of the file's bytes as read."""
+    agent: str = Field(min_length=1, max_length=200)
+    """The SDK's current agent when it stopped (the run goes on with `RunState.agent`)."""
+    turn: int = Field(ge=0)
+    """The SDK's `current_turn`: model calls since the run's input."""
+    max_turns: int | None = Field(None, ge=1)
+    """The SDK's `max_turns` (the run keeps its own agent's limit)."""
+    decisions: list[ImportedDecision] = Field([], max_length=IMPORT_ENTRIES_KEPT)
+    dropped: list[DroppedItem] = Field([], max_length=IMPORT_ENTRIES_KEPT)
+    at: AwareDatetime
+
+
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.19"] = "1.19"
+    schema_version: Literal["1.20"] = "1.20"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1001,6 +1046,8 @@ class RunState(_Model):
         [], max_length=DELIVERIES_KEPT, exclude_if=lambda d: not d
     )
     """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes. Added in 1.18."""
+    imported: ImportRecord | None = Field(None, exclude_if=lambda i: i is None)
+    """Set when the run was imported from another framework's run state. Added in 1.20."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

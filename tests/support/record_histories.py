@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 from durable_agents.activities.registry import AgentRegistry
@@ -776,6 +778,33 @@ async def record_signed_start(client: Client, name: str) -> None:
         await _save(client, name, handle)
 
 
+async def record_imported(client: Client, name: str) -> None:
+    """v31: a run imported from an OpenAI Agents SDK run state (the committed fixture the
+    package wrote), its waiting call approved."""
+    from durable_agents.client.openai_agents_import import import_state, read_document
+
+    from tests.support.openai_agents_states import fixture
+
+    async with _serving(client, name, [Reply(content="done")]) as task_queue:
+        text = fixture("interrupted-chat")
+        state = import_state(
+            read_document(text),
+            assistant.spec(),
+            run_id=f"history-{name}",
+            now=datetime.now(UTC),
+            sha256=hashlib.sha256(text.encode()).hexdigest(),
+        )
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="", resume_from=state),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        approval = {"call_id": "call_mail", "approver": "ops"}
+        await _act(handle, [(AWAITING, contract.SIGNAL_APPROVE, approval)])
+        await _save(client, name, handle)
+
+
 def forged(snapshot: RunState) -> RunState:
     """`snapshot` with an approval (and `always` rule) of its pending call that nobody made."""
     reply = snapshot.items[-1]
@@ -802,6 +831,8 @@ async def main() -> None:
                 await record(env.client, name, agent, session, script, actions)
         if not _recorded("upgrade_at_continue_as_new_v30"):
             await record_upgrade(env.client, "upgrade_at_continue_as_new_v30")
+        if not _recorded("imported_openai_v31"):
+            await record_imported(env.client, "imported_openai_v31")
         if not _recorded("execution_bound_v11"):
             await record_signed_start(env.client, "execution_bound_v11")
         for name, (script, decision) in RESUMED.items():

@@ -27,9 +27,12 @@ from durable_agents.workflows.state import (
     ContextPolicy,
     Decision,
     DecisionAttempt,
+    DroppedItem,
     ErrorInfo,
     GuardrailCheck,
     GuardrailSpec,
+    ImportedDecision,
+    ImportRecord,
     MCPServer,
     ModelPrice,
     ModelSettings,
@@ -698,6 +701,21 @@ def _golden_1_19() -> RunState:
     return state
 
 
+def _golden_1_20() -> RunState:
+    """1.19's, with what 1.20 added: the record of a run imported from the OpenAI Agents SDK."""
+    state = _golden_1_19()
+    state.imported = ImportRecord(
+        schema_version="1.21", sha256="ab" * 32, agent="Support", turn=2, max_turns=10,
+        decisions=[
+            ImportedDecision(call_id="call_9", tool="refund", decision="reject", message="no"),
+            ImportedDecision(tool="lookup_order", decision="approve"),
+        ],
+        dropped=[DroppedItem(where="$.generated_items[4]", what="web_search_call (hosted tool)")],
+        at=datetime(2026, 11, 26, 9, 30, tzinfo=UTC),
+    )  # fmt: skip
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -719,6 +737,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.17": _golden_1_17,
     "1.18": _golden_1_18,
     "1.19": _golden_1_19,
+    "1.20": _golden_1_20,
 }
 
 

@@ -234,6 +234,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.16": MIGRATIONS["1.16"],
         "1.17": MIGRATIONS["1.17"],
         "1.18": MIGRATIONS["1.18"],
+        "1.19": MIGRATIONS["1.19"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
