@@ -143,8 +143,8 @@ def _input_items(items: list[Any]) -> list[dict[str, Any]]:
             found.append({"role": "user", "content": item.content})
         elif isinstance(item, AssistantMessage):
             found += [_reasoning(r) for r in item.reasoning]
-            if item.content:
-                found.append({"role": "assistant", "content": item.content})
+            if item.content:  # with an id: Chat Completions joins it to the calls after it
+                found.append(_message(item))
             found += [_call(c) for c in item.tool_calls]
         elif isinstance(item, ToolResult):
             found.append(_output(item))

@@ -3,9 +3,10 @@ as ours: pure functions on plain JSON data, no Temporal, no network.
 
 The file says what was said and what waits; it decides nothing. The agent (its
 instructions, tools, approval rules) is the one this worker serves under the name the
-importer gives; decisions the file records (approved or rejected call ids, `always`
-per tool) are kept in `RunState.imported` for the audit and never applied, so every
-call that has not run waits for a decision here. What only the SDK can run (hosted
+importer gives, and its rules say which calls that have not run wait for a decision,
+exactly as if the run had started here; decisions the file records (approved or
+rejected call ids, `always` per tool) are kept in `RunState.imported` for the audit
+and never applied. What only the SDK can run (hosted
 tools, computer use, handoffs, calls of tools our agent does not have) is refused,
 each with its JSON path, unless the importer accepts dropping it (`lossy`); what was
 dropped is recorded. The mapping is the README's table ("Coming from the OpenAI
@@ -27,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import loop
+from durable_agents.workflows.argument_view import safe
 from durable_agents.workflows.payloads import AgentInput
 from durable_agents.workflows.proposed_calls import SAFE_CALL_ID
 from durable_agents.workflows.state import (
@@ -106,7 +108,7 @@ class Problem:
     """Only the SDK can run it: `lossy` drops it (and records that)."""
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.what}"
+        return f"{_shown(self.where, 120)}: {_shown(self.what, 300)}"
 
 
 class ImportRefused(ValueError):
@@ -128,9 +130,11 @@ class ImportRefused(ValueError):
 def read_document(text: str | bytes) -> dict[str, Any]:
     """The file's JSON object; ImportRefused if it is not one."""
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_constant=_not_json)
     except (ValueError, UnicodeDecodeError) as err:
         raise ImportRefused([Problem("$", f"not JSON: {err}")]) from None
+    except RecursionError:
+        raise ImportRefused([Problem("$", "nested too deeply to read")]) from None
     if not isinstance(document, dict):
         raise ImportRefused([Problem("$", "a run state is a JSON object")])
     return document
@@ -169,16 +173,15 @@ def import_state(
     problems = [p for p in reading.problems if not (lossy and p.droppable)]
     if problems:
         raise ImportRefused(problems)
-    if len(reading.dropped) > IMPORT_ENTRIES_KEPT or len(decisions) > IMPORT_ENTRIES_KEPT:
-        raise ImportRefused(
-            [Problem("$", f"more than {IMPORT_ENTRIES_KEPT} dropped items or recorded decisions")]
-        )
     items = reading.items
     if not any(isinstance(i, UserMessage) for i in items):
         raise ImportRefused([Problem("$.original_input", "no user message: nothing to go on")])
-    if isinstance(items[-1], AssistantMessage) and not items[-1].tool_calls:
+    step = document.get("current_step")
+    kind = step.get("type") if isinstance(step, dict) else None
+    ended = isinstance(items[-1], AssistantMessage) and not items[-1].tool_calls
+    if ended or kind not in ("next_step_interruption", "next_step_run_again"):
         raise ImportRefused(
-            [Problem("$.current_step", "the SDK run has ended (a final answer): nothing waits")]
+            [Problem("$.current_step", "the SDK run has ended (it has its final output)")]
         )
     state = loop.new_state(
         spec,
@@ -187,28 +190,33 @@ def import_state(
         now=now,
     )
     state.items = items
-    state.turn = sum(isinstance(i, AssistantMessage) for i in items)
+    state.queued_messages = reading.queued
+    state.turn = reading.replies
     state.context = header.context
-    state.usage = header.usage
+    state.usage = loop.priced(header.usage, spec.price) if spec.price else header.usage
     state.status = RunStatus.AWAITING_APPROVAL if reading.waiting else RunStatus.RUNNING
+    kept = IMPORT_ENTRIES_KEPT
     state.imported = ImportRecord(
         schema_version=version,
         sha256=sha256,
         agent=header.agent,
         turn=header.turn,
         max_turns=header.max_turns,
-        decisions=decisions,
-        dropped=reading.dropped,
+        decisions=decisions[:kept],
+        decisions_omitted=max(0, len(decisions) - kept),
+        dropped=reading.dropped[:kept],
+        dropped_omitted=max(0, len(reading.dropped) - kept),
         at=now,
     )
-    try:  # the checks a snapshot gets: items that contradict each other are refused
-        return RunState.model_validate(state.model_dump(mode="json"))
+    try:  # read back as the workflow reads its input: JSON, every check of a snapshot
+        return RunState.model_validate_json(state.model_dump_json())
     except ValidationError as err:
         found = err.errors()[0]
         where = found.get("ctx", {}).get("path") or "$"
-        raise ImportRefused(
-            [Problem(str(where), f"the conversation it makes is invalid: {found['msg']}")]
-        ) from None
+        what = f"the run it makes is invalid (at {where} of the durable RunState): {found['msg']}"
+        raise ImportRefused([Problem("$", what)]) from None
+    except (ValueError, RecursionError):
+        raise ImportRefused([Problem("$", "nested too deeply to carry over")]) from None
 
 
 @dataclass
@@ -231,6 +239,12 @@ class _Reading:
     problems: list[Problem] = field(default_factory=list)
     dropped: list[DroppedItem] = field(default_factory=list)
     waiting: bool = False
+    queued: list[str] = field(default_factory=list)
+    """User messages given after the interruption (`pending_input`): the run's queued
+    messages, delivered once the waiting calls are answered."""
+    replies: int = 0
+    _last: AssistantMessage | None = None
+    """The latest reply closed."""
     _reply: AssistantMessage | None = None
     _calls: dict[str, ToolCall] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
@@ -267,11 +281,18 @@ class _Reading:
                 "the SDK left the context object out (it could not write it as JSON)",
                 droppable=True,
             )
+        tool_context = context.get("context")
+        if tool_context is not None and not isinstance(tool_context, dict):
+            self.refuse("$.context.context", "not an object or null (the SDK writes no other)")
+            tool_context = None
+        elif _depth(tool_context) > MAX_CONTEXT_DEPTH:
+            self.refuse("$.context.context", f"nested deeper than {MAX_CONTEXT_DEPTH} levels")
+            tool_context = None
         return _Header(
             agent=(agent or "?")[:200],
             turn=turn,
             max_turns=max_turns,
-            context=context.get("context"),
+            context=tool_context,
             usage=_usage(context.get("usage")),
         )
 
@@ -300,12 +321,19 @@ class _Reading:
                 self.refuse(where, f"{kind}: {_RUN_ITEM_ONLY[kind]}", droppable=True)
                 continue
             self._item(f"{where}.raw_item", run_item["raw_item"])
+        self._close()
         pending = document.get("pending_input", [])
-        if isinstance(pending, list):
-            for index, raw in enumerate(pending):
-                self._item(f"$.pending_input[{index}]", raw)
-        else:
+        if not isinstance(pending, list):
             self.refuse("$.pending_input", "not a list")
+            pending = []
+        for index, raw in enumerate(pending):
+            where = f"$.pending_input[{index}]"
+            if self._unanswered() and isinstance(raw, dict) and raw.get("role") == "user":
+                text = self._text(where, raw.get("content"))
+                if text:  # for after the waiting calls, as the SDK sends it
+                    self.queued.append(text)
+            else:
+                self._item(where, raw)
         self._close()
 
     def _item(self, where: str, raw: Any) -> None:
@@ -330,8 +358,8 @@ class _Reading:
 
     def _message(self, where: str, role: Any, content: Any) -> None:
         text = self._text(where, content)
-        if text is None:
-            return
+        if text is None or (text == "" and isinstance(content, list) and content):
+            return  # not text, or only parts that were not (refused, or dropped)
         if role == "user":
             self._all_answered(where)
             self.items.append(UserMessage(content=text))
@@ -379,6 +407,9 @@ class _Reading:
         if not isinstance(arguments, str):
             self.refuse(where, "a function_call whose arguments are not a JSON string")
             return
+        if call_id in self._calls or call_id in self._gone:
+            self.refuse(where, f"a second call with id {call_id!r}")
+            return
         if raw.get("namespace"):
             self.refuse(where, f"a call of namespaced tool {name!r}", droppable=True)
             self._gone.add(call_id)
@@ -392,9 +423,6 @@ class _Reading:
             )
             self._gone.add(call_id)
             return
-        if call_id in self._calls or call_id in self._gone:
-            self.refuse(where, f"a second call with id {call_id!r}")
-            return
         call = ToolCall(call_id=call_id, tool=name, arguments=arguments)
         call.needs_approval = tool.needs_approval
         self._calls[call_id] = call
@@ -402,7 +430,7 @@ class _Reading:
 
     def _output(self, where: str, raw: dict[str, Any]) -> None:
         call_id = raw.get("call_id")
-        if call_id in self._gone:
+        if isinstance(call_id, str) and call_id not in self._calls and call_id in self._gone:
             self.refuse(where, f"the output of dropped call {call_id!r}", droppable=True)
             return
         if not isinstance(call_id, str) or call_id not in self._calls:
@@ -440,15 +468,15 @@ class _Reading:
     def _open(self, where: str) -> AssistantMessage:
         if self._reply is None:
             self._all_answered(where)
-            replies = sum(isinstance(i, AssistantMessage) for i in self.items)
-            self._reply = AssistantMessage(turn=replies + 1, at=self.now)
+            self._reply = AssistantMessage(turn=self.replies + 1, at=self.now)
         return self._reply
 
     def _close(self) -> None:
-        if self._reply is not None:
-            if self._reply.content is not None or self._reply.tool_calls or self._reply.reasoning:
-                self.items.append(self._reply)
-            self._reply = None
+        reply, self._reply = self._reply, None
+        if reply is not None and (reply.content is not None or reply.tool_calls or reply.reasoning):
+            self.items.append(reply)
+            self.replies += 1
+            self._last = reply
 
     def _all_answered(self, where: str) -> None:
         """A new reply or user message comes: every call before it must have its output."""
@@ -461,8 +489,7 @@ class _Reading:
             self._answered.add(call.call_id)  # said once
 
     def _unanswered(self) -> list[ToolCall]:
-        last = next((i for i in reversed(self.items) if isinstance(i, AssistantMessage)), None)
-        calls = last.tool_calls if last is not None else []
+        calls = self._last.tool_calls if self._last is not None else []
         return [c for c in calls if c.call_id not in self._answered]
 
     def interruptions(self, step: Any) -> None:
@@ -496,9 +523,12 @@ class _Reading:
                 continue  # refused (or dropped) where the call was made
             call = open_calls.get(call_id) if isinstance(call_id, str) else None
             if call is None:
-                self.refuse(
-                    where, f"waits for call {str(call_id)[:100]!r}, not a call of the last reply"
+                why = (
+                    "which already has an output"
+                    if call_id in self._answered
+                    else "not a call of the last reply"
                 )
+                self.refuse(where, f"waits for call {str(call_id)[:100]!r}, {why}")
                 continue
             call.needs_approval = True
         self.waiting = any(c.needs_approval for c in self._unanswered())
@@ -561,6 +591,41 @@ class _Reading:
         except ValidationError as err:
             self.refuse(where, f"a decision that cannot be recorded: {err.errors()[0]['msg']}")
             return []
+
+
+MAX_CONTEXT_DEPTH = 64
+"""Levels of nesting the tool context may have (the run's input is read with a bound)."""
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value` nests (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        current, level = stack.pop()
+        children = (
+            current.values()
+            if isinstance(current, dict)
+            else current
+            if isinstance(current, list)
+            else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_CONTEXT_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _shown(text: str, limit: int) -> str:
+    """`text` safe to print (control and bidi characters shown as escapes), cut."""
+    flat = safe(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _agent_name(ref: Any) -> str | None:

@@ -956,7 +956,13 @@ class ImportRecord(_Model):
     max_turns: int | None = Field(None, ge=1)
     """The SDK's `max_turns` (the run keeps its own agent's limit)."""
     decisions: list[ImportedDecision] = Field([], max_length=IMPORT_ENTRIES_KEPT)
+    """The first `IMPORT_ENTRIES_KEPT` decisions the file records."""
+    decisions_omitted: int = Field(0, ge=0, exclude_if=lambda n: not n)
+    """Recorded decisions past those: counted, not kept."""
     dropped: list[DroppedItem] = Field([], max_length=IMPORT_ENTRIES_KEPT)
+    """The first `IMPORT_ENTRIES_KEPT` items dropped (`--lossy`)."""
+    dropped_omitted: int = Field(0, ge=0, exclude_if=lambda n: not n)
+    """Dropped items past those: counted, not listed."""
     at: AwareDatetime
 
 

@@ -31,11 +31,26 @@ _ALL_ANSWERED = ("completed", "max_turns_exceeded", "awaiting_input")
 """Statuses the loop reaches only once every call of the latest reply is answered."""
 
 
+USAGE_LIMIT = 10**15
+"""More tokens (or model calls) than any run spends: a count past it is forged, and the
+run's search attributes (64-bit integers) could not hold it."""
+
+
 def first_problem(state: RunState) -> Problem | None:
     """The first contradiction in `state`, or None if its parts agree."""
     for name in ("model_calls", "input_tokens", "output_tokens", "total_tokens"):
         if getattr(state.usage, name) < 0:
             return f"$.usage.{name}", "usage cannot be negative"
+    for name in (
+        "model_calls",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cached_input_tokens",
+        "reasoning_tokens",
+    ):
+        if getattr(state.usage, name) > USAGE_LIMIT:
+            return f"$.usage.{name}", f"more than {USAGE_LIMIT:.0e} is not a count a run reaches"
     proposed_at = {
         call.call_id: index
         for index, item in reversed(list(enumerate(state.items)))

@@ -22,6 +22,7 @@ from durable_agents.client.openai_agents_import import (
 from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
+    ModelPrice,
     RunState,
     RunStatus,
     ToolCall,
@@ -296,17 +297,114 @@ def test_a_second_output_for_one_call_is_refused():
 
 def test_a_user_message_after_a_call_without_output_is_refused():
     document = fixture_json("interrupted-chat")
-    document["pending_input"] = [{"role": "user", "content": "and also"}]
+    said = {"type": "input_item", "raw_item": {"role": "user", "content": "and also"}}
+    document["generated_items"].append({**said, "agent": {"name": "assistant"}})
     assert "comes after call 'call_mail' (send_email), which has no output" in refusal(document)
 
 
-def test_a_flood_of_recorded_decisions_is_refused_not_kept():
+def test_input_queued_after_the_interruption_waits_for_the_calls():
     document = fixture_json("interrupted-chat")
-    ids = [f"call_{n}" for n in range(201)]
+    document["pending_input"] = [{"role": "user", "content": "and also b@c.d"}]
+    state = imported(document)
+    assert state.queued_messages == ["and also b@c.d"]
+    assert waiting(state)[0][0] == "call_mail"
+    back = imported(export_state(state))
+    assert back.queued_messages == ["and also b@c.d"]
+
+
+def test_a_flood_of_recorded_decisions_is_counted_not_kept():
+    document = fixture_json("interrupted-chat")
+    ids = [f"call_{n}" for n in range(250)]
     document["context"]["function_tool_approvals"] = [
         {"agent": {"name": "assistant"}, "tool_key": "send_email", "decision": {"approved": ids}}
     ]
-    assert "more than 200" in refusal(document)
+    record = imported(document).imported
+    assert len(record.decisions) == 200 and record.decisions_omitted == 50
+
+
+def test_usage_no_run_reaches_is_refused():
+    document = fixture_json("interrupted-chat")
+    document["context"]["usage"]["total_tokens"] = 2**63
+    assert "$.usage.total_tokens" in refusal(document)
+
+
+def test_a_duplicate_call_id_cannot_hide_an_output_even_when_lossy():
+    document = fixture_json("interrupted-chat")
+    [output] = [i for i in document["generated_items"] if i["type"] == "tool_call_output_item"]
+    twin = {"type": "function_call", "call_id": "call_add", "name": "nope", "arguments": "{}"}
+    at = document["generated_items"].index(output)
+    document["generated_items"].insert(at, {"type": "tool_call_item", "raw_item": twin})
+    assert "a second call with id 'call_add'" in refusal(document, lossy=True)
+
+
+def test_deep_nesting_is_refused_not_crashed_on():
+    document = fixture_json("interrupted-chat")
+    deep: Any = {}
+    for _ in range(100):
+        deep = {"a": deep}
+    document["context"]["context"] = deep
+    assert "nested deeper than 64 levels" in refusal(document)
+    assert "nested too deeply to read" in refusal("[" * 100_000 + "]" * 100_000)
+
+
+def test_refusals_show_no_terminal_escapes_and_stay_short():
+    document = fixture_json("interrupted-chat")
+    document["original_input"] = [
+        {"role": "user", "content": [{"type": "\x1b]0;PWNED\x07\x1b[2J"}]},
+        {"role": "user", "content": "x"},
+    ]
+    document["context"]["approvals"] = {"\x1b[31m" + "t" * 100_000: {"approved": "x"}}
+    why = refusal(document)
+    assert "\x1b" not in why and "\\u{1b}" in why
+    assert max(len(line) for line in why.splitlines()) < 500
+
+
+def test_an_sdk_run_that_ended_on_a_tool_output_is_refused():
+    document = fixture_json("interrupted-chat")
+    document["current_step"] = None
+    document["generated_items"] = [
+        i for i in document["generated_items"] if i["raw_item"].get("call_id") != "call_mail"
+    ]
+    assert "the SDK run has ended" in refusal(document)
+
+
+def test_an_interruption_for_a_call_that_has_its_output_is_named_so():
+    document = fixture_json("interrupted-chat")
+    waiting_item = document["current_step"]["data"]["interruptions"][0]
+    waiting_item["raw_item"]["call_id"] = "call_add"
+    assert "waits for call 'call_add', which already has an output" in refusal(document)
+
+
+@pytest.mark.parametrize("context", [[1, 2], "text", 5, True])
+def test_a_tool_context_that_is_not_an_object_is_refused(context):
+    document = fixture_json("interrupted-chat")
+    document["context"]["context"] = context
+    assert "$.context.context: not an object or null" in refusal(document)
+
+
+def test_nan_is_not_json():
+    text = fixture("interrupted-chat").replace('"context": null', '"context": {"x": NaN}', 1)
+    assert "NaN is not a JSON value" in refusal(text)
+
+
+def test_an_imported_run_costs_its_tokens_at_the_workers_price():
+    priced = SPEC.model_copy(update={"price": ModelPrice(input=1.0, output=2.0)})
+    usage = imported(fixture_json("interrupted-chat"), spec=priced).usage
+    assert usage.cost == pytest.approx((40 * 1.0 + 12 * 2.0) / 1_000_000)
+
+
+def test_a_user_message_of_only_dropped_parts_is_left_out():
+    document = fixture_json("interrupted-chat")
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
+    document["original_input"] = [
+        {"role": "user", "content": [image]},
+        {"role": "user", "content": "Add 2 and 3, then email a@b.c"},
+    ]
+    state = imported(document, lossy=True)
+    assert [i.content for i in state.items if isinstance(i, UserMessage)] == [
+        "Add 2 and 3, then email a@b.c"
+    ]
+    assert [d.where for d in state.imported.dropped] == ["$.original_input[0].content[0]"]
 
 
 def test_decisions_of_the_wrong_shape_are_refused():

@@ -132,6 +132,11 @@ INCONSISTENT = [
         "invalid snapshot at $.usage.input_tokens: usage cannot be negative",
         "negative-usage",
     ),
+    case(  # the AgentTotalTokens search attribute (Int) could not take it: the run would wedge
+        lambda: edited(set_at("usage.total_tokens", 2**63)),
+        "invalid snapshot at $.usage.total_tokens: more than 1e+15 is not a count a run reaches",
+        "usage-past-int64",
+    ),
 ]
 
 
