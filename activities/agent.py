@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from durable_agents.activities.guardrail import Guardrail
+from durable_agents.activities.handoff import handoff
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
@@ -124,13 +125,20 @@ class Agent:
     """Send the model the images tools return (an MCP tool's image blocks), for a model
     that reads images; False: it reads a line saying what each is. The run keeps them
     either way (`ToolResult.attachments`)."""
+    handoffs: Sequence[Any] = ()
+    """Agents the run may be handed over to: an `Agent`, an agent's name (one the same
+    worker serves), or `handoff(agent, ...)` for its tool name, description, input and
+    approval. The model sees one `transfer_to_<name>` tool per handoff; calling it
+    switches the run to that agent from the next model call (`workflows.handoffs`)."""
+    handoff_description: str | None = None
+    """What this agent is for, in the description of the handoff tools to it."""
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("an agent needs a name")
         if self.max_turns < 1:
             raise ValueError(f"agent {self.name}: max_turns must be at least 1")
-        names = [t.name for t in self.tools]
+        names = [t.name for t in self.all_tools()]
         for name in names:
             if names.count(name) > 1:
                 raise ValueError(f"agent {self.name}: two tools are called '{name}'")
@@ -202,7 +210,7 @@ class Agent:
                     "(one reply must have a bound)"
                 )
         problem = tool_choice_problem(
-            self.model_settings, [t.name for t in self.tools]
+            self.model_settings, [t.name for t in self.all_tools()]
         ) or api_problem(self.model_settings, self.model_api)
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")
@@ -220,7 +228,7 @@ class Agent:
             approver_keys=list(trust.approver_keys),
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
-            tools=[t.spec() for t in self.tools],
+            tools=[t.spec() for t in self.all_tools()],
             mcp_servers=list(self.mcp_servers),
             webhooks=list(self.webhooks),
             input_guardrails=[g.spec() for g in self.input_guardrails],
@@ -234,6 +242,14 @@ class Agent:
             ),
         )
 
+    def all_tools(self) -> list[Tool]:
+        """Its tools, then one per handoff (`handoff`)."""
+        return [*self.tools, *map(_as_handoff, self.handoffs)]
+
+    def handoff_targets(self) -> list[str]:
+        """The names of the agents it may hand the run over to."""
+        return [t.handoff for t in self.all_tools() if t.handoff is not None]
+
     def tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return next((t for t in self.tools if t.name == name), None)
@@ -242,3 +258,14 @@ class Agent:
         """The guardrail of `kind` called `name`, or None."""
         found = self.input_guardrails if kind == "input" else self.output_guardrails
         return next((g for g in found if g.name == name), None)
+
+
+def _as_handoff(target: Any) -> Tool:
+    """A `handoffs` entry as its tool."""
+    if isinstance(target, Tool):
+        if target.handoff is None:
+            raise TypeError(f"{target.name!r} is a @tool: handoffs take agents or handoff(...)")
+        return target
+    if isinstance(target, str | Agent):
+        return handoff(target)
+    raise TypeError(f"handoffs take an Agent, an agent's name or handoff(...), not {target!r}")

@@ -38,6 +38,18 @@ class AgentRegistry:
                     return found
         return None
 
+    def unserved_handoff(self) -> str | None:
+        """Why a handoff could not be taken (an agent hands over to one not registered
+        here: the worker would fail that run mid-way), or None."""
+        for agent in self.agents():
+            for target in agent.handoff_targets():
+                if target not in self._agents:
+                    return (
+                        f"agent {agent.name} hands over to {target!r}, which this worker does "
+                        f"not serve (serving: {', '.join(self.names())})"
+                    )
+        return None
+
     def agents(self) -> list[Agent]:
         """Every registered agent, by name."""
         return [self._agents[name] for name in self.names()]

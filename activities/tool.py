@@ -95,6 +95,9 @@ class Tool:
     """Parameters whose values people see only on request (`ToolSpec.sensitive`)."""
     webhooks: tuple[WebhookSubscription, ...] | None = None
     """Where this tool's approval events go instead of the agent's; None: the agent's."""
+    handoff: str | None = None
+    """The agent a call hands the run over to (`activities.handoff.handoff`): the
+    workflow takes it, no activity runs `fn`. None: a tool."""
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""

@@ -45,6 +45,8 @@ def status(run_id: str, view: StatusView) -> str:
     if view.paused and view.status is RunStatus.RUNNING:
         shown = f"{shown} (pausing: what runs finishes first)"
     parts = [run_id, shown, f"turn {view.turn}", pending, _tokens(view.usage)]
+    if view.current_agent and view.current_agent != view.agent:  # handed over
+        parts.insert(1, f"agent {safe(view.agent)} → {safe(view.current_agent)}")
     if view.currency is not None:
         parts.append(f"{view.usage.cost:.4f} {view.currency}")
     if view.context_tokens is not None:

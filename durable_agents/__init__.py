@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         input_guardrail,
         output_guardrail,
     )
+    from durable_agents.activities.handoff import handoff
     from durable_agents.activities.tool import Tool, ToolContext, tool
     from durable_agents.client.agent_client import AgentClient
     from durable_agents.client.errors import AgentClientError, RunFailed
@@ -54,6 +55,7 @@ _EXPORTS = {
     "DecisionRefused": "durable_agents.workflows.errors",
     "GuardrailContext": "durable_agents.activities.guardrail",
     "GuardrailResult": "durable_agents.workflows.payloads",
+    "handoff": "durable_agents.activities.handoff",
     "input_guardrail": "durable_agents.activities.guardrail",
     "output_guardrail": "durable_agents.activities.guardrail",
     "ModelSettings": "durable_agents.workflows.state",
@@ -93,6 +95,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "WebhookSubscription",
+    "handoff",
     "input_guardrail",
     "output_guardrail",
     "tool",

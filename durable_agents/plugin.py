@@ -202,7 +202,9 @@ class AgentsPlugin(SimplePlugin):
         # Only a worker prices runs: a client-only plugin never reads AGENT_PRICES.
         served = prices_from_env() if model_client is not None else {}
         self.prices = dict(prices) if prices is not None else served
-        problem = unpriced_budgets(self.registry.agents(), self.prices)
+        problem = self.registry.unserved_handoff() or unpriced_budgets(
+            self.registry.agents(), self.prices
+        )
         if problem is not None:
             raise AgentsPluginError(problem)
         self.converter = _converter(data_converter, codec, payload_store)

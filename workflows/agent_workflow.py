@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         driver,
         errors,
         event_stream,
+        handoffs,
         inbox,
         limits,
         loop,
@@ -463,13 +464,39 @@ class AgentWorkflow:
         return list(await asyncio.gather(*checks))
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
-        return list(await asyncio.gather(*(self._run_tool(state, c) for c in calls)))
+        chosen = handoffs.taken(state, calls)
+        return list(await asyncio.gather(*(self._run_tool(state, c, chosen) for c in calls)))
 
-    async def _run_tool(self, state: RunState, call: ToolCall) -> ToolOutcome:
+    async def _run_tool(
+        self, state: RunState, call: ToolCall, chosen: ToolCall | None
+    ) -> ToolOutcome:
         self._emit(state, step_events.tool_started(state, call))
-        outcome = await activity_calls.run_tool(state, call)
+        to_agent = handoffs.target(state, call)
+        if to_agent is not None and workflow.patched(patches.PATCH_HANDOFFS):
+            outcome = await self._hand_off(state, call, chosen, to_agent)
+        else:
+            outcome = await activity_calls.run_tool(state, call)
         self._emit(state, step_events.tool_finished(call, outcome))
         return outcome
+
+    async def _hand_off(
+        self, state: RunState, call: ToolCall, chosen: ToolCall | None, to_agent: str
+    ) -> ToolOutcome:
+        """A handoff call: the first of its reply is taken (the agent it names, as a
+        worker serves it now, comes back in the outcome: `loop.record_tool_outcomes`
+        switches to it); the others, and one whose agent no worker serves, are
+        answered to the model."""
+        if chosen is None or call.call_id != chosen.call_id:
+            taken_to = handoffs.target(state, chosen) if chosen is not None else None
+            text = handoffs.not_taken(call, chosen or call, taken_to or to_agent)
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        try:
+            spec = await self._described(to_agent)
+        except ApplicationError as err:
+            text = f"The handoff to {to_agent} failed: {err.message}"
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        self._emit(state, step_events.handoff(state, call, to_agent))
+        return ToolOutcome(call_id=call.call_id, content=handoffs.result(to_agent), handoff_to=spec)
 
     async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
         await self._await_decisions(state, step)
@@ -538,7 +565,7 @@ class AgentWorkflow:
             upgrade = workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
         workflow.continue_as_new(
             AgentInput(
-                agent=state.agent.name,
+                agent=handoffs.first_agent(state),
                 input="",
                 session=state.session,
                 resume_from=state,

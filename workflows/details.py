@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from durable_agents.workflows import argument_view, decisions
+from durable_agents.workflows import argument_view, decisions, handoffs
 from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
@@ -37,8 +37,10 @@ def render(state: RunState) -> str:
     usage = state.usage
     price = state.agent.price
     spent = f" · {usage.cost:.4f} {price.currency}" if price is not None else ""
+    first = handoffs.first_agent(state)
+    agent = state.agent.name if first == state.agent.name else f"{first} → {state.agent.name}"
     lines = [
-        f"**{state.status.value}** · {state.agent.name} · turn {state.turn} · "
+        f"**{state.status.value}** · {agent} · turn {state.turn} · "
         f"{_plural(usage.total_tokens, 'token')} · {_plural(usage.model_calls, 'model call')}"
         f"{spent}"
     ]

@@ -133,6 +133,16 @@ class Resumed(_Event):
     type: Literal["resumed"]
 
 
+class HandoffEvent(_Event):
+    type: Literal["handoff"]
+    call_id: str
+    from_agent: str
+    to_agent: str
+    """The agent answering from the next model call."""
+    turn: int
+    reason: str | None = None
+
+
 class ContinuedAsNew(_Event):
     type: Literal["continued_as_new"]
     turn: int
@@ -170,6 +180,7 @@ RunEvent = Annotated[
     | ApprovalDecided
     | Paused
     | Resumed
+    | HandoffEvent
     | ContinuedAsNew
     | RunFinished
     | Truncated,

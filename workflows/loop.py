@@ -17,6 +17,7 @@ from durable_agents.workflows import (
     context,
     decisions,
     guardrails,
+    handoffs,
     mcp_tools,
     output,
     settings,
@@ -458,7 +459,8 @@ def record_model_reply(
 
 
 def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: datetime) -> None:
-    """Append the results of executed tool calls, in the order given."""
+    """Append the results of executed tool calls, in the order given; then switch to
+    the agent of a handoff taken (`workflows.handoffs`)."""
     for outcome in outcomes:
         state.items.append(
             ToolResult(
@@ -468,6 +470,11 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
                 attachments=outcome.attachments,
             )
         )
+    reply = last_reply(state)
+    for outcome in outcomes:
+        if outcome.handoff_to is not None and reply is not None:
+            call = next(c for c in reply.tool_calls if c.call_id == outcome.call_id)
+            handoffs.take(state, call, outcome.handoff_to, now=now)
     state.updated_at = now
 
 
@@ -578,7 +585,7 @@ def status_view(state: RunState) -> StatusView:
     waiting = state.status in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT)
     return StatusView(
         status=RunStatus.PAUSED if paused and waiting else state.status,
-        agent=state.agent.name,
+        agent=handoffs.first_agent(state),
         turn=state.turn,
         pending_approvals=len(decisions.pending_calls(state)),
         usage=state.usage,

@@ -102,6 +102,11 @@ PATCH_RUN_EVENTS = "run-events"
 """A run publishes its events on a Workflow Streams log (`workflows.event_stream`):
 followed with `agentctl watch` and `AgentClient.events`; before, a run had no stream
 and its `__temporal_workflow_stream_*` names were unknown."""
+PATCH_HANDOFFS = "handoffs"
+"""A call of a handoff tool (`ToolSpec.handoff`) switches the run's agent
+(`workflows.handoffs`) instead of running an activity; asked only when a reply calls
+one, so runs without handoffs record no marker."""
+
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run
 continues as new once the deployment's current build changed, and the new run starts

@@ -13,6 +13,7 @@ from typing import Literal
 
 from durable_agents.workflows.snapshot_input import SnapshotInput
 from durable_agents.workflows.state import (
+    AgentSpec,
     ApprovalCondition,
     Attachment,
     Item,
@@ -461,6 +462,9 @@ class ToolOutcome(_Payload):
     attachments: list[Attachment] = Field([], exclude_if=lambda found: not found)
     """Images the tool returned (MCP tools; `ToolResult.attachments`). Left out when
     there are none, so a `run_tool` result reads on a worker of an earlier build."""
+    handoff_to: AgentSpec | None = Field(None, exclude_if=lambda spec: spec is None)
+    """A handoff taken (`workflows.handoffs`): the agent the run goes on with. Made by
+    the workflow, never by `run_tool`."""
 
 
 ModelRequest.model_rebuild()

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.20"
+SCHEMA_VERSION = "1.21"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -74,6 +74,7 @@ and `tool_listings`.
 `webhook_deliveries`.
 1.19 added token streaming: `AgentSpec.stream`.
 1.20 added runs imported from the OpenAI Agents SDK: `RunState.imported`.
+1.21 added handoffs: `ToolSpec.handoff`, the `Handoff` item.
 """
 
 REFUSALS_KEPT = 50
@@ -235,6 +236,9 @@ class ToolSpec(_Model):
     webhooks: list[WebhookSubscription] | None = Field(None, exclude_if=lambda w: w is None)
     """Where this tool's approval events go instead of the agent's (`AgentSpec.webhooks`);
     None: the agent's. Added in 1.18."""
+    handoff: str | None = Field(None, min_length=1, max_length=200, exclude_if=lambda h: h is None)
+    """The agent this tool hands the run over to (`transfer_to_<agent>`): calling it
+    switches the run's agent from the next model call. None: a tool. Added in 1.21."""
 
 
 class MCPServer(_Model):
@@ -778,6 +782,23 @@ class Compaction(_Model):
     at: AwareDatetime
 
 
+class Handoff(_Model):
+    """The run went on with another agent (a handoff tool's call, `ToolSpec.handoff`):
+    its instructions, tools, model, settings and output type from the next model call;
+    the conversation carries over. Added in 1.21."""
+
+    type: Literal["handoff"] = "handoff"
+    call_id: str = Field(min_length=1)
+    """The call of the handoff tool."""
+    from_agent: str = Field(min_length=1, max_length=200)
+    to_agent: str = Field(min_length=1, max_length=200)
+    turn: int = Field(ge=1)
+    """The reply that asked for it."""
+    reason: str | None = Field(None, max_length=2_000)
+    """The call's arguments (its `reason`, if it has one), as the model gave them."""
+    at: AwareDatetime
+
+
 BUDGET_TOOL = "extend_budget"
 """The name a budget request goes by where pending calls are listed."""
 
@@ -789,7 +810,8 @@ Item = Annotated[
     | Decision
     | GuardrailCheck
     | BudgetRequest
-    | Compaction,
+    | Compaction
+    | Handoff,
     Field(discriminator="type"),
 ]
 
@@ -969,7 +991,7 @@ class ImportRecord(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.20"] = "1.20"
+    schema_version: Literal["1.21"] = "1.21"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -126,6 +126,14 @@ class _Walk:
             unknown = [c for c in item.stubbed if c not in self.known]
             if unknown:
                 return f"{path}.stubbed", f"stubs tool call {unknown[0]!r}, which no reply proposed"
+        elif item.type == "handoff":
+            if item.call_id not in self.known:
+                return (
+                    f"{path}.call_id",
+                    f"a handoff by call {item.call_id!r}, which no reply proposed",
+                )
+            if item.turn > self.replies:
+                return f"{path}.turn", f"a handoff asked in turn {item.turn} after {self.replies}"
         elif item.type == "budget_request":
             if item.call_id in self.budgets or item.call_id in self.proposed_at:
                 return f"{path}.call_id", f"a second call or request with id {item.call_id!r}"

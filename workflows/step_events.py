@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from durable_agents.workflows import argument_view, details
+from durable_agents.workflows import argument_view, details, handoffs
 from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall, UserMessage
 
@@ -84,6 +84,19 @@ def tool_finished(call: ToolCall, outcome: ToolOutcome) -> dict[str, Any]:
         "tool": call.tool,
         "is_error": outcome.is_error,
         "result": preview(outcome.content),
+    }
+
+
+def handoff(state: RunState, call: ToolCall, to_agent: str) -> dict[str, Any]:
+    """The run goes on with `to_agent` from the next model call."""
+    reason = handoffs.reason(call)
+    return {
+        "type": "handoff",
+        "call_id": call.call_id,
+        "from_agent": state.agent.name,
+        "to_agent": to_agent,
+        "turn": state.turn,
+        "reason": preview(reason) if reason is not None else None,
     }
 
 

@@ -45,7 +45,8 @@ def of_type(seen, kind: str) -> list[dict]:
 
 @pytest.mark.parametrize("agent", [streamer, responder], ids=["chat", "responses"])
 async def test_text_arrives_before_the_model_call_completes(env, model_server, agent):
-    model_server.script(Reply(TEXT, chunk_chars=4, chunk_delay_seconds=0.1))
+    # 13 chunks 0.2 s apart: 2.6 s of stream, 5 batches of 0.5 s, at least 3 on a busy machine
+    model_server.script(Reply(TEXT, chunk_chars=4, chunk_delay_seconds=0.2))
     async with serving(env.client, model_server, extra_agents=[agent]) as worker:
         agents = AgentClient(worker.client, task_queue=worker.task_queue)
         handle = await start(worker, "hi", agent=agent.name)

@@ -44,6 +44,7 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.agents import assistant
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
+from tests.support.handoff_agents import HANDOFF_AGENTS
 from tests.support.histories import HISTORIES
 from tests.support.mcp_agents import helpdesk
 from tests.support.priced_agents import PRICES
@@ -72,6 +73,18 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v32: handoffs (schema 1.21): triage hands the run over to billing (a reason with
+    # it), whose refund waits for an approval; billing continues as new after its turn.
+    "handoff_v32": (
+        "triage",
+        False,
+        [
+            Reply(tool_calls=(Call("transfer_to_billing", {"reason": "a refund"}, "h1"),)),
+            Reply(tool_calls=(Call("refund", {"order": "A12", "amount": 40}, "r1"),)),
+            Reply("refunded"),
+        ],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="r1", approver="ann"))],
+    ),
     # v29: token streaming (schema 1.19): a streamed tool call and a streamed answer whose
     # first attempt breaks off (its deltas, then `model_retry` and the second attempt's).
     "streaming_v29": (
@@ -564,6 +577,8 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
             ["tests.support.agents", "tests.support.priced_agents"]
         )
         registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
+        for agent in HANDOFF_AGENTS:
+            registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
         with WebhookReceiver(HOOK_SECRET) as receiver:

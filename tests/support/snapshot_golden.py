@@ -31,6 +31,7 @@ from durable_agents.workflows.state import (
     ErrorInfo,
     GuardrailCheck,
     GuardrailSpec,
+    Handoff,
     ImportedDecision,
     ImportRecord,
     MCPServer,
@@ -716,6 +717,27 @@ def _golden_1_20() -> RunState:
     return state
 
 
+def _golden_1_21() -> RunState:
+    """1.20's, with what 1.21 added: a handoff tool, and a handoff the run took."""
+    state = _golden_1_20()
+    state.agent.tools.append(
+        ToolSpec(
+            name="transfer_to_billing",
+            description="Hand the conversation over to the billing agent.",
+            parameters={"type": "object", "properties": {"reason": {"type": "string"}}},
+            handoff="billing",
+        )
+    )
+    reply = next(i for i in state.items if isinstance(i, AssistantMessage) and i.tool_calls)
+    state.items.append(
+        Handoff(
+            call_id=reply.tool_calls[0].call_id, from_agent="triage", to_agent=state.agent.name,
+            turn=reply.turn, reason="a refund question", at=state.updated_at,
+        )
+    )  # fmt: skip
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -738,6 +760,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.18": _golden_1_18,
     "1.19": _golden_1_19,
     "1.20": _golden_1_20,
+    "1.21": _golden_1_21,
 }
 
 

@@ -110,10 +110,10 @@ REFUSALS = [
         "nan-in-context",
     ),
     case(
-        lambda: edited(set_at("items.2.type", "handoff")),
-        "invalid snapshot at $.items[2]: unknown item type 'handoff' "
+        lambda: edited(set_at("items.2.type", "teleport")),
+        "invalid snapshot at $.items[2]: unknown item type 'teleport' "
         "(expected 'user_message', 'assistant_message', 'tool_result', 'decision', "
-        "'guardrail_check', 'budget_request', 'compaction')",
+        "'guardrail_check', 'budget_request', 'compaction', 'handoff')",
         "unknown-item-type",
     ),
     case(

@@ -87,6 +87,7 @@ def test_golden_fixture_covers_every_item_type_and_decision_record():
         "guardrail_check",
         "budget_request",
         "compaction",
+        "handoff",
     }
     made = [i for i in state.items if isinstance(i, Decision)]
     assert {d.via for d in made} == {"update", "rule", "signal", "timeout"}
@@ -235,6 +236,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.17": MIGRATIONS["1.17"],
         "1.18": MIGRATIONS["1.18"],
         "1.19": MIGRATIONS["1.19"],
+        "1.20": MIGRATIONS["1.20"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

@@ -1,0 +1,61 @@
+"""`handoff(agent)`: a tool that hands the run over to another agent
+(`workflows.handoffs`). `Agent(handoffs=[billing, handoff(shipping, ...)])`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool
+from durable_agents.workflows.state import ApprovalPolicy
+from pydantic import BaseModel, ConfigDict, create_model
+
+
+class _Named(Protocol):
+    name: str
+    handoff_description: str | None
+
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def handoff(
+    agent: _Named | str,
+    *,
+    tool_name: str | None = None,
+    description: str | None = None,
+    input_type: type[BaseModel] | None = None,
+    needs_approval: bool | ApprovalPolicy = False,
+) -> Tool:
+    """A tool the model calls to hand the run over to `agent` (an Agent, or the name of
+    one the same worker serves: agents that hand over to each other). The model sees
+    `transfer_to_<name>` (or `tool_name`) described by `description` (default: a line
+    naming the agent, and its `handoff_description`); `input_type`, a pydantic model,
+    is what the model gives with it (a reason, say: kept in the run's `Handoff` item);
+    `needs_approval` as for `@tool`. Taking it switches the run's agent from the next
+    model call."""
+    name = agent if isinstance(agent, str) else agent.name
+    if not name:
+        raise ValueError("a handoff needs the name of the agent it hands over to")
+    said = None if isinstance(agent, str) else agent.handoff_description
+    if input_type is not None and not (
+        isinstance(input_type, type) and issubclass(input_type, BaseModel)
+    ):
+        raise TypeError(f"handoff to {name}: input_type takes a pydantic model")
+    arguments = input_type or create_model(
+        f"transfer_to_{name}_arguments", __config__=ConfigDict(extra="forbid")
+    )
+    line = f"Hand the conversation over to the {name} agent."
+    return Tool(
+        name=tool_name or "transfer_to_" + _NOT_NAME.sub("_", name)[:50],
+        description=description or (f"{line} {said}" if said else line),
+        fn=_not_called,
+        arguments=arguments,
+        approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
+        retry_policy=DEFAULT_TOOL_RETRY,
+        handoff=name,
+    )
+
+
+def _not_called(**_: Any) -> None:
+    raise RuntimeError("a handoff is taken by the workflow, never run as a tool")

@@ -1,0 +1,48 @@
+"""Agents that hand runs over to each other (tests/integration/test_handoffs.py, the
+recorded history `handoff_v32`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from durable_agents import Agent, handoff, tool  # the public face
+
+REFUNDS: list[dict] = []
+
+
+@tool(needs_approval=True)
+def refund(order: str, amount: float) -> str:
+    """Refund an order (needs a person's approval)."""
+    REFUNDS.append({"order": order, "amount": amount})
+    return f"refunded {amount} on {order}"
+
+
+class Reason(BaseModel):
+    reason: str
+
+
+billing = Agent(
+    name="billing",
+    instructions="You handle refunds.",
+    model="billing-model",
+    tools=[refund],
+    handoff_description="Refunds and invoices.",
+    turns_per_workflow_run=1,  # continues as new after each of its turns
+)
+triage = Agent(
+    name="triage",
+    instructions="Route the customer.",
+    model="triage-model",
+    handoffs=[handoff(billing, input_type=Reason), "shipping"],
+    max_turns=6,
+)
+shipping = Agent(name="shipping", instructions="You ship.", model="ship-model")
+careful = Agent(
+    name="careful",
+    instructions="Route, with a person's say.",
+    model="triage-model",
+    handoffs=[handoff(billing, needs_approval=True)],
+    max_turns=6,
+)
+
+HANDOFF_AGENTS = [triage, billing, shipping, careful]
