@@ -21,6 +21,7 @@ from durable_agents.workflows.state import (
     Compaction,
     Decision,
     GuardrailCheck,
+    Handoff,
     Item,
     RunState,
     RunStatus,
@@ -285,6 +286,12 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
             f"budget request [{item.call_id}]: {item.kind} budget {item.budget:g} reached "
             f"(the next call could need {item.needed:g} {unit}".rstrip()
             + f"); asks for {item.proposed:g}"
+        ]
+    if isinstance(item, Handoff):
+        why = f": {_cut(item.reason)}" if item.reason else ""
+        return [
+            f"handed over [{item.call_id}] from {safe(item.from_agent)} to "
+            f"{safe(item.to_agent)} (turn {item.turn}){why}"
         ]
     return [f"{item.type}"]
 

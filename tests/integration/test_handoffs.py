@@ -80,6 +80,8 @@ async def test_triage_hands_over_to_billing_whose_refund_is_approved_through_the
         "a refund",
     )
     assert state.agent.name == "billing" and len(state.workflow_runs) >= 2  # continued as new
+    shown = await bound_to(desk)("state", run_id)
+    assert "  handed over [h1] from triage to billing (turn 1): a refund" in shown.stdout
     described = await handle.describe()
     assert described.typed_search_attributes.get(sa.AGENT_NAME) == "triage"
     events = [e async for e in client.events(run_id, follow=False)]
