@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -27,6 +28,7 @@ from durable_agents.workflows.state import (
     RetrySpec,
     WebhookSubscription,
 )
+from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
 DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
@@ -246,9 +248,28 @@ class Agent:
         """Its tools, then one per handoff (`handoff`)."""
         return [*self.tools, *map(_as_handoff, self.handoffs)]
 
-    def handoff_targets(self) -> list[str]:
-        """The names of the agents it may hand the run over to."""
-        return [t.handoff for t in self.all_tools() if t.handoff is not None]
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        needs_approval: bool | ApprovalPolicy = False,
+    ) -> Tool:
+        """This agent as another agent's tool: a call runs it as a run of its own (a
+        child workflow, its id the caller's run id and the call id), with the model's
+        `input` as its task and the caller's tool context; its final output (JSON for
+        an `output_type`) is the call's result, and a run that does not complete is a
+        tool error the model sees. Approvals it waits for are decided on its own run."""
+        return Tool(
+            name=name or re.sub(r"[^A-Za-z0-9_-]", "_", self.name)[:64],
+            description=description
+            or self.handoff_description
+            or f"Ask the {self.name} agent; it answers with its final output.",
+            fn=_runs_as_child,
+            arguments=AgentTask,
+            approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
+            runs_agent=self.name,
+        )
 
     def tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
@@ -258,6 +279,17 @@ class Agent:
         """The guardrail of `kind` called `name`, or None."""
         found = self.input_guardrails if kind == "input" else self.output_guardrails
         return next((g for g in found if g.name == name), None)
+
+
+class AgentTask(BaseModel):
+    """What the model gives an agent it calls as a tool."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: str = Field(description="The task, in full: the agent sees nothing else.")
+
+
+def _runs_as_child(**_: Any) -> None:
+    raise RuntimeError("an agent called as a tool runs as a child workflow, never here")
 
 
 def _as_handoff(target: Any) -> Tool:

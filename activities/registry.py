@@ -42,12 +42,13 @@ class AgentRegistry:
         """Why a handoff could not be taken (an agent hands over to one not registered
         here: the worker would fail that run mid-way), or None."""
         for agent in self.agents():
-            for target in agent.handoff_targets():
-                if target not in self._agents:
-                    return (
-                        f"agent {agent.name} hands over to {target!r}, which this worker does "
-                        f"not serve (serving: {', '.join(self.names())})"
-                    )
+            for tool in agent.all_tools():
+                for target, how in ((tool.handoff, "hands over to"), (tool.runs_agent, "calls")):
+                    if target is not None and target not in self._agents:
+                        return (
+                            f"agent {agent.name} {how} {target!r}, which this worker does "
+                            f"not serve (serving: {', '.join(self.names())})"
+                        )
         return None
 
     def agents(self) -> list[Agent]:

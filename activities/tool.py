@@ -98,6 +98,9 @@ class Tool:
     handoff: str | None = None
     """The agent a call hands the run over to (`activities.handoff.handoff`): the
     workflow takes it, no activity runs `fn`. None: a tool."""
+    runs_agent: str | None = None
+    """The agent a call runs as a run of its own, a child workflow (`Agent.as_tool`):
+    the workflow starts it, no activity runs `fn`. None: a tool."""
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""

@@ -14,15 +14,21 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ApplicationError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
 
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         activity_calls,
+        agent_calls,
         contract,
         decisions,
+        details,
         driver,
         errors,
         event_stream,
@@ -472,12 +478,41 @@ class AgentWorkflow:
     ) -> ToolOutcome:
         self._emit(state, step_events.tool_started(state, call))
         to_agent = handoffs.target(state, call)
+        sub_agent = agent_calls.target(state, call)
         if to_agent is not None and workflow.patched(patches.PATCH_HANDOFFS):
             outcome = await self._hand_off(state, call, chosen, to_agent)
+        elif sub_agent is not None and workflow.patched(patches.PATCH_AGENT_TOOLS):
+            outcome = await self._run_agent(state, call, sub_agent)
         else:
             outcome = await activity_calls.run_tool(state, call)
         self._emit(state, step_events.tool_finished(call, outcome))
         return outcome
+
+    async def _run_agent(self, state: RunState, call: ToolCall, agent: str) -> ToolOutcome:
+        """A call of an agent tool: the agent runs as a child run (`workflows.agent_calls`),
+        whose end is the call's result; cancelling this run cancels it."""
+        task = agent_calls.child_input(state, call, agent)
+        if isinstance(task, str):
+            return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
+        child = agent_calls.child_id(state.run_id, call.call_id)
+        try:
+            handle = await workflow.start_child_workflow(
+                contract.WORKFLOW_TYPE,
+                task,
+                id=child,
+                result_type=AgentResult,
+                task_queue=workflow.info().task_queue,
+                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+                static_summary=details.static_summary(agent, task.input),
+            )
+        except WorkflowAlreadyStartedError:
+            return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+        self._emit(state, step_events.child_started(call, agent, child))
+        try:
+            done = await handle
+        except ChildWorkflowError as err:
+            return agent_calls.failed(call, agent, activity_calls.root_message(err))
+        return agent_calls.result(call, agent, done)
 
     async def _hand_off(
         self, state: RunState, call: ToolCall, chosen: ToolCall | None, to_agent: str

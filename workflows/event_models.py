@@ -143,6 +143,14 @@ class HandoffEvent(_Event):
     reason: str | None = None
 
 
+class ChildStarted(_Event):
+    type: Literal["child_started"]
+    call_id: str
+    child_agent: str
+    child_run_id: str
+    """The child run's workflow id: operate and approve it there."""
+
+
 class ContinuedAsNew(_Event):
     type: Literal["continued_as_new"]
     turn: int
@@ -181,6 +189,7 @@ RunEvent = Annotated[
     | Paused
     | Resumed
     | HandoffEvent
+    | ChildStarted
     | ContinuedAsNew
     | RunFinished
     | Truncated,

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.21 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.22 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -158,6 +158,11 @@ def _1_20_to_1_21(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.21"}
 
 
+def _1_21_to_1_22(data: dict[str, Any]) -> dict[str, Any]:
+    """1.22 added an optional tool field (agents as tools): nothing to convert."""
+    return {**data, "schema_version": "1.22"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -180,5 +185,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.18": _1_18_to_1_19,
     "1.19": _1_19_to_1_20,
     "1.20": _1_20_to_1_21,
+    "1.21": _1_21_to_1_22,
 }
 """Released version -> the step from it to the next version."""

@@ -107,6 +107,10 @@ PATCH_HANDOFFS = "handoffs"
 (`workflows.handoffs`) instead of running an activity; asked only when a reply calls
 one, so runs without handoffs record no marker."""
 
+PATCH_AGENT_TOOLS = "agent-tools"
+"""A call of an agent tool (`ToolSpec.runs_agent`) runs that agent as a child run
+(`workflows.agent_calls`) instead of an activity; asked only when a reply calls one."""
+
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run
 continues as new once the deployment's current build changed, and the new run starts

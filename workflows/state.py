@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.21"
+SCHEMA_VERSION = "1.22"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -75,6 +75,7 @@ and `tool_listings`.
 1.19 added token streaming: `AgentSpec.stream`.
 1.20 added runs imported from the OpenAI Agents SDK: `RunState.imported`.
 1.21 added handoffs: `ToolSpec.handoff`, the `Handoff` item.
+1.22 added agents as tools: `ToolSpec.runs_agent`.
 """
 
 REFUSALS_KEPT = 50
@@ -239,6 +240,11 @@ class ToolSpec(_Model):
     handoff: str | None = Field(None, min_length=1, max_length=200, exclude_if=lambda h: h is None)
     """The agent this tool hands the run over to (`transfer_to_<agent>`): calling it
     switches the run's agent from the next model call. None: a tool. Added in 1.21."""
+    runs_agent: str | None = Field(
+        None, min_length=1, max_length=200, exclude_if=lambda a: a is None
+    )
+    """The agent a call of this tool runs, as a run of its own (a child workflow whose
+    final output is the call's result: `Agent.as_tool`). None: a tool. Added in 1.22."""
 
 
 class MCPServer(_Model):
@@ -991,7 +997,7 @@ class ImportRecord(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.21"] = "1.21"
+    schema_version: Literal["1.22"] = "1.22"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -100,6 +100,16 @@ def handoff(state: RunState, call: ToolCall, to_agent: str) -> dict[str, Any]:
     }
 
 
+def child_started(call: ToolCall, agent: str, child_run_id: str) -> dict[str, Any]:
+    """An agent called as a tool started as a run of its own."""
+    return {
+        "type": "child_started",
+        "call_id": call.call_id,
+        "child_agent": agent,
+        "child_run_id": child_run_id,
+    }
+
+
 def continued_as_new(state: RunState) -> dict[str, Any]:
     return {"type": "continued_as_new", "turn": state.turn}
 

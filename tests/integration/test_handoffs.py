@@ -15,7 +15,7 @@ from durable_agents.plugin import AgentsPlugin, AgentsPluginError
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to
-from tests.support.handoff_agents import REFUNDS, billing, careful, shipping, triage
+from tests.support.multi_agents import REFUNDS, billing, careful, shipping, triage
 from tests.support.runs import tool_results, wait_for_status
 
 

@@ -44,9 +44,9 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.agents import assistant
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
-from tests.support.handoff_agents import HANDOFF_AGENTS
 from tests.support.histories import HISTORIES
 from tests.support.mcp_agents import helpdesk
+from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
 from tests.support.priced_agents import PRICES
 from tests.support.snapshot_golden import nulled
 from tests.support.webhook_receiver import WebhookReceiver
@@ -73,6 +73,19 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v33: agents as tools (schema 1.22): the lead calls the researcher as a tool (a
+    # child run, its own history), whose answer is the call's result.
+    "agent_tools_v33": (
+        "lead",
+        False,
+        [
+            Reply(tool_calls=(Call("researcher", {"input": "add 2 and 3"}, "c1"),)),
+            Reply(tool_calls=(Call("add", {"a": 2, "b": 3}, "a1"),)),
+            Reply("5"),
+            Reply("the answer is 5"),
+        ],
+        [],
+    ),
     # v32: handoffs (schema 1.21): triage hands the run over to billing (a reason with
     # it), whose refund waits for an approval; billing continues as new after its turn.
     "handoff_v32": (
@@ -577,7 +590,7 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
             ["tests.support.agents", "tests.support.priced_agents"]
         )
         registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
-        for agent in HANDOFF_AGENTS:
+        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}

@@ -738,6 +738,20 @@ def _golden_1_21() -> RunState:
     return state
 
 
+def _golden_1_22() -> RunState:
+    """1.21's, with what 1.22 added: an agent called as a tool (a child run)."""
+    state = _golden_1_21()
+    state.agent.tools.append(
+        ToolSpec(
+            name="ask_researcher",
+            description="Ask the researcher agent.",
+            parameters={"type": "object", "properties": {"input": {"type": "string"}}},
+            runs_agent="researcher",
+        )
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -761,6 +775,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.19": _golden_1_19,
     "1.20": _golden_1_20,
     "1.21": _golden_1_21,
+    "1.22": _golden_1_22,
 }
 
 

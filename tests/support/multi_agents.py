@@ -1,5 +1,6 @@
 """Agents that hand runs over to each other (tests/integration/test_handoffs.py, the
-recorded history `handoff_v32`)."""
+recorded history `handoff_v32`) and call each other as tools
+(tests/integration/test_agent_tools.py, `agent_tools_v33`)."""
 
 from __future__ import annotations
 
@@ -45,4 +46,39 @@ careful = Agent(
     max_turns=6,
 )
 
+NOTICES: list[dict] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(needs_approval=True)
+def notify(to: str, text: str) -> str:
+    """Send a notice (needs a person's approval)."""
+    NOTICES.append({"to": to, "text": text})
+    return f"notified {to}"
+
+
+class Verdict(BaseModel):
+    approve: bool
+    why: str
+
+
+researcher = Agent(
+    name="researcher", instructions="You research.", model="research-model", tools=[add]
+)
+mailer = Agent(name="mailer", instructions="You send notices.", model="mail-model", tools=[notify])
+analyst = Agent(name="analyst", instructions="You judge.", model="judge-model", output_type=Verdict)
+lead = Agent(
+    name="lead",
+    instructions="You delegate.",
+    model="lead-model",
+    tools=[researcher.as_tool(), mailer.as_tool(name="ask_mailer"), analyst.as_tool()],
+    max_turns=6,
+)
+
 HANDOFF_AGENTS = [triage, billing, shipping, careful]
+AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst]

@@ -1,0 +1,138 @@
+"""Agents called as tools (`Agent.as_tool`, workflows/agent_calls.py): each call runs
+the agent as a child AgentWorkflow of its own, against a real dev server, worker and
+model server (which answers each agent by its model name: the runs go at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.workflows.state import RunStatus
+from temporalio.client import WorkflowExecutionStatus
+
+from durable_agents.testing import Call, Fault, Reply
+from tests.conftest import serving
+from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
+from tests.support.runs import temporal_cli, tool_results, wait_for_status
+
+
+@pytest.fixture
+async def team(env, model_server):
+    NOTICES.clear()
+    async with serving(env.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
+        yield running
+
+
+def by_model(replies: dict[str, list]) -> object:
+    """A responder answering each request from the list of its model, in order."""
+
+    def answer(body: dict) -> object:
+        return replies[body["model"]].pop(0)
+
+    return answer
+
+
+async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, model_server):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(
+                    tool_calls=(
+                        Call("researcher", {"input": "add 2 and 3"}, "c1"),
+                        Call("ask_mailer", {"input": "tell ann it is 5"}, "c2"),
+                    )
+                ),
+                Reply(content="Done: 5, and ann knows."),
+            ],
+            "research-model": [
+                Reply(tool_calls=(Call("add", {"a": 2, "b": 3}, "a1"),)),
+                Reply(content="2 + 3 = 5"),
+            ],
+            "mail-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+                Reply(content="ann was notified"),
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "work it out and tell ann")).id
+    mailer_run = f"{run_id}/c2"
+    await wait_for_status(team.client.get_workflow_handle(mailer_run), RunStatus.AWAITING_APPROVAL)
+    researcher_run = f"{run_id}/c1"
+    assert (await client.result(researcher_run)).final_output == "2 + 3 = 5"
+    assert (await client.status(run_id)).status is RunStatus.RUNNING  # waits for its children
+
+    payload = json.dumps({"call_id": "n1", "approver": "ops"})
+    await temporal_cli(
+        team, "workflow", "signal", "--workflow-id", mailer_run, "--name", "approve",
+        "--input", payload,
+    )  # fmt: skip
+    result = await client.result(run_id)
+    assert result.status is RunStatus.COMPLETED and result.final_output == "Done: 5, and ann knows."
+    assert NOTICES == [{"to": "ann", "text": "5"}]  # once
+
+    state = await client.state(run_id)
+    results = tool_results(state)
+    assert (results["c1"].content, results["c2"].content) == ("2 + 3 = 5", "ann was notified")
+    child = await team.client.get_workflow_handle(mailer_run).describe()
+    assert child.status is WorkflowExecutionStatus.COMPLETED
+    assert child.parent_id == run_id
+    events = [e async for e in client.events(run_id, follow=False)]
+    started = {e["call_id"]: e for e in events if e["type"] == "child_started"}
+    assert {c: (e["child_agent"], e["child_run_id"]) for c, e in started.items()} == {
+        "c1": ("researcher", researcher_run),
+        "c2": ("mailer", mailer_run),
+    }
+    [child_request] = [r for r in model_server.requests if r["model"] == "mail-model"][:1]
+    assert child_request["messages"][1] == {"role": "user", "content": "tell ann it is 5"}
+
+
+async def test_a_typed_child_answers_json_and_a_failed_one_is_a_tool_error(team, model_server):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(
+                    tool_calls=(
+                        Call("analyst", {"input": "judge it"}, "c1"),
+                        Call("researcher", {"input": "look it up"}, "c2"),
+                        Call("researcher", {"query": "wrong shape"}, "c3"),
+                    )
+                ),
+                Reply(content="ok"),
+            ],
+            "judge-model": [Reply(content='{"approve": true, "why": "fine"}')],
+            "research-model": [Fault(400, "bad request for research")],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "go")).id
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    results = tool_results(await client.state(run_id))
+    assert json.loads(results["c1"].content) == {"approve": True, "why": "fine"}
+    assert results["c2"].is_error
+    assert results["c2"].content.startswith("The researcher agent's run ")
+    assert results["c3"].is_error and '{"input": "<the task, in full>"}' in results["c3"].content
+    with pytest.raises(Exception, match="not found"):  # no child for a malformed call
+        await team.client.get_workflow_handle(f"{run_id}/c3").describe()
+
+
+async def test_cancelling_the_caller_cancels_its_child(team, model_server):
+    model_server.responder = by_model(
+        {
+            "lead-model": [Reply(tool_calls=(Call("ask_mailer", {"input": "notify"}, "c1"),))],
+            "mail-model": [Reply(tool_calls=(Call("notify", {"to": "x", "text": "y"}, "n1"),))],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "go")).id
+    child = team.client.get_workflow_handle(f"{run_id}/c1")
+    await wait_for_status(child, RunStatus.AWAITING_APPROVAL)
+    await client.cancel(run_id)
+    for _ in range(100):
+        if (await child.describe()).status is WorkflowExecutionStatus.CANCELED:
+            break
+        await asyncio.sleep(0.1)
+    assert (await child.describe()).status is WorkflowExecutionStatus.CANCELED
+    assert NOTICES == []
