@@ -18,6 +18,7 @@ from durable_agents.client import render, render_events, store_schedule
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, RunFailed
 from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
+from durable_agents.client.tree import run_tree
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import StoreGCInput
 from durable_agents.workflows.state import RunStatus
@@ -108,6 +109,11 @@ async def _follow(
             out.write(render.watch_line(event) + "\n")
         out.flush()
     raise AssertionError("watch ended without a final event")  # pragma: no cover
+
+
+async def tree(args: argparse.Namespace, agents: AgentClient) -> str:
+    found = await run_tree(agents, args.run_id)
+    return json.dumps(found.as_json(), indent=2) if args.json else render.tree(found)
 
 
 async def cancel(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -369,6 +375,8 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     found.add_argument(
         "--limit", type=_positive_int, default=LIST_LIMIT, metavar="N", help="at most N runs"
     )
+    shown = command("tree", tree, "a run and its sub-runs (agents it called as tools), and theirs")
+    shown.add_argument("run_id", metavar="RUN_ID")
     follow = command(
         "watch", watch, "follow a run live until it ends or needs a decision or a message"
     )

@@ -10,6 +10,7 @@ from typing import TypeVar
 from durable_agents.client.agent_client import PendingAcrossRuns, RunPendingApproval
 from durable_agents.client.operations import RunSummary, WatchEvent
 from durable_agents.client.retries import ActivityRetry
+from durable_agents.client.tree import RunNode
 from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
@@ -106,6 +107,27 @@ def pending_across_runs(found: PendingAcrossRuns, *, reveal: bool = False) -> st
     lines = [table if found.approvals else "no pending approvals"]
     if found.unanswered:
         lines.append(f"runs that did not answer: {', '.join(found.unanswered)}")
+    return "\n".join(lines)
+
+
+def tree(node: RunNode, depth: int = 0) -> str:
+    """`lead-4f2a · lead · running · turn 1`, then each sub-run indented under it:
+    `  └ [c2] lead-4f2a/c2 · mailer · awaiting_approval · turn 1 · 1 pending: n1 notify`."""
+    view = node.view
+    agent = safe(view.agent)
+    if view.current_agent and view.current_agent != view.agent:
+        agent = f"{agent} → {safe(view.current_agent)}"
+    parts = [safe(node.run_id), agent, view.status.value, f"turn {view.turn}"]
+    if node.pending:
+        calls = ", ".join(f"{safe(p.call_id)} {safe(p.tool)}" for p in node.pending[:5])
+        more = f" (+{len(node.pending) - 5})" if len(node.pending) > 5 else ""
+        parts.append(f"{_plural(len(node.pending), 'pending')}: {calls}{more}")
+    head = SEP.join(parts)
+    if depth:
+        head = "  " * (depth - 1) + f"  └ [{safe(node.call_id or '')}] " + head
+    lines = [head, *(tree(child, depth + 1) for child in node.children)]
+    if node.left_out:
+        lines.append("  " * depth + f"  … {node.left_out} more sub-runs not shown")
     return "\n".join(lines)
 
 

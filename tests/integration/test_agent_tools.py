@@ -14,6 +14,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Fault, Reply
 from tests.conftest import serving
+from tests.support.cli_support import bound_to
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
 from tests.support.runs import temporal_cli, tool_results, wait_for_status
 
@@ -63,6 +64,19 @@ async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, m
     researcher_run = f"{run_id}/c1"
     assert (await client.result(researcher_run)).final_output == "2 + 3 = 5"
     assert (await client.status(run_id)).status is RunStatus.RUNNING  # waits for its children
+    shown = await bound_to(team)("tree", run_id)
+    assert shown.code == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        f"{run_id} · lead · running · turn 1",
+        f"  └ [c1] {researcher_run} · researcher · completed · turn 2",
+        f"  └ [c2] {mailer_run} · mailer · awaiting_approval · turn 1 · 1 pending: n1 notify",
+    ]
+    as_json = (await bound_to(team)("tree", run_id, "--json")).json()
+    assert [(c["call_id"], c["run_id"]) for c in as_json["children"]] == [
+        ("c1", researcher_run),
+        ("c2", mailer_run),
+    ]
+    assert as_json["children"][1]["pending_approvals"][0]["call_id"] == "n1"
 
     payload = json.dumps({"call_id": "n1", "approver": "ops"})
     await temporal_cli(
@@ -136,3 +150,9 @@ async def test_cancelling_the_caller_cancels_its_child(team, model_server):
         await asyncio.sleep(0.1)
     assert (await child.describe()).status is WorkflowExecutionStatus.CANCELED
     assert NOTICES == []
+
+
+async def test_tree_of_a_run_that_is_not_there_says_so(team):
+    shown = await bound_to(team)("tree", "no-such-run\x1b[2J")
+    assert shown.code == 1 and shown.stdout == ""
+    assert "no-such-run" in shown.stderr and "\x1b" not in shown.stderr
