@@ -130,15 +130,18 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         return found
 
     async def allowed(request: Request, scope: Scope, run_id: str | None = None) -> Caller:
-        """The caller, if it may do `scope` (on the run `run_id`: of an agent it may
-        touch, by its `AgentName` search attribute: no worker needed)."""
+        """The caller, if it may do `scope` (on the run `run_id`: of agents it may touch,
+        both the one it started as, its `AgentName`, and the one answering now, which a
+        handoff may have changed: `get_status`)."""
         caller = caller_of(request)
         request.state.caller = caller.name
         if not caller.may(scope):
             raise HTTPException(403, f"{caller.name} may not {scope}")
         if run_id is not None and caller.agents is not None:
-            agent = await _agent_of(agents, run_id) or (await agents.status(run_id)).agent
-            if agent not in caller.agents:
+            first = await _agent_of(agents, run_id)
+            view = await agents.status(run_id)
+            touched = {first or view.agent, view.current_agent or view.agent}
+            if not touched <= set(caller.agents):
                 raise HTTPException(403, f"{caller.name} may not {scope} this run")
         return caller
 

@@ -470,7 +470,8 @@ class AgentWorkflow:
         return list(await asyncio.gather(*checks))
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
-        chosen = handoffs.taken(state, calls)
+        reply = loop.last_reply(state)
+        chosen = handoffs.taken(state, reply.tool_calls if reply is not None else calls)
         return list(await asyncio.gather(*(self._run_tool(state, c, chosen) for c in calls)))
 
     async def _run_tool(
@@ -519,8 +520,8 @@ class AgentWorkflow:
     ) -> ToolOutcome:
         """A handoff call: the first of its reply is taken (the agent it names, as a
         worker serves it now, comes back in the outcome: `loop.record_tool_outcomes`
-        switches to it); the others, and one whose agent no worker serves, are
-        answered to the model."""
+        switches to it); the others, one whose agent no worker serves and one that
+        would break the run's budgets are answered to the model."""
         if chosen is None or call.call_id != chosen.call_id:
             taken_to = handoffs.target(state, chosen) if chosen is not None else None
             text = handoffs.not_taken(call, chosen or call, taken_to or to_agent)
@@ -529,6 +530,10 @@ class AgentWorkflow:
             spec = await self._described(to_agent)
         except ApplicationError as err:
             text = f"The handoff to {to_agent} failed: {err.message}"
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        refused = handoffs.refusal(state, spec)
+        if refused is not None:
+            text = f"The handoff to {to_agent} is refused: {refused}."
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
         self._emit(state, step_events.handoff(state, call, to_agent))
         return ToolOutcome(call_id=call.call_id, content=handoffs.result(to_agent), handoff_to=spec)

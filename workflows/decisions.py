@@ -19,7 +19,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Literal
 
-from durable_agents.workflows import budget, signed_decisions
+from durable_agents.workflows import budget, handoffs, signed_decisions
 from durable_agents.workflows.approval_policy import (
     arguments_problem,
     condition_holds,
@@ -314,7 +314,11 @@ def standing_rule(
     """The latest explicit `always` decision that covers `call`, if any: with
     `scoped` (runs since the patch `bound-decisions`), see `covers`; before it,
     any such decision on a call of the same tool."""
-    tools = {c.call_id: c.tool for c in _all_calls(state)}
+    since = handoffs.latest(state)  # rules given to an earlier agent decide nothing now
+    later = state.items[since + 1 :] if since is not None else state.items
+    tools = {
+        c.call_id: c.tool for i in later if isinstance(i, AssistantMessage) for c in i.tool_calls
+    }
     rules = [
         d
         for d in decided(state).values()

@@ -19,6 +19,7 @@ import json
 from datetime import datetime
 from typing import Literal
 
+from durable_agents.workflows import handoffs
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
 from durable_agents.workflows.payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.state import (
@@ -41,6 +42,9 @@ def due(state: RunState) -> tuple[Kind, JsonValue, int] | None:
     agent = state.agent
     reply = _latest_reply(state)
     if agent.input_guardrails:
+        asked = _asked_before_handoff(state)
+        if asked is not None:
+            return "input", asked[1], asked[0]
         for index in range(reply + 1 if reply is not None else 0, len(state.items)):
             item = state.items[index]
             if isinstance(item, UserMessage) and not item.feedback:
@@ -49,6 +53,24 @@ def due(state: RunState) -> tuple[Kind, JsonValue, int] | None:
     if output_due(state):
         assert reply is not None
         return "output", _output_value(state), reply
+    return None
+
+
+def _asked_before_handoff(state: RunState) -> tuple[int, str] | None:
+    """After a handoff, the user's latest message before it, if the agent answering now
+    has not checked it: the request the new agent acts on (its input guardrails did not
+    see it, the agent that had it may have had none)."""
+    since = handoffs.latest(state)
+    if since is None:
+        return None
+    for index in range(since - 1, -1, -1):
+        item = state.items[index]
+        if isinstance(item, UserMessage) and not item.feedback:
+            checked = any(
+                isinstance(check, GuardrailCheck) and check.kind == "input" and check.item == index
+                for check in state.items[since + 1 :]
+            )
+            return None if checked else (index, item.content)
     return None
 
 

@@ -8,8 +8,15 @@ type. The conversation carries over; a `Handoff` item records each switch. The r
 keeps its id, its budgets and its `max_turns`, and its `AgentName` stays the agent it
 started as (`first_agent`), so operators' saved searches keep finding it.
 
-Of several handoff calls in one reply, the first is taken and the others answered
-as not taken (a run has one agent at a time).
+Of several handoff calls in one reply, only the first can be taken (once approved, if
+it needs approval); the others are answered as not taken. Taking it answers the
+reply's other calls that have not run (waiting for a decision) as not run: they were
+the old agent's, judged by its policies, and the new agent may not have them.
+`always` rules given before a handoff do not decide calls after it
+(`decisions.standing_rule`), and the new agent's input guardrails check the user's
+latest message (`guardrails.due`). A handoff that would break the run's budgets (a
+token budget with a target that bounds no reply, a cost budget with a target
+whose model has no price, or prices in another currency) is refused (`refusal`).
 """
 
 from __future__ import annotations
@@ -19,7 +26,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from durable_agents.workflows import mcp_tools, settings
-from durable_agents.workflows.state import AgentSpec, Handoff, RunState, ToolCall
+from durable_agents.workflows.state import (
+    AgentSpec,
+    AssistantMessage,
+    Handoff,
+    RunState,
+    ToolCall,
+    ToolResult,
+)
 
 REASON_CHARS = 2_000
 """Characters of a handoff call's arguments kept as its reason."""
@@ -32,8 +46,23 @@ def target(state: RunState, call: ToolCall) -> str | None:
 
 
 def taken(state: RunState, calls: Sequence[ToolCall]) -> ToolCall | None:
-    """The handoff call of a batch that is taken: the first."""
+    """The handoff call of a reply (its `calls`) that can be taken: the first."""
     return next((c for c in calls if target(state, c) is not None), None)
+
+
+def refusal(state: RunState, spec: AgentSpec) -> str | None:
+    """Why the run cannot go on with `spec` under its budgets, or None."""
+    if state.token_budget is not None and spec.model_settings.max_output_tokens is None:
+        return (
+            f"this run has a token budget and {spec.name} does not bound its replies "
+            "(model_settings.max_output_tokens)"
+        )
+    here, there = state.agent.price, spec.price
+    if state.cost_budget is not None and there is None:
+        return f"this run has a cost budget and {spec.name}'s model has no price"
+    if here is not None and there is not None and here.currency != there.currency:
+        return f"this run's cost is in {here.currency}, {spec.name}'s in {there.currency}"
+    return None
 
 
 def result(to_agent: str) -> str:
@@ -51,8 +80,26 @@ def not_taken(call: ToolCall, chosen: ToolCall, to_agent: str) -> str:
 
 def take(state: RunState, call: ToolCall, spec: AgentSpec, *, now: datetime) -> None:
     """Switch the run to `spec` (the agent `call` hands over to, as a worker serves it
-    now), recording the handoff. The new agent's own model settings apply (the start
-    input's overrides were for the first agent); MCP tools come listed with `spec`."""
+    now), recording the handoff, after answering the reply's calls that have not run.
+    The new agent's own model settings apply (the start input's overrides were for the
+    first agent); MCP tools come listed with `spec`."""
+    answered = {i.call_id for i in state.items if isinstance(i, ToolResult)}
+    reply = next(i for i in reversed(state.items) if isinstance(i, AssistantMessage))
+    for other in reply.tool_calls:
+        if other.call_id not in answered:
+            answered.add(other.call_id)
+            state.items.append(
+                ToolResult(
+                    call_id=other.call_id,
+                    content=(
+                        f"Not run: call {call.call_id} of the same reply handed the "
+                        f"conversation over to {spec.name}."
+                    ),
+                    is_error=True,
+                )
+            )
+    if state.first_agent is None:
+        state.first_agent = state.agent.name
     state.items.append(
         Handoff(
             call_id=call.call_id,
@@ -86,9 +133,18 @@ def reason(call: ToolCall) -> str | None:
 
 
 def first_agent(state: RunState) -> str:
-    """The agent the run started as (its `AgentName`)."""
-    first = next((i for i in state.items if isinstance(i, Handoff)), None)
-    return first.from_agent if first is not None else state.agent.name
+    """The agent the run started as (its `AgentName`): the one it had when it first
+    handed over, else its agent. Never read from `Handoff` items, which a snapshot
+    can say anything in."""
+    return state.first_agent or state.agent.name
+
+
+def latest(state: RunState) -> int | None:
+    """The index of the run's latest `Handoff` item, if any."""
+    return next(
+        (n for n in range(len(state.items) - 1, -1, -1) if isinstance(state.items[n], Handoff)),
+        None,
+    )
 
 
 def handoffs(state: RunState) -> list[Handoff]:

@@ -218,6 +218,7 @@ def resume(
         elif state.status is RunStatus.OUTPUT_INVALID:
             output.reopen(state)
         state.context_overflow = None  # a resumed call gets its second attempt again
+        state.first_agent = None  # a snapshot cannot say which agent a run started as
         state.tools_refresh = None  # a resumed run's tools are listed as it starts
         if state.notices is not None:  # its events are its own: a waiting call is new here
             state.notices = None

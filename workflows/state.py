@@ -75,7 +75,7 @@ and `tool_listings`.
 1.19 added token streaming: `AgentSpec.stream`.
 1.20 added runs imported from the OpenAI Agents SDK: `RunState.imported`.
 1.21 added handoffs: `ToolSpec.handoff`, the `Handoff` item.
-1.22 added agents as tools: `ToolSpec.runs_agent`.
+1.22 added agents as tools: `ToolSpec.runs_agent`, and `RunState.first_agent`.
 """
 
 REFUSALS_KEPT = 50
@@ -1080,6 +1080,11 @@ class RunState(_Model):
         [], max_length=DELIVERIES_KEPT, exclude_if=lambda d: not d
     )
     """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes. Added in 1.18."""
+    first_agent: str | None = Field(
+        None, min_length=1, max_length=200, exclude_if=lambda a: a is None
+    )
+    """The agent the run had when it first handed over (its `AgentName` from then on);
+    None: it has not, or it was resumed since (a snapshot cannot say). Added in 1.22."""
     imported: ImportRecord | None = Field(None, exclude_if=lambda i: i is None)
     """Set when the run was imported from another framework's run state. Added in 1.20."""
     created_at: AwareDatetime

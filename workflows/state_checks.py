@@ -134,6 +134,7 @@ class _Walk:
                 )
             if item.turn > self.replies:
                 return f"{path}.turn", f"a handoff asked in turn {item.turn} after {self.replies}"
+            self.rules = set()  # `always` rules given to an earlier agent decide nothing now
         elif item.type == "budget_request":
             if item.call_id in self.budgets or item.call_id in self.proposed_at:
                 return f"{path}.call_id", f"a second call or request with id {item.call_id!r}"

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import httpx2
 import pytest
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.gateway_auth import load_callers
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.state import Handoff, RunStatus
 
@@ -15,16 +17,15 @@ from durable_agents.plugin import AgentsPlugin, AgentsPluginError
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to
-from tests.support.multi_agents import REFUNDS, billing, careful, shipping, triage
+from tests.support.multi_agents import HANDOFF_AGENTS, NOTICES, REFUNDS, billing, triage
 from tests.support.runs import tool_results, wait_for_status
 
 
 @pytest.fixture
 async def desk(env, model_server):
     REFUNDS.clear()
-    async with serving(
-        env.client, model_server, extra_agents=[triage, billing, shipping, careful]
-    ) as running:
+    NOTICES.clear()
+    async with serving(env.client, model_server, extra_agents=HANDOFF_AGENTS) as running:
         yield running
 
 
@@ -135,3 +136,96 @@ async def test_of_two_handoffs_in_one_reply_the_first_is_taken(desk, model_serve
 def test_a_worker_refuses_an_agent_that_hands_over_to_one_it_does_not_serve():
     with pytest.raises(AgentsPluginError, match="triage hands over to 'shipping'"):
         AgentsPlugin(agents=AgentRegistry([triage, billing]), model_client=None)
+
+
+async def test_a_handoff_answers_the_calls_of_its_reply_still_waiting(desk, model_server):
+    """The other call waits for a decision under the old agent: taking the handoff
+    answers it as not run (the new agent may not have the tool), never wedging the run."""
+    model_server.script(
+        Reply(tool_calls=(Call("notify", {"to": "ann", "text": "x"}, "n1"), to_billing("h1"))),
+        Reply(content="Billing here."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("desk", "refund please")).id
+    result = await client.result(run_id)
+    assert result.status is RunStatus.COMPLETED and result.final_output == "Billing here."
+    state = await client.state(run_id)
+    results = tool_results(state)
+    assert results["n1"].is_error and results["n1"].content.startswith("Not run: call h1")
+    assert state.agent.name == "billing" and NOTICES == []
+    assert await client.pending(run_id) == []
+    refused = await bound_to(desk)("approve", run_id, "n1", "--as", "ann")
+    assert refused.code == 1 and NOTICES == []  # too late: it was answered
+
+
+async def test_only_the_first_handoff_of_a_reply_can_be_taken(desk, model_server):
+    model_server.script(
+        Reply(tool_calls=(to_billing("h1"), Call("transfer_to_shipping", {}, "s1"))),
+        Reply(content="Billing here."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("careful", "refund please")).id
+    await wait_for_status(desk.client.get_workflow_handle(run_id), RunStatus.AWAITING_APPROVAL)
+    assert "Not taken: call h1" in tool_results(await client.state(run_id))["s1"].content
+    await client.approve(run_id, "h1", approver="ann")
+    assert (await client.result(run_id)).final_output == "Billing here."
+    assert (await client.state(run_id)).agent.name == "billing"
+
+
+async def test_a_handoff_that_would_break_the_token_budget_is_refused(desk, model_server):
+    model_server.script(
+        Reply(tool_calls=(Call("transfer_to_shipping", {}, "s1"),), usage=(10, 5)),
+        Reply(content="still thrifty", usage=(10, 5)),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("thrifty", "ship it")).id
+    assert (await client.result(run_id)).final_output == "still thrifty"
+    state = await client.state(run_id)
+    refused = tool_results(state)["s1"]
+    assert refused.is_error and "token budget and shipping does not bound its replies" in (
+        refused.content
+    )
+    assert state.agent.name == "thrifty" and model_server.requests[1]["model"] == "thrifty-model"
+
+
+async def test_a_gateway_caller_must_be_scoped_to_the_agent_answering_now(
+    desk, model_server, tmp_path
+):
+    from tests.integration.test_gateway import gateway, json_type
+
+    file = tmp_path / "callers.json"
+    file.write_text(
+        json.dumps(
+            [
+                {"name": "front", "token_env": "T_F", "scopes": ["read", "decide"],
+                 "agents": ["triage"]},
+                {"name": "both", "token_env": "T_B", "scopes": ["read", "decide"],
+                 "agents": ["triage", "billing"]},
+            ]
+        )
+    )  # fmt: skip
+    front, both = "front-token-0123456789abcdef", "both-token-0123456789abcdef0"
+    known = load_callers({"AGENT_GATEWAY_TOKENS": str(file), "T_F": front, "T_B": both})
+    model_server.script(
+        Reply(tool_calls=(to_billing(),)),
+        Reply(tool_calls=(Call("refund", {"order": "A12", "amount": 999}, "r1"),)),
+        Reply(content="done"),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("triage", "refund")).id
+    await wait_for_status(desk.client.get_workflow_handle(run_id), RunStatus.AWAITING_APPROVAL)
+    [waiting] = await client.pending(run_id)
+    body = json.dumps(
+        {"call_id": "r1", "decision": "approve", "arguments_sha256": waiting.arguments_sha256}
+    )
+    async with gateway(desk, known) as url, httpx2.AsyncClient() as http:
+        denied = await http.post(
+            f"{url}/runs/{run_id}/decisions", content=body, headers=json_type(front)
+        )
+        assert denied.status_code == 403 and REFUNDS == []
+        allowed = await http.post(
+            f"{url}/runs/{run_id}/decisions", content=body, headers=json_type(both)
+        )
+        assert allowed.status_code == 200, allowed.text
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    assert REFUNDS == [{"order": "A12", "amount": 999}]

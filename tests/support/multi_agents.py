@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from durable_agents import Agent, handoff, tool  # the public face
+from durable_agents import Agent, ModelSettings, handoff, tool  # the public face
 
 REFUNDS: list[dict] = []
 
@@ -42,7 +42,7 @@ careful = Agent(
     name="careful",
     instructions="Route, with a person's say.",
     model="triage-model",
-    handoffs=[handoff(billing, needs_approval=True)],
+    handoffs=[handoff(billing, needs_approval=True), "shipping"],
     max_turns=6,
 )
 
@@ -80,5 +80,23 @@ lead = Agent(
     max_turns=6,
 )
 
-HANDOFF_AGENTS = [triage, billing, shipping, careful]
+desk = Agent(
+    name="desk",
+    instructions="Notify, or route.",
+    model="desk-model",
+    tools=[notify],
+    handoffs=["billing"],
+    max_turns=6,
+)
+thrifty = Agent(
+    name="thrifty",
+    instructions="Route on a budget.",
+    model="thrifty-model",
+    token_budget=10_000,
+    model_settings=ModelSettings(max_output_tokens=100),
+    handoffs=["shipping"],
+    max_turns=6,
+)
+
+HANDOFF_AGENTS = [triage, billing, shipping, careful, desk, thrifty]
 AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst]

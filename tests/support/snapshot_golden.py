@@ -739,7 +739,8 @@ def _golden_1_21() -> RunState:
 
 
 def _golden_1_22() -> RunState:
-    """1.21's, with what 1.22 added: an agent called as a tool (a child run)."""
+    """1.21's, with what 1.22 added: an agent called as a tool (a child run), and the
+    agent the run had when it first handed over."""
     state = _golden_1_21()
     state.agent.tools.append(
         ToolSpec(
@@ -749,6 +750,7 @@ def _golden_1_22() -> RunState:
             runs_agent="researcher",
         )
     )
+    state.first_agent = "triage"
     return state
 
 

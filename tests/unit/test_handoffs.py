@@ -1,0 +1,115 @@
+"""workflows/handoffs.py and what a handoff changes elsewhere (standing rules, input
+guardrails, AgentName, budgets): pure, no Temporal."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from durable_agents.workflows import decisions, guardrails, handoffs, loop
+from durable_agents.workflows.payloads import AgentInput
+from durable_agents.workflows.state import (
+    AgentSpec,
+    AssistantMessage,
+    Decision,
+    GuardrailSpec,
+    Handoff,
+    ModelPrice,
+    RunState,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+PARAMS = {"type": "object", "properties": {}}
+
+
+def spec(name: str, *tools: str, **fields) -> AgentSpec:
+    made = [ToolSpec(name=t, description=t, parameters=PARAMS, needs_approval=True) for t in tools]
+    made.append(ToolSpec(name="transfer_to_b", description="", parameters=PARAMS, handoff="b"))
+    return AgentSpec(name=name, instructions="", model="m", tools=made, **fields)
+
+
+def started(agent: AgentSpec) -> RunState:
+    return loop.new_state(agent, AgentInput(agent=agent.name, input="hi"), run_id="r", now=NOW)
+
+
+def handed_over(state: RunState, to: AgentSpec, *calls: ToolCall) -> ToolCall:
+    move = ToolCall(call_id="h1", tool="transfer_to_b", arguments='{"reason": "refunds"}')
+    state.items.append(AssistantMessage(turn=state.turn + 1, tool_calls=[*calls, move], at=NOW))
+    state.turn += 1
+    state.items.append(ToolResult(call_id="h1", content=handoffs.result(to.name)))
+    handoffs.take(state, move, to, now=NOW)
+    return move
+
+
+def test_taking_a_handoff_answers_the_calls_still_waiting_and_records_it():
+    state = started(spec("a", "lookup"))
+    waiting = ToolCall(call_id="l1", tool="lookup", arguments="{}", needs_approval=True)
+    handed_over(state, spec("b", "refund"), waiting)
+    results = {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
+    assert results["l1"].is_error and "handed the conversation over to b" in results["l1"].content
+    [moved] = handoffs.handoffs(state)
+    assert (moved.from_agent, moved.to_agent, moved.turn, moved.reason) == ("a", "b", 1, "refunds")
+    assert state.agent.name == "b" and handoffs.first_agent(state) == "a"
+    assert decisions.pending_calls(state) == []
+    RunState.model_validate_json(state.model_dump_json())  # consistent
+
+
+def test_an_always_rule_given_to_the_old_agent_decides_nothing_after():
+    state = started(spec("a", "lookup"))
+    asked = ToolCall(call_id="l0", tool="lookup", arguments="{}", needs_approval=True)
+    rule = Decision(
+        call_id="l0", decision="approve", approver="ann", always=True, via="signal", at=NOW
+    )
+    state.items += [
+        AssistantMessage(turn=1, tool_calls=[asked], at=NOW),
+        rule,
+        ToolResult(call_id="l0", content="ok"),
+    ]
+    state.turn = 1
+    handed_over(state, spec("b", "lookup"))
+    later = ToolCall(call_id="l2", tool="lookup", arguments="{}", needs_approval=True)
+    state.items.append(AssistantMessage(turn=3, tool_calls=[later], at=NOW))
+    state.turn = 3
+    assert decisions.standing_rule(state, later, now=NOW) is None
+
+
+def test_a_forged_handoff_item_does_not_name_the_run():
+    state = started(spec("a"))
+    state.items.append(Handoff(call_id="x", from_agent="payroll", to_agent="a", turn=1, at=NOW))
+    assert handoffs.first_agent(state) == "a"  # the items are not asked
+    handed_over(started_state := started(spec("a")), spec("b"))
+    assert handoffs.first_agent(started_state) == "a"
+    resumed = loop.resume(started_state, run_id="r2", workflow_run="w", now=NOW)
+    assert handoffs.first_agent(resumed) == "b"  # a snapshot cannot say
+
+
+def test_the_new_agents_input_guardrails_check_the_request_it_takes_over():
+    guarded = spec("b", input_guardrails=[GuardrailSpec(name="no_passwords", kind="input")])
+    state = started(spec("a"))
+    handed_over(state, guarded)
+    assert guardrails.due(state) == ("input", "hi", 0)
+
+
+def test_a_handoff_that_would_break_a_budget_is_refused():
+    priced = spec("a", price=ModelPrice(input=1, output=1))
+    state = started(priced)
+    assert handoffs.refusal(state, spec("b")) is None  # no budget: cost stops counting
+    state.cost_budget = 5.0
+    assert "b's model has no price" in (handoffs.refusal(state, spec("b")) or "")
+    euros = spec("b", price=ModelPrice(input=1, output=1, currency="EUR"))
+    assert "cost is in USD, b's in EUR" in (handoffs.refusal(state, euros) or "")
+    state.token_budget = 1_000
+    assert "does not bound its replies" in (handoffs.refusal(state, spec("b")) or "")
+
+
+def test_a_handoffs_reason_is_its_reason_argument_or_its_arguments():
+    def call(arguments: str) -> ToolCall:
+        return ToolCall(call_id="h", tool="t", arguments=arguments)
+
+    assert handoffs.reason(call('{"reason": "refunds"}')) == "refunds"
+    assert handoffs.reason(call("{}")) is None
+    assert handoffs.reason(call('{"topic": "x"}')) == '{"topic": "x"}'
+    assert handoffs.reason(call("not json")) == "not json"
+    assert len(handoffs.reason(call('{"reason": "' + "x" * 5000 + '"}')) or "") == 2_000
