@@ -38,9 +38,10 @@ class AgentRegistry:
                     return found
         return None
 
-    def unserved_handoff(self) -> str | None:
-        """Why a handoff could not be taken (an agent hands over to one not registered
-        here: the worker would fail that run mid-way), or None."""
+    def serving_problem(self) -> str | None:
+        """Why these agents cannot be served: an agent hands over to, or calls as a tool,
+        one not registered here (a run would fail mid-way), or agents call each other
+        as tools in a cycle; None if they can."""
         for agent in self.agents():
             for tool in agent.all_tools():
                 for target, how in ((tool.handoff, "hands over to"), (tool.runs_agent, "calls")):
@@ -49,6 +50,32 @@ class AgentRegistry:
                             f"agent {agent.name} {how} {target!r}, which this worker does "
                             f"not serve (serving: {', '.join(self.names())})"
                         )
+        return self._cycle()
+
+    def _cycle(self) -> str | None:
+        """Why agents calling each other as tools could nest without end (a cycle:
+        A calls B calls A), or None."""
+        calls = {
+            agent.name: [t.runs_agent for t in agent.all_tools() if t.runs_agent is not None]
+            for agent in self.agents()
+        }
+        for start in calls:
+            path, seen = [start], {start}
+            stack = [iter(calls[start])]
+            while stack:
+                step = next(stack[-1], None)
+                if step is None:
+                    stack.pop()
+                    seen.discard(path.pop())
+                    continue
+                if step == start:
+                    return (
+                        f"agents call each other as tools in a cycle: {' -> '.join([*path, start])}"
+                    )
+                if step not in seen and step in calls:
+                    path.append(step)
+                    seen.add(step)
+                    stack.append(iter(calls[step]))
         return None
 
     def agents(self) -> list[Agent]:

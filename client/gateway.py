@@ -283,12 +283,13 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         Route("/healthz", healthz),
         Route("/openapi.json", document),
         Route("/runs", start, methods=["POST"]),
-        Route("/runs/{run_id}", status),
-        Route("/runs/{run_id}/state", state),
-        Route("/runs/{run_id}/pending", pending),
-        Route("/runs/{run_id}/messages", message, methods=["POST"]),
-        Route("/runs/{run_id}/decisions", decide, methods=["POST"]),
-        Route("/runs/{run_id}/events", events),
+        # `path`: a sub-run's id has a `/` (`lead-4f2a/call_1`); the bare route comes last
+        Route("/runs/{run_id:path}/state", state),
+        Route("/runs/{run_id:path}/pending", pending),
+        Route("/runs/{run_id:path}/messages", message, methods=["POST"]),
+        Route("/runs/{run_id:path}/decisions", decide, methods=["POST"]),
+        Route("/runs/{run_id:path}/events", events),
+        Route("/runs/{run_id:path}", status),
     ]
     middleware = [Middleware(_Audited)]
     if callers is None:  # open on loopback: no other site's page may reach it by name

@@ -126,6 +126,10 @@ def tree(node: RunNode, depth: int = 0) -> str:
     if depth:
         head = "  " * (depth - 1) + f"  └ [{safe(node.call_id or '')}] " + head
     lines = [head, *(tree(child, depth + 1) for child in node.children)]
+    lines += [
+        "  " * depth + f"  └ [{safe(call)}] {safe(run)} · cannot be read: {_cut(why)}"
+        for call, run, why in node.unreadable
+    ]
     if node.left_out:
         lines.append("  " * depth + f"  … {node.left_out} more sub-runs not shown")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from durable_agents.client.errors import RunNotFound
+from durable_agents.client.errors import AgentClientError, RunNotFound
 from durable_agents.workflows import agent_calls
 from durable_agents.workflows.loop import status_view
 from durable_agents.workflows.payloads import PendingApproval, StatusView
@@ -38,6 +38,8 @@ class RunNode:
     children: list[RunNode] = field(default_factory=list)
     left_out: int = 0
     """Sub-runs not asked (past `MAX_RUNS`)."""
+    unreadable: list[tuple[str, str, str]] = field(default_factory=list)
+    """Sub-runs that could not be read: (call id, run id, why)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +51,9 @@ class RunNode:
             "turn": self.view.turn,
             "pending_approvals": [p.model_dump(mode="json") for p in self.pending],
             "children": [c.as_json() for c in self.children],
+            "unreadable": [
+                {"call_id": c, "run_id": r, "error": why} for c, r, why in self.unreadable
+            ],
             "left_out": self.left_out,
         }
 
@@ -73,16 +78,20 @@ async def _node(
         try:
             node.children.append(await _node(agents, child_id, child_call, budget))
         except RunNotFound:
-            continue  # its child never started
+            continue  # no child: not an agent call, or its child never started
+        except AgentClientError as err:  # there, but it cannot say (starting, failed early)
+            node.unreadable.append((child_call, child_id, err.message))
     return node
 
 
 def child_calls(state: RunState) -> list[str]:
-    """The ids of the run's calls of agent tools, in order."""
-    return [
-        call.call_id
-        for item in state.items
-        if isinstance(item, AssistantMessage)
-        for call in item.tool_calls
-        if (tool := state.agent.tool(call.tool)) is not None and tool.runs_agent is not None
-    ]
+    """The ids of the run's calls that may have children, in order: calls of its agent's
+    agent tools, and calls of tools its agent does not have (an agent it handed over
+    from may have had them as agent tools; those without a child are skipped)."""
+    found = []
+    for item in state.items:
+        for call in item.tool_calls if isinstance(item, AssistantMessage) else []:
+            tool = state.agent.tool(call.tool)
+            if tool is None or tool.runs_agent is not None:
+                found.append(call.call_id)
+    return found

@@ -202,7 +202,7 @@ class AgentsPlugin(SimplePlugin):
         # Only a worker prices runs: a client-only plugin never reads AGENT_PRICES.
         served = prices_from_env() if model_client is not None else {}
         self.prices = dict(prices) if prices is not None else served
-        problem = self.registry.unserved_handoff() or unpriced_budgets(
+        problem = self.registry.serving_problem() or unpriced_budgets(
             self.registry.agents(), self.prices
         )
         if problem is not None:

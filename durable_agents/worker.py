@@ -321,7 +321,7 @@ async def serve(args: argparse.Namespace) -> None:
         prices = prices_from_env()
     except AgentError as err:
         raise WorkerSetupError(err.message) from err
-    problem = registry.unserved_handoff() or unpriced_budgets(registry.agents(), prices)
+    problem = registry.serving_problem() or unpriced_budgets(registry.agents(), prices)
     if problem is not None:
         raise WorkerSetupError(problem)
     runtime, plugins = observability(args)

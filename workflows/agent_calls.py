@@ -12,10 +12,16 @@ model sees.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
 from durable_agents.workflows.state import RunState, RunStatus, ToolCall
+
+
+def agent_call_ids(state: RunState, calls: list[ToolCall]) -> list[str]:
+    """The ids of `calls` that call agents as tools, in order."""
+    return [c.call_id for c in calls if target(state, c) is not None]
 
 
 def target(state: RunState, call: ToolCall) -> str | None:
@@ -24,9 +30,37 @@ def target(state: RunState, call: ToolCall) -> str | None:
     return tool.runs_agent if tool is not None else None
 
 
+MAX_DEPTH = 4
+"""How deeply runs may nest by calling agents as tools (a root run is at 0)."""
+MAX_CHILDREN_PER_REPLY = 8
+"""Agent calls of one reply that run; the others are answered as refused."""
+MAX_ID = 200
+"""The most characters of a child's id (what a decision's `run_id` may hold)."""
+
+
 def child_id(run_id: str, call_id: str) -> str:
-    """The child run's workflow id: the caller's run id, then the call id."""
-    return f"{run_id}/{call_id}"
+    """The child run's workflow id: the caller's run id, then the call id; if that is
+    longer than `MAX_ID`, the start of it and a digest of the whole."""
+    full = f"{run_id}/{call_id}"
+    if len(full) <= MAX_ID:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:24]
+    return f"{run_id[: MAX_ID - len(digest) - 2]}/~{digest}"
+
+
+def refusal(state: RunState, call: ToolCall, reply_calls: list[str]) -> str | None:
+    """Why `call` may not run its agent as a child (the caller's model is told), or
+    None. `reply_calls`: the ids of the reply's agent calls, in order."""
+    if state.depth + 1 > MAX_DEPTH:
+        return f"agents called as tools nest at most {MAX_DEPTH} deep; this run is at {state.depth}"
+    if call.call_id not in reply_calls[:MAX_CHILDREN_PER_REPLY]:
+        return f"one reply may call agents at most {MAX_CHILDREN_PER_REPLY} times"
+    if state.token_budget is not None or state.cost_budget is not None:
+        return (
+            "this run has a token or cost budget, which a child run's spending would not "
+            "count against: it cannot call agents as tools"
+        )
+    return None
 
 
 def child_input(state: RunState, call: ToolCall, agent: str) -> AgentInput | str:
@@ -39,7 +73,7 @@ def child_input(state: RunState, call: ToolCall, agent: str) -> AgentInput | str
     task = arguments.get("input") if isinstance(arguments, dict) else None
     if not isinstance(task, str) or not task.strip() or set(arguments) != {"input"}:
         return f'The {agent} agent takes {{"input": "<the task, in full>"}}, nothing else.'
-    return AgentInput(agent=agent, input=task, context=state.context)
+    return AgentInput(agent=agent, input=task, context=state.context, depth=state.depth + 1)
 
 
 def result(call: ToolCall, agent: str, done: AgentResult) -> ToolOutcome:
@@ -52,6 +86,13 @@ def result(call: ToolCall, agent: str, done: AgentResult) -> ToolOutcome:
         call_id=call.call_id,
         content=f"The {agent} agent's run ended {done.status.value} without an answer.",
         is_error=True,
+    )
+
+
+def not_called(call: ToolCall, agent: str, why: str) -> ToolOutcome:
+    """What the caller's model is told of a call that may not run its agent."""
+    return ToolOutcome(
+        call_id=call.call_id, content=f"The {agent} agent was not called: {why}.", is_error=True
     )
 
 

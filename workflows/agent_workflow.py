@@ -471,11 +471,13 @@ class AgentWorkflow:
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         reply = loop.last_reply(state)
-        chosen = handoffs.taken(state, reply.tool_calls if reply is not None else calls)
-        return list(await asyncio.gather(*(self._run_tool(state, c, chosen) for c in calls)))
+        proposed = reply.tool_calls if reply is not None else list(calls)
+        chosen = handoffs.taken(state, proposed)
+        made = agent_calls.agent_call_ids(state, proposed)
+        return list(await asyncio.gather(*(self._run_tool(state, c, chosen, made) for c in calls)))
 
     async def _run_tool(
-        self, state: RunState, call: ToolCall, chosen: ToolCall | None
+        self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]
     ) -> ToolOutcome:
         self._emit(state, step_events.tool_started(state, call))
         to_agent = handoffs.target(state, call)
@@ -483,15 +485,21 @@ class AgentWorkflow:
         if to_agent is not None and workflow.patched(patches.PATCH_HANDOFFS):
             outcome = await self._hand_off(state, call, chosen, to_agent)
         elif sub_agent is not None and workflow.patched(patches.PATCH_AGENT_TOOLS):
-            outcome = await self._run_agent(state, call, sub_agent)
+            outcome = await self._run_agent(state, call, sub_agent, made)
         else:
             outcome = await activity_calls.run_tool(state, call)
         self._emit(state, step_events.tool_finished(call, outcome))
         return outcome
 
-    async def _run_agent(self, state: RunState, call: ToolCall, agent: str) -> ToolOutcome:
+    async def _run_agent(
+        self, state: RunState, call: ToolCall, agent: str, made: list[str]
+    ) -> ToolOutcome:
         """A call of an agent tool: the agent runs as a child run (`workflows.agent_calls`),
-        whose end is the call's result; cancelling this run cancels it."""
+        whose end is the call's result; cancelling this run cancels it. `made`: the ids
+        of the reply's agent calls."""
+        refused = agent_calls.refusal(state, call, made)
+        if refused is not None:
+            return agent_calls.not_called(call, agent, refused)
         task = agent_calls.child_input(state, call, agent)
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)

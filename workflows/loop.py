@@ -182,6 +182,7 @@ def new_state(
         max_turns=min(wanted, spec.max_turns) if lower_max_turns_only else wanted,
         context=agent_input.context,
         session=agent_input.session,
+        depth=agent_input.depth or 0,
         items=[UserMessage(content=agent_input.input)],
         created_at=now,
         updated_at=now,

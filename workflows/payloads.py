@@ -78,6 +78,9 @@ class AgentInput(_Payload):
     `extra_headers` or `extra_body`, which only the agent sets)."""
     unpause: bool = False
     """With `resume_from`: the resumed run is not paused, though the snapshot was."""
+    depth: int | None = Field(None, ge=0, le=100, exclude_if=lambda d: d is None)
+    """How deeply this run nests under runs that called agents as tools (a child: its
+    caller's plus one); None: 0. Left out when None."""
     stream: bool | None = Field(None, exclude_if=lambda stream: stream is None)
     """Stream this run's model replies (`text_delta` events) or not, over the agent's
     `stream`; None: as the agent says. Left out when None."""

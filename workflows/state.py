@@ -75,7 +75,8 @@ and `tool_listings`.
 1.19 added token streaming: `AgentSpec.stream`.
 1.20 added runs imported from the OpenAI Agents SDK: `RunState.imported`.
 1.21 added handoffs: `ToolSpec.handoff`, the `Handoff` item.
-1.22 added agents as tools: `ToolSpec.runs_agent`, and `RunState.first_agent`.
+1.22 added agents as tools: `ToolSpec.runs_agent`, `RunState.depth`, and
+`RunState.first_agent`.
 """
 
 REFUSALS_KEPT = 50
@@ -1080,6 +1081,9 @@ class RunState(_Model):
         [], max_length=DELIVERIES_KEPT, exclude_if=lambda d: not d
     )
     """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes. Added in 1.18."""
+    depth: int = Field(0, ge=0, le=100, exclude_if=lambda d: not d)
+    """How deeply the run nests under runs that called agents as tools (0: none; a
+    child's is its caller's plus one, bounded by `agent_calls.MAX_DEPTH`). Added in 1.22."""
     first_agent: str | None = Field(
         None, min_length=1, max_length=200, exclude_if=lambda a: a is None
     )

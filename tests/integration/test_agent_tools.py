@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import httpx2
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows.state import RunStatus
@@ -14,6 +15,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Fault, Reply
 from tests.conftest import serving
+from tests.integration.test_gateway import gateway
 from tests.support.cli_support import bound_to
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
 from tests.support.runs import temporal_cli, tool_results, wait_for_status
@@ -78,6 +80,9 @@ async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, m
     ]
     assert as_json["children"][1]["pending_approvals"][0]["call_id"] == "n1"
 
+    async with gateway(team, None) as url, httpx2.AsyncClient() as http:  # a sub-run's id has a /
+        answer = await http.get(f"{url}/runs/{mailer_run}/pending")
+        assert answer.status_code == 200 and answer.json()[0]["call_id"] == "n1"
     payload = json.dumps({"call_id": "n1", "approver": "ops"})
     await temporal_cli(
         team, "workflow", "signal", "--workflow-id", mailer_run, "--name", "approve",
@@ -156,3 +161,19 @@ async def test_tree_of_a_run_that_is_not_there_says_so(team):
     shown = await bound_to(team)("tree", "no-such-run\x1b[2J")
     assert shown.code == 1 and shown.stdout == ""
     assert "no-such-run" in shown.stderr and "\x1b" not in shown.stderr
+
+
+async def test_one_reply_runs_at_most_eight_children(team, model_server):
+    calls = tuple(Call("researcher", {"input": f"task {n}"}, f"c{n}") for n in range(9))
+    model_server.responder = by_model(
+        {
+            "lead-model": [Reply(tool_calls=calls), Reply(content="ok")],
+            "research-model": [Reply(content="done") for _ in range(8)],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "go")).id
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    results = tool_results(await client.state(run_id))
+    assert [results[f"c{n}"].content for n in range(8)] == ["done"] * 8
+    assert results["c8"].is_error and "at most 8 times" in results["c8"].content

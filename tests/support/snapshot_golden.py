@@ -751,6 +751,7 @@ def _golden_1_22() -> RunState:
         )
     )
     state.first_agent = "triage"
+    state.depth = 1  # a child: its caller called it as a tool
     return state
 
 

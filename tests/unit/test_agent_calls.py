@@ -1,0 +1,94 @@
+"""workflows/agent_calls.py (agents called as tools) and the worker's refusal of agents
+that call each other in a cycle: pure, no Temporal."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client import render
+from durable_agents.client.tree import RunNode
+from durable_agents.workflows import agent_calls, loop
+from durable_agents.workflows.payloads import AgentInput, StatusView
+from durable_agents.workflows.state import RunState, RunStatus, ToolCall, Usage
+
+from durable_agents import Agent
+from tests.support.multi_agents import lead
+
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def state_of(depth: int = 0, **fields) -> RunState:
+    start = AgentInput(agent="lead", input="go", depth=depth)
+    state = loop.new_state(lead.spec(), start, run_id="lead-1", now=NOW)
+    return state.model_copy(update=fields)
+
+
+def call(call_id: str = "c1", arguments: object = None) -> ToolCall:
+    shown = json.dumps({"input": "add 2 and 3"} if arguments is None else arguments)
+    return ToolCall(call_id=call_id, tool="researcher", arguments=shown)
+
+
+def test_a_child_id_is_the_callers_id_and_the_call_id_and_never_longer_than_200():
+    assert agent_calls.child_id("lead-1", "c1") == "lead-1/c1"
+    long_run, long_call = "r" * 190, "c" * 195
+    made = agent_calls.child_id(long_run, long_call)
+    assert len(made) == 200 and made.startswith("r" * 100) and "/~" in made
+    assert made == agent_calls.child_id(long_run, long_call)  # the same on every retry
+    assert made != agent_calls.child_id(long_run, long_call + "x")
+
+
+def test_a_child_starts_one_level_deeper_with_the_task_and_the_context():
+    state = state_of(depth=1, context={"tenant": "t1"})
+    made = agent_calls.child_input(state, call(), "researcher")
+    assert isinstance(made, AgentInput)
+    assert (made.agent, made.input, made.context, made.depth) == (
+        "researcher",
+        "add 2 and 3",
+        {"tenant": "t1"},
+        2,
+    )
+
+
+def test_a_call_without_exactly_an_input_is_answered_not_run():
+    for arguments in ({"query": "x"}, {"input": ""}, {"input": "x", "extra": 1}, "text"):
+        made = agent_calls.child_input(state_of(), call(arguments=arguments), "researcher")
+        assert isinstance(made, str) and '{"input": "<the task, in full>"}' in made
+
+
+def test_nesting_fan_out_and_budgets_are_refused():
+    made = [f"c{n}" for n in range(10)]
+    assert agent_calls.refusal(state_of(), call("c1"), made) is None
+    deep = state_of(depth=agent_calls.MAX_DEPTH)
+    assert "nest at most 4 deep" in (agent_calls.refusal(deep, call("c1"), made) or "")
+    ninth = agent_calls.refusal(state_of(), call("c8"), made)
+    assert "at most 8 times" in (ninth or "")
+    budgeted = state_of(token_budget=1_000)
+    assert "token or cost budget" in (agent_calls.refusal(budgeted, call("c1"), made) or "")
+
+
+def test_a_worker_refuses_agents_that_call_each_other_in_a_cycle():
+    ping = Agent(name="ping", instructions="")
+    pong = Agent(name="pong", instructions="", tools=[ping.as_tool()])
+    ping = dataclasses.replace(ping, tools=[pong.as_tool()])
+    assert AgentRegistry([ping, pong]).serving_problem() == (
+        "agents call each other as tools in a cycle: ping -> pong -> ping"
+    )
+    echo = Agent(
+        name="echo", instructions="", tools=[Agent(name="echo", instructions="").as_tool()]
+    )
+    assert "echo -> echo" in (AgentRegistry([echo]).serving_problem() or "")
+
+
+def test_the_tree_says_which_sub_runs_it_could_not_read():
+    view = StatusView(
+        status=RunStatus.RUNNING, agent="lead", turn=1, pending_approvals=0, usage=Usage()
+    )
+    node = RunNode(run_id="lead-1", view=view, pending=[])
+    node.unreadable.append(("c1", "lead-1/c1", "the run is still starting\x1b[2J"))
+    assert render.tree(node).splitlines() == [
+        "lead-1 · lead · running · turn 1",
+        "  └ [c1] lead-1/c1 · cannot be read: the run is still starting\\u{1b}[2J",
+    ]
