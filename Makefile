@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser test typecheck chaos soak demo demo-mcp lint clean
+.PHONY: install browser test typecheck chaos soak demo demo-mcp demo-team lint clean
 
 install: $(VENV)/.installed
 
@@ -64,6 +64,10 @@ demo: install
 # An agent whose tools come from an MCP server (examples/mcp_tickets.py), offline.
 demo-mcp: install
 	$(BIN)/python -m examples.mcp_demo $(DEMO_ARGS)
+
+# Several agents: a handoff, an agent called as a tool (a run of its own), one approval.
+demo-team: install
+	$(BIN)/python -m examples.team_demo $(DEMO_ARGS)
 
 lint: install
 	$(BIN)/ruff check --fix .

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import sys
@@ -195,6 +196,15 @@ async def test_mcp_demo_runs_offline_end_to_end(tmp_path):
     assert "  tickets_close_ticket · MCP tickets/close_ticket · approval" in out
     assert "tickets_close_ticket  " in out  # pending, waiting for the approval
     assert "Done: T-100 closed: fixed, confirmed by the user" in out
+
+
+async def test_team_demo_runs_offline_end_to_end(tmp_path):
+    """`make demo-team`: an agent called as a tool, a handoff, one approval."""
+    code, out, err = await offline_demo("examples.team_demo", tmp_path)
+    assert code == 0, out + err
+    assert " · agent triage → billing · " in out  # agentctl status
+    assert re.search(r"└ \[[^\]]+\] triage-demo-\w+/\S+ · researcher · completed", out)
+    assert "Done: Refunded 40.00 EUR for order A12. Sorry for the trouble." in out
 
 
 @pytest.mark.parametrize(
