@@ -111,3 +111,8 @@ chaos = Agent(
 
 chaos_long = dataclasses.replace(chaos, name="chaos_long", turns_per_workflow_run=1)
 """Continues as new after every model call: kills land around continue-as-new too."""
+
+chaos_lead = dataclasses.replace(
+    chaos, name="chaos_lead", tools=[chaos.as_tool(name="delegate")], max_turns=4
+)
+"""Calls `chaos` as a tool: its plan goes to a child run (`Agent.as_tool`)."""

@@ -185,3 +185,42 @@ async def _pending(handle) -> list:
         return await handle.query("get_pending_approvals")
     except Exception:
         return []
+
+
+async def test_kill_9_while_a_child_run_works_leaves_one_child_and_one_result(
+    client, workers, ledger_path, report
+):
+    """An agent called as a tool runs as a child run; a worker killed while the child's
+    tool runs: the child is never started twice, its side effect happens once, and the
+    caller gets its result once."""
+    await workers.start("a")
+    await workers.start("b")
+    inner = plan("charge", {"amount": 5, "seconds": 4})
+    handle = await start(
+        client, workers.task_queue, plan("delegate", {"input": inner}), agent="chaos_lead"
+    )
+    [(key, _, victim, _)] = await wait_until(
+        lambda: ledger.attempts(ledger_path, f"{handle.id}/"), 30, "the child's tool"
+    )
+    await next(w for w in workers.started if w.pid == victim).kill()
+    result = await handle.result()
+    assert result.status is RunStatus.COMPLETED
+    assert [e[0] for e in ledger.effects(ledger_path, f"{handle.id}/")] == [key]  # once
+    history = await handle.fetch_history()
+    started = [
+        e
+        for e in history.events
+        if e.HasField("start_child_workflow_execution_initiated_event_attributes")
+    ]
+    assert len(started) == 1  # one child, whatever the kill hit
+    child_id = started[0].start_child_workflow_execution_initiated_event_attributes.workflow_id
+    assert key.startswith(f"{child_id}:")
+    state = await client.get_workflow_handle(handle.id).query("get_state")
+    results = [i for i in state["items"] if i["type"] == "tool_result"]
+    assert len(results) == 1 and results[0]["content"].startswith("done: charged")
+    assert await task_failures(handle) == 0
+    report.add(
+        "kill -9 while a child run's tool works (agent as tool), 2 workers",
+        "completed, one child, side effect once",
+        "the caller got the child's result once",
+    )
