@@ -179,7 +179,7 @@ async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.json:  # the get_status answer, and the calls being retried
         retries = [r.model_dump(mode="json") for r in retrying]
         return json.dumps({**view.model_dump(mode="json"), "retrying": retries}, indent=2)
-    lines = [render.status(args.run_id, view), *map(render.retry_line, retrying)]
+    lines = [render.status(args.run_id, view, definition=True), *map(render.retry_line, retrying)]
     return "\n".join(lines + [render.webhook_line(d) for d in view.webhooks])
 
 

@@ -11,6 +11,7 @@ from durable_agents.client.agent_client import PendingAcrossRuns, RunPendingAppr
 from durable_agents.client.operations import RunSummary, WatchEvent
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.tree import RunNode
+from durable_agents.workflows import loop
 from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
@@ -40,7 +41,7 @@ CELL = 48
 """Widest table cell or quoted text before it is cut with an ellipsis."""
 
 
-def status(run_id: str, view: StatusView) -> str:
+def status(run_id: str, view: StatusView, *, definition: bool = False) -> str:
     """`support-ab12 · awaiting_approval · turn 2 · 1 pending approval · 153 tokens`."""
     pending = _plural(view.pending_approvals, "pending approval")
     shown = view.status.value
@@ -54,6 +55,8 @@ def status(run_id: str, view: StatusView) -> str:
     if view.context_tokens is not None:
         made = _plural(view.compactions, "compaction")
         parts.append(f"context ~{view.context_tokens:,} tokens ({made})")
+    if definition and view.definition is not None:  # `agentctl status`, not `watch`
+        parts.append(f"definition {safe(view.definition)}")
     return SEP.join(parts)
 
 
@@ -331,7 +334,8 @@ def tools(spec: AgentSpec) -> str:
     `helpdesk · 2 tools`
     `  tickets_delete_ticket · MCP tickets/delete_ticket · approval · approvers ann`
     """
-    lines = [f"{safe(spec.name)}{SEP}{_plural(len(spec.tools), 'tool')}"]
+    shown = f"{SEP}definition {loop.definition(spec)}"
+    lines = [f"{safe(spec.name)}{SEP}{_plural(len(spec.tools), 'tool')}{shown}"]
     for t in spec.tools:
         where = (
             f"MCP {safe(t.mcp_server)}/{safe(t.mcp_tool or t.name)}" if t.mcp_server else "@tool"

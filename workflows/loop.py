@@ -8,6 +8,7 @@ performs the steps, so this module can be tested and replayed on its own.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -22,6 +23,7 @@ from durable_agents.workflows import (
     output,
     settings,
 )
+from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -603,7 +605,27 @@ def status_view(state: RunState) -> StatusView:
         webhooks=[
             d for d in state.webhook_deliveries if d.status in ("failing", "refused", "gave_up")
         ],
+        definition=definition(state.agent),
     )
+
+
+DEFINITION_FREE = {
+    "approver_keys",
+    "snapshot_keys",
+    "refuse_unverified_snapshots",
+    "price",
+    "stream",
+}
+"""Spec fields that are the worker's configuration (keys, prices) or the run's choice (`stream`),
+not the agent's definition."""
+
+
+def definition(spec: AgentSpec) -> str:
+    """A short digest of the agent definition `spec` holds (instructions, model, tools
+    and their policies, settings, limits; not the worker's keys and prices): the same
+    for the same definition on any worker."""
+    data = spec.model_dump(mode="json", exclude=DEFINITION_FREE)
+    return hashlib.sha256(canonical_json(data)).hexdigest()[:12]
 
 
 def turns_since_user_message(state: RunState) -> int:

@@ -310,6 +310,10 @@ class StatusView(_Answer):
     nothing to show); a run with a state says it in `get_state`'s `error`."""
     webhooks: list[WebhookDelivery] = []
     """Webhook deliveries that are not through (failing, refused, given up, sending)."""
+    definition: str | None = None
+    """A digest of the agent definition the run uses (`loop.definition`), frozen when it
+    started: a worker's current one (`agentctl tools AGENT`) differs once the agent
+    changed."""
 
 
 class PendingApproval(_Answer):

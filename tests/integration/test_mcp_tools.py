@@ -11,6 +11,7 @@ import base64
 import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -225,8 +226,9 @@ async def test_agentctl_tools_lists_an_agents_tools_and_rules_as_a_run_would_get
         ctl = bound_to(worker)
         shown = await ctl("tools", "helpdesk")
         assert shown.code == 0, shown.stderr
-        assert shown.stdout.splitlines() == [
-            "helpdesk · 6 tools",
+        header, *lines = shown.stdout.splitlines()
+        assert re.fullmatch(r"helpdesk · 6 tools · definition [0-9a-f]{12}", header)
+        assert lines == [
             "  note · @tool · no approval",
             "  tickets_lookup_ticket · MCP tickets/lookup_ticket · no approval",
             "  tickets_delete_ticket · MCP tickets/delete_ticket · approval",
