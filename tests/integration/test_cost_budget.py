@@ -48,7 +48,7 @@ async def test_each_reply_is_priced_and_the_run_shows_its_cost(worker, model_ser
     view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
     assert (view.currency, view.usage.cost) == ("EUR", pytest.approx(2.3))
     shown = await bound_to(worker)("status", handle.id)
-    assert shown.stdout.strip().endswith("· 2350 tokens (400 cached) · 2.3000 EUR")
+    assert "· 2350 tokens (400 cached) · 2.3000 EUR · definition " in shown.stdout
     described = (await handle.describe()).raw_description.workflow_execution_info
     total = described.search_attributes.indexed_fields["AgentTotalCost"].data
     assert json.loads(total) == pytest.approx(2.3)

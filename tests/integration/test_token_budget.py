@@ -37,7 +37,7 @@ async def test_each_call_s_tokens_are_kept_with_cached_and_reasoning_ones(worker
     usage = state.usage
     assert (usage.total_tokens, usage.cached_input_tokens, usage.reasoning_tokens) == (290, 160, 25)
     shown = await bound_to(worker)("status", handle.id)
-    assert shown.stdout.strip().endswith("· 290 tokens (160 cached, 25 reasoning)")
+    assert "· 290 tokens (160 cached, 25 reasoning) · definition " in shown.stdout
     described = (await handle.describe()).raw_description.workflow_execution_info
     total = described.search_attributes.indexed_fields["AgentTotalTokens"].data
     assert json.loads(total) == 290
