@@ -1,7 +1,7 @@
 """Handoffs: the run goes on with another agent, inside the same run. Pure.
 
 A handoff is a tool of the agent whose `ToolSpec.handoff` names the agent it hands
-over to (`transfer_to_<agent>`, `activities.agent.handoff`). The model calls it like
+over to (`transfer_to_<agent>`, `activities.handoff.handoff`). The model calls it like
 any tool, and like any tool it may need approval first; taking it switches the run's
 agent from the next model call: instructions, tools, model, model settings, output
 type. The conversation carries over; a `Handoff` item records each switch. The run
@@ -145,8 +145,3 @@ def latest(state: RunState) -> int | None:
         (n for n in range(len(state.items) - 1, -1, -1) if isinstance(state.items[n], Handoff)),
         None,
     )
-
-
-def handoffs(state: RunState) -> list[Handoff]:
-    """The run's handoffs, oldest first."""
-    return [i for i in state.items if isinstance(i, Handoff)]
