@@ -130,6 +130,7 @@ def decision_payload(
     signing_key: SigningKey | None = None,
     execution_id: str | None = None,
     metadata: dict[str, JsonValue] | None = None,
+    holder_run_id: str | None = None,
 ) -> dict[str, JsonValue]:
     """A decision payload as plain JSON, exactly as it is sent (and signed).
 
@@ -143,9 +144,11 @@ def decision_payload(
     15 minutes). `execution_id` (the pending item's) binds it to this run's
     execution too, so it cannot be replayed into a later run that reuses the
     workflow id; a run that gives one requires it on signed decisions. `metadata`:
-    the sender's own data, recorded with the decision (and signed with it). Fields
-    that are not given are left out, so a payload without a binding is one a worker
-    of an earlier build accepts.
+    the sender's own data, recorded with the decision (and signed with it).
+    `holder_run_id`: the run that holds the call when it is not `run_id` but a run
+    below it (the pending item's `run_id`): the binding names that run, and `run_id`
+    passes the decision down to it. Fields that are not given are left out, so a
+    payload without a binding is one a worker of an earlier build accepts.
     """
     if signing_key is not None:
         if approver not in (None, signing_key.owner):
@@ -170,7 +173,7 @@ def decision_payload(
         "arguments": arguments,
         "sender": sender,
         "always_when": always_when,
-        "run_id": run_id if bound else None,
+        "run_id": (holder_run_id or run_id) if bound else None,
         "arguments_sha256": arguments_sha256,
         "execution_id": execution_id if bound else None,
         "expires_at": _rfc3339(expires_at) if expires_at is not None else None,

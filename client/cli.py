@@ -250,11 +250,14 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
         options["arguments"] = args.arguments
     if args.request_id is not None and not args.wait:
         raise AgentClientError("--request-id goes with --wait (it is the update's id)")
-    shown = await _pending_call(agents, args.run_id, args.call_id)
+    shown = await _pending_call(agents, args.run_id, args.call_id, args.holder)
+    below = shown is not None and shown.run_id not in (None, args.run_id)
     if shown is not None and shown.arguments_sha256 is not None:
-        # bound to what `pending` shows for this call (the run checks it)
+        # bound to what `pending` shows for this call (the run that holds it checks it)
         options["arguments_sha256"] = shown.arguments_sha256
         options["execution_id"] = shown.execution_id
+        if below:
+            options["holder_run_id"] = shown.run_id
     if key is not None:
         if "arguments_sha256" not in options:
             raise AgentClientError(
@@ -262,7 +265,7 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
                 "predates signed decisions): a signed decision needs its arguments_sha256"
             )
         options["signing_key"] = key
-    if args.wait:
+    if args.wait or below:  # a run below answers through the update (its state is its own)
         recorded = await agents.decide(
             args.run_id, args.call_id, decision, request_id=args.request_id, **options
         )
@@ -278,6 +281,8 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
         return recorded.model_dump_json(indent=2)
     if isinstance(recorded, Decision):
         echo = f"\n{render.call(shown)}" if shown is not None else ""
+        if below and shown is not None:
+            echo += f"\nin run {render.safe(shown.run_id or '')} ({render.path(shown)})"
         return render.decision(recorded, sensitive=hidden) + echo
     return (
         f"{decision} of call {args.call_id} held: run {args.run_id} applies it when the "
@@ -296,9 +301,31 @@ def _keygen(args: argparse.Namespace) -> str:
     )
 
 
-async def _pending_call(agents: AgentClient, run_id: str, call_id: str) -> PendingApproval | None:
-    """The pending item of `call_id`, as `agentctl pending` shows it, or None."""
-    return next((p for p in await agents.pending(run_id) if p.call_id == call_id), None)
+async def _pending_call(
+    agents: AgentClient, run_id: str, call_id: str, holder: str | None = None
+) -> PendingApproval | None:
+    """The pending item of `call_id`, as `agentctl pending` shows it, or None: the run's
+    own call first, else the one of the run below it that holds it (`holder`, when given;
+    several runs below holding the call id need it)."""
+    found = [p for p in await agents.pending(run_id) if p.call_id == call_id]
+    if holder is not None:
+        found = [p for p in found if p.run_id == holder]
+        if not found:
+            raise AgentClientError(
+                f"call {render.safe(call_id)} is not pending in run {render.safe(holder)} "
+                f"under {render.safe(run_id)}"
+            )
+    own = [p for p in found if p.run_id in (None, run_id)]
+    if own:
+        return own[0]
+    runs = sorted({p.run_id or "" for p in found})
+    if len(runs) > 1:
+        raise AgentClientError(
+            f"call {render.safe(call_id)} is pending in {len(runs)} runs below "
+            f"{render.safe(run_id)} ({render.safe(', '.join(runs[:5]))}): say which with "
+            "--in SUB_RUN_ID"
+        )
+    return found[0] if found else None
 
 
 async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -526,6 +553,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
     sub.add_argument("run_id", metavar="RUN_ID")
     sub.add_argument("call_id", metavar="CALL_ID")
+    sub.add_argument(
+        "--in",
+        dest="holder",
+        metavar="SUB_RUN_ID",
+        help="the run below RUN_ID that holds the call, when runs below it use the same "
+        "call id (`agentctl pending RUN_ID` shows each call's run)",
+    )
     sub.add_argument(
         "--as",
         dest="approver",

@@ -242,8 +242,10 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         body = await _body(request, DecisionRequest)
         payload = json.loads(await request.body())  # as it came: a signature covers it
         request.state.audit |= {"action": body.decision, "call_id": body.call_id}
-        if body.run_id not in (None, run_id):
-            raise HTTPException(400, f"the body's run_id is not {run_id!r}")
+        holder = await _holder(agents, run_id, body.call_id, body.run_id)
+        if holder != run_id:  # a call of a run below: the caller must may touch it too
+            request.state.audit["holder"] = holder
+            await allowed(request, "decide", holder)
         if body.signature is None:  # unsigned: the gateway says who sends it, and checks who
             approver = body.approver or caller.name
             if not caller.may_approve_as(approver):
@@ -251,7 +253,7 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
             if body.sender is not None:
                 raise HTTPException(400, "sender is set by the gateway (gateway:<caller>)")
             payload |= {"approver": approver, "sender": f"gateway:{caller.name}"}
-            payload["run_id"] = run_id
+            payload["run_id"] = holder
         request.state.audit["approver"] = payload.get("approver")
         idempotency = request.headers.get("idempotency-key")
         recorded = await agents.send_decision(run_id, payload, request_id=idempotency)
@@ -555,6 +557,31 @@ async def _body(request: Request, model: type[_M]) -> _M:
 
 def _json(value: object, status_code: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status_code)
+
+
+async def _holder(agents: AgentClient, run_id: str, call_id: str, named: str | None) -> str:
+    """The run that holds `call_id`: `run_id` itself, or a run below it (an agent called
+    as a tool) whose pending call it is, as the body names it (`run_id`) or, when it
+    names none and the run has no such call of its own, as its pending calls say."""
+    if named == run_id:
+        return run_id
+    pending = [p for p in await agents.pending(run_id) if p.call_id == call_id]
+    below = [p.run_id for p in pending if p.run_id and p.run_id != run_id]
+    if named is not None:
+        if named not in below:
+            raise HTTPException(
+                400, f"the body's run_id is not {run_id!r} nor a run below it holding the call"
+            )
+        return named
+    if len(below) == len(pending):  # not a pending call of the run itself
+        return run_id if not below else _one(below)
+    return run_id
+
+
+def _one(below: list[str]) -> str:
+    if len(set(below)) > 1:
+        raise HTTPException(409, "runs below this one hold this call id: name one (run_id)")
+    return below[0]
 
 
 async def _agent_of(agents: AgentClient, run_id: str) -> str | None:

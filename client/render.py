@@ -91,12 +91,31 @@ def retry_line(retry: ActivityRetry) -> str:
 
 def pending(approvals: list[PendingApproval], *, reveal: bool = False) -> str:
     """A small table (call id, tool, requested at, arguments digest), each row followed
-    by every argument of the call in full (`arguments_lines`)."""
+    by every argument of the call in full (`arguments_lines`). When calls of runs below
+    the run are among them (agents called as tools), a first column says whose: the
+    agents from the run asked down to the one holding the call, and that run's id."""
     if not approvals:
         return "no pending approvals"
-    header = ("CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
-    rows = [(safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a)) for a in approvals]
+    header: tuple[str, ...] = ("CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
+    rows: list[tuple[str, ...]] = [
+        (safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a)) for a in approvals
+    ]
+    if any(len(a.path) > 1 for a in approvals):
+        header = ("IN", *header)
+        rows = [(_holder(a), *row) for a, row in zip(approvals, rows, strict=True)]
     return _table_with_arguments(header, rows, approvals, reveal=reveal)
+
+
+def path(item: PendingApproval) -> str:
+    """`lead → mailer`: the agents from the run asked down to the one holding the call."""
+    return " → ".join(safe(a) for a in item.path)
+
+
+def _holder(item: PendingApproval) -> str:
+    """`lead → mailer (lead-4f2a/c2)`, or `lead (this run)`."""
+    if len(item.path) <= 1:
+        return f"{path(item)} (this run)"
+    return f"{path(item)} ({safe(item.run_id or '')})"
 
 
 def pending_across_runs(found: PendingAcrossRuns, *, reveal: bool = False) -> str:

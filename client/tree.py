@@ -69,7 +69,8 @@ async def _node(
 ) -> RunNode:
     budget[0] -= 1
     state, pending = await asyncio.gather(agents.state(run_id), agents.pending(run_id))
-    node = RunNode(run_id=run_id, view=status_view(state), pending=pending, call_id=call_id)
+    own = [p for p in pending if p.run_id in (None, run_id)]  # the others show under theirs
+    node = RunNode(run_id=run_id, view=status_view(state), pending=own, call_id=call_id)
     for child_call in child_calls(state):
         if budget[0] <= 0:
             node.left_out += 1

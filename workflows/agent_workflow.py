@@ -48,19 +48,24 @@ with workflow.unsafe.imports_passed_through():
         snapshot_signature,
         state_pages,
         step_events,
+        tree_approvals,
         visibility,
     )
     from durable_agents.workflows.payloads import (
         AgentInput,
         AgentResult,
         DecideInput,
+        DecisionSignal,
         DeliveryJob,
+        ForwardAnswer,
+        ForwardedDecision,
         GuardrailVerdict,
         ModelReply,
         PauseSignal,
         PendingApproval,
         ResumeSignal,
         StatusView,
+        SubRunReport,
         ToolOutcome,
     )
     from durable_agents.workflows.state import (
@@ -118,6 +123,16 @@ class AgentWorkflow:
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
         self._stream: event_stream.RunStream | None = None
         """The run's events (`workflows.event_stream`), for runs since the patch."""
+        self._children: set[str] = set()
+        """The child runs (agents called as tools) this run waits on now."""
+        self._passed_down: dict[str, ForwardAnswer | None] = {}
+        """Decisions passed down to a child, by reference, and its answer once it came."""
+        self._answers: list[ForwardAnswer] = []
+        """(A child) answers to decisions passed down by the caller, not sent yet."""
+        self._answers_queued = 0
+        self._answers_sent = 0
+        self._reporting = False
+        """(A child) a report to the caller is on its way."""
         if workflow.patched(patches.PATCH_RUN_EVENTS):
             carried = self._input.resume_from if self._input is not None else None
             announced = carried.notices if carried is not None else None
@@ -171,6 +186,8 @@ class AgentWorkflow:
             raise
         self._state = state
         self._inbox.bind(state)
+        if workflow.info().parent is not None:
+            self._reporter = asyncio.create_task(self._report_to_caller(state))
         if workflow.info().continued_run_id is None:
             self._emit(state, step_events.run_started(state))
         try:
@@ -504,6 +521,18 @@ class AgentWorkflow:
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
         child = agent_calls.child_id(state.run_id, call.call_id)
+        self._children.add(child)
+        try:
+            return await self._run_child(state, call, agent, task, child)
+        finally:
+            self._children.discard(child)
+            if any(s.via == child for s in state.sub_approvals):
+                tree_approvals.forget(state, child)
+                self._publish(state)
+
+    async def _run_child(
+        self, state: RunState, call: ToolCall, agent: str, task: AgentInput, child: str
+    ) -> ToolOutcome:
         try:
             handle = await workflow.start_child_workflow(
                 contract.WORKFLOW_TYPE,
@@ -600,7 +629,9 @@ class AgentWorkflow:
         if self._stream is not None:
             self._emit(state, step_events.continued_as_new(state))
             self._stream.release_followers()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and not self._reporting
+        )
         if self._stream is not None:
             carried = self._stream.carried()
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
@@ -687,7 +718,7 @@ class AgentWorkflow:
     # --- signals ------------------------------------------------------------------
 
     @workflow.signal(dynamic=True)
-    def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
+    async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
         """Every signal, whatever its name and arguments, dispatched here by name.
 
         Named handlers are not used on purpose: the SDK calls one with every argument
@@ -702,13 +733,31 @@ class AgentWorkflow:
             if why is not None and workflow.patched(patches.PATCH_ANY_SIGNAL):  # as the inbox
                 self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
             return
+        if state is not None and await self._tree_signal(state, name, args):
+            return
         self._inbox.receive(name, args)
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
             self._publish(self._state)  # the UI's details say how deliveries go
 
     @workflow.update(name=contract.UPDATE_DECIDE)
-    def decide(self, payload: DecideInput) -> Decision:
-        """Approve or reject a pending call and get the recorded decision back."""
+    async def decide(self, payload: DecideInput) -> Decision:
+        """Approve or reject a pending call and get the recorded decision back; a call
+        of a run below this one is decided there, and answered once it has."""
+        try:
+            child = tree_approvals.route(self._started_state(), payload.call_id, payload.run_id)
+        except errors.DecisionRefused as err:  # the validator ran: should not happen
+            raise ApplicationError(
+                str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
+            ) from err
+        if child is not None:
+            answer = await self._pass_down(child, payload)
+            if answer.decision is None:
+                raise ApplicationError(
+                    answer.refused or "refused",
+                    type=contract.ERROR_DECISION_REFUSED,
+                    non_retryable=True,
+                )
+            return answer.decision
         bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
         try:
             decision = decisions.apply(
@@ -729,11 +778,166 @@ class AgentWorkflow:
             too_large = limits.decision_problem(payload)
             if too_large is not None:
                 raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
-            decisions.check(self._started_state(), payload, now=workflow.now(), bound=True)
+            state = self._started_state()
+            child = tree_approvals.route(state, payload.call_id, payload.run_id)
+            if child is None:
+                decisions.check(state, payload, now=workflow.now(), bound=True)
+            elif state.status.is_final:
+                raise errors.DecisionRefused(f"run {state.run_id} has ended ({state.status.value})")
         except errors.DecisionRefused as err:
             raise ApplicationError(
                 str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
             ) from None
+
+    # --- approvals across a tree of runs (workflows.tree_approvals) -------------------
+
+    async def _tree_signal(self, state: RunState, name: str, args: Sequence[RawValue]) -> bool:
+        """Take a signal of the tree protocol, or pass a decision for a call of a run
+        below this one down to it; False: the inbox takes the signal."""
+        raw = args[0] if len(args) == 1 else None
+        if name == contract.SIGNAL_SUB_RUN_REPORT and raw is not None:
+            if not workflow.patched(patches.PATCH_TREE_APPROVALS):
+                return False
+            self._take_report(state, raw)
+            return True
+        if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
+            if not workflow.patched(patches.PATCH_TREE_APPROVALS):
+                return False
+            await self._take_forwarded(state, raw)
+            return True
+        if name not in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) or raw is None:
+            return False
+        if not state.sub_approvals:  # nothing below waits (and runs before the patch)
+            return False
+        decoded = raw_payloads.decode(raw, DecisionSignal)
+        if isinstance(decoded, str):
+            return False  # the inbox refuses it, as any malformed decision
+        try:
+            child = tree_approvals.route(state, decoded.call_id, decoded.run_id)
+        except errors.DecisionRefused as err:
+            self._inbox.refuse_signal(name, raw, str(err))
+            return True
+        if child is None:
+            return False
+        try:  # as it was sent: a signature covers exactly its fields
+            await workflow.get_external_workflow_handle(child).signal(name, raw)
+        except Exception as err:  # the child ended meanwhile
+            why = f"run {child}, which holds the call, could not be reached: {err}"
+            self._inbox.refuse_signal(name, raw, why)
+        return True
+
+    def _take_report(self, state: RunState, raw: RawValue) -> None:
+        """A child's report: its pending calls replace those it reported before; its
+        answers go to the decisions waiting for them."""
+        report = raw_payloads.decode(raw, SubRunReport)
+        why = (
+            report
+            if isinstance(report, str)
+            else tree_approvals.report_problem(report, self._children)
+        )
+        if why is not None or isinstance(report, str):
+            self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "")
+            return
+        tree_approvals.take_report(state, report)
+        for answer in report.answers:
+            if answer.ref in self._passed_down and self._passed_down[answer.ref] is None:
+                self._passed_down[answer.ref] = answer
+        self._publish(state)
+
+    async def _take_forwarded(self, state: RunState, raw: RawValue) -> None:
+        """(A child) a decision the caller passed down: decided here, or passed further
+        down; the answer goes up in the next report."""
+        forwarded = raw_payloads.decode(raw, ForwardedDecision)
+        if isinstance(forwarded, str) or workflow.info().parent is None:
+            why = forwarded if isinstance(forwarded, str) else "this run was not called as a tool"
+            self._inbox.refuse_signal(contract.SIGNAL_FORWARDED_DECISION, raw, why)
+            return
+        answer = await self._decide_below(state, forwarded)
+        self._answers.append(answer)
+        self._answers_queued += 1
+        mine = self._answers_queued
+        await workflow.wait_condition(lambda: self._answers_sent >= mine)
+
+    async def _decide_below(self, state: RunState, forwarded: ForwardedDecision) -> ForwardAnswer:
+        ref = forwarded.ref
+        request = tree_approvals.decision_of(forwarded)
+        if isinstance(request, str):
+            return ForwardAnswer(ref=ref, refused=f"invalid decide payload: {request}")
+        too_large = limits.decision_problem(request)
+        if too_large is not None:
+            return ForwardAnswer(ref=ref, refused=f"invalid decide payload: {too_large}")
+        try:
+            child = tree_approvals.route(state, request.call_id, request.run_id)
+            if child is not None:
+                below = await self._pass_down(child, request)
+                return below.model_copy(update={"ref": ref})
+            decision = decisions.apply(state, request, via="update", now=workflow.now())
+        except errors.DecisionRefused as err:
+            return ForwardAnswer(ref=ref, refused=str(err))
+        self._inbox.woken += 1
+        inbox.record_wait(state, decision)
+        return ForwardAnswer(ref=ref, decision=decision)
+
+    async def _pass_down(self, child: str, request: DecideInput) -> ForwardAnswer:
+        """Pass a decision down to `child` and wait for its answer (bounded)."""
+        ref = str(workflow.uuid4())
+        self._passed_down[ref] = None
+        sent = request.model_dump(mode="json", include=request.model_fields_set)
+        try:
+            await workflow.get_external_workflow_handle(child).signal(
+                contract.SIGNAL_FORWARDED_DECISION, ForwardedDecision(ref=ref, decision=sent)
+            )
+            await workflow.wait_condition(
+                lambda: self._passed_down[ref] is not None or child not in self._children,
+                timeout=tree_approvals.ANSWER_TIMEOUT,
+                timeout_summary=f"decision passed down to {child}",
+            )
+        except TimeoutError:
+            waited = int(tree_approvals.ANSWER_TIMEOUT.total_seconds())
+            why = (
+                f"run {child}, which holds the call, did not answer within {waited} s; the "
+                "decision may still apply there (its pending calls tell)"
+            )
+            return ForwardAnswer(ref=ref, refused=why)
+        except Exception as err:  # the child ended meanwhile
+            why = f"run {child}, which holds the call, could not be reached: {err}"
+            return ForwardAnswer(ref=ref, refused=why)
+        finally:
+            answer = self._passed_down.pop(ref, None)
+        if answer is None:
+            return ForwardAnswer(ref=ref, refused=f"run {child} ended before it answered")
+        return answer
+
+    async def _report_to_caller(self, state: RunState) -> None:
+        """(A run called as a tool) Tell the caller of the calls waiting in this run and
+        below it whenever they change, with the answers to decisions it passed down.
+        One report at a time, so they arrive in order."""
+        parent = workflow.info().parent
+        assert parent is not None
+        caller = workflow.get_external_workflow_handle(parent.workflow_id)
+        told: tree_approvals.Key | None = None if workflow.info().continued_run_id else ()
+
+        def due() -> bool:
+            return bool(self._answers) or (
+                not state.status.is_final and tree_approvals.key(state) != told
+            )
+
+        while True:
+            await workflow.wait_condition(due)
+            if not workflow.patched(patches.PATCH_TREE_APPROVALS):
+                return
+            answers, self._answers = self._answers, []
+            told = tree_approvals.key(state)
+            self._reporting = True
+            try:
+                await caller.signal(
+                    contract.SIGNAL_SUB_RUN_REPORT, tree_approvals.report(state, answers)
+                )
+            except Exception:  # the caller has ended: nobody is left to tell
+                pass
+            finally:
+                self._reporting = False
+                self._answers_sent += len(answers)
 
     # The pause and resume updates need no patch: a refused update leaves nothing in
     # history, and an accepted one exists only in histories of this code or later.
@@ -818,4 +1022,4 @@ class AgentWorkflow:
     @workflow.query(name=contract.QUERY_GET_PENDING_APPROVALS)
     def get_pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a decision."""
-        return [] if self._state is None else decisions.pending_approvals(self._state)
+        return [] if self._state is None else tree_approvals.pending(self._state)

@@ -22,6 +22,12 @@ SIGNAL_REFRESH_TOOLS = "refresh_tools"
 SIGNAL_WEBHOOK_DELIVERY = "webhook_delivery"
 """How a webhook delivery of the run goes, from its delivery workflow (informational:
 recorded in `RunState.webhook_deliveries`, it decides nothing)."""
+SIGNAL_SUB_RUN_REPORT = "sub_run_report"
+"""A run called as a tool, to its caller (`workflows.tree_approvals`): the calls waiting
+for a decision in it and below it, and its answers to decisions passed down."""
+SIGNAL_FORWARDED_DECISION = "forwarded_decision"
+"""A caller, to the run below it that holds a call: a `decide` update sent to the caller
+for that call (`workflows.tree_approvals`); answered in the next `sub_run_report`."""
 SIGNAL_PAUSE = "pause"
 SIGNAL_RESUME = "resume"
 UPDATE_PAUSE = "pause"

@@ -438,6 +438,7 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
             run_id=state.run_id,
             execution_id=state.execution_id,
             sensitive=sensitive_names(state, c),
+            path=[state.agent.name],
         )
         for c in pending_calls(state)
         if (asked_at := _asked_at(state, c)) is not None
@@ -561,6 +562,11 @@ def all_calls(state: RunState) -> list[ToolCall]:
 
 def _all_calls(state: RunState) -> list[ToolCall]:
     return [c for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls]
+
+
+def has_call(state: RunState, call_id: str) -> bool:
+    """Whether the run has a call (or a budget request) with this id, decided or not."""
+    return _find_call(state, call_id) is not None
 
 
 def _find_call(state: RunState, call_id: str) -> tuple[int, ToolCall] | None:

@@ -11,6 +11,7 @@ from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
     RunState,
+    SubApproval,
     ToolCall,
     ToolListing,
     ToolResult,
@@ -54,6 +55,9 @@ def render(state: RunState) -> str:
         lines += ["", f"**Pending approvals ({len(pending)})**"]
         for call in pending:
             lines += _pending_call(state, call)
+    if state.sub_approvals:
+        lines += ["", f"**Pending approvals in runs below ({len(state.sub_approvals)})**"]
+        lines += [_sub_approval(state, s) for s in state.sub_approvals]
     reply = next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
     summary = " ".join(s for thought in (reply.reasoning if reply else []) for s in thought.summary)
     if reply is not None and summary:
@@ -117,6 +121,17 @@ def _listing(listing: ToolListing) -> str:
         for what, names in listing.changes()
     ]
     return head + ("; ".join(changes) or "no change")
+
+
+def _sub_approval(state: RunState, entry: SubApproval) -> str:
+    """`- notify(to=ann, text=5) — call id n1 — in run lead-1/c2 (lead → mailer)`:
+    sensitive values masked; the decision goes to this run or to the one named."""
+    shown = argument_view.redacted(entry.arguments, entry.sensitive)
+    path = " → ".join(argument_view.safe(a) for a in [state.agent.name, *entry.path])
+    return (
+        f"- {_code(tool_call_summary(entry.tool, shown, SHORT))} — call id "
+        f"{_code(entry.call_id)} — in run {_code(argument_view.safe(entry.run_id))} ({path})"
+    )
 
 
 def _pending_call(state: RunState, call: ToolCall) -> list[str]:

@@ -22,6 +22,7 @@ from durable_agents.workflows import (
     mcp_tools,
     output,
     settings,
+    tree_approvals,
 )
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import (
@@ -222,6 +223,7 @@ def resume(
             output.reopen(state)
         state.context_overflow = None  # a resumed call gets its second attempt again
         state.first_agent = None  # a snapshot cannot say which agent a run started as
+        state.sub_approvals = []  # the snapshot's children are not this run's
         state.tools_refresh = None  # a resumed run's tools are listed as it starts
         if state.notices is not None:  # its events are its own: a waiting call is new here
             state.notices = None
@@ -588,10 +590,10 @@ def status_view(state: RunState) -> StatusView:
     paused = state.paused is not None and not state.status.is_final
     waiting = state.status in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_INPUT)
     return StatusView(
-        status=RunStatus.PAUSED if paused and waiting else state.status,
+        status=RunStatus.PAUSED if paused and waiting else tree_approvals.shown_status(state),
         agent=handoffs.first_agent(state),
         turn=state.turn,
-        pending_approvals=len(decisions.pending_calls(state)),
+        pending_approvals=tree_approvals.pending_count(state),
         usage=state.usage,
         currency=state.agent.price.currency if state.agent.price is not None else None,
         paused=paused,

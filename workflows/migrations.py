@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.22 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.23 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -163,6 +163,12 @@ def _1_21_to_1_22(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.22"}
 
 
+def _1_22_to_1_23(data: dict[str, Any]) -> dict[str, Any]:
+    """1.23 added `RunState.sub_approvals` (optional, empty: a 1.22 run's children did
+    not report their pending calls): nothing to convert."""
+    return {**data, "schema_version": "1.23"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -186,5 +192,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.19": _1_19_to_1_20,
     "1.20": _1_20_to_1_21,
     "1.21": _1_21_to_1_22,
+    "1.22": _1_22_to_1_23,
 }
 """Released version -> the step from it to the next version."""

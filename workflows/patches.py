@@ -111,6 +111,13 @@ PATCH_AGENT_TOOLS = "agent-tools"
 """A call of an agent tool (`ToolSpec.runs_agent`) runs that agent as a child run
 (`workflows.agent_calls`) instead of an activity; asked only when a reply calls one."""
 
+PATCH_TREE_APPROVALS = "tree-approvals"
+"""A run called as a tool reports the calls waiting for a decision in it and below it
+to its caller (`sub_run_report`), and takes decisions its caller passes down
+(`forwarded_decision`); a caller lists them and passes decisions for them down
+(`workflows.tree_approvals`). Asked when a child first reports, and when a caller
+first takes a report; before, a caller showed only its own calls."""
+
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run
 continues as new once the deployment's current build changed, and the new run starts

@@ -16,6 +16,7 @@ from durable_agents.workflows.state import (
     AgentSpec,
     ApprovalCondition,
     Attachment,
+    Decision,
     Item,
     ModelAPIName,
     ModelSettings,
@@ -335,6 +336,41 @@ class PendingApproval(_Answer):
     sensitive: list[str] = []
     """Argument names the tool marks sensitive: `agentctl` and the UI show their
     values only on request."""
+    path: list[str] = []
+    """The agents from the run asked (first) down to the run that holds the call: one
+    name for a call of the run itself; more for a call in a run below it (an agent
+    called as a tool), whose `run_id` is that run's."""
+
+
+# --- a tree of runs (agents called as tools: workflows.tree_approvals) ----------------
+
+
+class ForwardAnswer(_Payload):
+    """What the run holding a call did with a decision passed down to it: the recorded
+    decision, or why it refused it."""
+
+    ref: str = Field(min_length=1, max_length=64)
+    decision: Decision | None = None
+    refused: str | None = Field(None, max_length=4_000)
+
+
+class SubRunReport(_Payload):
+    """A run's report to the run that called it (the `sub_run_report` signal): every call
+    waiting for a decision in it and below it, and its answers to decisions passed down."""
+
+    run_id: str = Field(min_length=1, max_length=200)
+    """The reporting run (workflow id): a run the receiver is waiting on."""
+    pending: list[PendingApproval] = Field([], max_length=50)
+    answers: list[ForwardAnswer] = Field([], max_length=50)
+
+
+class ForwardedDecision(_Payload):
+    """A `decide` update passed down to the run below that holds its call (the
+    `forwarded_decision` signal); answered in that run's next `SubRunReport`."""
+
+    ref: str = Field(min_length=1, max_length=64)
+    decision: dict[str, JsonValue]
+    """The `decide` payload as it was sent (a signature covers exactly its fields)."""
 
 
 # --- activities ---------------------------------------------------------------

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.22"
+SCHEMA_VERSION = "1.23"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -77,6 +77,7 @@ and `tool_listings`.
 1.21 added handoffs: `ToolSpec.handoff`, the `Handoff` item.
 1.22 added agents as tools: `ToolSpec.runs_agent`, `RunState.depth`, and
 `RunState.first_agent`.
+1.23 added approvals across a tree of runs: `RunState.sub_approvals`.
 """
 
 REFUSALS_KEPT = 50
@@ -995,10 +996,35 @@ class ImportRecord(_Model):
     at: AwareDatetime
 
 
+SUB_APPROVALS_KEPT = 100
+"""The most calls of runs below a run it keeps as waiting (reports past it are cut)."""
+
+
+class SubApproval(_Model):
+    """A call waiting for a decision in a run below this one (an agent called as a
+    tool, or one that agent called), as the child run this run waits on last reported
+    it (`workflows.tree_approvals`). Shown with the run's own pending calls; a decision
+    for it is passed down to `via`. Added in 1.23."""
+
+    via: str = Field(min_length=1, max_length=200)
+    """The child run (workflow id) that reported it: the one a decision goes to."""
+    run_id: str = Field(min_length=1, max_length=200)
+    """The run that holds the call (`via` itself, or a run below it)."""
+    execution_id: str | None = Field(None, max_length=200)
+    path: list[str] = Field(min_length=1, max_length=16)
+    """The agents from `via`'s down to the one whose run holds the call."""
+    call_id: str = Field(min_length=1, max_length=200)
+    tool: str = Field(min_length=1, max_length=200)
+    arguments: str
+    arguments_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    requested_at: AwareDatetime
+    sensitive: list[str] = []
+
+
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.22"] = "1.22"
+    schema_version: Literal["1.23"] = "1.23"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1091,6 +1117,11 @@ class RunState(_Model):
     None: it has not, or it was resumed since (a snapshot cannot say). Added in 1.22."""
     imported: ImportRecord | None = Field(None, exclude_if=lambda i: i is None)
     """Set when the run was imported from another framework's run state. Added in 1.20."""
+    sub_approvals: list[SubApproval] = Field(
+        [], max_length=SUB_APPROVALS_KEPT, exclude_if=lambda s: not s
+    )
+    """Calls waiting for a decision in the runs below this one that it waits on, as they
+    reported them; forgotten when that child ends. Added in 1.23."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -10,7 +10,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import decisions, details, handoffs, metrics, patches
+    from durable_agents.workflows import details, handoffs, metrics, patches, tree_approvals
     from durable_agents.workflows import search_attributes as sa
     from durable_agents.workflows.state import RunState, RunStatus
 
@@ -23,14 +23,15 @@ def publish(state: RunState, *, last: Published | None) -> Published:
     """Set the current details, and the search attributes if they changed since
     `last` (an upsert is a history event); returns what they are now."""
     workflow.set_current_details(details.render(state))
-    pending = len(decisions.pending_calls(state))
+    pending = tree_approvals.pending_count(state)  # with those of runs below it
+    status = tree_approvals.shown_status(state).value
     tokens, cost = state.usage.total_tokens, state.usage.cost
     name = handoffs.first_agent(state)  # after a handoff too: what saved searches find
-    values = (name, state.status.value, pending, state.turn, tokens, cost)
+    values = (name, status, pending, state.turn, tokens, cost)
     if values != last:
         updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_NAME.value_set(name),
-            sa.AGENT_STATUS.value_set(state.status.value),
+            sa.AGENT_STATUS.value_set(status),
             sa.AGENT_PENDING_APPROVALS.value_set(pending),
             sa.AGENT_TURN.value_set(state.turn),
         ]

@@ -65,11 +65,12 @@ async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, m
     await wait_for_status(team.client.get_workflow_handle(mailer_run), RunStatus.AWAITING_APPROVAL)
     researcher_run = f"{run_id}/c1"
     assert (await client.result(researcher_run)).final_output == "2 + 3 = 5"
-    assert (await client.status(run_id)).status is RunStatus.RUNNING  # waits for its children
+    # its child waits for a decision: so does it (tests/integration/test_tree_approvals.py)
+    await wait_for_status(team.client.get_workflow_handle(run_id), RunStatus.AWAITING_APPROVAL)
     shown = await bound_to(team)("tree", run_id)
     assert shown.code == 0, shown.stderr
     assert shown.stdout.splitlines() == [
-        f"{run_id} · lead · running · turn 1",
+        f"{run_id} · lead · awaiting_approval · turn 1",
         f"  └ [c1] {researcher_run} · researcher · completed · turn 2",
         f"  └ [c2] {mailer_run} · mailer · awaiting_approval · turn 1 · 1 pending: n1 notify",
     ]

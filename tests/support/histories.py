@@ -11,8 +11,9 @@ HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 def recorded_id(path: Path) -> str:
     """The id `tests/support/record_histories.py` gave the run (`<name>.runN.json` is
     run N of `history-<name>`). A run's id is part of its logic: a decision bound to
-    another run's id is refused, so a history replays only under its own."""
-    return f"history-{path.stem.split('.')[0]}"
+    another run's id is refused, so a history replays only under its own. A child run's
+    file has `__` where its id has `/` (`<name>__c1.json` is `history-<name>/c1`)."""
+    return f"history-{path.stem.split('.')[0].replace('__', '/')}"
 
 
 def replayed_workflows() -> list[type]:

@@ -99,4 +99,11 @@ thrifty = Agent(
 )
 
 HANDOFF_AGENTS = [triage, billing, shipping, careful, desk, thrifty]
-AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst]
+director = Agent(
+    name="director",
+    instructions="You ask the lead.",
+    model="director-model",
+    tools=[lead.as_tool(name="ask_lead")],
+    max_turns=4,
+)
+AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst, director]

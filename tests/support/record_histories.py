@@ -833,6 +833,39 @@ async def record_imported(client: Client, name: str) -> None:
         await _save(client, name, handle)
 
 
+async def record_tree(client: Client, name: str) -> None:
+    """v34 (tree-approvals, schema 1.23): the lead calls the mailer as a tool; the
+    mailer's notice waits for a decision, which the lead lists and passes down (a
+    `decide` update sent to the lead), after a forged report the lead refuses. Both
+    runs' histories are kept: the caller's, and the child's (`<name>__c1`)."""
+    script = [
+        Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+        Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+        Reply("ann was notified"),
+        Reply("done"),
+    ]
+    async with _serving(client, name, script) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="lead", input="go"),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+            await asyncio.sleep(0.1)
+        await handle.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": "not-a-child"})
+        decision = {"call_id": "n1", "decision": "approve", "approver": "ann"}
+        await handle.execute_update(contract.UPDATE_DECIDE, decision)
+        await handle.result()
+        await _save(client, name, handle)
+        child = client.get_workflow_handle(f"{handle.id}/c1")
+        path = HISTORIES / f"{name}__c1.json"
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text((await child.fetch_history()).to_json())
+        print(f"recorded {path}")
+
+
 def forged(snapshot: RunState) -> RunState:
     """`snapshot` with an approval (and `always` rule) of its pending call that nobody made."""
     reply = snapshot.items[-1]
@@ -859,6 +892,8 @@ async def main() -> None:
                 await record(env.client, name, agent, session, script, actions)
         if not _recorded("upgrade_at_continue_as_new_v30"):
             await record_upgrade(env.client, "upgrade_at_continue_as_new_v30")
+        if not _recorded("tree_approvals_v34"):
+            await record_tree(env.client, "tree_approvals_v34")
         if not _recorded("imported_openai_v31"):
             await record_imported(env.client, "imported_openai_v31")
         if not _recorded("execution_bound_v11"):

@@ -48,6 +48,7 @@ from durable_agents.workflows.state import (
     RunState,
     RunStatus,
     Starter,
+    SubApproval,
     ToolCall,
     ToolListing,
     ToolResult,
@@ -755,6 +756,27 @@ def _golden_1_22() -> RunState:
     return state
 
 
+def _golden_1_23() -> RunState:
+    """1.22's, with what 1.23 added: a call waiting for a decision in a run below this
+    one, as its child reported it."""
+    state = _golden_1_22()
+    state.sub_approvals.append(
+        SubApproval(
+            via="golden-run/c9",
+            run_id="golden-run/c9/m2",
+            execution_id="golden-exec-c9-m2",
+            path=["researcher", "mailer"],
+            call_id="n1",
+            tool="notify",
+            arguments='{"to": "ann", "text": "5"}',
+            arguments_sha256="ab" * 32,
+            requested_at=state.updated_at,
+            sensitive=["text"],
+        )
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -779,6 +801,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.20": _golden_1_20,
     "1.21": _golden_1_21,
     "1.22": _golden_1_22,
+    "1.23": _golden_1_23,
 }
 
 

@@ -242,6 +242,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.19": MIGRATIONS["1.19"],
         "1.20": MIGRATIONS["1.20"],
         "1.21": MIGRATIONS["1.21"],
+        "1.22": MIGRATIONS["1.22"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated

@@ -1,0 +1,340 @@
+"""Approvals across a tree of runs (workflows/tree_approvals.py): a child run (an agent
+called as a tool) waiting for a decision shows in its caller's pending calls, status,
+search attributes and details, and a decision sent to the caller (agentctl, the
+`temporal` CLI, the gateway) is decided by the child. Real dev server, worker, model
+server; the hostile cases send what any signaller can."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import DecisionRefused
+from durable_agents.client.gateway_auth import Callers, load_callers
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import PendingApproval
+from durable_agents.workflows.state import Decision, RunStatus
+from temporalio.api.sdk.v1 import WorkflowMetadata
+
+from durable_agents.testing import Call, Reply
+from tests.conftest import serving
+from tests.integration.test_gateway import DECIDER, bearer, gateway
+from tests.support.cli_support import bound_to, error_lines
+from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
+from tests.support.runs import temporal_cli, tool_results, wait_for_status
+
+
+@pytest.fixture
+async def team(env, model_server):
+    NOTICES.clear()
+    async with serving(env.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
+        yield running
+
+
+def by_model(replies: dict[str, list]) -> object:
+    def answer(body: dict) -> object:
+        return replies[body["model"]].pop(0)
+
+    return answer
+
+
+def mailer_replies(*call_ids: str) -> list:
+    """The mailer proposes one notice per id, then answers."""
+    replies: list = []
+    for call_id in call_ids:
+        notice = Call("notify", {"to": "ann", "text": "5"}, call_id)
+        replies += [Reply(tool_calls=(notice,)), Reply(content="ann was notified")]
+    return replies
+
+
+async def pending_below(client: AgentClient, run_id: str, count: int) -> list[PendingApproval]:
+    """The run's pending calls once `count` of them are of runs below it."""
+    deadline = time.monotonic() + 15
+    while True:
+        pending = await client.pending(run_id)
+        if sum(p.run_id != run_id for p in pending) >= count:
+            return pending
+        assert time.monotonic() < deadline, f"run {run_id} lists {pending}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through_it(
+    team, model_server
+):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(
+                    tool_calls=(
+                        Call("researcher", {"input": "add 2 and 3"}, "c1"),
+                        Call("ask_mailer", {"input": "tell ann it is 5"}, "c2"),
+                    )
+                ),
+                Reply(content="Done."),
+            ],
+            "research-model": [
+                Reply(tool_calls=(Call("add", {"a": 2, "b": 3}, "a1"),)),
+                Reply(content="5"),
+            ],
+            "mail-model": mailer_replies("n1"),
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "work it out and tell ann")).id
+    mailer_run = f"{run_id}/c2"
+    [shown] = await pending_below(client, run_id, 1)
+    [own] = await client.pending(mailer_run)
+    assert shown.run_id == mailer_run and shown.path == ["lead", "mailer"]
+    assert own.path == ["mailer"] and own.run_id == mailer_run
+    assert shown.model_dump(exclude={"path"}) == own.model_dump(exclude={"path"})
+
+    view = await wait_for_status(
+        team.client.get_workflow_handle(run_id), RunStatus.AWAITING_APPROVAL
+    )
+    assert view.pending_approvals == 1
+    query = f"AgentPendingApprovals > 0 AND AgentName = 'lead' AND TaskQueue = '{team.task_queue}'"
+    for _ in range(100):  # visibility is eventually consistent
+        found = [w.id async for w in team.client.list_workflows(query)]
+        if found == [run_id]:
+            break
+        await asyncio.sleep(0.1)
+    assert found == [run_id]
+    handle = team.client.get_workflow_handle(run_id)
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    text = metadata.current_details
+    assert "**Pending approvals in runs below (1)**" in text
+    assert f"call id `n1` — in run `{mailer_run}` (lead → mailer)" in text
+
+    listed = await bound_to(team)("pending", run_id)
+    assert listed.code == 0, listed.stderr
+    assert f"lead → mailer ({mailer_run})" in listed.stdout
+    tree = await bound_to(team)("tree", run_id)
+    assert tree.stdout.splitlines()[0] == f"{run_id} · lead · awaiting_approval · turn 1"
+
+    started = time.monotonic()
+    approved = await bound_to(team)("approve", run_id, "n1", "--as", "ann", "--json")
+    round_trip = time.monotonic() - started
+    assert approved.code == 0, approved.stderr
+    decision = Decision.model_validate_json(approved.stdout)
+    assert (decision.call_id, decision.approver, decision.via) == ("n1", "ann", "update")
+    assert decision.run_id == mailer_run and decision.arguments_sha256 == own.arguments_sha256
+    assert round_trip < 10
+
+    result = await client.result(run_id)
+    assert result.status is RunStatus.COMPLETED and result.final_output == "Done."
+    assert NOTICES == [{"to": "ann", "text": "5"}]
+    child_state = await client.state(mailer_run)
+    [recorded] = [i for i in child_state.items if isinstance(i, Decision)]
+    assert recorded.approver == "ann" and recorded.sender == "agentctl"
+    assert tool_results(await client.state(run_id))["c2"].content == "ann was notified"
+    assert await client.pending(run_id) == []
+
+
+async def test_the_temporal_cli_approves_a_childs_call_through_the_caller(team, model_server):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(content="Done."),
+            ],
+            "mail-model": mailer_replies("n1"),
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "tell ann")).id
+    await pending_below(client, run_id, 1)
+    payload = json.dumps({"call_id": "n1", "approver": "ops"})  # as README documents it
+    await temporal_cli(
+        team, "workflow", "signal", "--workflow-id", run_id, "--name", "approve",
+        "--input", payload,
+    )  # fmt: skip
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    assert NOTICES == [{"to": "ann", "text": "5"}]
+    [decision] = [i for i in (await client.state(f"{run_id}/c1")).items if isinstance(i, Decision)]
+    assert (decision.approver, decision.via) == ("ops", "signal")
+
+
+async def test_a_grandchilds_call_is_listed_at_the_top_and_rejected_from_there(team, model_server):
+    model_server.responder = by_model(
+        {
+            "director-model": [
+                Reply(tool_calls=(Call("ask_lead", {"input": "have ann told"}, "d1"),)),
+                Reply(content="The lead reports back."),
+            ],
+            "lead-model": [
+                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(content="ann was not told"),
+            ],
+            "mail-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+                Reply(content="not sent"),
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("director", "tell ann")).id
+    [shown] = await pending_below(client, run_id, 1)
+    assert shown.path == ["director", "lead", "mailer"] and shown.run_id == f"{run_id}/d1/c1"
+    decision = await client.decide(
+        run_id, "n1", "reject", approver="ann", reason="not now",
+        arguments_sha256=shown.arguments_sha256, execution_id=shown.execution_id,
+        holder_run_id=shown.run_id,
+    )  # fmt: skip
+    assert (decision.decision, decision.run_id) == ("reject", shown.run_id)
+    result = await client.result(run_id)
+    assert result.status is RunStatus.COMPLETED and NOTICES == []
+    grandchild = await client.state(shown.run_id)
+    assert tool_results(grandchild)["n1"].content.startswith("Tool call rejected by ann: not now")
+
+
+async def test_a_decision_sent_to_the_caller_is_checked_by_the_run_that_holds_the_call(
+    team, model_server
+):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(
+                    tool_calls=(
+                        Call("ask_mailer", {"input": "tell ann"}, "c1"),
+                        Call("ask_mailer", {"input": "tell bob"}, "c2"),
+                    )
+                ),
+                Reply(content="Done."),
+            ],
+            "mail-model": [  # the same call id in both children
+                *[Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),))] * 2,
+                *[Reply(content="ann was notified")] * 2,
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "tell both")).id
+    pending = await pending_below(client, run_id, 2)
+    assert sorted(p.run_id for p in pending) == [f"{run_id}/c1", f"{run_id}/c2"]
+
+    with pytest.raises(DecisionRefused, match=r"waits in 2 runs below .*name the one"):
+        await client.decide(run_id, "n1", "approve", approver="ann")
+    ambiguous = await bound_to(team)("approve", run_id, "n1", "--as", "ann")
+    assert ambiguous.code == 1 and "--in SUB_RUN_ID" in error_lines(ambiguous.stderr)[0]
+    with pytest.raises(DecisionRefused, match="no call n1 waits in run elsewhere"):
+        await client.decide(
+            run_id, "n1", "approve", approver="ann",
+            arguments_sha256=pending[0].arguments_sha256, holder_run_id="elsewhere",
+        )  # fmt: skip
+    stale = pending[0].model_copy(update={"arguments_sha256": "0" * 64})
+    with pytest.raises(DecisionRefused, match="arguments"):  # the child checks the binding
+        await client.decide(
+            run_id, "n1", "approve", approver="ann",
+            arguments_sha256=stale.arguments_sha256, holder_run_id=f"{run_id}/c1",
+        )  # fmt: skip
+
+    first = await bound_to(team)("approve", run_id, "n1", "--in", f"{run_id}/c1", "--as", "ann")
+    assert first.code == 0, first.stderr
+    assert f"in run {run_id}/c1 (lead → mailer)" in first.stdout
+    # A repeat: the child has it decided (or has told the caller it no longer waits).
+    with pytest.raises(DecisionRefused, match=r"already decided|no call n1 waits in run"):
+        await client.decide(
+            run_id, "n1", "approve", approver="ann",
+            arguments_sha256=pending[0].arguments_sha256, holder_run_id=f"{run_id}/c1",
+        )  # fmt: skip
+    await client.approve(f"{run_id}/c2", "n1", approver="bob")  # on the child directly
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    assert len(NOTICES) == 2
+
+
+async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_server, tmp_path):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(content="Done."),
+            ],
+            "mail-model": mailer_replies("n1"),
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "tell ann")).id
+    child = f"{run_id}/c1"
+    [real] = await pending_below(client, run_id, 1)
+    parent = team.client.get_workflow_handle(run_id)
+    fake_item = real.model_dump(mode="json") | {"call_id": "x9", "run_id": "victim-run"}
+    # A report from a run the caller does not wait on: refused, not listed.
+    await parent.signal(
+        contract.SIGNAL_SUB_RUN_REPORT, {"run_id": "victim-run", "pending": [fake_item]}
+    )
+    # Malformed ones, and one the size limits refuse.
+    await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": "x"})
+    await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, "not an object")
+    long_item = fake_item | {"run_id": child, "tool": "t" * 300}
+    await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [long_item]})
+    # A decision passed down to a root run: it has no caller to answer.
+    await parent.signal(
+        contract.SIGNAL_FORWARDED_DECISION,
+        {"ref": "r1", "decision": {"call_id": "n1", "decision": "approve", "approver": "eve"}},
+    )
+    # A malformed one to the child, straight: refused there, the child goes on.
+    await team.client.get_workflow_handle(child).signal(
+        contract.SIGNAL_FORWARDED_DECISION, {"ref": "r1", "decision": "approve all"}
+    )
+    state = await client.state(run_id)
+    refused = [(r.signal, r.refused_because) for r in state.refused_signals]
+    assert [s for s, _ in refused] == [contract.SIGNAL_SUB_RUN_REPORT] * 4 + [
+        contract.SIGNAL_FORWARDED_DECISION
+    ]
+    assert "'victim-run' is not a run this run waits on" in refused[0][1]
+    assert "not called as a tool" in refused[4][1]
+    assert [p.call_id for p in await client.pending(run_id)] == ["n1"]
+    child_state = await client.state(child)
+    assert [r.signal for r in child_state.refused_signals] == [contract.SIGNAL_FORWARDED_DECISION]
+
+    # A report forged in the child's name can list a call; it cannot get one decided:
+    # the decision goes to the child, which holds no such call.
+    await parent.signal(
+        contract.SIGNAL_SUB_RUN_REPORT,
+        {"run_id": child, "pending": [real.model_dump(mode="json"), fake_item]},
+    )
+    await pending_below(client, run_id, 2)
+    with pytest.raises(DecisionRefused, match="no tool call x9 in run"):
+        await client.decide(run_id, "x9", "approve", approver="eve")
+    assert NOTICES == []
+
+    sha = real.arguments_sha256
+    async with gateway(team, callers_for(tmp_path, ["lead"])) as url, httpx2.AsyncClient() as http:
+        answer = await http.post(
+            f"{url}/runs/{run_id}/decisions",
+            json={"call_id": "n1", "decision": "approve", "arguments_sha256": sha},
+            headers=bearer(DECIDER),
+        )
+        assert answer.status_code == 403, answer.text  # scoped to lead; the call is mailer's
+    async with (
+        gateway(team, callers_for(tmp_path, ["lead", "mailer"])) as url,
+        httpx2.AsyncClient() as http,
+    ):
+        answer = await http.post(
+            f"{url}/runs/{run_id}/decisions",
+            json={"call_id": "n1", "decision": "approve", "arguments_sha256": sha},
+            headers=bearer(DECIDER),
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["run_id"] == child and answer.json()["approver"] == "desk"
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    assert NOTICES == [{"to": "ann", "text": "5"}]
+
+
+def callers_for(folder: Path, agents: list[str]) -> Callers:
+    """One caller, `desk`, who may read and decide (as ann) on runs of `agents`."""
+    file = folder / f"callers-{len(agents)}.json"
+    entry = {
+        "name": "desk",
+        "token_env": "T_DECIDE",
+        "scopes": ["read", "decide"],
+        "approve_as": ["ann"],
+        "agents": agents,
+    }
+    file.write_text(json.dumps([entry]))
+    return load_callers({"AGENT_GATEWAY_TOKENS": str(file), "T_DECIDE": DECIDER})
