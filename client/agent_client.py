@@ -342,9 +342,10 @@ class AgentClient:
             if isinstance(answer, BaseException):
                 found.unanswered.append(run_id)
                 continue
-            found.approvals += [
+            found.approvals += [  # a call of a run below is listed under that run
                 RunPendingApproval(**p.model_dump(exclude={"run_id"}), run_id=run_id)
                 for p in answer
+                if p.run_id in (None, run_id)
             ]
         found.approvals.sort(key=lambda a: (a.requested_at, a.run_id, a.call_id))
         return found

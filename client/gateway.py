@@ -226,13 +226,15 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
 
     async def state(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        await allowed(request, "read", run_id)
-        return _json((await agents.state(run_id)).model_dump(mode="json"))
+        caller = await allowed(request, "read", run_id)
+        found = await agents.state(run_id)
+        found.sub_approvals = [s for s in found.sub_approvals if _may_see(caller, s.path)]
+        return _json(found.model_dump(mode="json"))
 
     async def pending(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        await allowed(request, "read", run_id)
-        found = await agents.pending(run_id)
+        caller = await allowed(request, "read", run_id)
+        found = [p for p in await agents.pending(run_id) if _may_see(caller, p.path)]
         return _json(TypeAdapter(list[PendingApproval]).dump_python(found, mode="json"))
 
     async def decide(request: Request) -> Response:
@@ -557,6 +559,12 @@ async def _body(request: Request, model: type[_M]) -> _M:
 
 def _json(value: object, status_code: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status_code)
+
+
+def _may_see(caller: Caller, path: list[str]) -> bool:
+    """Whether a caller scoped to agents may see a call held by a run below (`path`: the
+    agents down to it); a run's own calls were checked with the run."""
+    return caller.agents is None or set(path) <= set(caller.agents)
 
 
 async def _holder(agents: AgentClient, run_id: str, call_id: str, named: str | None) -> str:

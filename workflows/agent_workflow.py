@@ -125,8 +125,8 @@ class AgentWorkflow:
         """The run's events (`workflows.event_stream`), for runs since the patch."""
         self._children: set[str] = set()
         """The child runs (agents called as tools) this run waits on now."""
-        self._passed_down: dict[str, ForwardAnswer | None] = {}
-        """Decisions passed down to a child, by reference, and its answer once it came."""
+        self._passed_down: dict[str, tuple[str, ForwardAnswer | None]] = {}
+        """Decisions passed down, by reference: the child, and its answer once it came."""
         self._answers: list[ForwardAnswer] = []
         """(A child) answers to decisions passed down by the caller, not sent yet."""
         self._answers_queued = 0
@@ -186,7 +186,7 @@ class AgentWorkflow:
             raise
         self._state = state
         self._inbox.bind(state)
-        if workflow.info().parent is not None:
+        if workflow.info().parent is not None and state.depth > 0:  # called as a tool
             self._reporter = asyncio.create_task(self._report_to_caller(state))
         if workflow.info().continued_run_id is None:
             self._emit(state, step_events.run_started(state))
@@ -828,31 +828,40 @@ class AgentWorkflow:
 
     def _take_report(self, state: RunState, raw: RawValue) -> None:
         """A child's report: its pending calls replace those it reported before; its
-        answers go to the decisions waiting for them."""
+        answers go to the decisions passed down to it that wait for them. A report that
+        cannot be taken changes nothing and is recorded as refused."""
         report = raw_payloads.decode(raw, SubRunReport)
-        why = (
-            report
-            if isinstance(report, str)
-            else tree_approvals.report_problem(report, self._children)
-        )
+        if isinstance(report, str):
+            why: str | None = report
+        else:
+            try:
+                why = tree_approvals.take_report(state, report, self._children)
+            except Exception as err:  # never a failed workflow task: the signal stays
+                why = f"this report cannot be taken ({type(err).__name__})"
         if why is not None or isinstance(report, str):
-            self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "")
+            self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "refused")
             return
-        tree_approvals.take_report(state, report)
         for answer in report.answers:
-            if answer.ref in self._passed_down and self._passed_down[answer.ref] is None:
-                self._passed_down[answer.ref] = answer
+            waiting = self._passed_down.get(answer.ref)
+            if waiting is not None and waiting[0] == report.run_id and waiting[1] is None:
+                self._passed_down[answer.ref] = (report.run_id, answer)
         self._publish(state)
 
     async def _take_forwarded(self, state: RunState, raw: RawValue) -> None:
         """(A child) a decision the caller passed down: decided here, or passed further
-        down; the answer goes up in the next report."""
+        down; the answer goes up in the next report, and the handler ends once it has
+        (so a continue-as-new waits for it)."""
         forwarded = raw_payloads.decode(raw, ForwardedDecision)
         if isinstance(forwarded, str) or workflow.info().parent is None:
             why = forwarded if isinstance(forwarded, str) else "this run was not called as a tool"
             self._inbox.refuse_signal(contract.SIGNAL_FORWARDED_DECISION, raw, why)
             return
-        answer = await self._decide_below(state, forwarded)
+        try:
+            answer = await self._decide_below(state, forwarded)
+        except Exception as err:  # never a failed workflow task: the signal stays
+            answer = tree_approvals.refused(
+                forwarded.ref, f"this decision cannot be taken ({type(err).__name__})"
+            )
         self._answers.append(answer)
         self._answers_queued += 1
         mine = self._answers_queued
@@ -862,10 +871,10 @@ class AgentWorkflow:
         ref = forwarded.ref
         request = tree_approvals.decision_of(forwarded)
         if isinstance(request, str):
-            return ForwardAnswer(ref=ref, refused=f"invalid decide payload: {request}")
+            return tree_approvals.refused(ref, f"invalid decide payload: {request}")
         too_large = limits.decision_problem(request)
         if too_large is not None:
-            return ForwardAnswer(ref=ref, refused=f"invalid decide payload: {too_large}")
+            return tree_approvals.refused(ref, f"invalid decide payload: {too_large}")
         try:
             child = tree_approvals.route(state, request.call_id, request.run_id)
             if child is not None:
@@ -873,22 +882,23 @@ class AgentWorkflow:
                 return below.model_copy(update={"ref": ref})
             decision = decisions.apply(state, request, via="update", now=workflow.now())
         except errors.DecisionRefused as err:
-            return ForwardAnswer(ref=ref, refused=str(err))
+            return tree_approvals.refused(ref, str(err))
         self._inbox.woken += 1
         inbox.record_wait(state, decision)
         return ForwardAnswer(ref=ref, decision=decision)
 
     async def _pass_down(self, child: str, request: DecideInput) -> ForwardAnswer:
-        """Pass a decision down to `child` and wait for its answer (bounded)."""
+        """Pass a decision down to `child` and wait for its answer (bounded); an answer
+        counts only in a report of that child."""
         ref = str(workflow.uuid4())
-        self._passed_down[ref] = None
+        self._passed_down[ref] = (child, None)
         sent = request.model_dump(mode="json", include=request.model_fields_set)
         try:
             await workflow.get_external_workflow_handle(child).signal(
                 contract.SIGNAL_FORWARDED_DECISION, ForwardedDecision(ref=ref, decision=sent)
             )
             await workflow.wait_condition(
-                lambda: self._passed_down[ref] is not None or child not in self._children,
+                lambda: self._passed_down[ref][1] is not None or child not in self._children,
                 timeout=tree_approvals.ANSWER_TIMEOUT,
                 timeout_summary=f"decision passed down to {child}",
             )
@@ -898,14 +908,14 @@ class AgentWorkflow:
                 f"run {child}, which holds the call, did not answer within {waited} s; the "
                 "decision may still apply there (its pending calls tell)"
             )
-            return ForwardAnswer(ref=ref, refused=why)
+            return tree_approvals.refused(ref, why)
         except Exception as err:  # the child ended meanwhile
             why = f"run {child}, which holds the call, could not be reached: {err}"
-            return ForwardAnswer(ref=ref, refused=why)
+            return tree_approvals.refused(ref, why)
         finally:
-            answer = self._passed_down.pop(ref, None)
+            _, answer = self._passed_down.pop(ref, (child, None))
         if answer is None:
-            return ForwardAnswer(ref=ref, refused=f"run {child} ended before it answered")
+            return tree_approvals.refused(ref, f"run {child} ended before it answered")
         return answer
 
     async def _report_to_caller(self, state: RunState) -> None:
@@ -926,13 +936,13 @@ class AgentWorkflow:
             await workflow.wait_condition(due)
             if not workflow.patched(patches.PATCH_TREE_APPROVALS):
                 return
-            answers, self._answers = self._answers, []
-            told = tree_approvals.key(state)
+            size = tree_approvals.ANSWERS_PER_REPORT
+            answers, self._answers = self._answers[:size], self._answers[size:]
+            told = tree_approvals.key(state)  # also when the caller is gone: tried once
             self._reporting = True
             try:
-                await caller.signal(
-                    contract.SIGNAL_SUB_RUN_REPORT, tree_approvals.report(state, answers)
-                )
+                report = tree_approvals.report(state, answers)
+                await caller.signal(contract.SIGNAL_SUB_RUN_REPORT, report)
             except Exception:  # the caller has ended: nobody is left to tell
                 pass
             finally:

@@ -564,11 +564,6 @@ def _all_calls(state: RunState) -> list[ToolCall]:
     return [c for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls]
 
 
-def has_call(state: RunState, call_id: str) -> bool:
-    """Whether the run has a call (or a budget request) with this id, decided or not."""
-    return _find_call(state, call_id) is not None
-
-
 def _find_call(state: RunState, call_id: str) -> tuple[int, ToolCall] | None:
     asked = budget.request_for(state, call_id)
     if asked is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from durable_agents.workflows import argument_view, decisions, handoffs
+from durable_agents.workflows import argument_view, decisions, handoffs, tree_approvals
 from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
@@ -41,7 +41,7 @@ def render(state: RunState) -> str:
     first = handoffs.first_agent(state)
     agent = state.agent.name if first == state.agent.name else f"{first} → {state.agent.name}"
     lines = [
-        f"**{state.status.value}** · {agent} · turn {state.turn} · "
+        f"**{tree_approvals.shown_status(state).value}** · {agent} · turn {state.turn} · "
         f"{_plural(usage.total_tokens, 'token')} · {_plural(usage.model_calls, 'model call')}"
         f"{spent}"
     ]

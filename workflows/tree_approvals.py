@@ -42,6 +42,13 @@ ANSWER_TIMEOUT = timedelta(seconds=60)
 """How long a run waits for the answer to a `decide` it passed down."""
 REPORT_LIMIT = 50
 """The most pending calls one report carries (those first asked for)."""
+REPORT_ARGUMENT_CHARS = 256_000
+"""The most characters of arguments one report carries (a signal stays well under
+Temporal's payload limit)."""
+ANSWERS_PER_REPORT = 50
+"""The most answers one report carries (more go in the reports after it)."""
+MAX_ANSWER_CHARS = 2_000
+"""The most characters of a refusal passed back up."""
 
 Key = tuple[tuple[str, str], ...]
 """What a report says, in short: (run id, call id) of each pending call."""
@@ -76,32 +83,53 @@ def key(state: RunState) -> Key:
 
 
 def report(state: RunState, answers: list[ForwardAnswer]) -> SubRunReport:
-    """The run's report to its caller."""
-    return SubRunReport(run_id=state.run_id, pending=pending(state)[:REPORT_LIMIT], answers=answers)
+    """The run's report to its caller: its pending calls (those first asked for, at most
+    `REPORT_LIMIT`, and `REPORT_ARGUMENT_CHARS` of arguments: the others show on the
+    run itself) and up to `ANSWERS_PER_REPORT` answers."""
+    sent, room = [], REPORT_ARGUMENT_CHARS
+    for entry in pending(state)[:REPORT_LIMIT]:
+        room -= len(entry.arguments)
+        if room < 0:
+            break
+        sent.append(entry)
+    return SubRunReport(run_id=state.run_id, pending=sent, answers=answers[:ANSWERS_PER_REPORT])
 
 
-def take_report(state: RunState, received: SubRunReport) -> None:
-    """Keep what child `received.run_id` (one this run waits on) reports as pending,
-    instead of what it reported before."""
+def take_report(state: RunState, received: SubRunReport, children: set[str]) -> str | None:
+    """Keep what child `received.run_id` reports as pending instead of what it reported
+    before; or, changing nothing, why the report cannot be taken: it is not from a
+    child this run waits on, or an entry is not one a run reports (its digest is
+    computed here from its arguments, never taken from the report)."""
     child = received.run_id
+    if child not in children:
+        return f"{child!r} is not a run this run waits on"
     kept = [s for s in state.sub_approvals if s.via != child]
     room = max(SUB_APPROVALS_KEPT - len(kept), 0)
-    reported = [
-        SubApproval(
-            via=child,
-            run_id=p.run_id or child,
-            execution_id=p.execution_id,
-            path=p.path or ["?"],
-            call_id=p.call_id,
-            tool=p.tool,
-            arguments=p.arguments,
-            arguments_sha256=p.arguments_sha256,
-            requested_at=p.requested_at,
-            sensitive=p.sensitive,
-        )
-        for p in received.pending[:room]
-    ]
+    reported = []
+    for entry in received.pending[:room]:
+        try:
+            call = ToolCall(call_id=entry.call_id, tool=entry.tool, arguments=entry.arguments)
+            digest = signed_decisions.call_sha256(call)
+            if entry.arguments_sha256 not in (None, digest):
+                return f"call {entry.call_id[:200]!r}: its arguments_sha256 is not its arguments'"
+            reported.append(
+                SubApproval(
+                    via=child,
+                    run_id=entry.run_id or child,
+                    execution_id=entry.execution_id,
+                    path=entry.path,
+                    call_id=entry.call_id,
+                    tool=entry.tool,
+                    arguments=entry.arguments,
+                    arguments_sha256=digest,
+                    requested_at=entry.requested_at,
+                    sensitive=entry.sensitive,
+                )
+            )
+        except ValidationError as err:
+            return f"call {entry.call_id[:200]!r}: {problems(err)}"[:MAX_ANSWER_CHARS]
     state.sub_approvals = kept + reported
+    return None
 
 
 def forget(state: RunState, child: str) -> None:
@@ -109,18 +137,10 @@ def forget(state: RunState, child: str) -> None:
     state.sub_approvals = [s for s in state.sub_approvals if s.via != child]
 
 
-def report_problem(received: SubRunReport, children: set[str]) -> str | None:
-    """Why a report cannot be taken: it is not from a child this run waits on, or its
-    entries could not be kept."""
-    if received.run_id not in children:
-        return f"{received.run_id!r} is not a run this run waits on"
-    for entry in received.pending:
-        if not entry.path or len(entry.path) > 16:
-            return f"call {entry.call_id!r}: a path of 1 to 16 agents is required"
-        long = [v for v in (entry.run_id, entry.call_id, entry.tool) if v and len(v) > 200]
-        if long:
-            return f"call {entry.call_id[:200]!r}: ids and tool names are at most 200 characters"
-    return None
+def refused(ref: str, why: str) -> ForwardAnswer:
+    """The answer that a decision passed down was refused, and why (cut to fit)."""
+    cut = why if len(why) <= MAX_ANSWER_CHARS else why[: MAX_ANSWER_CHARS - 1] + "…"
+    return ForwardAnswer(ref=ref, refused=cut)
 
 
 def route(state: RunState, call_id: str, run_id: str | None) -> str | None:
@@ -130,6 +150,7 @@ def route(state: RunState, call_id: str, run_id: str | None) -> str | None:
     runs below hold the call id and the decision does not say which."""
     if not state.sub_approvals or run_id == state.run_id:
         return None
+    own = any(c.call_id == call_id for c in decisions.pending_calls(state))
     held = [s for s in state.sub_approvals if s.call_id == call_id]
     if run_id is not None:
         named = [s for s in held if s.run_id == run_id]
@@ -138,7 +159,7 @@ def route(state: RunState, call_id: str, run_id: str | None) -> str | None:
                 f"no call {call_id} waits in run {run_id}, nor in any run below run {state.run_id}"
             )
         return named[0].via
-    if decisions.has_call(state, call_id) or not held:
+    if own or not held:
         return None
     runs = sorted({s.run_id for s in held})
     if len(runs) > 1:

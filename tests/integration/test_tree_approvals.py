@@ -20,9 +20,13 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import PendingApproval
 from durable_agents.workflows.state import Decision, RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
+from temporalio.client import Client
 
+from durable_agents.dataplane.codec import codec_data_converter
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
+from tests.integration.test_codec_e2e import KEYS
 from tests.integration.test_gateway import DECIDER, bearer, gateway
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
@@ -272,6 +276,12 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, "not an object")
     long_item = fake_item | {"run_id": child, "tool": "t" * 300}
     await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [long_item]})
+    # Entries no run would report: a time without a zone (this wedged the caller once),
+    # benign arguments shown next to the real call's digest.
+    naive = real.model_dump(mode="json") | {"requested_at": "2026-01-01T00:00:00"}
+    await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [naive]})
+    benign = real.model_dump(mode="json") | {"arguments": '{"to": "ann", "text": "hi"}'}
+    await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [benign]})
     # A decision passed down to a root run: it has no caller to answer.
     await parent.signal(
         contract.SIGNAL_FORWARDED_DECISION,
@@ -283,12 +293,16 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     )
     state = await client.state(run_id)
     refused = [(r.signal, r.refused_because) for r in state.refused_signals]
-    assert [s for s, _ in refused] == [contract.SIGNAL_SUB_RUN_REPORT] * 4 + [
+    assert [s for s, _ in refused] == [contract.SIGNAL_SUB_RUN_REPORT] * 6 + [
         contract.SIGNAL_FORWARDED_DECISION
     ]
     assert "'victim-run' is not a run this run waits on" in refused[0][1]
-    assert "not called as a tool" in refused[4][1]
-    assert [p.call_id for p in await client.pending(run_id)] == ["n1"]
+    assert "tool: String should have at most 200 characters" in refused[3][1]
+    assert "requested_at" in refused[4][1]
+    assert "its arguments_sha256 is not its arguments'" in refused[5][1]
+    assert "not called as a tool" in refused[6][1]
+    [listed] = await client.pending(run_id)
+    assert listed == real  # the caller shows what the child reported, nothing forged
     child_state = await client.state(child)
     assert [r.signal for r in child_state.refused_signals] == [contract.SIGNAL_FORWARDED_DECISION]
 
@@ -303,6 +317,14 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
         await client.decide(run_id, "x9", "approve", approver="eve")
     assert NOTICES == []
 
+    # One whose refusal would be long (this wedged the child once): answered, refused
+    # (to a reference the caller never gave: ignored), and the child goes on.
+    many = {f"key_{n}_{'x' * 60}": 1 for n in range(200)}
+    await team.client.get_workflow_handle(child).signal(
+        contract.SIGNAL_FORWARDED_DECISION, {"ref": "r2", "decision": many}
+    )
+    assert [p.call_id for p in await client.pending(child)] == ["n1"]
+
     sha = real.arguments_sha256
     async with gateway(team, callers_for(tmp_path, ["lead"])) as url, httpx2.AsyncClient() as http:
         answer = await http.post(
@@ -311,6 +333,10 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
             headers=bearer(DECIDER),
         )
         assert answer.status_code == 403, answer.text  # scoped to lead; the call is mailer's
+        shown = await http.get(f"{url}/runs/{run_id}/pending", headers=bearer(DECIDER))
+        assert shown.status_code == 200 and shown.json() == []  # nor may it read the call
+        whole = await http.get(f"{url}/runs/{run_id}/state", headers=bearer(DECIDER))
+        assert whole.status_code == 200 and "sub_approvals" not in whole.json()
     async with (
         gateway(team, callers_for(tmp_path, ["lead", "mailer"])) as url,
         httpx2.AsyncClient() as http,
@@ -338,3 +364,48 @@ def callers_for(folder: Path, agents: list[str]) -> Callers:
     }
     file.write_text(json.dumps([entry]))
     return load_callers({"AGENT_GATEWAY_TOKENS": str(file), "T_DECIDE": DECIDER})
+
+
+async def test_an_encrypted_tree_reports_and_passes_decisions_down(env, model_server):
+    """With the payload codec on, each signal between the runs is encrypted for the run
+    it goes to (the report for the caller, the decision for the child) and decodes
+    there; nothing of the call is in the caller's history in clear."""
+    marker = "tree-secret-4471"
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(content="Done."),
+            ],
+            "mail-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": marker}, "n1"),)),
+                Reply(content="sent"),
+            ],
+        }
+    )
+    NOTICES.clear()
+    target = env.client.service_client.config.target_host
+    encrypted = await Client.connect(
+        target, namespace=env.client.namespace, data_converter=codec_data_converter(KEYS)
+    )
+    async with serving(encrypted, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
+        client = AgentClient(encrypted, task_queue=running.task_queue)
+        run_id = (await client.start("lead", "tell ann")).id
+        [shown] = await pending_below(client, run_id, 1)
+        assert shown.args == {"to": "ann", "text": marker}
+        decision = await client.decide(
+            run_id, "n1", "approve", approver="ann",
+            arguments_sha256=shown.arguments_sha256, execution_id=shown.execution_id,
+            holder_run_id=shown.run_id,
+        )  # fmt: skip
+        assert decision.run_id == shown.run_id
+        assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    assert NOTICES == [{"to": "ann", "text": marker}]
+    history = await env.client.workflow_service.get_workflow_execution_history(
+        GetWorkflowExecutionHistoryRequest(
+            namespace=env.client.namespace, execution={"workflow_id": run_id}
+        )
+    )
+    raw = history.SerializeToString()
+    assert contract.SIGNAL_SUB_RUN_REPORT.encode() in raw  # the reports are there
+    assert marker.encode() not in raw

@@ -26,6 +26,7 @@ from durable_agents.worker import start_dev_server
 from tests.conftest import serving
 from tests.integration.test_agent_client import wait_for_status
 from tests.integration.test_worker import free_port
+from tests.support.multi_agents import AGENT_TOOL_AGENTS
 from tests.support.ops_support import eventually
 
 CHROMIUM = Path(os.environ.get("AGENT_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -137,3 +138,47 @@ async def test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_too
         await page.screenshot(path=shot, full_page=True)
         shutil.copyfile(shot, SHARED_SCREENSHOT)
         await client.cancel(waiting)
+
+
+async def test_operator_finds_a_caller_by_its_childs_pending_approval_and_sees_the_call(
+    browser, ui_server, model_server, tmp_path
+):
+    """An agent called as a tool waits for a decision: the operator's saved search for
+    pending approvals finds the run at the top (the caller), whose details show the
+    child's call and the run that holds it (tests/integration/test_tree_approvals.py)."""
+    replies = {
+        "lead-model": [Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),))],
+        "mail-model": [
+            Reply(tool_calls=(Call("notify", {"to": "ann@example.com", "text": "5"}, "n1"),))
+        ],
+    }
+    model_server.responder = lambda body: replies[body["model"]].pop(0)
+    async with serving(ui_server.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as worker:
+        client = AgentClient(worker.client, task_queue=worker.task_queue)
+        caller = (await client.start("lead", "tell ann")).id
+        child = f"{caller}/c1"
+        await eventually(
+            lambda: client.list_runs(status="awaiting_approval"),
+            lambda runs: sorted(r.run_id for r in runs) == sorted([caller, child]),
+        )
+        page = await browser.new_page()
+        await page.goto(f"{ui_server.ui_url}/namespaces/default/workflows")
+        await page.get_by_test_id("toggle-manual-query").click()
+        query_box = page.get_by_test_id("workflow-manual-search-input")
+        await query_box.fill('AgentPendingApprovals > 0 AND AgentName = "lead"')
+        await query_box.press("Enter")
+        await page.wait_for_url("**/workflows?query=*")
+        run_link = page.get_by_role("link", name=caller, exact=True)
+        await expect(run_link).to_be_visible()
+        await expect(page.get_by_role("link", name=child, exact=True)).to_have_count(0)
+
+        await run_link.click()
+        await page.wait_for_url(f"**/workflows/{caller}/**")
+        await page.get_by_text("User Metadata", exact=True).click()
+        body = page.frame_locator("#user-metadata-current-details").locator("body")
+        await expect(body).to_contain_text("awaiting_approval")
+        await expect(body).to_contain_text("Pending approvals in runs below (1)")
+        await expect(body).to_contain_text("ann@example.com")
+        await expect(body).to_contain_text(f"call id n1 — in run {child} (lead → mailer)")
+        await page.screenshot(path=tmp_path / "ui-tree.png", full_page=True)
+        await client.cancel(caller)

@@ -4,6 +4,7 @@ tests/integration/test_tree_approvals.py."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -17,6 +18,7 @@ from durable_agents.workflows.payloads import (
     PendingApproval,
     SubRunReport,
 )
+from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import SUB_APPROVALS_KEPT, RunState, RunStatus
 
 from tests.support.multi_agents import lead, mailer
@@ -41,8 +43,7 @@ def item(call_id: str, run_id: str, path: list[str] | None = None) -> PendingApp
 
 def reported(state: RunState, child: str, *items: PendingApproval) -> None:
     report = SubRunReport(run_id=child, pending=list(items))
-    assert tree_approvals.report_problem(report, {child}) is None
-    tree_approvals.take_report(state, report)
+    assert tree_approvals.take_report(state, report, {child}) is None
 
 
 def test_a_childs_report_replaces_what_it_reported_before_and_is_forgotten_when_it_ends():
@@ -74,13 +75,48 @@ def test_what_a_run_keeps_of_reports_is_bounded():
         SubRunReport(run_id="L/c1", pending=[*many, item("x", "L/c1")])
 
 
-def test_a_report_from_a_run_it_does_not_wait_on_or_with_odd_entries_is_refused():
-    report = SubRunReport(run_id="victim", pending=[item("n1", "victim")])
-    assert "not a run this run waits on" in (tree_approvals.report_problem(report, {"L/c1"}) or "")
-    deep = SubRunReport(run_id="L/c1", pending=[item("n1", "L/c1", ["a"] * 17)])
-    assert "path of 1 to 16" in (tree_approvals.report_problem(deep, {"L/c1"}) or "")
-    long = SubRunReport(run_id="L/c1", pending=[item("n" * 201, "L/c1")])
-    assert "at most 200" in (tree_approvals.report_problem(long, {"L/c1"}) or "")
+def test_a_report_from_a_run_it_does_not_wait_on_or_with_odd_entries_changes_nothing():
+    state = lead_state()
+    reported(state, "L/c1", item("n1", "L/c1"))
+    before = state.model_copy(deep=True)
+
+    def refusal(child: str, entry: PendingApproval) -> str:
+        why = tree_approvals.take_report(
+            state, SubRunReport(run_id=child, pending=[item("ok", child), entry]), {"L/c1"}
+        )
+        assert state == before
+        return why or ""
+
+    assert "not a run this run waits on" in refusal("victim", item("n1", "victim"))
+    assert "path" in refusal("L/c1", item("n1", "L/c1").model_copy(update={"path": []}))
+    assert "at most 200" in refusal(
+        "L/c1", item("n1", "L/c1").model_copy(update={"tool": "t" * 201})
+    )
+    naive = item("n1", "L/c1").model_copy(update={"requested_at": datetime(2026, 1, 1)})
+    assert "requested_at" in refusal("L/c1", naive)
+    forged = item("n1", "L/c1").model_copy(update={"arguments_sha256": "ab" * 32})
+    assert "its arguments_sha256 is not its arguments'" in refusal("L/c1", forged)
+    assert "call_id" in refusal("L/c1", item("", "L/c1"))
+
+
+def test_what_a_caller_shows_of_a_call_below_is_digested_from_its_arguments():
+    state = lead_state()
+    reported(state, "L/c1", item("n1", "L/c1"))  # reported without a digest
+    [shown] = tree_approvals.pending(state)
+    assert shown.arguments_sha256 == arguments_sha256({"to": "ann", "text": "5"})
+
+
+def test_a_report_is_bounded_in_calls_argument_characters_and_answers():
+    spec = mailer.spec()
+    state = loop.new_state(spec, AgentInput(agent="mailer", input="go"), run_id="L/c1", now=NOW)
+    big = item("b1", "L/c1/x").model_copy(update={"arguments": json.dumps({"to": "x" * 200_000})})
+    reported(state, "L/c1/x", big, big.model_copy(update={"call_id": "b2"}), item("s", "L/c1/x"))
+    answers = [tree_approvals.refused(f"r{n}", "no") for n in range(60)]
+    sent = tree_approvals.report(state, answers)
+    assert [p.call_id for p in sent.pending] == ["b1"]  # the rest show on the run itself
+    assert len(sent.answers) == tree_approvals.ANSWERS_PER_REPORT
+    cut = tree_approvals.refused("r", "why " * 2_000).refused or ""
+    assert len(cut) == tree_approvals.MAX_ANSWER_CHARS and cut.endswith("…")
 
 
 def test_a_decision_goes_to_the_child_that_reported_its_call_and_an_ambiguous_one_nowhere():
@@ -99,13 +135,15 @@ def test_a_decision_goes_to_the_child_that_reported_its_call_and_an_ambiguous_on
         tree_approvals.route(state, "n1", "L/c9")
 
 
-def test_a_runs_own_call_comes_before_a_childs_with_the_same_id():
+def test_a_runs_own_pending_call_comes_before_a_childs_with_the_same_id():
     state = lead_state()
     reply = ModelReply(
         tool_calls=[ModelToolCall(call_id="n1", tool="researcher", arguments='{"input": "x"}')]
     )
     loop.record_model_reply(state, reply, now=NOW)
     reported(state, "L/c1", item("n1", "L/c1"))
+    assert tree_approvals.route(state, "n1", None) == "L/c1"  # its own n1 waits for nothing
+    state.items[-1].tool_calls[0].needs_approval = True  # now it waits
     assert tree_approvals.route(state, "n1", None) is None
     assert tree_approvals.route(state, "n1", "L/c1") == "L/c1"
 
