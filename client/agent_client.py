@@ -36,6 +36,7 @@ from durable_agents.client.errors import (
     PauseRefused,
     RunExists,
     RunFailed,
+    RunNotFound,
     failure_message,
     from_rpc_error,
     run_ended,
@@ -52,7 +53,7 @@ from durable_agents.client.operations import (
 )
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.run import AgentRun
-from durable_agents.workflows import contract, details, state_pages
+from durable_agents.workflows import agent_calls, contract, details, state_pages
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -77,6 +78,7 @@ from durable_agents.workflows.state import (
     ModelSettings,
     RunState,
     RunStatus,
+    SubRunSnapshot,
 )
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from temporalio.client import (
@@ -370,7 +372,28 @@ class AgentClient:
         snapshot carries. Works for ended runs too (completed, failed, cancelled)
         as long as a worker serves the run's task queue.
         """
-        return snapshots.dumps(await self.state(run_id), key=key, sign_with=sign_with)
+        state = await self.with_sub_runs(await self.state(run_id))
+        return snapshots.dumps(state, key=key, sign_with=sign_with)
+
+    async def with_sub_runs(self, state: RunState, *, _depth: int = 0) -> RunState:
+        """`state` with the states of the children of its open agent calls (and theirs)
+        in `sub_runs`, so that a resume of it resumes them too rather than starting
+        those agents afresh. A child not started yet, one that failed or was cancelled
+        (its caller will be told so), or one that cannot be found is left out: the
+        resumed caller starts that agent afresh."""
+        if state.sub_runs or _depth > agent_calls.MAX_DEPTH:
+            return state  # resumed, its children not started yet: they are these
+        found = []
+        for call_id, _ in agent_calls.open_calls(state)[: agent_calls.MAX_CHILDREN_PER_REPLY]:
+            try:
+                child = await self.state(agent_calls.child_id(state.run_id, call_id))
+            except RunNotFound:
+                continue
+            if child.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+                continue
+            taken = await self.with_sub_runs(child, _depth=_depth + 1)
+            found.append(SubRunSnapshot(call_id=call_id, state=taken))
+        return state.model_copy(update={"sub_runs": found}) if found else state
 
     async def resume(
         self,

@@ -15,8 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 
+from durable_agents.workflows import handoffs
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
-from durable_agents.workflows.state import RunState, RunStatus, ToolCall
+from durable_agents.workflows.state import (
+    AssistantMessage,
+    RunState,
+    RunStatus,
+    ToolCall,
+    ToolResult,
+)
 
 
 def agent_call_ids(state: RunState, calls: list[ToolCall]) -> list[str]:
@@ -74,6 +81,42 @@ def child_input(state: RunState, call: ToolCall, agent: str) -> AgentInput | str
     if not isinstance(task, str) or not task.strip() or set(arguments) != {"input"}:
         return f'The {agent} agent takes {{"input": "<the task, in full>"}}, nothing else.'
     return AgentInput(agent=agent, input=task, context=state.context, depth=state.depth + 1)
+
+
+def open_calls(state: RunState) -> list[tuple[str, str]]:
+    """(call id, agent) of the run's agent calls that have no result yet: those whose
+    children an export takes along (`RunState.sub_runs`)."""
+    answered = {i.call_id for i in state.items if isinstance(i, ToolResult)}
+    found = []
+    for item in state.items:
+        if isinstance(item, AssistantMessage):
+            for call in item.tool_calls:
+                agent = target(state, call)
+                if agent is not None and call.call_id not in answered:
+                    found.append((call.call_id, agent))
+    return found
+
+
+def resumed_child(state: RunState, call: ToolCall, agent: str) -> AgentInput | None:
+    """The start of `call`'s child from the snapshot the run was resumed from, if it
+    carries one for that call and agent (taken out of the state: it is used once); the
+    child nests under this run whatever the snapshot says."""
+    found = next((s for s in state.sub_runs if s.call_id == call.call_id), None)
+    if found is None:
+        return None
+    state.sub_runs = [s for s in state.sub_runs if s is not found]
+    child = found.state
+    if handoffs.first_agent(child) != agent:
+        return None  # not this agent's run: the agent starts afresh
+    child.depth = state.depth + 1
+    return AgentInput(agent=agent, input="", resume_from=child, depth=child.depth)
+
+
+def prune_sub_runs(state: RunState) -> None:
+    """Drop the sub-run snapshots of calls that have a result (rejected, refused): none
+    of them will be resumed."""
+    open_ids = {call_id for call_id, _ in open_calls(state)}
+    state.sub_runs = [s for s in state.sub_runs if s.call_id in open_ids]
 
 
 def result(call: ToolCall, agent: str, done: AgentResult) -> ToolOutcome:

@@ -367,6 +367,8 @@ class AgentWorkflow:
         metrics.finished(state.agent.name, state.status.value)
 
     async def before_step(self, state: RunState, step: loop.Step) -> None:
+        if state.sub_runs:  # a snapshot's children of calls that got a result: not resumed
+            agent_calls.prune_sub_runs(state)
         await self._announce(state)
         if loop.may_continue_as_new(step) and self._switch_due(state):
             await self._continue_as_new(state)
@@ -517,7 +519,10 @@ class AgentWorkflow:
         refused = agent_calls.refusal(state, call, made)
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
-        task = agent_calls.child_input(state, call, agent)
+        resumed = None
+        if state.sub_runs and workflow.patched(patches.PATCH_TREE_SNAPSHOTS):
+            resumed = agent_calls.resumed_child(state, call, agent)  # exported with this run
+        task = resumed or agent_calls.child_input(state, call, agent)
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
         child = agent_calls.child_id(state.run_id, call.call_id)
@@ -541,7 +546,7 @@ class AgentWorkflow:
                 result_type=AgentResult,
                 task_queue=workflow.info().task_queue,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                static_summary=details.static_summary(agent, task.input),
+                static_summary=details.static_summary(agent, task.input or "(resumed)"),
             )
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")
@@ -736,6 +741,9 @@ class AgentWorkflow:
         if state is not None and await self._tree_signal(state, name, args):
             return
         self._inbox.receive(name, args)
+        if name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME) and state is not None:
+            raw = args[0] if args else raw_payloads.NONE
+            await self._pass_pause_down(name, inbox.pause_payload(name, raw))
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
             self._publish(self._state)  # the UI's details say how deliveries go
 
@@ -918,6 +926,15 @@ class AgentWorkflow:
             return tree_approvals.refused(ref, f"run {child} ended before it answered")
         return answer
 
+    async def _pass_pause_down(self, name: str, payload: PauseSignal | ResumeSignal) -> None:
+        """Pause (or resume) the children this run waits on too, each as if the signal
+        had been sent to it (and so theirs); one that ended meanwhile has nothing to
+        pause. Runs without children in flight send nothing."""
+        if not self._children or not workflow.patched(patches.PATCH_TREE_PAUSE):
+            return
+        handles = [workflow.get_external_workflow_handle(c) for c in sorted(self._children)]
+        await asyncio.gather(*(h.signal(name, payload) for h in handles), return_exceptions=True)
+
     async def _report_to_caller(self, state: RunState) -> None:
         """(A run called as a tool) Tell the caller of the calls waiting in this run and
         below it whenever they change, with the answers to decisions it passed down.
@@ -953,9 +970,11 @@ class AgentWorkflow:
     # history, and an accepted one exists only in histories of this code or later.
 
     @workflow.update(name=contract.UPDATE_PAUSE)
-    def pause(self, payload: PauseSignal | None = None) -> StatusView:
-        """Pause the run (as the `pause` signal) and get its status back."""
+    async def pause(self, payload: PauseSignal | None = None) -> StatusView:
+        """Pause the run (as the `pause` signal), and the runs below it that it waits
+        on, and get its status back."""
         self._pause_or_resume(payload or PauseSignal())
+        await self._pass_pause_down(contract.SIGNAL_PAUSE, payload or PauseSignal())
         return loop.status_view(self._started_state())
 
     @pause.validator
@@ -963,9 +982,11 @@ class AgentWorkflow:
         self._check_pause(payload or PauseSignal())
 
     @workflow.update(name=contract.UPDATE_RESUME)
-    def resume(self, payload: ResumeSignal | None = None) -> StatusView:
-        """Let a paused run go on (as the `resume` signal) and get its status back."""
+    async def resume(self, payload: ResumeSignal | None = None) -> StatusView:
+        """Let a paused run go on (as the `resume` signal), and the runs below it that it
+        waits on, and get its status back."""
         self._pause_or_resume(payload or ResumeSignal())
+        await self._pass_pause_down(contract.SIGNAL_RESUME, payload or ResumeSignal())
         return loop.status_view(self._started_state())
 
     @resume.validator

@@ -372,6 +372,18 @@ def _signal_problem(
 _UNUSED = "applied without the parts it could not use: "
 
 
+def pause_payload(name: str, raw: RawValue) -> PauseSignal | ResumeSignal:
+    """The `pause` or `resume` signal's payload as the run takes it (what it can use of
+    a malformed one), to pass on to the runs below."""
+    model: type[PauseSignal] | type[ResumeSignal] = (
+        PauseSignal if name == contract.SIGNAL_PAUSE else ResumeSignal
+    )
+    if raw_payloads.is_null(raw):
+        return model()
+    payload = raw_payloads.decode(raw, model)
+    return _salvaged(raw, model) if isinstance(payload, str) else payload
+
+
 def _salvaged(
     raw: RawValue, model: type[PauseSignal] | type[ResumeSignal]
 ) -> PauseSignal | ResumeSignal:

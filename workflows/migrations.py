@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.23 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.24 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -169,6 +169,13 @@ def _1_22_to_1_23(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.23"}
 
 
+def _1_23_to_1_24(data: dict[str, Any]) -> dict[str, Any]:
+    """1.24 added `RunState.sub_runs` (optional: a 1.23 snapshot carries no sub-run):
+    nothing to convert. From 1.24 on, a step applies to each sub-run's state too
+    (`workflows.snapshot.migrate` hands them to it in turn)."""
+    return {**data, "schema_version": "1.24"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -193,5 +200,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.20": _1_20_to_1_21,
     "1.21": _1_21_to_1_22,
     "1.22": _1_22_to_1_23,
+    "1.23": _1_23_to_1_24,
 }
 """Released version -> the step from it to the next version."""

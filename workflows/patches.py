@@ -118,6 +118,16 @@ to its caller (`sub_run_report`), and takes decisions its caller passes down
 (`workflows.tree_approvals`). Asked when a child first reports, and when a caller
 first takes a report; before, a caller showed only its own calls."""
 
+PATCH_TREE_SNAPSHOTS = "tree-snapshots"
+"""A run resumed from a snapshot that carries the children of its open agent calls
+(`RunState.sub_runs`, schema 1.24) resumes each child from its state instead of
+starting the agent afresh; asked only when such a call runs."""
+
+PATCH_TREE_PAUSE = "tree-pause"
+"""Pausing or resuming a run (signal or update) pauses or resumes the child runs it
+waits on too (agents called as tools), each by the same signal; asked only when the
+run has children in flight."""
+
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run
 continues as new once the deployment's current build changed, and the new run starts

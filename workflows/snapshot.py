@@ -337,7 +337,17 @@ def migrate(
         if not isinstance(produced, str) or _version(produced) <= _version(version):
             raise RuntimeError(f"the migration from {version} produced version {produced!r}")
         version = produced
+    subs = data.get("sub_runs")
+    if isinstance(subs, list) and subs:  # each sub-run's state, in turn (1.24 on)
+        data = {**data, "sub_runs": [_migrated_sub(sub, steps) for sub in subs]}
     return data
+
+
+def _migrated_sub(sub: Any, steps: dict[str, Migration]) -> Any:
+    state = sub.get("state") if isinstance(sub, dict) else None
+    if not isinstance(state, dict) or not isinstance(state.get("schema_version"), str):
+        return sub  # validation says what is wrong with it
+    return {**sub, "state": migrate(state, migrations=steps)}
 
 
 def _validated(content: dict[str, Any]) -> RunState:
@@ -433,6 +443,7 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     forked.usage = Usage()
     forked.origin = RunOrigin(run_id=state.run_id, turn=at_turn, mode="fork")
     forked.paused = None  # a fork is a new run from an earlier turn: not the source's pause
+    forked.sub_runs = []  # its children were of the source's later calls
     if forked.context_overflow != at_turn + 1:  # a refusal of a later call of the source
         forked.context_overflow = None
     if cut < len(state.items):
@@ -488,7 +499,12 @@ _INTEGRITY_SCHEMA: dict[str, Any] = {
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of a snapshot file of `SCHEMA_VERSION`."""
-    schema = RunState.model_json_schema(mode="validation")
+    generated = RunState.model_json_schema(mode="validation")
+    defs = generated.pop("$defs", {})
+    if "$ref" in generated:  # RunState is recursive (`sub_runs`): the document is one
+        schema = {**copy.deepcopy(defs["RunState"]), "$defs": defs}  # with an integrity block
+    else:
+        schema = {**generated, "$defs": defs}
     schema["properties"]["integrity"] = _INTEGRITY_SCHEMA
     schema["required"] = [*schema["required"], "integrity"]
     return {

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.23"
+SCHEMA_VERSION = "1.24"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -78,6 +78,7 @@ and `tool_listings`.
 1.22 added agents as tools: `ToolSpec.runs_agent`, `RunState.depth`, and
 `RunState.first_agent`.
 1.23 added approvals across a tree of runs: `RunState.sub_approvals`.
+1.24 added snapshots of a tree of runs: `RunState.sub_runs`.
 """
 
 REFUSALS_KEPT = 50
@@ -1021,10 +1022,24 @@ class SubApproval(_Model):
     sensitive: list[str] = []
 
 
+SUB_RUNS_KEPT = 8
+"""The most sub-run snapshots one snapshot carries (a reply starts at most as many
+children: `agent_calls.MAX_CHILDREN_PER_REPLY`)."""
+
+
+class SubRunSnapshot(_Model):
+    """An unfinished child run (an agent called as a tool) exported with its caller: the
+    caller resumed from the snapshot resumes the child from `state` for the call
+    `call_id`, instead of starting the agent afresh. Added in 1.24."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    state: RunState
+
+
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.23"] = "1.23"
+    schema_version: Literal["1.24"] = "1.24"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1122,6 +1137,10 @@ class RunState(_Model):
     )
     """Calls waiting for a decision in the runs below this one that it waits on, as they
     reported them; forgotten when that child ends. Added in 1.23."""
+    sub_runs: list[SubRunSnapshot] = Field([], max_length=SUB_RUNS_KEPT, exclude_if=lambda s: not s)
+    """(A snapshot) the unfinished children of its open agent calls, each resumed with
+    the caller (`AgentClient.export` writes them); a run drops one once it has resumed
+    it. Added in 1.24."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 
@@ -1140,6 +1159,9 @@ class RunState(_Model):
         if problem is not None:
             raise _refusal(*problem)
         return self
+
+
+SubRunSnapshot.model_rebuild()
 
 
 def _refusal(path: str, problem: str) -> PydanticCustomError:

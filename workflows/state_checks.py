@@ -36,6 +36,15 @@ USAGE_LIMIT = 10**15
 run's search attributes (64-bit integers) could not hold it."""
 
 
+SUB_RUN_NESTING = 4
+"""How deeply a snapshot's sub-runs may nest (`agent_calls.MAX_DEPTH`: runs nest no
+deeper)."""
+
+
+def _nesting(state: RunState) -> int:
+    return max((1 + _nesting(s.state) for s in state.sub_runs), default=0)
+
+
 def first_problem(state: RunState) -> Problem | None:
     """The first contradiction in `state`, or None if its parts agree."""
     for name in ("model_calls", "input_tokens", "output_tokens", "total_tokens"):
@@ -51,6 +60,10 @@ def first_problem(state: RunState) -> Problem | None:
     ):
         if getattr(state.usage, name) > USAGE_LIMIT:
             return f"$.usage.{name}", f"more than {USAGE_LIMIT:.0e} is not a count a run reaches"
+    if _nesting(state) > SUB_RUN_NESTING:
+        return "$.sub_runs", f"sub-runs nest at most {SUB_RUN_NESTING} deep (runs do)"
+    if len({s.call_id for s in state.sub_runs}) < len(state.sub_runs):
+        return "$.sub_runs", "two sub-runs of one call"
     proposed_at = {
         call.call_id: index
         for index, item in reversed(list(enumerate(state.items)))

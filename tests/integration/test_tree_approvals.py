@@ -16,15 +16,18 @@ import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import DecisionRefused
 from durable_agents.client.gateway_auth import Callers, load_callers
-from durable_agents.workflows import contract
+from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import PendingApproval
 from durable_agents.workflows.state import Decision, RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.dataplane.codec import codec_data_converter
 from durable_agents.testing import Call, Reply
+from durable_agents.worker import temporal_binary
 from tests.conftest import serving
 from tests.integration.test_codec_e2e import KEYS
 from tests.integration.test_gateway import DECIDER, bearer, gateway
@@ -409,3 +412,104 @@ async def test_an_encrypted_tree_reports_and_passes_decisions_down(env, model_se
     raw = history.SerializeToString()
     assert contract.SIGNAL_SUB_RUN_REPORT.encode() in raw  # the reports are there
     assert marker.encode() not in raw
+
+
+async def test_a_tree_waiting_for_approval_is_exported_and_resumed_on_a_fresh_server(
+    team, model_server
+):
+    """The caller's snapshot carries its unfinished child (and the child's, which
+    waits for a decision); resumed under the same id on another server, the caller
+    resumes the child from its state (its model is not asked again), the child's call
+    shows on the caller, and a decision sent to the caller runs the notice once."""
+    model_server.responder = by_model(
+        {
+            "director-model": [
+                Reply(tool_calls=(Call("ask_lead", {"input": "have ann told"}, "d1"),)),
+                Reply(content="The lead reports back."),
+            ],
+            "lead-model": [
+                Reply(
+                    tool_calls=(
+                        Call("researcher", {"input": "add 2 and 3"}, "r1"),
+                        Call("ask_mailer", {"input": "tell ann"}, "c1"),
+                    )
+                ),
+                Reply(content="ann was told 5"),
+            ],
+            "research-model": [Reply(content="5")],
+            "mail-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+                Reply(content="sent"),
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("director", "tell ann")).id
+    [shown] = await pending_below(client, run_id, 1)
+    assert (await client.result(f"{run_id}/d1/r1")).final_output == "5"
+    text = await client.export(run_id)
+    document = json.loads(text)
+    [lead_run] = document["sub_runs"]
+    assert lead_run["call_id"] == "d1" and lead_run["state"]["run_id"] == f"{run_id}/d1"
+    # the researcher finished, but the lead has not recorded it (its reply's other call
+    # waits): it is taken, and resumes ended, its answer kept
+    research_run, mail_run = lead_run["state"]["sub_runs"]
+    assert (research_run["call_id"], research_run["state"]["status"]) == ("r1", "completed")
+    assert (mail_run["call_id"], mail_run["state"]["status"]) == ("c1", "awaiting_approval")
+    await team.client.get_workflow_handle(run_id).terminate("moved to another server")
+    asked = len(model_server.requests)
+
+    second = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        search_attributes=search_attributes.ALL,
+        dev_server_existing_path=temporal_binary(),
+    )
+    try:
+        async with serving(second.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as other:
+            moved = AgentClient(second.client, task_queue=other.task_queue)
+            resumed = (await moved.resume(text, run_id=run_id)).id
+            [again] = await pending_below(moved, resumed, 1)
+            assert (again.run_id, again.path) == (shown.run_id, shown.path)
+            assert again.arguments_sha256 == shown.arguments_sha256
+            # no model was asked again: the lead, researcher and mailer were resumed
+            assert len(model_server.requests) == asked
+            decision = await moved.decide(resumed, "n1", "approve", approver="ann")
+            assert decision.run_id is None and decision.approver == "ann"
+            result = await moved.result(resumed)
+            lead_state = await moved.state(f"{run_id}/d1")
+    finally:
+        await second.shutdown()
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "The lead reports back.")
+    assert NOTICES == [{"to": "ann", "text": "5"}]
+    assert tool_results(lead_state)["r1"].content == "5"  # kept, not run again
+    assert lead_state.origin is not None and lead_state.origin.mode == "resume"
+
+
+async def test_pausing_the_caller_pauses_its_children_and_resuming_it_resumes_them(
+    team, model_server
+):
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(content="Done."),
+            ],
+            "mail-model": mailer_replies("n1"),
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("lead", "tell ann")).id
+    child = f"{run_id}/c1"
+    await pending_below(client, run_id, 1)
+    await client.pause(run_id, by="oncall", reason="audit")  # the update
+    view = await wait_for_status(team.client.get_workflow_handle(child), RunStatus.PAUSED)
+    assert view.paused
+    assert (await client.state(child)).paused.by == "oncall"  # type: ignore[union-attr]
+    await client.approve(child, "n1", approver="ann")  # recorded; runs once resumed
+    await asyncio.sleep(0.5)
+    assert NOTICES == []
+    await team.client.get_workflow_handle(run_id).signal(contract.SIGNAL_RESUME, {"by": "oncall"})
+    result = await client.result(run_id)
+    assert result.status is RunStatus.COMPLETED and NOTICES == [{"to": "ann", "text": "5"}]
+    log = [(e.action, e.by) for e in (await client.state(child)).pause_log]
+    assert log == [("pause", "oncall"), ("resume", "oncall")]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client import events
+from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import (
@@ -866,6 +867,79 @@ async def record_tree(client: Client, name: str) -> None:
         print(f"recorded {path}")
 
 
+async def record_tree_resumed(client: Client, name: str) -> None:
+    """v35 (tree-snapshots, schema 1.24): a caller whose child (the mailer) waits for a
+    decision is exported with it and resumed under a new id; the caller resumes the
+    child from its state, and a `decide` sent to the caller approves its notice. Both
+    runs' histories are kept (`<name>__c1` for the child)."""
+    script = [
+        Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+        Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+        Reply("ann was notified"),
+        Reply("done"),
+    ]
+    async with _serving(client, name, script) as task_queue:
+        agents = AgentClient(client, task_queue=task_queue)
+        source = client.get_workflow_handle(
+            (await agents.start("lead", "go", run_id=f"history-{name}-source")).id
+        )
+        while (await source.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+            await asyncio.sleep(0.1)
+        text = await agents.export(source.id)
+        await source.terminate("exported")
+        handle = client.get_workflow_handle(
+            (await agents.resume(text, run_id=f"history-{name}")).id
+        )
+        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+            await asyncio.sleep(0.1)
+        while not await handle.query(contract.QUERY_GET_PENDING_APPROVALS):
+            await asyncio.sleep(0.1)
+        decision = {"call_id": "n1", "decision": "approve", "approver": "ann"}
+        await handle.execute_update(contract.UPDATE_DECIDE, decision)
+        await handle.result()
+        await _save(client, name, handle)
+        child = client.get_workflow_handle(f"{handle.id}/c1")
+        path = HISTORIES / f"{name}__c1.json"
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text((await child.fetch_history()).to_json())
+        print(f"recorded {path}")
+
+
+async def record_tree_pause(client: Client, name: str) -> None:
+    """v36 (tree-pause): the lead, waiting on the mailer (a child whose notice waits for
+    a decision), is paused by the update and resumed by the signal: each passed on to
+    the child, which is approved while paused. Both runs' histories are kept."""
+    script = [
+        Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+        Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+        Reply("ann was notified"),
+        Reply("done"),
+    ]
+    async with _serving(client, name, script) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="lead", input="go"),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        child = client.get_workflow_handle(f"{handle.id}/c1")
+        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
+            await asyncio.sleep(0.1)
+        await handle.execute_update(contract.UPDATE_PAUSE, PauseSignal(by="oncall"))
+        while (await child.query(contract.QUERY_GET_STATUS)).get("status") != "paused":
+            await asyncio.sleep(0.1)
+        await child.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="n1", approver="ann"))
+        await handle.signal(contract.SIGNAL_RESUME, ResumeSignal(by="oncall"))
+        await handle.result()
+        await _save(client, name, handle)
+        path = HISTORIES / f"{name}__c1.json"
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text((await child.fetch_history()).to_json())
+        print(f"recorded {path}")
+
+
 def forged(snapshot: RunState) -> RunState:
     """`snapshot` with an approval (and `always` rule) of its pending call that nobody made."""
     reply = snapshot.items[-1]
@@ -894,6 +968,10 @@ async def main() -> None:
             await record_upgrade(env.client, "upgrade_at_continue_as_new_v30")
         if not _recorded("tree_approvals_v34"):
             await record_tree(env.client, "tree_approvals_v34")
+        if not _recorded("tree_snapshot_v35"):
+            await record_tree_resumed(env.client, "tree_snapshot_v35")
+        if not _recorded("tree_pause_v36"):
+            await record_tree_pause(env.client, "tree_pause_v36")
         if not _recorded("imported_openai_v31"):
             await record_imported(env.client, "imported_openai_v31")
         if not _recorded("execution_bound_v11"):

@@ -49,6 +49,7 @@ from durable_agents.workflows.state import (
     RunStatus,
     Starter,
     SubApproval,
+    SubRunSnapshot,
     ToolCall,
     ToolListing,
     ToolResult,
@@ -777,6 +778,17 @@ def _golden_1_23() -> RunState:
     return state
 
 
+def _golden_1_24() -> RunState:
+    """1.23's, with what 1.24 added: an unfinished child run exported with its caller
+    (1.0's golden run, as this version writes it, stands for the child)."""
+    state = _golden_1_23()
+    child = _golden_1_0()
+    child.run_id = "support-7/c9"
+    child.depth = 1
+    state.sub_runs.append(SubRunSnapshot(call_id="c9", state=child))
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -802,6 +814,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.21": _golden_1_21,
     "1.22": _golden_1_22,
     "1.23": _golden_1_23,
+    "1.24": _golden_1_24,
 }
 
 

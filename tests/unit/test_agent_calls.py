@@ -7,6 +7,7 @@ import dataclasses
 import json
 from datetime import UTC, datetime
 
+import pytest
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client import render
 from durable_agents.client.tree import RunNode
@@ -92,3 +93,72 @@ def test_the_tree_says_which_sub_runs_it_could_not_read():
         "lead-1 · lead · running · turn 1",
         "  └ [c1] lead-1/c1 · cannot be read: the run is still starting\\u{1b}[2J",
     ]
+
+
+def _with_open_call(state: RunState, call_id: str = "c1") -> RunState:
+    from durable_agents.workflows.payloads import ModelReply, ModelToolCall
+
+    reply = ModelReply(
+        tool_calls=[ModelToolCall(call_id=call_id, tool="researcher", arguments='{"input": "x"}')]
+    )
+    loop.record_model_reply(state, reply, now=NOW)
+    return state
+
+
+def _child(agent: str = "researcher", depth: int = 0) -> RunState:
+    from tests.support.multi_agents import researcher
+
+    start = AgentInput(agent=agent, input="x", depth=depth)
+    spec = dataclasses.replace(researcher, name=agent).spec()
+    return loop.new_state(spec, start, run_id="old/c1", now=NOW)
+
+
+def test_a_snapshots_child_is_resumed_once_nested_under_the_run_and_only_as_its_agent():
+    from durable_agents.workflows.state import SubRunSnapshot
+
+    state = _with_open_call(state_of(depth=1))
+    [call] = state.items[-1].tool_calls  # type: ignore[union-attr]
+    assert agent_calls.open_calls(state) == [("c1", "researcher")]
+    state.sub_runs = [SubRunSnapshot(call_id="c1", state=_child(depth=0))]
+    started = agent_calls.resumed_child(state, call, "researcher")
+    assert started is not None and started.resume_from is not None
+    assert started.resume_from.depth == 2 and started.depth == 2  # under this run, at 1
+    assert state.sub_runs == [] and agent_calls.resumed_child(state, call, "researcher") is None
+
+    state.sub_runs = [SubRunSnapshot(call_id="c1", state=_child(agent="mailer"))]
+    assert agent_calls.resumed_child(state, call, "researcher") is None  # another agent's run
+    assert state.sub_runs == []
+
+
+def test_sub_run_snapshots_of_calls_with_a_result_are_dropped():
+    from durable_agents.workflows.state import SubRunSnapshot, ToolResult
+
+    state = _with_open_call(state_of())
+    state.sub_runs = [
+        SubRunSnapshot(call_id="c1", state=_child()),
+        SubRunSnapshot(call_id="gone", state=_child()),
+    ]
+    agent_calls.prune_sub_runs(state)
+    assert [s.call_id for s in state.sub_runs] == ["c1"]
+    state.items.append(ToolResult(call_id="c1", content="rejected", is_error=True))
+    agent_calls.prune_sub_runs(state)
+    assert state.sub_runs == []
+
+
+def test_a_snapshot_whose_sub_runs_nest_deeper_than_runs_do_is_refused():
+    from durable_agents.workflows.snapshot import SnapshotError, loads
+
+    from tests.support.snapshot_golden import golden_text
+
+    doc = json.loads(golden_text("1.24"))
+    del doc["integrity"]
+    child = doc["sub_runs"][0]["state"]
+    nested = child
+    for _ in range(agent_calls.MAX_DEPTH):
+        nested = {**child, "sub_runs": [{"call_id": "c1", "state": nested}]}
+    doc["sub_runs"] = [{"call_id": "c9", "state": nested}]
+    with pytest.raises(SnapshotError, match=r"\$\.sub_runs: sub-runs nest at most 4 deep"):
+        loads(json.dumps(doc), allow_unverified=True)
+    doc["sub_runs"] = [{"call_id": "c9", "state": child}, {"call_id": "c9", "state": child}]
+    with pytest.raises(SnapshotError, match="two sub-runs of one call"):
+        loads(json.dumps(doc), allow_unverified=True)

@@ -243,6 +243,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.20": MIGRATIONS["1.20"],
         "1.21": MIGRATIONS["1.21"],
         "1.22": MIGRATIONS["1.22"],
+        "1.23": MIGRATIONS["1.23"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
@@ -267,3 +268,24 @@ def test_a_step_that_edits_its_argument_in_place_does_not_reach_the_caller():
 def test_a_migration_that_does_not_move_forward_is_a_bug():
     with pytest.raises(RuntimeError, match=r"the migration from 0\.9 produced version '0\.9'"):
         migrate({"schema_version": "0.9"}, migrations={"0.9": lambda d: dict(d)})
+
+
+def test_a_later_migration_reaches_the_states_of_sub_runs_too():
+    from durable_agents.workflows.state import SCHEMA_VERSION as CURRENT
+
+    doc = json.loads(golden_text(CURRENT))
+    del doc["integrity"]
+    old = dict(doc, schema_version="1.23")
+    old["sub_runs"] = [
+        {**sub, "state": {**sub["state"], "schema_version": "1.23"}} for sub in doc["sub_runs"]
+    ]
+    seen: list[str] = []
+
+    def step(data: dict[str, Any]) -> dict[str, Any]:
+        seen.append(data["run_id"])
+        return {**data, "schema_version": CURRENT}
+
+    migrated = migrate(old, migrations={**MIGRATIONS, "1.23": step})
+    assert seen == [doc["run_id"], doc["sub_runs"][0]["state"]["run_id"]]
+    assert migrated["sub_runs"][0]["state"]["schema_version"] == CURRENT
+    assert old["sub_runs"][0]["state"]["schema_version"] == "1.23"  # the input is untouched
