@@ -63,6 +63,8 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         for key in _VERSIONED:
             schema.pop(key, None)
         schema.get("properties", {}).pop("schema_version", None)
+        nested = schema.get("$defs", {}).get("RunState", {})  # a sub-run's (1.24 on)
+        nested.get("properties", {}).pop("schema_version", None)
     return _changes(old, new, "")
 
 

@@ -274,6 +274,16 @@ def root_message(err: BaseException) -> str:
     return getattr(err, "message", None) or str(err)
 
 
+def failure_type(err: BaseException) -> str | None:
+    """The type of the innermost application error in `err`'s causes, if any."""
+    found = None
+    while err is not None:
+        if isinstance(err, ApplicationError):
+            found = err.type
+        err = err.__cause__  # type: ignore[assignment]
+    return found
+
+
 def error_info(err: ActivityError) -> ErrorInfo:
     """Why an activity failed, for RunState.error (the provider's details kept)."""
     cause = err.cause

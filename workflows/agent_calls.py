@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from durable_agents.workflows import handoffs
+from durable_agents.workflows import budget, handoffs
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -23,6 +23,7 @@ from durable_agents.workflows.state import (
     RunStatus,
     ToolCall,
     ToolResult,
+    Usage,
 )
 
 
@@ -55,24 +56,56 @@ def child_id(run_id: str, call_id: str) -> str:
     return f"{run_id[: MAX_ID - len(digest) - 2]}/~{digest}"
 
 
-def refusal(state: RunState, call: ToolCall, reply_calls: list[str]) -> str | None:
+def refusal(
+    state: RunState, call: ToolCall, reply_calls: list[str], *, shared_budget: bool = False
+) -> str | None:
     """Why `call` may not run its agent as a child (the caller's model is told), or
-    None. `reply_calls`: the ids of the reply's agent calls, in order."""
+    None. `reply_calls`: the ids of the reply's agent calls, in order. With
+    `shared_budget` (runs since the patch `tree-budgets`), a run with a token budget
+    may: its children get shares of it (`budget_share`)."""
     if state.depth + 1 > MAX_DEPTH:
         return f"agents called as tools nest at most {MAX_DEPTH} deep; this run is at {state.depth}"
     if call.call_id not in reply_calls[:MAX_CHILDREN_PER_REPLY]:
         return f"one reply may call agents at most {MAX_CHILDREN_PER_REPLY} times"
-    if state.token_budget is not None or state.cost_budget is not None:
+    if not shared_budget and (state.token_budget is not None or state.cost_budget is not None):
         return (
             "this run has a token or cost budget, which a child run's spending would not "
             "count against: it cannot call agents as tools"
         )
+    if state.cost_budget is not None:
+        return (
+            "this run has a cost budget, which a child run's spending could not be held "
+            "to (its price may be in another currency): it cannot call agents as tools"
+        )
+    share = budget_share(state, reply_calls)
+    if share is not None and share < 1:
+        return "this run's token budget is spent"
     return None
 
 
-def child_input(state: RunState, call: ToolCall, agent: str) -> AgentInput | str:
-    """The child's start input, or why the call's arguments cannot make one (the
-    caller's model is told)."""
+def budget_share(state: RunState, reply_calls: list[str]) -> int | None:
+    """The token budget each child of the reply's agent calls gets: what is left of the
+    run's, split evenly between them (None: the run has no token budget). Together they
+    cannot use more than is left; the run counts what each used when it ends."""
+    if state.token_budget is None:
+        return None
+    left = state.token_budget - budget.tokens_used(state)
+    return left // max(1, len(reply_calls[:MAX_CHILDREN_PER_REPLY]))
+
+
+def count_spent(state: RunState, used: Usage | None, share: int) -> None:
+    """A child given `share` tokens ended: count what it used (`used`; None when it
+    failed and cannot say: its whole share) against the run's budget."""
+    spent = used or Usage(total_tokens=share)
+    counted = spent.model_copy(update={"cost": 0.0})  # its price may be another currency
+    state.sub_run_usage = (state.sub_run_usage or Usage()).plus(counted)
+
+
+def child_input(
+    state: RunState, call: ToolCall, agent: str, *, token_budget: int | None = None
+) -> AgentInput | str:
+    """The child's start input (with `token_budget`, its share of the caller's), or why
+    the call's arguments cannot make one (the caller's model is told)."""
     try:
         arguments = json.loads(call.arguments)
     except ValueError:
@@ -80,7 +113,13 @@ def child_input(state: RunState, call: ToolCall, agent: str) -> AgentInput | str
     task = arguments.get("input") if isinstance(arguments, dict) else None
     if not isinstance(task, str) or not task.strip() or set(arguments) != {"input"}:
         return f'The {agent} agent takes {{"input": "<the task, in full>"}}, nothing else.'
-    return AgentInput(agent=agent, input=task, context=state.context, depth=state.depth + 1)
+    return AgentInput(
+        agent=agent,
+        input=task,
+        context=state.context,
+        depth=state.depth + 1,
+        token_budget=token_budget,
+    )
 
 
 def open_calls(state: RunState) -> list[tuple[str, str]]:

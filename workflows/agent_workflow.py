@@ -516,19 +516,22 @@ class AgentWorkflow:
         """A call of an agent tool: the agent runs as a child run (`workflows.agent_calls`),
         whose end is the call's result; cancelling this run cancels it. `made`: the ids
         of the reply's agent calls."""
-        refused = agent_calls.refusal(state, call, made)
+        budgeted = state.token_budget is not None or state.cost_budget is not None
+        shared = budgeted and workflow.patched(patches.PATCH_TREE_BUDGETS)
+        refused = agent_calls.refusal(state, call, made, shared_budget=shared)
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
+        share = agent_calls.budget_share(state, made) if shared else None
         resumed = None
         if state.sub_runs and workflow.patched(patches.PATCH_TREE_SNAPSHOTS):
             resumed = agent_calls.resumed_child(state, call, agent)  # exported with this run
-        task = resumed or agent_calls.child_input(state, call, agent)
+        task = resumed or agent_calls.child_input(state, call, agent, token_budget=share)
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
         child = agent_calls.child_id(state.run_id, call.call_id)
         self._children.add(child)
         try:
-            return await self._run_child(state, call, agent, task, child)
+            return await self._run_child(state, call, agent, task, child, share)
         finally:
             self._children.discard(child)
             if any(s.via == child for s in state.sub_approvals):
@@ -536,8 +539,16 @@ class AgentWorkflow:
                 self._publish(state)
 
     async def _run_child(
-        self, state: RunState, call: ToolCall, agent: str, task: AgentInput, child: str
+        self,
+        state: RunState,
+        call: ToolCall,
+        agent: str,
+        task: AgentInput,
+        child: str,
+        share: int | None,
     ) -> ToolOutcome:
+        """Start the child and wait for its end; with `share` (the tokens of the run's
+        budget it was given), count what it used against the run's budget."""
         try:
             handle = await workflow.start_child_workflow(
                 contract.WORKFLOW_TYPE,
@@ -554,7 +565,12 @@ class AgentWorkflow:
         try:
             done = await handle
         except ChildWorkflowError as err:
+            if share is not None:  # what it used is not known: all it was given
+                unstarted = activity_calls.failure_type(err) == contract.ERROR_INVALID_INPUT
+                agent_calls.count_spent(state, Usage() if unstarted else None, share)
             return agent_calls.failed(call, agent, activity_calls.root_message(err))
+        if share is not None:
+            agent_calls.count_spent(state, done.usage, share)
         return agent_calls.result(call, agent, done)
 
     async def _hand_off(

@@ -142,10 +142,17 @@ def _cost_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
     )
 
 
+def tokens_used(state: RunState) -> int:
+    """The tokens counted against the run's budget: its own, and those of the runs it
+    called as tools (`RunState.sub_run_usage`)."""
+    below = state.sub_run_usage.total_tokens if state.sub_run_usage is not None else 0
+    return state.usage.total_tokens + below
+
+
 def _tokens_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
     if state.token_budget is None:
         return None
-    used = state.usage.total_tokens
+    used = tokens_used(state)
     bound = next_call_bound(state, request)
     if used + bound <= state.token_budget:
         return None
@@ -206,7 +213,7 @@ def extension(state: RunState, error: ErrorInfo) -> BudgetRequest | None:
         current, used = state.cost_budget, state.usage.cost
         bound, step = details["next_call_cost_bound"], state.agent.cost_budget or current
     else:
-        current, used = state.token_budget, state.usage.total_tokens
+        current, used = state.token_budget, tokens_used(state)
         bound, step = details["next_call_bound"], state.agent.token_budget or current
     assert current is not None and step is not None
     assert isinstance(bound, int | float)

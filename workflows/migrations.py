@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.24 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.25 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -176,6 +176,12 @@ def _1_23_to_1_24(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.24"}
 
 
+def _1_24_to_1_25(data: dict[str, Any]) -> dict[str, Any]:
+    """1.25 added `RunState.sub_run_usage` (optional: a 1.24 run with a budget called no
+    agent as a tool): nothing to convert, here or in the sub-runs."""
+    return {**data, "schema_version": "1.25"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -201,5 +207,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.21": _1_21_to_1_22,
     "1.22": _1_22_to_1_23,
     "1.23": _1_23_to_1_24,
+    "1.24": _1_24_to_1_25,
 }
 """Released version -> the step from it to the next version."""

@@ -128,6 +128,11 @@ PATCH_TREE_PAUSE = "tree-pause"
 waits on too (agents called as tools), each by the same signal; asked only when the
 run has children in flight."""
 
+PATCH_TREE_BUDGETS = "tree-budgets"
+"""A run with a token budget may call agents as tools: each child gets a share of what
+is left, and what it used counts against the budget (`RunState.sub_run_usage`, schema
+1.25); before, such a call was refused. Asked only when such a run calls one."""
+
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run
 continues as new once the deployment's current build changed, and the new run starts

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.24"
+SCHEMA_VERSION = "1.25"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -79,6 +79,7 @@ and `tool_listings`.
 `RunState.first_agent`.
 1.23 added approvals across a tree of runs: `RunState.sub_approvals`.
 1.24 added snapshots of a tree of runs: `RunState.sub_runs`.
+1.25 added budgets shared with agents called as tools: `RunState.sub_run_usage`.
 """
 
 REFUSALS_KEPT = 50
@@ -1039,7 +1040,7 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.24"] = "1.24"
+    schema_version: Literal["1.25"] = "1.25"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1137,6 +1138,10 @@ class RunState(_Model):
     )
     """Calls waiting for a decision in the runs below this one that it waits on, as they
     reported them; forgotten when that child ends. Added in 1.23."""
+    sub_run_usage: Usage | None = Field(None, exclude_if=lambda u: u is None)
+    """What the runs this run called as tools used, counted as each ended (one that
+    failed: the whole token budget it was given); it counts against the run's token
+    budget. None: no such run yet. Added in 1.25."""
     sub_runs: list[SubRunSnapshot] = Field([], max_length=SUB_RUNS_KEPT, exclude_if=lambda s: not s)
     """(A snapshot) the unfinished children of its open agent calls, each resumed with
     the caller (`AgentClient.export` writes them); a run drops one once it has resumed

@@ -178,3 +178,40 @@ async def test_one_reply_runs_at_most_eight_children(team, model_server):
     results = tool_results(await client.state(run_id))
     assert [results[f"c{n}"].content for n in range(8)] == ["done"] * 8
     assert results["c8"].is_error and "at most 8 times" in results["c8"].content
+
+
+async def test_a_budgeted_caller_shares_its_token_budget_and_counts_what_children_used(
+    team, model_server
+):
+    """The caller (2,000 tokens) calls two agents at once: each child gets half of what is
+    left; the one whose agent cannot keep a budget (no max_output_tokens) fails to start,
+    counted as nothing; what the other used counts against the caller's budget, whose
+    next model call it then cannot afford."""
+    model_server.responder = by_model(
+        {
+            "budgeted-model": [
+                Reply(
+                    tool_calls=(
+                        Call("counter", {"input": "add 1 and 2"}, "c1"),
+                        Call("researcher", {"input": "look it up"}, "c2"),
+                    )
+                ),
+                Reply(content="never asked"),
+            ],
+            "count-model": [Reply(content="3", usage=(1_800, 10))],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("budgeted", "count")).id
+    result = await client.result(run_id)
+    assert result.status is RunStatus.BUDGET_EXCEEDED
+    state = await client.state(run_id)
+    results = tool_results(state)
+    assert results["c1"].content == "3"
+    assert results["c2"].is_error and "max_output_tokens" in results["c2"].content
+    child = await client.state(f"{run_id}/c1")
+    assert child.token_budget == (2_000 - 15) // 2
+    assert state.sub_run_usage is not None and state.sub_run_usage.total_tokens == 1_810
+    assert state.usage.total_tokens == 15  # its own, as before
+    assert "1,825 of its budget of 2,000" in (state.error.message if state.error else "")
+    assert [r["model"] for r in model_server.requests].count("budgeted-model") == 1

@@ -106,4 +106,20 @@ director = Agent(
     tools=[lead.as_tool(name="ask_lead")],
     max_turns=4,
 )
-AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst, director]
+counter = Agent(
+    name="counter",
+    instructions="You count.",
+    model="count-model",
+    tools=[add],
+    model_settings=ModelSettings(max_output_tokens=50),
+)
+budgeted = Agent(
+    name="budgeted",
+    instructions="Delegate on a budget.",
+    model="budgeted-model",
+    token_budget=2_000,
+    model_settings=ModelSettings(max_output_tokens=100),
+    tools=[counter.as_tool(), researcher.as_tool()],
+    max_turns=6,
+)
+AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst, director, counter, budgeted]

@@ -74,6 +74,19 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v37: budgets shared with agents called as tools (tree-budgets, schema 1.25): the
+    # budgeted caller (2,000 tokens) gives the counter half of what is left, and counts
+    # what it used before its next model call.
+    "tree_budgets_v37": (
+        "budgeted",
+        False,
+        [
+            Reply(tool_calls=(Call("counter", {"input": "add 1 and 2"}, "c1"),)),
+            Reply("3", usage=(400, 10)),
+            Reply("the count is 3"),
+        ],
+        [],
+    ),
     # v33: agents as tools (schema 1.22): the lead calls the researcher as a tool (a
     # child run, its own history), whose answer is the call's result.
     "agent_tools_v33": (

@@ -789,6 +789,13 @@ def _golden_1_24() -> RunState:
     return state
 
 
+def _golden_1_25() -> RunState:
+    """1.24's, with what 1.25 added: what the runs it called as tools used."""
+    state = _golden_1_24()
+    state.sub_run_usage = Usage(model_calls=2, input_tokens=300, output_tokens=40, total_tokens=340)
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -815,6 +822,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.22": _golden_1_22,
     "1.23": _golden_1_23,
     "1.24": _golden_1_24,
+    "1.25": _golden_1_25,
 }
 
 
