@@ -36,7 +36,6 @@ from durable_agents.client.errors import (
     PauseRefused,
     RunExists,
     RunFailed,
-    RunNotFound,
     failure_message,
     from_rpc_error,
     run_ended,
@@ -83,6 +82,7 @@ from durable_agents.workflows.state import (
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
@@ -378,17 +378,39 @@ class AgentClient:
     async def with_sub_runs(self, state: RunState, *, _depth: int = 0) -> RunState:
         """`state` with the states of the children of its open agent calls (and theirs)
         in `sub_runs`, so that a resume of it resumes them too rather than starting
-        those agents afresh. A child not started yet, one that failed or was cancelled
-        (its caller will be told so), or one that cannot be found is left out: the
-        resumed caller starts that agent afresh."""
-        if state.sub_runs or _depth > agent_calls.MAX_DEPTH:
-            return state  # resumed, its children not started yet: they are these
-        found = []
+        those agents afresh. Left out, so started afresh by the resumed caller: a child
+        not started yet, one that cannot be read (still starting, its workers down), one
+        that failed, was cancelled, terminated or timed out (its caller will be told so),
+        and a run under the child's id that this caller's executions did not start (an
+        earlier run's). A resumed caller's own `sub_runs` not yet used are kept."""
+        kept = {s.call_id for s in state.sub_runs}
+        if _depth > agent_calls.MAX_DEPTH:
+            return state
+        found = list(state.sub_runs)
         for call_id, _ in agent_calls.open_calls(state)[: agent_calls.MAX_CHILDREN_PER_REPLY]:
-            try:
-                child = await self.state(agent_calls.child_id(state.run_id, call_id))
-            except RunNotFound:
+            if call_id in kept:
                 continue
+            child_id = agent_calls.child_id(state.run_id, call_id)
+            try:
+                described = await self._handle(child_id).describe()
+                if described.parent_id != state.run_id or (
+                    described.parent_run_id not in state.workflow_runs
+                ):
+                    continue  # not this caller's child
+                if described.status not in (
+                    WorkflowExecutionStatus.RUNNING,
+                    WorkflowExecutionStatus.COMPLETED,
+                    WorkflowExecutionStatus.CONTINUED_AS_NEW,
+                ):
+                    continue
+                child = await self.state(child_id)
+            except (
+                AgentClientError,
+                RPCError,
+                WorkflowQueryFailedError,
+                WorkflowQueryRejectedError,
+            ):
+                continue  # cannot be read now: started afresh
             if child.status in (RunStatus.FAILED, RunStatus.CANCELLED):
                 continue
             taken = await self.with_sub_runs(child, _depth=_depth + 1)

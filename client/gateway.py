@@ -50,6 +50,7 @@ from durable_agents.client.errors import (
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import DecideInput, PendingApproval
+from durable_agents.workflows.state import RunState
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
@@ -229,6 +230,7 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         caller = await allowed(request, "read", run_id)
         found = await agents.state(run_id)
         found.sub_approvals = [s for s in found.sub_approvals if _may_see(caller, s.path)]
+        found.sub_runs = [s for s in found.sub_runs if _may_see(caller, _agents_in(s.state))]
         return _json(found.model_dump(mode="json"))
 
     async def pending(request: Request) -> Response:
@@ -559,6 +561,11 @@ async def _body(request: Request, model: type[_M]) -> _M:
 
 def _json(value: object, status_code: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status_code)
+
+
+def _agents_in(state: RunState) -> list[str]:
+    """The agents of a sub-run's state and of its own sub-runs, down the tree."""
+    return [state.agent.name, *(a for s in state.sub_runs for a in _agents_in(s.state))]
 
 
 def _may_see(caller: Caller, path: list[str]) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from durable_agents.workflows import budget, handoffs
+from durable_agents.workflows import budget
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -102,10 +102,16 @@ def count_spent(state: RunState, used: Usage | None, share: int) -> None:
 
 
 def child_input(
-    state: RunState, call: ToolCall, agent: str, *, token_budget: int | None = None
+    state: RunState,
+    call: ToolCall,
+    agent: str,
+    *,
+    token_budget: int | None = None,
+    signed_start: bool = False,
 ) -> AgentInput | str:
-    """The child's start input (with `token_budget`, its share of the caller's), or why
-    the call's arguments cannot make one (the caller's model is told)."""
+    """The child's start input (with `token_budget`, its share of the caller's; with
+    `signed_start`, who signed the caller's start), or why the call's arguments cannot
+    make one (the caller's model is told)."""
     try:
         arguments = json.loads(call.arguments)
     except ValueError:
@@ -119,6 +125,7 @@ def child_input(
         context=state.context,
         depth=state.depth + 1,
         token_budget=token_budget,
+        caller_started_by=state.started_by if signed_start else None,
     )
 
 
@@ -136,19 +143,32 @@ def open_calls(state: RunState) -> list[tuple[str, str]]:
     return found
 
 
-def resumed_child(state: RunState, call: ToolCall, agent: str) -> AgentInput | None:
+def resumed_child(
+    state: RunState, call: ToolCall, agent: str, *, signed_start: bool = False
+) -> AgentInput | None:
     """The start of `call`'s child from the snapshot the run was resumed from, if it
-    carries one for that call and agent (taken out of the state: it is used once); the
-    child nests under this run whatever the snapshot says."""
+    carries one for that call whose agent is the call's (taken out of the state: it is
+    used once; a child that handed over to another agent starts afresh, since a snapshot
+    cannot prove which agent it started as). Whatever the snapshot says, the child nests
+    under this run, has this run's tool context, and is not paused (this run, running
+    the call, is not)."""
     found = next((s for s in state.sub_runs if s.call_id == call.call_id), None)
     if found is None:
         return None
     state.sub_runs = [s for s in state.sub_runs if s is not found]
     child = found.state
-    if handoffs.first_agent(child) != agent:
+    if child.agent.name != agent:
         return None  # not this agent's run: the agent starts afresh
     child.depth = state.depth + 1
-    return AgentInput(agent=agent, input="", resume_from=child, depth=child.depth)
+    child.context = state.context
+    return AgentInput(
+        agent=agent,
+        input="",
+        resume_from=child,
+        depth=child.depth,
+        unpause=True,
+        caller_started_by=state.started_by if signed_start else None,
+    )
 
 
 def prune_sub_runs(state: RunState) -> None:

@@ -330,6 +330,16 @@ class AgentWorkflow:
         bound = workflow.patched(patches.PATCH_EXECUTION_BOUND)
         state.execution_id = info.first_execution_run_id if bound else None
         state.started_by = None
+        inherited = self._input.caller_started_by if self._input is not None else None
+        if inherited is not None and self._start_claim is None:
+            if info.parent is None:  # only a workflow can start a run as its child
+                raise ApplicationError(
+                    "invalid AgentWorkflow input: caller_started_by is for a run started by "
+                    "its caller (a child workflow); sign the start instead (start_signature)",
+                    type=contract.ERROR_INVALID_INPUT,
+                    non_retryable=True,
+                )
+            state.started_by = inherited
         if self._start_claim is not None:
             try:
                 # Judged at the server's start time, not now: a start that waited in the
@@ -522,10 +532,14 @@ class AgentWorkflow:
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
         share = agent_calls.budget_share(state, made) if shared else None
+        signed = state.started_by is not None and workflow.patched(patches.PATCH_TREE_START)
         resumed = None
         if state.sub_runs and workflow.patched(patches.PATCH_TREE_SNAPSHOTS):
-            resumed = agent_calls.resumed_child(state, call, agent)  # exported with this run
-        task = resumed or agent_calls.child_input(state, call, agent, token_budget=share)
+            # exported with this run
+            resumed = agent_calls.resumed_child(state, call, agent, signed_start=signed)
+        task = resumed or agent_calls.child_input(
+            state, call, agent, token_budget=share, signed_start=signed
+        )
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
         child = agent_calls.child_id(state.run_id, call.call_id)
@@ -562,6 +576,12 @@ class AgentWorkflow:
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")
         self._emit(state, step_events.child_started(call, agent, child))
+        if state.paused is not None and workflow.patched(patches.PATCH_TREE_PAUSE):
+            # paused while the child was starting: the pause did not reach it then
+            pause = PauseSignal(by=state.paused.by or None, reason=state.paused.reason)
+            await asyncio.gather(
+                handle.signal(contract.SIGNAL_PAUSE, pause), return_exceptions=True
+            )
         try:
             done = await handle
         except ChildWorkflowError as err:
@@ -756,8 +776,11 @@ class AgentWorkflow:
             return
         if state is not None and await self._tree_signal(state, name, args):
             return
+        paused = state is not None and state.paused is not None
         self._inbox.receive(name, args)
-        if name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME) and state is not None:
+        pausing = name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME)
+        if pausing and state is not None and (state.paused is not None) != paused:
+            # taken by this run (a pause or resume it refused is not passed on)
             raw = args[0] if args else raw_payloads.NONE
             await self._pass_pause_down(name, inbox.pause_payload(name, raw))
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:

@@ -133,6 +133,11 @@ PATCH_TREE_BUDGETS = "tree-budgets"
 is left, and what it used counts against the budget (`RunState.sub_run_usage`, schema
 1.25); before, such a call was refused. Asked only when such a run calls one."""
 
+PATCH_TREE_START = "tree-start"
+"""A run whose start was signed starts the runs it calls as tools with who signed it
+(`AgentInput.caller_started_by`), so a policy with `separate_duties` holds in them;
+asked only when such a run calls an agent. Before, children started unsigned."""
+
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run
 continues as new once the deployment's current build changed, and the new run starts

@@ -23,6 +23,7 @@ from durable_agents.workflows.state import (
     ReasoningItem,
     RunStatus,
     Signature,
+    Starter,
     Usage,
     WebhookDelivery,
 )
@@ -92,6 +93,11 @@ class AgentInput(_Payload):
     """Proof of who starts the run (`workflows.signed_start`): the run records the
     key's owner as `started_by`, whom a policy with `separate_duties` keeps from
     approving the run's calls. A start whose signature does not verify fails."""
+    caller_started_by: Starter | None = Field(None, exclude_if=lambda s: s is None)
+    """(A run called as a tool) who signed the start of the run that calls it, as that
+    run verified it: recorded as this run's `started_by`. Taken only from a caller that
+    is a workflow (Temporal says who started a child; a client cannot), else the start
+    fails. Left out when None."""
 
 
 class StartSignature(_Payload):

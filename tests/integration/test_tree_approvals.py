@@ -17,20 +17,24 @@ from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import DecisionRefused
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.workflows import contract, search_attributes
-from durable_agents.workflows.payloads import PendingApproval
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.payloads import AgentInput, PendingApproval
+from durable_agents.workflows.state import Decision, RunStatus, Starter
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.dataplane.codec import codec_data_converter
+from durable_agents.signing import write_key
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import temporal_binary
 from tests.conftest import serving
 from tests.integration.test_codec_e2e import KEYS
+from tests.integration.test_four_eyes import IBAN
 from tests.integration.test_gateway import DECIDER, bearer, gateway
+from tests.support import agents
+from tests.support.approver_keys import ALICE, BOB
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
 from tests.support.runs import temporal_cli, tool_results, wait_for_status
@@ -513,3 +517,49 @@ async def test_pausing_the_caller_pauses_its_children_and_resuming_it_resumes_th
     assert result.status is RunStatus.COMPLETED and NOTICES == [{"to": "ann", "text": "5"}]
     log = [(e.action, e.by) for e in (await client.state(child)).pause_log]
     assert log == [("pause", "oncall"), ("resume", "oncall")]
+
+
+async def test_a_signed_start_holds_in_the_child_so_its_starter_cannot_approve_there(
+    team, model_server, tmp_path
+):
+    """Alice signs the vault's start; the custodian it calls as a tool wants a transfer
+    that separates duties: Alice may not approve it (through the vault or on the child),
+    Bob may. A client cannot claim a caller's signed start for a run it starts itself."""
+    model_server.responder = by_model(
+        {
+            "vault-model": [
+                Reply(tool_calls=(Call("custodian", {"input": "wire 250"}, "v1"),)),
+                Reply(content="wired"),
+            ],
+            "test-model": [Reply(tool_calls=(Call("transfer", IBAN, "t1"),)), Reply("sent")],
+        }
+    )
+    agents.CALLS.clear()
+    keys = {}
+    for key in (ALICE, BOB):
+        keys[key.owner] = str(tmp_path / f"{key.owner}.key")
+        write_key(key, tmp_path / f"{key.owner}.key")
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("vault", "wire 250", signing_key=ALICE)).id
+    child = f"{run_id}/v1"
+    await pending_below(client, run_id, 1)
+    assert (await client.state(child)).started_by == (await client.state(run_id)).started_by
+    ctl = bound_to(team)
+    own = await ctl("approve", run_id, "t1", "--key", keys["alice"])
+    assert own.code != 0 and "alice started this run" in own.stderr
+    other = await ctl("approve", run_id, "t1", "--key", keys["bob"])
+    assert other.code == 0, other.stderr
+    assert (await client.result(run_id)).final_output == "wired"
+    assert [c[:2] for c in agents.CALLS] == [("transfer", IBAN)]
+
+    forged = AgentInput(
+        agent="custodian",
+        input="wire it",
+        caller_started_by=Starter(key_id="bob-test", owner="bob"),
+    )
+    handle = await team.client.start_workflow(
+        contract.WORKFLOW_TYPE, forged, id=f"{run_id}-forged", task_queue=team.task_queue
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    assert "caller_started_by is for a run started by its caller" in str(failed.value.cause)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from durable_agents import Agent, ModelSettings, handoff, tool  # the public face
+from tests.support.agents import custodian
 
 REFUNDS: list[dict] = []
 
@@ -122,4 +123,13 @@ budgeted = Agent(
     tools=[counter.as_tool(), researcher.as_tool()],
     max_turns=6,
 )
-AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst, director, counter, budgeted]
+vault = Agent(
+    name="vault",
+    instructions="You ask the custodian.",
+    model="vault-model",
+    tools=[custodian.as_tool()],
+    max_turns=4,
+)
+"""Its child's `transfer` separates duties: whoever signed the vault's start may not
+approve it."""
+AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst, director, counter, budgeted, vault]

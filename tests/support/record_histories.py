@@ -953,6 +953,37 @@ async def record_tree_pause(client: Client, name: str) -> None:
         print(f"recorded {path}")
 
 
+async def record_tree_start(client: Client, name: str) -> None:
+    """v38 (tree-start): Alice signs the vault's start; its child, the custodian, gets
+    who signed it, and Bob's signed approval of the child's transfer (which separates
+    duties), sent to the vault, is decided by the child. Both runs' histories kept."""
+    script = [
+        Reply(tool_calls=(Call("custodian", {"input": "wire 250"}, "v1"),)),
+        Reply(tool_calls=(Call("transfer", {"iban": "DE89", "amount": 250}, "t1"),)),
+        Reply("sent"),
+        Reply("wired"),
+    ]
+    async with _serving(client, name, script) as task_queue:
+        agents = AgentClient(client, task_queue=task_queue)
+        run = await agents.start("vault", "wire 250", run_id=f"history-{name}", signing_key=ALICE)
+        handle = client.get_workflow_handle(run.id)
+        while len(await agents.pending(run.id)) < 1:
+            await asyncio.sleep(0.1)
+        [shown] = await agents.pending(run.id)
+        await agents.decide(
+            run.id, "t1", "approve", signing_key=BOB, arguments_sha256=shown.arguments_sha256,
+            execution_id=shown.execution_id, holder_run_id=shown.run_id,
+        )  # fmt: skip
+        await handle.result()
+        await _save(client, name, handle)
+        child = client.get_workflow_handle(f"{handle.id}/v1")
+        path = HISTORIES / f"{name}__v1.json"
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text((await child.fetch_history()).to_json())
+        print(f"recorded {path}")
+
+
 def forged(snapshot: RunState) -> RunState:
     """`snapshot` with an approval (and `always` rule) of its pending call that nobody made."""
     reply = snapshot.items[-1]
@@ -985,6 +1016,8 @@ async def main() -> None:
             await record_tree_resumed(env.client, "tree_snapshot_v35")
         if not _recorded("tree_pause_v36"):
             await record_tree_pause(env.client, "tree_pause_v36")
+        if not _recorded("tree_start_v38"):
+            await record_tree_start(env.client, "tree_start_v38")
         if not _recorded("imported_openai_v31"):
             await record_imported(env.client, "imported_openai_v31")
         if not _recorded("execution_bound_v11"):

@@ -149,6 +149,23 @@ def test_a_snapshots_child_is_resumed_once_nested_under_the_run_and_only_as_its_
     state.sub_runs = [SubRunSnapshot(call_id="c1", state=_child(agent="mailer"))]
     assert agent_calls.resumed_child(state, call, "researcher") is None  # another agent's run
     assert state.sub_runs == []
+    claiming = _child(agent="admin").model_copy(update={"first_agent": "researcher"})
+    state.sub_runs = [SubRunSnapshot(call_id="c1", state=claiming)]  # a snapshot's say
+    assert agent_calls.resumed_child(state, call, "researcher") is None
+
+
+def test_a_resumed_child_has_its_callers_context_and_is_not_paused():
+    from durable_agents.workflows.state import Pause, SubRunSnapshot
+
+    state = _with_open_call(state_of()).model_copy(update={"context": {"tenant": "t1"}})
+    [call] = state.items[-1].tool_calls  # type: ignore[union-attr]
+    child = _child().model_copy(
+        update={"context": {"tenant": "victim"}, "paused": Pause(by="x", at=NOW)}
+    )
+    state.sub_runs = [SubRunSnapshot(call_id="c1", state=child)]
+    started = agent_calls.resumed_child(state, call, "researcher")
+    assert started is not None and started.resume_from is not None
+    assert started.resume_from.context == {"tenant": "t1"} and started.unpause
 
 
 def test_sub_run_snapshots_of_calls_with_a_result_are_dropped():
