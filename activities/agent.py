@@ -254,12 +254,17 @@ class Agent:
         description: str | None = None,
         *,
         needs_approval: bool | ApprovalPolicy = False,
+        on_failure: Literal["tool_error", "fail_run"] = "tool_error",
     ) -> Tool:
         """This agent as another agent's tool: a call runs it as a run of its own (a
         child workflow, its id the caller's run id and the call id), with the model's
         `input` as its task and the caller's tool context; its final output (JSON for
-        an `output_type`) is the call's result, and a run that does not complete is a
-        tool error the model sees. Approvals it waits for are decided on its own run."""
+        an `output_type`) is the call's result. A run that does not complete is a tool
+        error the model sees, or with `on_failure="fail_run"` fails the caller too.
+        Approvals it waits for show on the caller too (README: Approvals across the
+        tree)."""
+        if on_failure not in ("tool_error", "fail_run"):
+            raise ValueError(f"as_tool on_failure: 'tool_error' or 'fail_run', not {on_failure!r}")
         return Tool(
             name=name or re.sub(r"[^A-Za-z0-9_-]", "_", self.name)[:64],
             description=description
@@ -269,6 +274,7 @@ class Agent:
             arguments=AgentTask,
             approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
             runs_agent=self.name,
+            on_failure=None if on_failure == "tool_error" else on_failure,
         )
 
     def tool(self, name: str) -> Tool | None:

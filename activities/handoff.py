@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool
 from durable_agents.workflows.state import ApprovalPolicy
@@ -26,14 +26,18 @@ def handoff(
     description: str | None = None,
     input_type: type[BaseModel] | None = None,
     needs_approval: bool | ApprovalPolicy = False,
+    input_filter: Literal["remove_tools"] | None = None,
 ) -> Tool:
     """A tool the model calls to hand the run over to `agent` (an Agent, or the name of
     one the same worker serves: agents that hand over to each other). The model sees
     `transfer_to_<name>` (or `tool_name`) described by `description` (default: a line
     naming the agent, and its `handoff_description`); `input_type`, a pydantic model,
     is what the model gives with it (a reason, say: kept in the run's `Handoff` item);
-    `needs_approval` as for `@tool`. Taking it switches the run's agent from the next
-    model call."""
+    `needs_approval` as for `@tool`; `input_filter="remove_tools"`: the new agent's
+    model is not sent the tool calls and results from before the handoff (the run keeps
+    them). Taking it switches the run's agent from the next model call."""
+    if input_filter not in (None, "remove_tools"):
+        raise ValueError(f"handoff input_filter: 'remove_tools' or None, not {input_filter!r}")
     name = agent if isinstance(agent, str) else agent.name
     if not name:
         raise ValueError("a handoff needs the name of the agent it hands over to")
@@ -54,6 +58,7 @@ def handoff(
         approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
         retry_policy=DEFAULT_TOOL_RETRY,
         handoff=name,
+        input_filter=input_filter,
     )
 
 

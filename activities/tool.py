@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from durable_agents.activities.heartbeat import Progress
 from durable_agents.activities.spec_fields import derive
@@ -101,6 +101,12 @@ class Tool:
     runs_agent: str | None = None
     """The agent a call runs as a run of its own, a child workflow (`Agent.as_tool`):
     the workflow starts it, no activity runs `fn`. None: a tool."""
+    on_failure: Literal["tool_error", "fail_run"] | None = None
+    """(`runs_agent`) a child that does not complete: a tool error its caller's model
+    sees (None, `tool_error`), or the caller fails too (`fail_run`)."""
+    input_filter: Literal["remove_tools"] | None = None
+    """(`handoff`) what the new agent is sent of the conversation before the handoff:
+    all of it (None), or all but tool calls and results (`remove_tools`)."""
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""

@@ -16,9 +16,11 @@ import hashlib
 import json
 
 from durable_agents.workflows import budget
+from durable_agents.workflows.contract import ERROR_SUB_RUN_FAILED
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
 from durable_agents.workflows.state import (
     AssistantMessage,
+    ErrorInfo,
     RunState,
     RunStatus,
     ToolCall,
@@ -125,7 +127,7 @@ def child_input(
         context=state.context,
         depth=state.depth + 1,
         token_budget=token_budget,
-        caller_started_by=state.started_by if signed_start else None,
+        caller_start=state.start_proof if signed_start else None,
     )
 
 
@@ -144,7 +146,12 @@ def open_calls(state: RunState) -> list[tuple[str, str]]:
 
 
 def resumed_child(
-    state: RunState, call: ToolCall, agent: str, *, signed_start: bool = False
+    state: RunState,
+    call: ToolCall,
+    agent: str,
+    *,
+    signed_start: bool = False,
+    token_budget: int | None = None,
 ) -> AgentInput | None:
     """The start of `call`'s child from the snapshot the run was resumed from, if it
     carries one for that call whose agent is the call's (taken out of the state: it is
@@ -161,13 +168,16 @@ def resumed_child(
         return None  # not this agent's run: the agent starts afresh
     child.depth = state.depth + 1
     child.context = state.context
+    if token_budget is not None:  # this run's share, whatever the snapshot says
+        child.token_budget = min(child.token_budget or token_budget, token_budget)
+        child.agent = child.agent.model_copy(update={"on_budget": "stop"})
     return AgentInput(
         agent=agent,
         input="",
         resume_from=child,
         depth=child.depth,
         unpause=True,
-        caller_started_by=state.started_by if signed_start else None,
+        caller_start=state.start_proof if signed_start else None,
     )
 
 
@@ -188,6 +198,16 @@ def result(call: ToolCall, agent: str, done: AgentResult) -> ToolOutcome:
         call_id=call.call_id,
         content=f"The {agent} agent's run ended {done.status.value} without an answer.",
         is_error=True,
+    )
+
+
+def failure(call: ToolCall, agent: str, child: str, outcome: ToolOutcome) -> ErrorInfo:
+    """Why the caller fails when `call`'s child did not complete and its tool says
+    `on_failure="fail_run"`."""
+    return ErrorInfo(
+        type=ERROR_SUB_RUN_FAILED,
+        message=f"call {call.call_id}: {outcome.content}",
+        details={"call_id": call.call_id, "agent": agent, "child_run_id": child},
     )
 
 

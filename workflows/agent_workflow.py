@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -125,6 +125,8 @@ class AgentWorkflow:
         """The run's events (`workflows.event_stream`), for runs since the patch."""
         self._children: set[str] = set()
         """The child runs (agents called as tools) this run waits on now."""
+        self._shares: dict[str, int] = {}
+        """The token-budget shares of the children running now, not counted yet."""
         self._passed_down: dict[str, tuple[str, ForwardAnswer | None]] = {}
         """Decisions passed down, by reference: the child, and its answer once it came."""
         self._answers: list[ForwardAnswer] = []
@@ -210,6 +212,7 @@ class AgentWorkflow:
             final_output=state.final_output,
             turn=state.turn,
             usage=state.usage,
+            sub_run_usage=state.sub_run_usage,
         )
 
     async def _start(self) -> RunState:
@@ -316,6 +319,14 @@ class AgentWorkflow:
                 non_retryable=True,
             ) from None
         state.workflow_runs.append(workflow.info().run_id)
+        shared = agent_input.token_budget is not None and (agent_input.depth or 0) > 0
+        if (
+            shared
+            and workflow.info().parent is not None
+            and state.agent.on_budget != "stop"
+            and workflow.patched(patches.PATCH_TREE_BUDGETS)
+        ):  # its budget is a share of its caller's: it stops there, it does not ask for more
+            state.agent = state.agent.model_copy(update={"on_budget": "stop"})
         return self._stamp_start(state)
 
     def _stamp_start(self, state: RunState) -> RunState:
@@ -330,16 +341,24 @@ class AgentWorkflow:
         bound = workflow.patched(patches.PATCH_EXECUTION_BOUND)
         state.execution_id = info.first_execution_run_id if bound else None
         state.started_by = None
-        inherited = self._input.caller_started_by if self._input is not None else None
+        state.start_proof = None
+        inherited = self._input.caller_start if self._input is not None else None
         if inherited is not None and self._start_claim is None:
-            if info.parent is None:  # only a workflow can start a run as its child
+            if info.root is None:  # only a run in a tree has a root to check it against
                 raise ApplicationError(
-                    "invalid AgentWorkflow input: caller_started_by is for a run started by "
-                    "its caller (a child workflow); sign the start instead (start_signature)",
+                    "invalid AgentWorkflow input: caller_start is for a run started by its "
+                    "caller (a child workflow); sign the start instead (start_signature)",
                     type=contract.ERROR_INVALID_INPUT,
                     non_retryable=True,
                 )
-            state.started_by = inherited
+            # Checked here, not taken on the caller's word: any workflow can start a child.
+            state.started_by = signed_start.inherited(
+                inherited,
+                state.agent.approver_keys,
+                root_id=info.root.workflow_id,
+                now=workflow.now(),
+            )
+            state.start_proof = inherited if state.started_by is not None else None
         if self._start_claim is not None:
             try:
                 # Judged at the server's start time, not now: a start that waited in the
@@ -356,6 +375,7 @@ class AgentWorkflow:
                     type=contract.ERROR_INVALID_INPUT,
                     non_retryable=True,
                 ) from None
+            state.start_proof = signed_start.proof(self._start_claim)
         return state
 
     async def _drive(self, state: RunState) -> None:
@@ -532,11 +552,13 @@ class AgentWorkflow:
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
         share = agent_calls.budget_share(state, made) if shared else None
-        signed = state.started_by is not None and workflow.patched(patches.PATCH_TREE_START)
+        signed = state.start_proof is not None and workflow.patched(patches.PATCH_TREE_START)
         resumed = None
         if state.sub_runs and workflow.patched(patches.PATCH_TREE_SNAPSHOTS):
             # exported with this run
-            resumed = agent_calls.resumed_child(state, call, agent, signed_start=signed)
+            resumed = agent_calls.resumed_child(
+                state, call, agent, signed_start=signed, token_budget=share
+            )
         task = resumed or agent_calls.child_input(
             state, call, agent, token_budget=share, signed_start=signed
         )
@@ -545,7 +567,12 @@ class AgentWorkflow:
         child = agent_calls.child_id(state.run_id, call.call_id)
         self._children.add(child)
         try:
-            return await self._run_child(state, call, agent, task, child, share)
+            outcome = await self._run_child(state, call, agent, task, child, share)
+            tool = state.agent.tool(call.tool)
+            failing = tool is not None and tool.on_failure == "fail_run" and outcome.is_error
+            if failing and workflow.patched(patches.PATCH_CHILD_FAILURE_POLICY):
+                self._fail(state, agent_calls.failure(call, agent, child, outcome))
+            return outcome
         finally:
             self._children.discard(child)
             if any(s.via == child for s in state.sub_approvals):
@@ -582,15 +609,22 @@ class AgentWorkflow:
             await asyncio.gather(
                 handle.signal(contract.SIGNAL_PAUSE, pause), return_exceptions=True
             )
+        if share is not None:
+            self._shares[child] = share  # counted once: when it ends, or when this run does
         try:
             done = await handle
         except ChildWorkflowError as err:
-            if share is not None:  # what it used is not known: all it was given
+            if self._shares.pop(child, None) is not None:  # what it used is not known
                 unstarted = activity_calls.failure_type(err) == contract.ERROR_INVALID_INPUT
-                agent_calls.count_spent(state, Usage() if unstarted else None, share)
+                agent_calls.count_spent(state, Usage() if unstarted else None, share or 0)
             return agent_calls.failed(call, agent, activity_calls.root_message(err))
-        if share is not None:
-            agent_calls.count_spent(state, done.usage, share)
+        except asyncio.CancelledError:
+            if self._shares.pop(child, None) is not None:
+                agent_calls.count_spent(state, None, share or 0)  # cut off: all it was given
+            raise
+        if self._shares.pop(child, None) is not None:
+            used = done.usage.plus(done.sub_run_usage) if done.sub_run_usage else done.usage
+            agent_calls.count_spent(state, used, share or 0)
         return agent_calls.result(call, agent, done)
 
     async def _hand_off(
@@ -615,6 +649,24 @@ class AgentWorkflow:
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
         self._emit(state, step_events.handoff(state, call, to_agent))
         return ToolOutcome(call_id=call.call_id, content=handoffs.result(to_agent), handoff_to=spec)
+
+    def _fail(self, state: RunState, error: ErrorInfo) -> NoReturn:
+        """End the run failed with `error` (its state, search attributes and metrics
+        saying so) by raising it as the workflow's failure; children still running are
+        counted as having used all they were given. A run already failed keeps its
+        first error."""
+        if state.status.is_final and state.error is not None:
+            error = state.error
+            raise ApplicationError(
+                error.message, error.details, type=error.type, non_retryable=True
+            )
+        for share in self._shares.values():
+            agent_calls.count_spent(state, None, share)
+        self._shares.clear()
+        loop.fail(state, error, now=workflow.now())
+        self._publish(state)
+        metrics.finished(state.agent.name, state.status.value)
+        raise ApplicationError(error.message, error.details, type=error.type, non_retryable=True)
 
     async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
         await self._await_decisions(state, step)

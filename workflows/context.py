@@ -30,6 +30,7 @@ from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
     ErrorInfo,
+    Handoff,
     Item,
     RunState,
     ToolResult,
@@ -95,7 +96,7 @@ def view(state: RunState, pending: Compaction | None = None) -> list[Item]:
     recorded yet, applied too (to estimate it)."""
     done = compactions(state) + ([pending] if pending is not None else [])
     if not done:
-        return _sendable(state, state.items)
+        return _sendable(state, _filtered(state, state.items))
     stubbed = {call_id for c in done for call_id in c.stubbed}
     cut = next((c for c in reversed(done) if c.summary is not None or c.dropped), None)
     start = cut.up_to if cut is not None else 0
@@ -114,7 +115,35 @@ def view(state: RunState, pending: Compaction | None = None) -> list[Item]:
             shown.append(stub(item) if item.call_id in stubbed else item)
         elif isinstance(item, UserMessage | AssistantMessage):
             shown.append(item)
-    return _sendable(state, shown)
+    return _sendable(state, _filtered(state, shown))
+
+
+def _filtered(state: RunState, items: list[Item]) -> list[Item]:
+    """`items` as the latest handoff with an input filter lets the new agent see what
+    came before it (`Handoff.input_filter`): with `remove_tools`, the tool calls and
+    results before the handoff are left out (a reply that was only calls goes too).
+    The run keeps every item; only what the model is sent is trimmed."""
+    at = next((n for n in range(len(state.items) - 1, -1, -1) if _filters(state.items[n])), None)
+    if at is None:
+        return items
+    before = {id(i) for i in state.items[:at] if isinstance(i, AssistantMessage)}
+    removed = {
+        c.call_id for i in state.items[:at] if isinstance(i, AssistantMessage) for c in i.tool_calls
+    }
+    shown: list[Item] = []
+    for item in items:
+        if isinstance(item, ToolResult) and item.call_id in removed:
+            continue
+        if isinstance(item, AssistantMessage) and id(item) in before and item.tool_calls:
+            if item.content:
+                shown.append(item.model_copy(update={"tool_calls": []}))
+            continue
+        shown.append(item)
+    return shown
+
+
+def _filters(item: Item) -> bool:
+    return isinstance(item, Handoff) and item.input_filter == "remove_tools"
 
 
 def _sendable(state: RunState, items: list[Item]) -> list[Item]:
@@ -226,7 +255,7 @@ def summary_request(state: RunState, planned: Compaction, base: ModelRequest) ->
     assert policy is not None
     latest = next((c for c in reversed(compactions(state)) if c.summary is not None), None)
     start = latest.up_to if latest is not None else 0
-    entries = _transcript(state.items[start : planned.up_to])
+    entries = _transcript(_filtered(state, state.items[start : planned.up_to]))
     share = SUMMARY_INPUT_SHARE / (2 if planned.reason == "context_length_exceeded" else 1)
     room = int(policy.max_input_tokens * share) * CHARS_PER_TOKEN
     earlier = [f"EARLIER NOTES: {json.dumps(latest.summary)}"] if latest and latest.summary else []

@@ -100,6 +100,7 @@ def take(state: RunState, call: ToolCall, spec: AgentSpec, *, now: datetime) -> 
             )
     if state.first_agent is None:
         state.first_agent = state.agent.name
+    tool = state.agent.tool(call.tool)
     state.items.append(
         Handoff(
             call_id=call.call_id,
@@ -107,6 +108,7 @@ def take(state: RunState, call: ToolCall, spec: AgentSpec, *, now: datetime) -> 
             to_agent=spec.name,
             turn=state.turn,
             reason=reason(call),
+            input_filter=tool.input_filter if tool is not None else None,
             at=now,
         )
     )

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.25 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.27 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -182,6 +182,18 @@ def _1_24_to_1_25(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.25"}
 
 
+def _1_25_to_1_26(data: dict[str, Any]) -> dict[str, Any]:
+    """1.26 added optional tool and handoff fields (a child's failure policy, a handoff's
+    input filter): nothing to convert."""
+    return {**data, "schema_version": "1.26"}
+
+
+def _1_26_to_1_27(data: dict[str, Any]) -> dict[str, Any]:
+    """1.27 added `RunState.start_proof` (optional: a 1.26 run passes no proof on):
+    nothing to convert."""
+    return {**data, "schema_version": "1.27"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -208,5 +220,7 @@ MIGRATIONS: dict[str, Migration] = {
     "1.22": _1_22_to_1_23,
     "1.23": _1_23_to_1_24,
     "1.24": _1_24_to_1_25,
+    "1.25": _1_25_to_1_26,
+    "1.26": _1_26_to_1_27,
 }
 """Released version -> the step from it to the next version."""

@@ -135,8 +135,12 @@ is left, and what it used counts against the budget (`RunState.sub_run_usage`, s
 
 PATCH_TREE_START = "tree-start"
 """A run whose start was signed starts the runs it calls as tools with who signed it
-(`AgentInput.caller_started_by`), so a policy with `separate_duties` holds in them;
+(`AgentInput.caller_start`, checked by the child), so `separate_duties` holds in them;
 asked only when such a run calls an agent. Before, children started unsigned."""
+
+PATCH_CHILD_FAILURE_POLICY = "child-failure-policy"
+"""A child that does not complete fails the run that called it when the tool says so
+(`ToolSpec.on_failure="fail_run"`, schema 1.26); asked only then."""
 
 PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 """On a versioned worker (Worker Versioning, runs pinned to their build): a run

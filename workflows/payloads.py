@@ -23,7 +23,7 @@ from durable_agents.workflows.state import (
     ReasoningItem,
     RunStatus,
     Signature,
-    Starter,
+    StartProof,
     Usage,
     WebhookDelivery,
 )
@@ -93,11 +93,12 @@ class AgentInput(_Payload):
     """Proof of who starts the run (`workflows.signed_start`): the run records the
     key's owner as `started_by`, whom a policy with `separate_duties` keeps from
     approving the run's calls. A start whose signature does not verify fails."""
-    caller_started_by: Starter | None = Field(None, exclude_if=lambda s: s is None)
-    """(A run called as a tool) who signed the start of the run that calls it, as that
-    run verified it: recorded as this run's `started_by`. Taken only from a caller that
-    is a workflow (Temporal says who started a child; a client cannot), else the start
-    fails. Left out when None."""
+    caller_start: StartProof | None = Field(None, exclude_if=lambda s: s is None)
+    """(A run called as a tool) the signed start of its tree's root, passed down by its
+    caller: the run checks it (key, signature, the signed workflow id is its root's, as
+    Temporal says) and records its signer as `started_by`; one that does not check out
+    is not taken (the run starts unsigned). A run that is no child refuses it. Left out
+    when None."""
 
 
 class StartSignature(_Payload):
@@ -129,6 +130,9 @@ class AgentResult(_Payload):
     final_output: str | None
     turn: int
     usage: Usage
+    sub_run_usage: Usage | None = Field(None, exclude_if=lambda u: u is None)
+    """What the runs it called as tools used (`RunState.sub_run_usage`): with `usage`,
+    what its caller counts against its own budget. Left out when None."""
 
 
 # --- decisions ------------------------------------------------------------------

@@ -13,6 +13,7 @@ that does not verify fails the start: someone claimed to be someone they are not
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from durable_agents.workflows import signed_decisions
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import parse_time
-from durable_agents.workflows.state import ApproverKey, Starter
+from durable_agents.workflows.state import START_PROOF_CHARS, ApproverKey, Starter, StartProof
 
 FIELD = "start_signature"
 """The start input's field that carries the signature."""
@@ -61,6 +62,46 @@ def claim_of(start_input: object) -> StartClaim | None:
         sig=str(claim.get("sig")),
         body=body,
     )
+
+
+def proof(claim: StartClaim) -> StartProof | None:
+    """The claim kept as proof for the runs this run calls as tools (None: its input is
+    too large to pass on, or not text)."""
+    try:
+        body = claim.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(body) > START_PROOF_CHARS or not body:
+        return None
+    return StartProof(key_id=claim.key_id, workflow_id=claim.workflow_id, sig=claim.sig, body=body)
+
+
+def inherited(
+    given: StartProof, keys: list[ApproverKey], *, root_id: str, now: datetime
+) -> Starter | None:
+    """Who signed the start of the tree's root, from the proof a caller passed down, if
+    it checks out: signed for the root (`root_id`, as Temporal says), its claim the one
+    inside the signed body, with a key of `keys` not expired `now`, the signature
+    verifying. None otherwise: the run starts unsigned (its expiry was the root's to
+    judge, at the root's start)."""
+    if given.workflow_id != root_id:
+        return None
+    try:
+        signed = json.loads(given.body)
+    except ValueError:
+        return None
+    claim = signed.get(FIELD) if isinstance(signed, dict) else None
+    if not isinstance(claim, dict) or (claim.get("key_id"), claim.get("workflow_id")) != (
+        given.key_id,
+        given.workflow_id,
+    ):
+        return None
+    key = next((k for k in keys if k.key_id == given.key_id), None)
+    if key is None or (key.not_after is not None and now > key.not_after):
+        return None
+    if not signed_decisions.verifies(key, given.sig, given.body.encode("utf-8")):
+        return None
+    return Starter(key_id=key.key_id, owner=key.owner)
 
 
 def verify(

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.25"
+SCHEMA_VERSION = "1.27"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -80,6 +80,9 @@ and `tool_listings`.
 1.23 added approvals across a tree of runs: `RunState.sub_approvals`.
 1.24 added snapshots of a tree of runs: `RunState.sub_runs`.
 1.25 added budgets shared with agents called as tools: `RunState.sub_run_usage`.
+1.26 added `ToolSpec.on_failure` (agents called as tools), `ToolSpec.input_filter` and
+`Handoff.input_filter` (handoffs).
+1.27 added the signed start a tree's runs check: `RunState.start_proof`.
 """
 
 REFUSALS_KEPT = 50
@@ -249,6 +252,16 @@ class ToolSpec(_Model):
     )
     """The agent a call of this tool runs, as a run of its own (a child workflow whose
     final output is the call's result: `Agent.as_tool`). None: a tool. Added in 1.22."""
+    on_failure: Literal["tool_error", "fail_run"] | None = Field(
+        None, exclude_if=lambda f: f is None
+    )
+    """(An agent called as a tool) what a child that does not complete does to the run
+    that called it: `tool_error` (None: the same), its model is told; `fail_run`, the
+    run fails too. Added in 1.26."""
+    input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
+    """(A handoff) what the new agent's model is sent of the conversation before the
+    handoff: None, all of it; `remove_tools`, without tool calls and results (the
+    run keeps them). Added in 1.26."""
 
 
 class MCPServer(_Model):
@@ -806,6 +819,9 @@ class Handoff(_Model):
     """The reply that asked for it."""
     reason: str | None = Field(None, max_length=2_000)
     """The call's arguments (its `reason`, if it has one), as the model gave them."""
+    input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
+    """What the new agent's model is sent of the conversation before this handoff
+    (`ToolSpec.input_filter`). Added in 1.26."""
     at: AwareDatetime
 
 
@@ -948,6 +964,24 @@ class Starter(_Model):
     """That key's owner."""
 
 
+START_PROOF_CHARS = 64_000
+"""The largest signed start input a run keeps as proof for the runs it calls as tools
+(a larger one, such as a resume's snapshot, is not passed on: they start unsigned)."""
+
+
+class StartProof(_Model):
+    """A signed start as its signer made it: the start input's canonical JSON (`body`,
+    with the `start_signature` minus `sig`) and the Ed25519 signature over it, of the
+    run at the top of a tree of runs. A run called as a tool checks it itself (the
+    key, the signature, and that the signed workflow id is its tree's root, as Temporal
+    says) before it records who started it. Added in 1.27."""
+
+    key_id: str = Field(min_length=1, max_length=200)
+    workflow_id: str = Field(min_length=1, max_length=1_000)
+    sig: str = Field(pattern=r"^[A-Za-z0-9_-]{86}$")
+    body: str = Field(max_length=START_PROOF_CHARS)
+
+
 class ImportedDecision(_Model):
     """A decision an imported OpenAI Agents SDK run state had recorded: kept for the
     audit, never applied (an unsigned file cannot approve anything). Added in 1.20."""
@@ -1040,7 +1074,7 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.25"] = "1.25"
+    schema_version: Literal["1.27"] = "1.27"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1091,6 +1125,9 @@ class RunState(_Model):
     started_by: Starter | None = None
     """The owner of the key that signed the run's start input; None: an unsigned
     start (anyone who may start workflows). Added in 1.4."""
+    start_proof: StartProof | None = Field(None, exclude_if=lambda p: p is None)
+    """The signed start `started_by` was checked against, kept for the runs this run
+    calls as tools (its own, or, for such a run, its tree's root's). Added in 1.27."""
     model_settings: ModelSettings = ModelSettings()
     """The settings every model call of this run is sent with: the agent's, with the
     start input's on top, fixed when the run started (a resume keeps them). Added in 1.6."""

@@ -183,7 +183,15 @@ async def test_unknown_run_id_is_a_clear_error(client) -> None:
 
 
 async def test_failed_run_raises_run_failed_with_the_workflow_message(client) -> None:
-    rid = (await client.start("nobody", "hi")).id
+    # Started past AgentClient's check of the served agents (which refuses "nobody" once
+    # it sees the worker's list): the run itself fails on the unknown agent.
+    rid = run_id()
+    await client.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        {"agent": "nobody", "input": "hi"},
+        id=rid,
+        task_queue=client.task_queue,
+    )
 
     with pytest.raises(RunFailed, match="nobody") as failed:
         await client.result(rid)

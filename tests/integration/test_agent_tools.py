@@ -10,6 +10,7 @@ import json
 import httpx2
 import pytest
 from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import RunFailed
 from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowExecutionStatus
 
@@ -215,3 +216,48 @@ async def test_a_budgeted_caller_shares_its_token_budget_and_counts_what_childre
     assert state.usage.total_tokens == 15  # its own, as before
     assert "1,825 of its budget of 2,000" in (state.error.message if state.error else "")
     assert [r["model"] for r in model_server.requests].count("budgeted-model") == 1
+
+
+async def test_a_child_that_fails_fails_its_caller_when_the_tool_says_so(team, model_server):
+    model_server.responder = by_model(
+        {
+            "strict-model": [Reply(tool_calls=(Call("analyst", {"input": "judge it"}, "c1"),))],
+            "judge-model": [Fault(400, "bad request for the judge")],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("strict", "judge")).id
+    with pytest.raises(RunFailed, match="SubRunFailed") as failed:
+        await client.result(run_id)
+    assert "call c1: The analyst agent's run failed" in str(failed.value)
+    state = await client.state(run_id)
+    assert state.status is RunStatus.FAILED and state.error is not None
+    assert state.error.details == {
+        "call_id": "c1",
+        "agent": "analyst",
+        "child_run_id": f"{run_id}/c1",
+    }
+
+
+async def test_what_a_grandchild_used_counts_against_the_budget_at_the_top(team, model_server):
+    model_server.responder = by_model(
+        {
+            "topper-model": [
+                Reply(tool_calls=(Call("middle", {"input": "count"}, "t1"),)),
+                Reply(content="done"),
+            ],
+            "middle-model": [
+                Reply(tool_calls=(Call("counter", {"input": "add 1 and 2"}, "m1"),)),
+                Reply(content="3"),
+            ],
+            "count-model": [Reply(content="3", usage=(1_500, 10))],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("topper", "count")).id
+    assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    top, middle = await client.state(run_id), await client.state(f"{run_id}/t1")
+    assert middle.token_budget == 5_000 - 15 and middle.agent.on_budget == "stop"
+    assert (await client.state(f"{run_id}/t1/m1")).token_budget == 5_000 - 15 - 15
+    assert middle.sub_run_usage is not None and middle.sub_run_usage.total_tokens == 1_510
+    assert top.sub_run_usage is not None and top.sub_run_usage.total_tokens == 30 + 1_510

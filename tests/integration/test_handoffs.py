@@ -229,3 +229,36 @@ async def test_a_gateway_caller_must_be_scoped_to_the_agent_answering_now(
         assert allowed.status_code == 200, allowed.text
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
     assert REFUNDS == [{"order": "A12", "amount": 999}]
+
+
+async def test_a_handoff_with_an_input_filter_sends_the_new_agent_no_tool_history(
+    desk, model_server
+):
+    """`handoff(billing, input_filter="remove_tools")`: billing's model gets the user's
+    messages and the assistant's words, not the calls and results from before the
+    handoff; the run keeps every item, and the filter is on its `Handoff` item."""
+
+    def respond(body: dict) -> Reply:
+        if body["model"] == "tidy-model":
+            said = [m for m in body["messages"] if m["role"] == "tool"]
+            if not said:
+                return Reply(
+                    content="Let me add.", tool_calls=(Call("add", {"a": 2, "b": 3}, "a1"),)
+                )
+            return Reply(tool_calls=(to_billing("h1", "a refund of 5"),))
+        return Reply(content="Billing here: refund noted.")
+
+    model_server.responder = respond
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("tidy", "refund me what 2 + 3 makes")).id
+    result = await client.result(run_id)
+    assert result.final_output == "Billing here: refund noted."
+    [sent] = [r for r in model_server.requests if r["model"] == "billing-model"]
+    roles = [m["role"] for m in sent["messages"]]
+    assert "tool" not in roles and not any(m.get("tool_calls") for m in sent["messages"])
+    assert {"role": "user", "content": "refund me what 2 + 3 makes"} in sent["messages"]
+    assert any(m.get("content") == "Let me add." for m in sent["messages"])
+    state = await client.state(run_id)
+    [handed] = [i for i in state.items if isinstance(i, Handoff)]
+    assert handed.input_filter == "remove_tools"
+    assert tool_results(state)["a1"].content == "5"  # kept in the run

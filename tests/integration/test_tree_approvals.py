@@ -18,7 +18,7 @@ from durable_agents.client.errors import DecisionRefused
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import AgentInput, PendingApproval
-from durable_agents.workflows.state import Decision, RunStatus, Starter
+from durable_agents.workflows.state import Decision, RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowFailureError
@@ -147,13 +147,21 @@ async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through
 
 
 async def test_the_temporal_cli_approves_a_childs_call_through_the_caller(team, model_server):
+    """Two agents called in parallel, one of which waits for a decision: the documented
+    payload sent with the `temporal` CLI to the caller's id decides it."""
     model_server.responder = by_model(
         {
             "lead-model": [
-                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(
+                    tool_calls=(
+                        Call("ask_mailer", {"input": "tell ann"}, "c1"),
+                        Call("researcher", {"input": "add 2 and 3"}, "c2"),
+                    )
+                ),
                 Reply(content="Done."),
             ],
             "mail-model": mailer_replies("n1"),
+            "research-model": [Reply(content="5")],
         }
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
@@ -168,6 +176,7 @@ async def test_the_temporal_cli_approves_a_childs_call_through_the_caller(team, 
     assert NOTICES == [{"to": "ann", "text": "5"}]
     [decision] = [i for i in (await client.state(f"{run_id}/c1")).items if isinstance(i, Decision)]
     assert (decision.approver, decision.via) == ("ops", "signal")
+    assert tool_results(await client.state(run_id))["c2"].content == "5"
 
 
 async def test_a_grandchilds_call_is_listed_at_the_top_and_rejected_from_there(team, model_server):
@@ -522,9 +531,9 @@ async def test_pausing_the_caller_pauses_its_children_and_resuming_it_resumes_th
 async def test_a_signed_start_holds_in_the_child_so_its_starter_cannot_approve_there(
     team, model_server, tmp_path
 ):
-    """Alice signs the vault's start; the custodian it calls as a tool wants a transfer
-    that separates duties: Alice may not approve it (through the vault or on the child),
-    Bob may. A client cannot claim a caller's signed start for a run it starts itself."""
+    """Alice signs the vault's start; the custodian it calls as a tool checks the signed
+    start passed down and wants a transfer that separates duties: Alice may not approve
+    it, Bob may. A client cannot hand a run a caller's signed start (it has no root)."""
     model_server.responder = by_model(
         {
             "vault-model": [
@@ -552,14 +561,12 @@ async def test_a_signed_start_holds_in_the_child_so_its_starter_cannot_approve_t
     assert (await client.result(run_id)).final_output == "wired"
     assert [c[:2] for c in agents.CALLS] == [("transfer", IBAN)]
 
-    forged = AgentInput(
-        agent="custodian",
-        input="wire it",
-        caller_started_by=Starter(key_id="bob-test", owner="bob"),
-    )
+    proof = (await client.state(run_id)).start_proof
+    assert proof is not None and proof.workflow_id == run_id
+    forged = AgentInput(agent="custodian", input="wire it", caller_start=proof)
     handle = await team.client.start_workflow(
         contract.WORKFLOW_TYPE, forged, id=f"{run_id}-forged", task_queue=team.task_queue
     )
     with pytest.raises(WorkflowFailureError) as failed:
         await handle.result()
-    assert "caller_started_by is for a run started by its caller" in str(failed.value.cause)
+    assert "caller_start is for a run started by its caller" in str(failed.value.cause)

@@ -10,8 +10,10 @@ import asyncio
 import dataclasses
 import json
 import shlex
+import tempfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from durable_agents.workflows import contract
@@ -59,9 +61,18 @@ async def until(condition, timeout: float = 30) -> None:
 
 
 async def seqs_of(worker, run_id: str) -> dict[str, int]:
-    """The `seq` of each type of event of the run's event stream (the last of a type)."""
+    """The `seq` of each type of event of the run's event stream (the last of a type).
+    If reading them fails, the run's history is kept under $TMPDIR/failed-histories
+    for diagnosis (a replay of it shows why, e.g. a nondeterminism)."""
     agents = AgentClient(worker.client, task_queue=worker.task_queue)
-    return {e["type"]: e["seq"] async for e in agents.events(run_id, follow=False)}
+    try:
+        return {e["type"]: e["seq"] async for e in agents.events(run_id, follow=False)}
+    except Exception:
+        kept = Path(tempfile.gettempdir()) / "failed-histories"
+        kept.mkdir(exist_ok=True)
+        history = await worker.client.get_workflow_handle(run_id).fetch_history()
+        (kept / f"{run_id}.json").write_text(history.to_json())
+        raise
 
 
 async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_the_call(

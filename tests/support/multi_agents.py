@@ -99,7 +99,16 @@ thrifty = Agent(
     max_turns=6,
 )
 
-HANDOFF_AGENTS = [triage, billing, shipping, careful, desk, thrifty]
+tidy = Agent(
+    name="tidy",
+    instructions="Look up, then route.",
+    model="tidy-model",
+    tools=[add],
+    handoffs=[handoff(billing, input_filter="remove_tools")],
+    max_turns=6,
+)
+"""Billing, taking over from it, is not sent its tool calls and results."""
+HANDOFF_AGENTS = [triage, billing, shipping, careful, desk, thrifty, tidy]
 director = Agent(
     name="director",
     instructions="You ask the lead.",
@@ -132,4 +141,31 @@ vault = Agent(
 )
 """Its child's `transfer` separates duties: whoever signed the vault's start may not
 approve it."""
-AGENT_TOOL_AGENTS = [lead, researcher, mailer, analyst, director, counter, budgeted, vault]
+strict = Agent(
+    name="strict",
+    instructions="You need the analyst's verdict.",
+    model="strict-model",
+    tools=[analyst.as_tool(on_failure="fail_run")],
+    max_turns=4,
+)
+"""Fails when the analyst's run does not complete."""
+middle = Agent(
+    name="middle",
+    instructions="You ask the counter.",
+    model="middle-model",
+    tools=[counter.as_tool()],
+    model_settings=ModelSettings(max_output_tokens=50),
+)
+topper = Agent(
+    name="topper",
+    instructions="You ask the middle.",
+    model="topper-model",
+    token_budget=5_000,
+    model_settings=ModelSettings(max_output_tokens=50),
+    tools=[middle.as_tool()],
+)
+"""A budget over two levels: what the counter uses counts against the topper's."""
+AGENT_TOOL_AGENTS = [
+    *(lead, researcher, mailer, analyst, director),
+    *(counter, budgeted, vault, strict, middle, topper),
+]

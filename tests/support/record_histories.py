@@ -74,6 +74,29 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v40: a handoff with an input filter (schema 1.26): tidy adds, then hands over to
+    # billing, whose model is sent no tool calls or results from before the handoff.
+    "handoff_filter_v40": (
+        "tidy",
+        False,
+        [
+            Reply("Let me add.", tool_calls=(Call("add", {"a": 2, "b": 3}, "a1"),)),
+            Reply(tool_calls=(Call("transfer_to_billing", {"reason": "refund 5"}, "h1"),)),
+            Reply("Billing here: refund noted."),
+        ],
+        [],
+    ),
+    # v39: a child's failure fails its caller (child-failure-policy, schema 1.26): the
+    # analyst's model refuses the request, and `strict` fails with SubRunFailed.
+    "child_failure_v39": (
+        "strict",
+        False,
+        [
+            Reply(tool_calls=(Call("analyst", {"input": "judge it"}, "c1"),)),
+            Fault(400, "bad request for the judge"),
+        ],
+        [],
+    ),
     # v37: budgets shared with agents called as tools (tree-budgets, schema 1.25): the
     # budgeted caller (2,000 tokens) gives the counter half of what is left, and counts
     # what it used before its next model call.
@@ -954,9 +977,11 @@ async def record_tree_pause(client: Client, name: str) -> None:
 
 
 async def record_tree_start(client: Client, name: str) -> None:
-    """v38 (tree-start): Alice signs the vault's start; its child, the custodian, gets
-    who signed it, and Bob's signed approval of the child's transfer (which separates
-    duties), sent to the vault, is decided by the child. Both runs' histories kept."""
+    """v41 (tree-start): Alice signs the vault's start; its child, the custodian, gets
+    the signed start as proof and checks it, and Bob's signed approval of the child's
+    transfer (which separates duties), sent to the vault, is decided by the child. Both
+    runs' histories kept. (v38, recorded while the child took its caller's word for
+    who started it, was never released: that protocol is gone.)"""
     script = [
         Reply(tool_calls=(Call("custodian", {"input": "wire 250"}, "v1"),)),
         Reply(tool_calls=(Call("transfer", {"iban": "DE89", "amount": 250}, "t1"),)),
@@ -1016,8 +1041,8 @@ async def main() -> None:
             await record_tree_resumed(env.client, "tree_snapshot_v35")
         if not _recorded("tree_pause_v36"):
             await record_tree_pause(env.client, "tree_pause_v36")
-        if not _recorded("tree_start_v38"):
-            await record_tree_start(env.client, "tree_start_v38")
+        if not _recorded("tree_start_v41"):
+            await record_tree_start(env.client, "tree_start_v41")
         if not _recorded("imported_openai_v31"):
             await record_imported(env.client, "imported_openai_v31")
         if not _recorded("execution_bound_v11"):

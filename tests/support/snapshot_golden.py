@@ -48,6 +48,7 @@ from durable_agents.workflows.state import (
     RunState,
     RunStatus,
     Starter,
+    StartProof,
     SubApproval,
     SubRunSnapshot,
     ToolCall,
@@ -796,6 +797,30 @@ def _golden_1_25() -> RunState:
     return state
 
 
+def _golden_1_26() -> RunState:
+    """1.25's, with what 1.26 added: a child's failure policy, a handoff's input filter."""
+    state = _golden_1_25()
+    tool = next(t for t in state.agent.tools if t.runs_agent is not None)
+    tool.on_failure = "fail_run"
+    billing = next(t for t in state.agent.tools if t.handoff is not None)
+    billing.input_filter = "remove_tools"
+    handed = next(i for i in state.items if isinstance(i, Handoff))
+    handed.input_filter = "remove_tools"
+    return state
+
+
+def _golden_1_27() -> RunState:
+    """1.26's, with what 1.27 added: the signed start its children check."""
+    state = _golden_1_26()
+    state.start_proof = StartProof(
+        key_id="alice-test",
+        workflow_id="support-7",
+        sig="A" * 86,
+        body='{"agent":"support","input":"hi","start_signature":{"key_id":"alice-test"}}',
+    )
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -823,6 +848,8 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.23": _golden_1_23,
     "1.24": _golden_1_24,
     "1.25": _golden_1_25,
+    "1.26": _golden_1_26,
+    "1.27": _golden_1_27,
 }
 
 

@@ -200,3 +200,27 @@ def test_a_snapshot_whose_sub_runs_nest_deeper_than_runs_do_is_refused():
     doc["sub_runs"] = [{"call_id": "c9", "state": child}, {"call_id": "c9", "state": child}]
     with pytest.raises(SnapshotError, match="two sub-runs of one call"):
         loads(json.dumps(doc), allow_unverified=True)
+
+
+def test_a_signed_start_passed_down_is_taken_only_if_it_checks_out_for_the_root():
+    from durable_agents.workflows import signed_start
+
+    from tests.support.approver_keys import ALICE, BOB, MALLORY, WORKER_KEYS
+
+    start = {"agent": "vault", "input": "wire 250"}
+    signed = ALICE.sign_start(start, workflow_id="root-1", expires_at="2099-01-01T00:00:00Z")
+    claim = signed_start.claim_of(signed)
+    assert claim is not None
+    proof = signed_start.proof(claim)
+    assert proof is not None
+    took = signed_start.inherited(proof, WORKER_KEYS, root_id="root-1", now=NOW)
+    assert took is not None and took.owner == "alice"
+    assert signed_start.inherited(proof, WORKER_KEYS, root_id="root-2", now=NOW) is None
+    as_bob = proof.model_copy(update={"key_id": BOB.key_id})
+    assert signed_start.inherited(as_bob, WORKER_KEYS, root_id="root-1", now=NOW) is None
+    edited = proof.model_copy(update={"body": proof.body.replace("250", "999")})
+    assert signed_start.inherited(edited, WORKER_KEYS, root_id="root-1", now=NOW) is None
+    by_mallory = MALLORY.sign_start(start, workflow_id="root-1", expires_at="2099-01-01T00:00:00Z")
+    unknown = signed_start.proof(signed_start.claim_of(by_mallory))  # type: ignore[arg-type]
+    assert unknown is not None
+    assert signed_start.inherited(unknown, WORKER_KEYS, root_id="root-1", now=NOW) is None

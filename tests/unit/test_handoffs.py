@@ -113,3 +113,37 @@ def test_a_handoffs_reason_is_its_reason_argument_or_its_arguments():
     assert handoffs.reason(call('{"topic": "x"}')) == '{"topic": "x"}'
     assert handoffs.reason(call("not json")) == "not json"
     assert len(handoffs.reason(call('{"reason": "' + "x" * 5000 + '"}')) or "") == 2_000
+
+
+def test_a_handoffs_input_filter_trims_what_the_new_agent_is_sent_not_the_run():
+    from durable_agents.workflows import context
+    from durable_agents.workflows.state import UserMessage
+
+    agent = spec("a", "lookup")
+    agent.tools[-1].input_filter = "remove_tools"
+    state = started(agent)
+    looked = ToolCall(call_id="l1", tool="lookup", arguments="{}")
+    state.items += [
+        AssistantMessage(turn=1, content="Looking.", tool_calls=[looked], at=NOW),
+        ToolResult(call_id="l1", content="found"),
+        AssistantMessage(
+            turn=2, content="", tool_calls=[looked.model_copy(update={"call_id": "l2"})], at=NOW
+        ),
+        ToolResult(call_id="l2", content="again"),
+    ]
+    state.turn = 2
+    handed_over(state, spec("b", "refund"))
+    [moved] = [i for i in state.items if isinstance(i, Handoff)]
+    assert moved.input_filter == "remove_tools"
+    state.items.append(UserMessage(content="and now?"))
+    sent = context.view_of(context.view(state))
+    assert [type(i).__name__ for i in sent] == ["UserMessage", "AssistantMessage", "UserMessage"]
+    assert sent[1].content == "Looking." and sent[1].tool_calls == []  # type: ignore[union-attr]
+    assert len([i for i in state.items if isinstance(i, ToolResult)]) == 3  # the run keeps them
+    agent_b = spec("b")  # without a filter: the whole conversation
+    plain = started(agent)
+    plain.items += state.items[1:3]
+    plain.turn = 1
+    handed_over(plain, agent_b)
+    plain.items[-1] = plain.items[-1].model_copy(update={"input_filter": None})
+    assert any(isinstance(i, ToolResult) for i in context.view(plain))
