@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from durable_agents.workflows import argument_view, decisions, handoffs, tree_approvals
+from durable_agents.workflows import argument_view, decisions, handoffs, refusals, tree_approvals
 from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
@@ -58,6 +58,16 @@ def render(state: RunState) -> str:
     if state.sub_approvals:
         lines += ["", f"**Pending approvals in runs below ({len(state.sub_approvals)})**"]
         lines += [_sub_approval(state, s) for s in state.sub_approvals]
+    if state.refused_decisions:  # a signal gets no answer: an operator reads it here
+        refused = state.refused_decisions[-1]
+        count = refusals.total_refused_decisions(state)
+        why = _code(_short(refused.refused_because or "", 200))
+        lines += [
+            "",
+            f"**Last refused decision** ({_plural(count, 'refused')} in all): "
+            f"{refused.decision} of call {_code(_short(refused.call_id, 80))} by "
+            f"{_code(_short(refused.approver, 80))}: {why}",
+        ]
     reply = next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
     summary = " ".join(s for thought in (reply.reasoning if reply else []) for s in thought.summary)
     if reply is not None and summary:

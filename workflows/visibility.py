@@ -43,6 +43,11 @@ def publish(state: RunState, *, last: Published | None) -> Published:
     return values
 
 
+def show_details(state: RunState) -> None:
+    """Set the current details only (not a history event, unlike an upsert)."""
+    workflow.set_current_details(details.render(state))
+
+
 def publish_unstarted(agent: str, status: RunStatus, why: str) -> None:
     """A run that ended (failed, cancelled) before it had a state: name and status."""
     workflow.set_current_details(f"**{status.value}** · {agent} · {why}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from durable_agents.client import AgentClient
-from durable_agents.workflows.state import RunStatus
+from durable_agents.workflows.state import Decision, RunStatus
 from playwright.async_api import BrowserContext, Error, async_playwright, expect
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -182,3 +182,59 @@ async def test_operator_finds_a_caller_by_its_childs_pending_approval_and_sees_t
         await expect(body).to_contain_text(f"call id n1 — in run {child} (lead → mailer)")
         await page.screenshot(path=tmp_path / "ui-tree.png", full_page=True)
         await client.cancel(caller)
+
+
+async def send_signal(page, name: str, payload: str) -> None:
+    """The UI's own way: More Actions → Send a Signal, a custom signal name (the run's
+    signals are dynamic, so the UI lists none), the JSON payload, Submit."""
+    await page.locator("button:visible", has_text="More Actions").first.click()
+    await page.locator("[data-testid=signal-button]:visible").first.click()
+    modal = page.locator("[data-testid=signal-confirmation-modal]:visible").first
+    await modal.get_by_test_id("signal-select-button").click()
+    custom = page.get_by_text("Input Signal name").last
+    await expect(custom).to_be_visible()
+    await custom.click()
+    name_box = page.locator("[data-testid=signal-name]:visible")
+    await expect(name_box).to_be_visible()
+    await name_box.fill(name)
+    await modal.locator("[role=textbox]").first.click()
+    await page.keyboard.type(payload)
+    await name_box.press("Tab")  # the editor and the name are taken as they leave focus
+    await page.locator("[data-testid=confirm-modal-button]:visible").first.click()
+    await expect(modal).to_be_hidden()
+
+
+async def test_operator_approves_from_the_temporal_ui_and_reads_a_refusal_there(
+    browser, ui_server, model_server, tmp_path
+):
+    """README "Approving from the Temporal UI": a decision sent as a signal from the run's
+    page; one the run refuses (a call id that is not pending) shows in the run's current
+    details, the reason first and nothing of the worker's code; the right one completes
+    the run."""
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
+    async with serving(ui_server.client, model_server) as worker:
+        client = AgentClient(worker.client, task_queue=worker.task_queue)
+        run_id = (await client.start("assistant", "Please mail ops about the refund")).id
+        await wait_for_status(client, run_id, RunStatus.AWAITING_APPROVAL)
+        page = await browser.new_page()
+        await page.goto(f"{ui_server.ui_url}/namespaces/default/workflows/{run_id}")
+        await expect(page.locator("button:visible", has_text="More Actions").first).to_be_visible()
+
+        await send_signal(page, "approve", '{"call_id": "e9", "approver": "ann"}')
+        await eventually(
+            lambda: client.state(run_id), lambda state: len(state.refused_decisions) == 1
+        )
+        await page.reload()
+        await page.get_by_text("User Metadata", exact=True).click()
+        body = page.frame_locator("#user-metadata-current-details").locator("body")
+        await expect(body).to_contain_text("Last refused decision")
+        text = await body.inner_text()
+        assert "approve of call e9 by ann: no tool call e9 in run" in " ".join(text.split())
+        assert "Traceback" not in text and ".py" not in text
+        await page.screenshot(path=tmp_path / "ui-refused.png", full_page=True)
+
+        await send_signal(page, "approve", '{"call_id": "e1", "approver": "ann"}')
+        result = await client.result(run_id)
+        assert result.final_output == "sent"
+        [decision] = [i for i in (await client.state(run_id)).items if isinstance(i, Decision)]
+        assert (decision.approver, decision.via) == ("ann", "signal")
