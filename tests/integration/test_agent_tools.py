@@ -15,27 +15,10 @@ from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Fault, Reply
-from tests.conftest import serving
 from tests.integration.test_gateway import gateway
 from tests.support.cli_support import bound_to
-from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
+from tests.support.multi_agents import NOTICES, by_model
 from tests.support.runs import temporal_cli, tool_results, wait_for_status
-
-
-@pytest.fixture
-async def team(env, model_server):
-    NOTICES.clear()
-    async with serving(env.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
-        yield running
-
-
-def by_model(replies: dict[str, list]) -> object:
-    """A responder answering each request from the list of its model, in order."""
-
-    def answer(body: dict) -> object:
-        return replies[body["model"]].pop(0)
-
-    return answer
 
 
 async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, model_server):

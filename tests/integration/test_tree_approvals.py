@@ -36,22 +36,8 @@ from tests.integration.test_gateway import DECIDER, bearer, gateway
 from tests.support import agents
 from tests.support.approver_keys import ALICE, BOB
 from tests.support.cli_support import bound_to, error_lines
-from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
+from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES, by_model
 from tests.support.runs import temporal_cli, tool_results, wait_for_status
-
-
-@pytest.fixture
-async def team(env, model_server):
-    NOTICES.clear()
-    async with serving(env.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
-        yield running
-
-
-def by_model(replies: dict[str, list]) -> object:
-    def answer(body: dict) -> object:
-        return replies[body["model"]].pop(0)
-
-    return answer
 
 
 def mailer_replies(*call_ids: str) -> list:

@@ -169,3 +169,13 @@ AGENT_TOOL_AGENTS = [
     *(lead, researcher, mailer, analyst, director),
     *(counter, budgeted, vault, strict, middle, topper),
 ]
+
+
+def by_model(replies: dict[str, list]) -> object:
+    """A scripted-model responder answering each request from the list of its model, in
+    order (the agents here each have a model of their own: their runs go at once)."""
+
+    def answer(body: dict) -> object:
+        return replies[body["model"]].pop(0)
+
+    return answer

@@ -614,6 +614,17 @@ async def _save(client: Client, name: str, handle) -> None:
         print(f"recorded {path} ({len(history.events)} events)")
 
 
+async def _save_child(client: Client, name: str, handle, call_id: str) -> None:
+    """Write the history of the child run of `handle`'s call `call_id` (an agent called
+    as a tool) as `<name>__<call_id>.json` (never overwriting)."""
+    path = HISTORIES / f"{name}__{call_id}.json"
+    if path.exists():
+        sys.exit(f"{path} exists: recorded histories are never overwritten")
+    child = client.get_workflow_handle(f"{handle.id}/{call_id}")
+    path.write_text((await child.fetch_history()).to_json())
+    print(f"recorded {path}")
+
+
 async def get_state(handle) -> RunState:
     return await read_state(querying(handle))
 
@@ -895,12 +906,7 @@ async def record_tree(client: Client, name: str) -> None:
         await handle.execute_update(contract.UPDATE_DECIDE, decision)
         await handle.result()
         await _save(client, name, handle)
-        child = client.get_workflow_handle(f"{handle.id}/c1")
-        path = HISTORIES / f"{name}__c1.json"
-        if path.exists():
-            sys.exit(f"{path} exists: recorded histories are never overwritten")
-        path.write_text((await child.fetch_history()).to_json())
-        print(f"recorded {path}")
+        await _save_child(client, name, handle, "c1")
 
 
 async def record_tree_resumed(client: Client, name: str) -> None:
@@ -934,12 +940,7 @@ async def record_tree_resumed(client: Client, name: str) -> None:
         await handle.execute_update(contract.UPDATE_DECIDE, decision)
         await handle.result()
         await _save(client, name, handle)
-        child = client.get_workflow_handle(f"{handle.id}/c1")
-        path = HISTORIES / f"{name}__c1.json"
-        if path.exists():
-            sys.exit(f"{path} exists: recorded histories are never overwritten")
-        path.write_text((await child.fetch_history()).to_json())
-        print(f"recorded {path}")
+        await _save_child(client, name, handle, "c1")
 
 
 async def record_tree_pause(client: Client, name: str) -> None:
@@ -969,11 +970,7 @@ async def record_tree_pause(client: Client, name: str) -> None:
         await handle.signal(contract.SIGNAL_RESUME, ResumeSignal(by="oncall"))
         await handle.result()
         await _save(client, name, handle)
-        path = HISTORIES / f"{name}__c1.json"
-        if path.exists():
-            sys.exit(f"{path} exists: recorded histories are never overwritten")
-        path.write_text((await child.fetch_history()).to_json())
-        print(f"recorded {path}")
+        await _save_child(client, name, handle, "c1")
 
 
 async def record_tree_start(client: Client, name: str) -> None:
@@ -1001,12 +998,7 @@ async def record_tree_start(client: Client, name: str) -> None:
         )  # fmt: skip
         await handle.result()
         await _save(client, name, handle)
-        child = client.get_workflow_handle(f"{handle.id}/v1")
-        path = HISTORIES / f"{name}__v1.json"
-        if path.exists():
-            sys.exit(f"{path} exists: recorded histories are never overwritten")
-        path.write_text((await child.fetch_history()).to_json())
-        print(f"recorded {path}")
+        await _save_child(client, name, handle, "v1")
 
 
 def forged(snapshot: RunState) -> RunState:
