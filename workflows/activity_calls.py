@@ -173,7 +173,7 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
     client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, shown, spec.retry))
     arguments = json.loads(call.arguments) if call.arguments else {}
     meta = None
-    if workflow.patched(patches.PATCH_MCP_IDEMPOTENCY_KEY):
+    if patches.patched(patches.PATCH_MCP_IDEMPOTENCY_KEY):
         key = loop.tool_request(state, call).idempotency_key
         meta = cast(RequestParamsMeta, {contract.MCP_IDEMPOTENCY_KEY: key})
     try:
@@ -187,7 +187,7 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
         )
     dumped = result.model_dump(mode="json", by_alias=True)
     images = any(isinstance(b, dict) and b.get("type") == "image" for b in dumped["content"])
-    keep = images and workflow.patched(patches.PATCH_MCP_IMAGES)
+    keep = images and patches.patched(patches.PATCH_MCP_IMAGES)
     room = MAX_RUN_IMAGE_BYTES - mcp_tools.image_bytes(state) if keep else 0
     return mcp_tools.outcome(call.call_id, call.tool, dumped, keep_images=keep, room=room)
 
@@ -236,7 +236,7 @@ def _liveness(
     hears of the cancel at its next heartbeat), so that `cancelled` is true when
     reported and no side effect of the call happens after it."""
     wanted = heartbeat_seconds is not None or retry.budget_seconds is not None
-    if not wanted or not workflow.patched(patches.PATCH_HEARTBEATS):
+    if not wanted or not patches.patched(patches.PATCH_HEARTBEATS):
         return {}
     options: dict[str, Any] = {}
     if heartbeat_seconds is not None:
@@ -252,7 +252,7 @@ def _reraise_cancel(err: ActivityError) -> None:
     """The run was cancelled while the activity ran: the SDK reports that as the
     activity's failure; raise it as the cancellation it is, so the run ends
     `cancelled` rather than `failed` (runs started since the patch)."""
-    if isinstance(err.cause, CancelledError) and workflow.patched(patches.PATCH_CANCEL_IS_CANCEL):
+    if isinstance(err.cause, CancelledError) and patches.patched(patches.PATCH_CANCEL_IS_CANCEL):
         raise asyncio.CancelledError() from err
 
 

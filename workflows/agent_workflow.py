@@ -135,7 +135,7 @@ class AgentWorkflow:
         self._answers_sent = 0
         self._reporting = False
         """(A child) a report to the caller is on its way."""
-        if workflow.patched(patches.PATCH_RUN_EVENTS):
+        if patches.patched(patches.PATCH_RUN_EVENTS):
             carried = self._input.resume_from if self._input is not None else None
             announced = carried.notices if carried is not None else None
             self._stream = event_stream.RunStream(
@@ -148,7 +148,7 @@ class AgentWorkflow:
     async def _described(self, agent: str) -> AgentSpec:
         """The agent's spec from a worker that serves it, with its MCP servers' tools."""
         spec = await activity_calls.describe_agent(agent)
-        if spec.mcp_servers and workflow.patched(patches.PATCH_MCP_TOOLS):
+        if spec.mcp_servers and patches.patched(patches.PATCH_MCP_TOOLS):
             spec = await activity_calls.with_mcp_tools(spec)
         return spec
 
@@ -170,7 +170,7 @@ class AgentWorkflow:
         lenient = self._lenient_input
         if self._input is not None or lenient is None:
             return
-        if not workflow.patched(patches.PATCH_LENIENT_RESUME):
+        if not patches.patched(patches.PATCH_LENIENT_RESUME):
             return
         if isinstance(lenient, str):
             self._input_problem = lenient
@@ -244,7 +244,7 @@ class AgentWorkflow:
 
     def _publish_unstarted(self, status: RunStatus, why: str) -> None:
         self._unstarted = (status, why)  # what the queries answer: no state will come
-        if workflow.patched(patches.PATCH_PUBLISH_START_FAILURE):
+        if patches.patched(patches.PATCH_PUBLISH_START_FAILURE):
             visibility.publish_unstarted(self._agent_name or "(unknown)", status, why)
 
     async def _initial_state(self, agent_input: AgentInput) -> RunState:
@@ -260,7 +260,7 @@ class AgentWorkflow:
             if not continued and snapshot.run_id == info.workflow_id:
                 # Runs started before this patch took a snapshot under its own id
                 # for a continue-as-new (no origin, a failed run stayed failed).
-                continued = not workflow.patched(patches.PATCH_RESUME_UNDER_OWN_ID)
+                continued = not patches.patched(patches.PATCH_RESUME_UNDER_OWN_ID)
             state = loop.resume(
                 snapshot,
                 run_id=info.workflow_id,
@@ -268,7 +268,7 @@ class AgentWorkflow:
                 now=workflow.now(),
                 continue_as_new=continued,
             )
-            if continued or not workflow.patched(patches.PATCH_VERIFIED_RESUME):
+            if continued or not patches.patched(patches.PATCH_VERIFIED_RESUME):
                 return state
             # Anyone who may start a workflow can write a snapshot: take tools,
             # policies and keys from this worker, and no decision from the snapshot.
@@ -287,7 +287,7 @@ class AgentWorkflow:
             if agent_input.unpause:
                 state.paused = None
             overlay = agent_input.context
-            if overlay is not None and workflow.patched(patches.PATCH_CONTEXT_OVERLAY):
+            if overlay is not None and patches.patched(patches.PATCH_CONTEXT_OVERLAY):
                 state.context = loop.overlay_context(state.context, overlay)
                 # Decisions were given under the snapshot's context: ask them again.
                 verified = None
@@ -303,7 +303,7 @@ class AgentWorkflow:
             return self._stamp_start(state)
         spec = await self._described(agent_input.agent)
         lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
-        lower_only = not lifted or workflow.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY)
+        lower_only = not lifted or patches.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY)
         try:
             state = loop.new_state(
                 spec,
@@ -324,7 +324,7 @@ class AgentWorkflow:
             shared
             and workflow.info().parent is not None
             and state.agent.on_budget != "stop"
-            and workflow.patched(patches.PATCH_TREE_BUDGETS)
+            and patches.patched(patches.PATCH_TREE_BUDGETS)
         ):  # its budget is a share of its caller's: it stops there, it does not ask for more
             state.agent = state.agent.model_copy(update={"on_budget": "stop"})
         return self._stamp_start(state)
@@ -334,11 +334,11 @@ class AgentWorkflow:
         own execution, and who started it if the start is signed; a snapshot's say
         on either counts for nothing."""
         info = workflow.info()
-        if state.agent.mcp_servers and workflow.patched(patches.PATCH_MCP_REFRESH):
+        if state.agent.mcp_servers and patches.patched(patches.PATCH_MCP_REFRESH):
             # its tools were just listed: a later session message lists them again
             state.tools_listed_messages = mcp_tools.user_messages(state)
             state.tools_refresh = None
-        bound = workflow.patched(patches.PATCH_EXECUTION_BOUND)
+        bound = patches.patched(patches.PATCH_EXECUTION_BOUND)
         state.execution_id = info.first_execution_run_id if bound else None
         state.started_by = None
         state.start_proof = None
@@ -426,7 +426,7 @@ class AgentWorkflow:
         the event stream, and send them to the webhooks subscribed to them: one
         delivery workflow per event and endpoint, abandoned by the run (it never waits
         for a receiver, and ending or continuing as new loses nothing)."""
-        webhooks = run_events.subscribed(state.agent) and workflow.patched(patches.PATCH_WEBHOOKS)
+        webhooks = run_events.subscribed(state.agent) and patches.patched(patches.PATCH_WEBHOOKS)
         if self._stream is None and not webhooks:
             return
         stream = self._stream
@@ -472,18 +472,18 @@ class AgentWorkflow:
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         colliding = proposed_calls.has_colliding_call_ids(state, reply)
-        unique = not colliding or workflow.patched(patches.PATCH_UNIQUE_CALL_IDS)
-        safe = not colliding or workflow.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
+        unique = not colliding or patches.patched(patches.PATCH_UNIQUE_CALL_IDS)
+        safe = not colliding or patches.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
         repeated = proposed_calls.has_repeated_keys(reply)
-        malformed = not repeated or workflow.patched(patches.PATCH_REPEATED_KEYS)
-        scoped = not decisions.rules_or_held(state) or workflow.patched(
+        malformed = not repeated or patches.patched(patches.PATCH_REPEATED_KEYS)
+        scoped = not decisions.rules_or_held(state) or patches.patched(
             patches.PATCH_BOUND_DECISIONS
         )
         unsafe = proposed_calls.has_unsafe_call_ids(reply)
-        rename = not unsafe or workflow.patched(patches.PATCH_RENAME_UNSAFE_IDS)
+        rename = not unsafe or patches.patched(patches.PATCH_RENAME_UNSAFE_IDS)
         non_finite = proposed_calls.has_non_finite_numbers(reply)
-        finite = not non_finite or workflow.patched(patches.PATCH_FINITE_NUMBERS)
-        typed = state.agent.output is None or workflow.patched(patches.PATCH_STRUCTURED_OUTPUT)
+        finite = not non_finite or patches.patched(patches.PATCH_FINITE_NUMBERS)
+        typed = state.agent.output is None or patches.patched(patches.PATCH_STRUCTURED_OUTPUT)
         loop.record_model_reply(
             state,
             reply,
@@ -531,9 +531,9 @@ class AgentWorkflow:
         self._emit(state, step_events.tool_started(state, call))
         to_agent = handoffs.target(state, call)
         sub_agent = agent_calls.target(state, call)
-        if to_agent is not None and workflow.patched(patches.PATCH_HANDOFFS):
+        if to_agent is not None and patches.patched(patches.PATCH_HANDOFFS):
             outcome = await self._hand_off(state, call, chosen, to_agent)
-        elif sub_agent is not None and workflow.patched(patches.PATCH_AGENT_TOOLS):
+        elif sub_agent is not None and patches.patched(patches.PATCH_AGENT_TOOLS):
             outcome = await self._run_agent(state, call, sub_agent, made)
         else:
             outcome = await activity_calls.run_tool(state, call)
@@ -547,14 +547,14 @@ class AgentWorkflow:
         whose end is the call's result; cancelling this run cancels it. `made`: the ids
         of the reply's agent calls."""
         budgeted = state.token_budget is not None or state.cost_budget is not None
-        shared = budgeted and workflow.patched(patches.PATCH_TREE_BUDGETS)
+        shared = budgeted and patches.patched(patches.PATCH_TREE_BUDGETS)
         refused = agent_calls.refusal(state, call, made, shared_budget=shared)
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
         share = agent_calls.budget_share(state, made) if shared else None
-        signed = state.start_proof is not None and workflow.patched(patches.PATCH_TREE_START)
+        signed = state.start_proof is not None and patches.patched(patches.PATCH_TREE_START)
         resumed = None
-        if state.sub_runs and workflow.patched(patches.PATCH_TREE_SNAPSHOTS):
+        if state.sub_runs and patches.patched(patches.PATCH_TREE_SNAPSHOTS):
             # exported with this run
             resumed = agent_calls.resumed_child(
                 state, call, agent, signed_start=signed, token_budget=share
@@ -570,7 +570,7 @@ class AgentWorkflow:
             outcome = await self._run_child(state, call, agent, task, child, share)
             tool = state.agent.tool(call.tool)
             failing = tool is not None and tool.on_failure == "fail_run" and outcome.is_error
-            if failing and workflow.patched(patches.PATCH_CHILD_FAILURE_POLICY):
+            if failing and patches.patched(patches.PATCH_CHILD_FAILURE_POLICY):
                 self._fail(state, agent_calls.failure(call, agent, child, outcome))
             return outcome
         finally:
@@ -603,7 +603,7 @@ class AgentWorkflow:
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")
         self._emit(state, step_events.child_started(call, agent, child))
-        if state.paused is not None and workflow.patched(patches.PATCH_TREE_PAUSE):
+        if state.paused is not None and patches.patched(patches.PATCH_TREE_PAUSE):
             # paused while the child was starting: the pause did not reach it then
             pause = PauseSignal(by=state.paused.by or None, reason=state.paused.reason)
             await asyncio.gather(
@@ -698,7 +698,7 @@ class AgentWorkflow:
         budget = state.agent.history_bytes_per_workflow_run
         if budget is not None and info.get_current_history_size() - self._first_size >= budget:
             return True
-        if info.is_target_worker_deployment_version_changed() and workflow.patched(
+        if info.is_target_worker_deployment_version_changed() and patches.patched(
             patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW
         ):  # a new build is current: move to it (versioned workers only)
             return True
@@ -707,7 +707,7 @@ class AgentWorkflow:
     def _woken(self, state: RunState, seen: int) -> Callable[[], bool]:
         """The condition a wait ends on: a signal or update that changed the state, or
         (runs started since the patch) a switch falling due while the run waits."""
-        if not workflow.patched(patches.PATCH_SWITCH_WHILE_WAITING):
+        if not patches.patched(patches.PATCH_SWITCH_WHILE_WAITING):
             return lambda: self._inbox.woken > seen
         return lambda: self._inbox.woken > seen or self._switch_due(state)
 
@@ -732,7 +732,7 @@ class AgentWorkflow:
         if (
             version is not None
             and version.deployment_name
-            and workflow.patched(patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW)
+            and patches.patched(patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW)
         ):
             upgrade = workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
         workflow.continue_as_new(
@@ -823,7 +823,7 @@ class AgentWorkflow:
         stream, state = self._stream, self._state
         if name == contract.STREAM_PUBLISH_SIGNAL and stream is not None and state is not None:
             why = stream.take_published(args, state, now=workflow.now())
-            if why is not None and workflow.patched(patches.PATCH_ANY_SIGNAL):  # as the inbox
+            if why is not None and patches.patched(patches.PATCH_ANY_SIGNAL):  # as the inbox
                 self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
             return
         if state is not None and await self._tree_signal(state, name, args):
@@ -861,7 +861,7 @@ class AgentWorkflow:
                     non_retryable=True,
                 )
             return answer.decision
-        bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
+        bound = patches.patched(patches.PATCH_BOUND_DECISIONS)
         try:
             decision = decisions.apply(
                 self._started_state(), payload, via="update", now=workflow.now(), bound=bound
@@ -899,12 +899,12 @@ class AgentWorkflow:
         below this one down to it; False: the inbox takes the signal."""
         raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_SUB_RUN_REPORT and raw is not None:
-            if not workflow.patched(patches.PATCH_TREE_APPROVALS):
+            if not patches.patched(patches.PATCH_TREE_APPROVALS):
                 return False
             self._take_report(state, raw)
             return True
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
-            if not workflow.patched(patches.PATCH_TREE_APPROVALS):
+            if not patches.patched(patches.PATCH_TREE_APPROVALS):
                 return False
             await self._take_forwarded(state, raw)
             return True
@@ -1025,7 +1025,7 @@ class AgentWorkflow:
         """Pause (or resume) the children this run waits on too, each as if the signal
         had been sent to it (and so theirs); one that ended meanwhile has nothing to
         pause. Runs without children in flight send nothing."""
-        if not self._children or not workflow.patched(patches.PATCH_TREE_PAUSE):
+        if not self._children or not patches.patched(patches.PATCH_TREE_PAUSE):
             return
         handles = [workflow.get_external_workflow_handle(c) for c in sorted(self._children)]
         await asyncio.gather(*(h.signal(name, payload) for h in handles), return_exceptions=True)
@@ -1046,7 +1046,7 @@ class AgentWorkflow:
 
         while True:
             await workflow.wait_condition(due)
-            if not workflow.patched(patches.PATCH_TREE_APPROVALS):
+            if not patches.patched(patches.PATCH_TREE_APPROVALS):
                 return
             size = tree_approvals.ANSWERS_PER_REPORT
             answers, self._answers = self._answers[:size], self._answers[size:]

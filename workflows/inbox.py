@@ -75,7 +75,7 @@ class Inbox:
             if isinstance(early, DecisionAttempt):
                 state.refused_decisions.append(early)
             else:  # held if its call is not known yet: the first model reply may name it
-                bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
+                bound = patches.patched(patches.PATCH_BOUND_DECISIONS)
                 decisions.receive_signal(
                     state, early, model_call_pending=True, now=now, bound=bound
                 )
@@ -100,19 +100,19 @@ class Inbox:
             contract.SIGNAL_SEND_MESSAGE: self._send_message,
             contract.SIGNAL_END_SESSION: self._end_session,
         }
-        if name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME) and workflow.patched(
+        if name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME) and patches.patched(
             patches.PATCH_PAUSE
         ):  # before the patch: unknown signals, refused as such
             handlers[contract.SIGNAL_PAUSE] = self._pause
             handlers[contract.SIGNAL_RESUME] = self._resume
-        if name == contract.SIGNAL_REFRESH_TOOLS and workflow.patched(patches.PATCH_MCP_REFRESH):
+        if name == contract.SIGNAL_REFRESH_TOOLS and patches.patched(patches.PATCH_MCP_REFRESH):
             handlers[contract.SIGNAL_REFRESH_TOOLS] = self._refresh_tools
-        if name == contract.SIGNAL_WEBHOOK_DELIVERY and workflow.patched(patches.PATCH_WEBHOOKS):
+        if name == contract.SIGNAL_WEBHOOK_DELIVERY and patches.patched(patches.PATCH_WEBHOOKS):
             handlers[contract.SIGNAL_WEBHOOK_DELIVERY] = self._webhook_delivery
         handler = handlers.get(name)
         if handler is not None and len(args) <= 1:
             handler(args[0] if args else raw_payloads.NONE)
-        elif workflow.patched(patches.PATCH_ANY_SIGNAL):
+        elif patches.patched(patches.PATCH_ANY_SIGNAL):
             # Before the patch the SDK buffered unknown names, and failed the run's
             # workflow tasks on extra arguments: no recorded run got past one.
             why = (
@@ -132,7 +132,7 @@ class Inbox:
             return
         if (
             len(name) > limits.MAX_ID_CHARS or len(why) > limits.MAX_REFUSAL_CHARS
-        ) and workflow.patched(patches.PATCH_FIELD_LIMITS):
+        ) and patches.patched(patches.PATCH_FIELD_LIMITS):
             name, why = limits.clip(name), limits.clip(why, limits.MAX_REFUSAL_CHARS)
         entry = RefusedSignal(
             signal=name,
@@ -157,7 +157,7 @@ class Inbox:
             max(len(attempt.call_id), len(attempt.approver)) > limits.MAX_ID_CHARS
             or len(attempt.refused_because or "") > limits.MAX_REFUSAL_CHARS
         )
-        if oversized and workflow.patched(patches.PATCH_FIELD_LIMITS):
+        if oversized and patches.patched(patches.PATCH_FIELD_LIMITS):
             short = limits.clip(why, limits.MAX_REFUSAL_CHARS)
             attempt = decisions.malformed_attempt(
                 decision, data, short, now=now, clip_to=limits.MAX_ID_CHARS
@@ -178,15 +178,15 @@ class Inbox:
         # days by a misconfigured service, must not restart its timers each time.
         payload = raw_payloads.decode(raw, DecisionSignal)
         if isinstance(payload, str):
-            if not workflow.patched(patches.PATCH_QUIET_REFUSALS):
+            if not patches.patched(patches.PATCH_QUIET_REFUSALS):
                 return  # runs started before it: the SDK dropped such signals
             self._record_refused_decision(self._malformed(decision, raw, payload))
             return
         too_large = limits.decision_problem(payload)
-        if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
+        if too_large is not None and patches.patched(patches.PATCH_FIELD_LIMITS):
             self._record_refused_decision(self._malformed(decision, raw, too_large))
             return
-        bound = workflow.patched(patches.PATCH_BOUND_DECISIONS)
+        bound = patches.patched(patches.PATCH_BOUND_DECISIONS)
         unbound = _signal_problem(payload, decision, bound=bound)
         if unbound is not None:
             self._record_refused_decision(self._malformed(decision, raw, unbound))
@@ -195,7 +195,7 @@ class Inbox:
         request = DecideInput(**sent, decision=decision)
         if self.state is None:
             held = sum(isinstance(d, DecideInput) for d in self._early_decisions)
-            if held >= limits.MAX_HELD and workflow.patched(patches.PATCH_FIELD_LIMITS):
+            if held >= limits.MAX_HELD and patches.patched(patches.PATCH_FIELD_LIMITS):
                 why = f"the run is starting; {held} decisions are held already"
                 self._record_refused_decision(self._malformed(decision, raw, why))
                 return
@@ -210,15 +210,13 @@ class Inbox:
             model_call_pending=loop.awaiting_model(self.state),
             now=workflow.now(),
             hold_limit=(
-                limits.MAX_HELD
-                if crowded and workflow.patched(patches.PATCH_FIELD_LIMITS)
-                else None
+                limits.MAX_HELD if crowded and patches.patched(patches.PATCH_FIELD_LIMITS) else None
             ),
             bound=bound,
         )
         trim_refusals(self.state)
         changed = (len(self.state.items), len(self.state.held_decisions)) != before
-        if changed or not workflow.patched(patches.PATCH_QUIET_REFUSALS):
+        if changed or not patches.patched(patches.PATCH_QUIET_REFUSALS):
             self.woken += 1
         if recorded is not None:
             record_wait(self.state, recorded)
@@ -227,7 +225,7 @@ class Inbox:
         """The user's next message in a session (queued while the agent works)."""
         payload = raw_payloads.decode(raw, MessageSignal)
         if isinstance(payload, str):  # none, null or not a message: there is no message
-            if workflow.patched(patches.PATCH_ANY_SIGNAL):
+            if patches.patched(patches.PATCH_ANY_SIGNAL):
                 self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
             else:  # before the patch the SDK (or this handler) dropped it
                 workflow.logger.warning("send_message without content dropped")
@@ -236,7 +234,7 @@ class Inbox:
         queue = self.state.queued_messages if self.state is not None else self._early_messages
         if too_large is None and len(queue) >= limits.MAX_QUEUED_MESSAGES:
             too_large = f"{len(queue)} messages are queued already"
-        if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
+        if too_large is not None and patches.patched(patches.PATCH_FIELD_LIMITS):
             self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, too_large)
             return
         self.woken += 1
@@ -333,12 +331,12 @@ class Inbox:
         No payload (or null) ends it too, with a reason of its own."""
         payload = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, EndSessionSignal)
         if isinstance(payload, str):
-            if workflow.patched(patches.PATCH_ANY_SIGNAL):
+            if patches.patched(patches.PATCH_ANY_SIGNAL):
                 self.refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
             return  # before the patch the SDK dropped it
         given = payload.reason if isinstance(payload, EndSessionSignal) else None
         too_large = limits.reason_problem(given)
-        if too_large is not None and workflow.patched(patches.PATCH_FIELD_LIMITS):
+        if too_large is not None and patches.patched(patches.PATCH_FIELD_LIMITS):
             self.refuse_signal(contract.SIGNAL_END_SESSION, raw, too_large)
             return
         self.woken += 1
@@ -406,7 +404,7 @@ def _name(payload: PauseSignal | ResumeSignal) -> str:
 
 def trim_refusals(state: RunState) -> None:
     """Keep the refusal audit bounded (runs started since the patch)."""
-    if refusals.over_limit(state) and workflow.patched(patches.PATCH_BOUNDED_REFUSALS):
+    if refusals.over_limit(state) and patches.patched(patches.PATCH_BOUNDED_REFUSALS):
         refusals.trim(state)
 
 

@@ -1,9 +1,13 @@
 """The `workflow.patched` ids of AgentWorkflow: each names behaviour that changed after
-runs had started (and histories were recorded), and is checked where it applies.
-Never rename or remove one while a run started before it may still be replayed.
+runs had started (and histories were recorded), and is checked where it applies
+(through `patched` below). Never rename or remove one while a run started before it
+may still be replayed: deploy/README.md, "Retiring a patch", has the rule, and
+tests/histories/PATCHES.md which recorded histories still need each.
 """
 
 from __future__ import annotations
+
+from temporalio import workflow
 
 PATCH_UNIQUE_CALL_IDS = "unique-call-ids"
 """Empty or reused tool call ids from the model get a run-unique id."""
@@ -147,3 +151,19 @@ PATCH_UPGRADE_AT_CONTINUE_AS_NEW = "upgrade-at-continue-as-new"
 continues as new once the deployment's current build changed, and the new run starts
 on the current build (`ContinueAsNewVersioningBehavior.AUTO_UPGRADE`); asked only on
 versioned workers. Before, a run stayed on its build for good."""
+
+
+DEPRECATED: frozenset[str] = frozenset()
+"""Patches in the first step of their retirement (deploy/README.md, "Retiring a
+patch"): every run takes the new branch and the marker is written as deprecated, so
+the id can be deleted once no run started before this step is open."""
+
+
+def patched(patch_id: str) -> bool:
+    """`workflow.patched(patch_id)`, or True for a deprecated patch. Every branch on a
+    patch asks here, so `tests/support/patch_needs.py` can replay the recorded
+    histories as if a patch were retired and name the ones that still need it."""
+    if patch_id in DEPRECATED:
+        workflow.deprecate_patch(patch_id)
+        return True
+    return workflow.patched(patch_id)

@@ -35,9 +35,9 @@ def publish(state: RunState, *, last: Published | None) -> Published:
             sa.AGENT_PENDING_APPROVALS.value_set(pending),
             sa.AGENT_TURN.value_set(state.turn),
         ]
-        if workflow.patched(patches.PATCH_TOTAL_TOKENS):
+        if patches.patched(patches.PATCH_TOTAL_TOKENS):
             updates.append(sa.AGENT_TOTAL_TOKENS.value_set(tokens))
-        if state.agent.price is not None and workflow.patched(patches.PATCH_TOTAL_COST):
+        if state.agent.price is not None and patches.patched(patches.PATCH_TOTAL_COST):
             updates.append(sa.AGENT_TOTAL_COST.value_set(cost))
         workflow.upsert_search_attributes(updates)
     return values

@@ -7,6 +7,7 @@ existing file to make a replay pass (that is what `workflow.patched` is for).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -1001,6 +1002,25 @@ async def record_tree_start(client: Client, name: str) -> None:
         await _save_child(client, name, handle, "v1")
 
 
+async def record_start_failure(client: Client, name: str) -> None:
+    """v42: a run of an agent no worker serves fails before its state exists, and says
+    so in its search attributes (publish-start-failure)."""
+    async with _serving(client, name, []) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="nobody", input="go"),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        with contextlib.suppress(WorkflowFailureError):
+            await handle.result()
+        path = HISTORIES / f"{name}.json"
+        if path.exists():
+            sys.exit(f"{path} exists: recorded histories are never overwritten")
+        path.write_text((await handle.fetch_history()).to_json())
+        print(f"recorded {path}")
+
+
 def forged(snapshot: RunState) -> RunState:
     """`snapshot` with an approval (and `always` rule) of its pending call that nobody made."""
     reply = snapshot.items[-1]
@@ -1035,6 +1055,8 @@ async def main() -> None:
             await record_tree_pause(env.client, "tree_pause_v36")
         if not _recorded("tree_start_v41"):
             await record_tree_start(env.client, "tree_start_v41")
+        if not _recorded("start_failure_v42"):
+            await record_start_failure(env.client, "start_failure_v42")
         if not _recorded("imported_openai_v31"):
             await record_imported(env.client, "imported_openai_v31")
         if not _recorded("execution_bound_v11"):

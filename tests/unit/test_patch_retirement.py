@@ -1,0 +1,54 @@
+"""Which patches the recorded histories still need, proved by replay
+(`tests/support/patch_needs.py`), and the table deploy/README.md's rule for retiring
+a patch reads (tests/histories/PATCHES.md) kept current."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from durable_agents.workflows import patches
+
+from tests.support import patch_needs
+
+WORKFLOW_CODE = Path(patches.__file__).resolve().parent
+
+
+async def test_the_table_of_patch_needs_is_current():
+    table = await patch_needs.needs()
+    assert patch_needs.TABLE.read_text() == patch_needs.render(table), (
+        "tests/histories/PATCHES.md is stale: run python -m tests.support.patch_needs"
+    )
+    # Every patch has a recorded run that reached its branch.
+    assert not [p for p, need in table.items() if not need.asked]
+    # A deprecated patch is needed by no recorded history (else make test's replay fails).
+    assert not [p for p in patches.DEPRECATED if table[p].step_1]
+
+
+async def test_a_patch_whose_old_branch_a_history_took_cannot_be_deprecated():
+    """The proof is a replay that fails: protocol_edges_v2 gave reused call ids names of
+    the old form, so deprecating `provider-safe-call-ids` breaks it, and deleting the
+    id breaks every history holding its marker."""
+    replays = patch_needs.Replays()
+    broken = await replays.breaks(
+        patches.PATCH_PROVIDER_SAFE_CALL_IDS,
+        ["protocol_edges_v2", "protocol_edges_v3"],
+        deleted=False,
+    )
+    assert broken == ["protocol_edges_v2"]
+    gone = await replays.breaks(
+        patches.PATCH_PROVIDER_SAFE_CALL_IDS, ["protocol_edges_v3"], deleted=True
+    )
+    assert gone == ["protocol_edges_v3"]
+    assert await replays.breaks(patches.PATCH_WEBHOOKS, ["webhooks_v27"], deleted=False) == []
+
+
+def test_workflow_code_asks_every_patch_through_patches_patched():
+    """Else the table would miss a branch: `workflow.patched` is called in one place."""
+    direct = re.compile(r"workflow\.(patched|deprecate_patch)\(")
+    callers = [
+        path.name
+        for path in WORKFLOW_CODE.glob("*.py")
+        if path.name != "patches.py" and direct.search(path.read_text())
+    ]
+    assert callers == []
