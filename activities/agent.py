@@ -134,6 +134,12 @@ class Agent:
     switches the run to that agent from the next model call (`workflows.handoffs`)."""
     handoff_description: str | None = None
     """What this agent is for, in the description of the handoff tools to it."""
+    definition_updates: Literal["never", "next_message", "continue_as_new"] = "never"
+    """When a changed definition of this agent (a new build of its workers) reaches the
+    runs already in flight: "never" (a run keeps the one it started with), at the next
+    session message ("next_message"), or at each continue-as-new ("continue_as_new");
+    only where no call or budget request is open. README: "Changed agents, runs in
+    flight"."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -181,6 +187,11 @@ class Agent:
             )
         if self.context is not None and not isinstance(self.context, ContextPolicy):
             raise TypeError(f"agent {self.name}: context takes a ContextPolicy")
+        if self.definition_updates not in ("never", "next_message", "continue_as_new"):
+            raise ValueError(
+                f"agent {self.name}: definition_updates must be 'never', 'next_message' or "
+                f"'continue_as_new', not {self.definition_updates!r}"
+            )
         if self.on_budget not in ("stop", "ask"):
             raise ValueError(f"agent {self.name}: on_budget must be 'stop' or 'ask'")
         if self.on_budget == "ask" and self.token_budget is None and self.cost_budget is None:

@@ -17,16 +17,25 @@ from datetime import UTC, datetime, timedelta
 
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
-from durable_agents.workflows import contract, decisions, driver, guardrails, loop, mcp_tools
+from durable_agents.workflows import (
+    contract,
+    decisions,
+    definitions,
+    driver,
+    guardrails,
+    loop,
+    mcp_tools,
+)
 from durable_agents.workflows.payloads import (
     DecideInput,
+    DescribeAgentInput,
     GuardrailVerdict,
     ModelReply,
     ModelRequest,
     PendingApproval,
     ToolOutcome,
 )
-from durable_agents.workflows.state import ErrorInfo, GuardrailSpec, RunState, ToolCall
+from durable_agents.workflows.state import AgentSpec, ErrorInfo, GuardrailSpec, RunState, ToolCall
 from pydantic import JsonValue
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -64,6 +73,7 @@ async def run_locally(
         workflow_run="local",
         now=_now(),
     )
+    definitions.start(state, workflow_run="local")
     await driver.drive(
         state, _LocalIO(model, ToolActivities(registry), approve), max_steps=max_steps
     )
@@ -113,6 +123,15 @@ class _LocalIO:
     async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
         why = "a local run reaches no MCP server; the tools listed before are kept"
         mcp_tools.record_listing(state, why, step.reason, asked=state.tools_refresh, now=_now())
+
+    async def redefine(self, state: RunState, step: loop.Redefine) -> None:
+        try:
+            found: AgentSpec | str = await self._tools.describe_agent(
+                DescribeAgentInput(agent=state.agent.name)
+            )
+        except ApplicationError as err:
+            found = err.message
+        definitions.take(state, found, step.reason, workflow_run="local", now=_now())
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails

@@ -11,7 +11,7 @@ from durable_agents.client.agent_client import PendingAcrossRuns, RunPendingAppr
 from durable_agents.client.operations import RunSummary, WatchEvent
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.tree import RunNode
-from durable_agents.workflows import loop
+from durable_agents.workflows import definitions
 from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
@@ -353,7 +353,7 @@ def tools(spec: AgentSpec) -> str:
     `helpdesk · 2 tools`
     `  tickets_delete_ticket · MCP tickets/delete_ticket · approval · approvers ann`
     """
-    shown = f"{SEP}definition {loop.definition(spec)}"
+    shown = f"{SEP}definition {definitions.digest(spec)}"
     lines = [f"{safe(spec.name)}{SEP}{_plural(len(spec.tools), 'tool')}{shown}"]
     for t in spec.tools:
         where = (

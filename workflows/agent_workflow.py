@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         agent_calls,
         contract,
         decisions,
+        definitions,
         details,
         driver,
         errors,
@@ -135,6 +136,8 @@ class AgentWorkflow:
         self._answers_sent = 0
         self._reporting = False
         """(A child) a report to the caller is on its way."""
+        self._woken_at_step = 0
+        """`self._inbox.woken` when the loop chose its step: a wait counts from there."""
         if patches.patched(patches.PATCH_RUN_EVENTS):
             carried = self._input.resume_from if self._input is not None else None
             announced = carried.notices if carried is not None else None
@@ -338,6 +341,10 @@ class AgentWorkflow:
             # its tools were just listed: a later session message lists them again
             state.tools_listed_messages = mcp_tools.user_messages(state)
             state.tools_refresh = None
+        if state.agent.definition_updates != "never" and patches.patched(
+            patches.PATCH_DEFINITION_UPDATES
+        ):
+            definitions.start(state, workflow_run=info.run_id)
         bound = patches.patched(patches.PATCH_EXECUTION_BOUND)
         state.execution_id = info.first_execution_run_id if bound else None
         state.started_by = None
@@ -391,7 +398,18 @@ class AgentWorkflow:
         return workflow.now()
 
     def step_chosen(self, state: RunState, step: loop.Step) -> None:
+        self._woken_at_step = self._inbox.woken
         self._publish(state)
+
+    def _seen(self) -> int:
+        """What a wait counts changes from: those seen when its step was chosen, so a
+        signal that came while the step was prepared (the run awaited announcing it,
+        say: a webhook's receiver approving at once) ends the wait at once. Runs before
+        the patch counted from when the wait began, and slept through it."""
+        now = self._inbox.woken
+        if self._woken_at_step < now and patches.patched(patches.PATCH_WAKE_FROM_STEP):
+            return self._woken_at_step
+        return now
 
     def finished(self, state: RunState) -> None:
         metrics.finished(state.agent.name, state.status.value)
@@ -511,6 +529,17 @@ class AgentWorkflow:
         listed = await activity_calls.listed_mcp_tools(mcp_tools.without_mcp_tools(state.agent))
         mcp_tools.record_listing(state, listed, step.reason, asked=asked, now=workflow.now())
 
+    async def redefine(self, state: RunState, step: loop.Redefine) -> None:
+        """The agent's definition from a worker that serves it now, taken if it changed
+        (one that cannot be had is recorded: the run keeps its own)."""
+        try:
+            found: AgentSpec | str = await self._described(state.agent.name)
+        except ApplicationError as err:
+            found = err.message
+        definitions.take(
+            state, found, step.reason, workflow_run=workflow.info().run_id, now=workflow.now()
+        )
+
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails
     ) -> list[GuardrailVerdict]:
@@ -566,6 +595,7 @@ class AgentWorkflow:
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
         child = agent_calls.child_id(state.run_id, call.call_id)
         self._children.add(child)
+        evicted = False
         try:
             outcome = await self._run_child(state, call, agent, task, child, share)
             tool = state.agent.tool(call.tool)
@@ -573,9 +603,12 @@ class AgentWorkflow:
             if failing and patches.patched(patches.PATCH_CHILD_FAILURE_POLICY):
                 self._fail(state, agent_calls.failure(call, agent, child, outcome))
             return outcome
+        except GeneratorExit:  # the worker dropped the run from its cache: touch nothing
+            evicted = True
+            raise
         finally:
             self._children.discard(child)
-            if any(s.via == child for s in state.sub_approvals):
+            if not evicted and any(s.via == child for s in state.sub_approvals):
                 tree_approvals.forget(state, child)
                 self._publish(state)
 
@@ -681,9 +714,7 @@ class AgentWorkflow:
         message: each is recorded, and the loop looks again) or a switch falls due.
         No deadline is enforced meanwhile: an approval deadline that passed while
         paused is applied on resume; the session idle timeout starts again."""
-        await workflow.wait_condition(
-            self._woken(state, self._inbox.woken), timeout_summary="paused"
-        )
+        await workflow.wait_condition(self._woken(state, self._seen()), timeout_summary="paused")
         return True
 
     def _switch_due(self, state: RunState) -> bool:
@@ -751,7 +782,7 @@ class AgentWorkflow:
         idle = state.agent.session_idle_timeout
         try:
             await workflow.wait_condition(
-                self._woken(state, self._inbox.woken),
+                self._woken(state, self._seen()),
                 timeout=idle,
                 timeout_summary="session idle timeout",
             )
@@ -764,7 +795,7 @@ class AgentWorkflow:
         timeout = max(min(deadlines) - workflow.now(), timedelta(0)) if deadlines else None
         try:
             await workflow.wait_condition(
-                self._woken(state, self._inbox.woken),
+                self._woken(state, self._seen()),
                 timeout=timeout,
                 timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
             )

@@ -10,6 +10,7 @@ from durable_agents.workflows import argument_view, decisions, handoffs, refusal
 from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
+    Redefinition,
     RunState,
     SubApproval,
     ToolCall,
@@ -89,6 +90,8 @@ def render(state: RunState) -> str:
         ]
     if state.tool_listings:
         lines += ["", _listing(state.tool_listings[-1])]
+    if state.redefinitions:
+        lines += ["", _redefinition(state.redefinitions[-1])]
     troubled = [
         d for d in state.webhook_deliveries if d.status in ("failing", "refused", "gave_up")
     ]
@@ -115,6 +118,20 @@ def _delivery(delivery: WebhookDelivery) -> str:
     return (
         f"- webhook to {_code(delivery.endpoint)} ({_code(delivery.event)}) {status}: "
         f"{_code(said)}{when} (attempt {delivery.attempts})"
+    )
+
+
+def _redefinition(entry: Redefinition) -> str:
+    """`**Definition changed** before turn 4 (a new session message): `0a1b…` → `9f8e…`:
+    instructions, tools`."""
+    why = "a new session message" if entry.reason == "session_message" else "continue-as-new"
+    if entry.after is None:
+        error = _code(_short(entry.error or "", 200))
+        return f"**Definition kept** at turn {entry.turn} ({why}): {error}"
+    changed = ", ".join(entry.changed[:10]) or "no part of it"
+    return (
+        f"**Definition changed** before turn {entry.turn + 1} ({why}): "
+        f"{_code(entry.before)} → {_code(entry.after)}: {changed}"
     )
 
 

@@ -66,6 +66,11 @@ class LoopIO(Protocol):
         """List the run's MCP tools again and record it (`mcp_tools.record_listing`)."""
         ...
 
+    async def redefine(self, state: RunState, step: loop.Redefine) -> None:
+        """Ask for the agent's definition and take it if it changed
+        (`workflows.definitions.take`)."""
+        ...
+
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails
     ) -> list[GuardrailVerdict]:
@@ -115,6 +120,8 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
                 return
         elif isinstance(step, loop.ListTools):
             await io.list_tools(state, step)
+        elif isinstance(step, loop.Redefine):
+            await io.redefine(state, step)
         elif isinstance(step, loop.AskBudget):
             budget.ask(state, step.request, now=io.stamp())
         elif isinstance(step, loop.CheckGuardrails):

@@ -8,7 +8,6 @@ performs the steps, so this module can be tested and replayed on its own.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -17,6 +16,7 @@ from durable_agents.workflows import (
     budget,
     context,
     decisions,
+    definitions,
     guardrails,
     handoffs,
     mcp_tools,
@@ -24,7 +24,6 @@ from durable_agents.workflows import (
     settings,
     tree_approvals,
 )
-from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -117,6 +116,14 @@ class ListTools:
 
 
 @dataclass(frozen=True)
+class Redefine:
+    """Ask a worker for the agent's definition before going on, and take it if it
+    changed (the agent declares when: `workflows.definitions`)."""
+
+    reason: Literal["session_message", "continue_as_new"]
+
+
+@dataclass(frozen=True)
 class AwaitResume:
     """An operator paused the run: wait until it is resumed (or ended)."""
 
@@ -155,6 +162,7 @@ Step = (
     | Compact
     | Summarize
     | ListTools
+    | Redefine
 )
 
 
@@ -222,6 +230,7 @@ def resume(
         elif state.status is RunStatus.OUTPUT_INVALID:
             output.reopen(state)
         state.context_overflow = None  # a resumed call gets its second attempt again
+        state.definition_checked = None  # the resumer takes the definition afresh
         state.first_agent = None  # a snapshot cannot say which agent a run started as
         state.sub_approvals = []  # the snapshot's children are not this run's
         state.tools_refresh = None  # a resumed run's tools are listed as it starts
@@ -274,6 +283,9 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
         return Finish(state.status)
     if state.paused is not None and honour_pause:  # nothing new starts meanwhile
         return AwaitResume()
+    redefine = definitions.due(state)
+    if redefine is not None and not guardrails.output_due(state):
+        return Redefine(redefine)
     check = guardrails.due(state)
     if check is not None:
         return CheckGuardrails(*check)
@@ -320,7 +332,7 @@ def awaiting_model(state: RunState) -> bool:
     """True while the next step is a model call (its reply may propose new calls), paused
     or not: a decision for a call not proposed yet is held either way."""
     step = next_step(state, honour_pause=False)
-    return isinstance(step, CallModel | Compact | Summarize | ListTools)
+    return isinstance(step, CallModel | Compact | Summarize | ListTools | Redefine)
 
 
 def priced(usage: Usage, price: ModelPrice) -> Usage:
@@ -607,27 +619,8 @@ def status_view(state: RunState) -> StatusView:
         webhooks=[
             d for d in state.webhook_deliveries if d.status in ("failing", "refused", "gave_up")
         ],
-        definition=definition(state.agent),
+        definition=definitions.digest(state.agent),
     )
-
-
-DEFINITION_FREE = {
-    "approver_keys",
-    "snapshot_keys",
-    "refuse_unverified_snapshots",
-    "price",
-    "stream",
-}
-"""Spec fields that are the worker's configuration (keys, prices) or the run's choice (`stream`),
-not the agent's definition."""
-
-
-def definition(spec: AgentSpec) -> str:
-    """A short digest of the agent definition `spec` holds (instructions, model, tools
-    and their policies, settings, limits; not the worker's keys and prices): the same
-    for the same definition on any worker."""
-    data = spec.model_dump(mode="json", exclude=DEFINITION_FREE)
-    return hashlib.sha256(canonical_json(data)).hexdigest()[:12]
 
 
 def turns_since_user_message(state: RunState) -> int:

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.27 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.28 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -194,6 +194,12 @@ def _1_26_to_1_27(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.27"}
 
 
+def _1_27_to_1_28(data: dict[str, Any]) -> dict[str, Any]:
+    """1.28 added `AgentSpec.definition_updates` (a 1.27 run keeps its definition, as
+    "never" says), `RunState.definition_checked` and `redefinitions`: nothing to convert."""
+    return {**data, "schema_version": "1.28"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -222,5 +228,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.24": _1_24_to_1_25,
     "1.25": _1_25_to_1_26,
     "1.26": _1_26_to_1_27,
+    "1.27": _1_27_to_1_28,
 }
 """Released version -> the step from it to the next version."""

@@ -152,6 +152,16 @@ continues as new once the deployment's current build changed, and the new run st
 on the current build (`ContinueAsNewVersioningBehavior.AUTO_UPGRADE`); asked only on
 versioned workers. Before, a run stayed on its build for good."""
 
+PATCH_DEFINITION_UPDATES = "definition-updates"
+"""A run whose agent declares `definition_updates` takes a changed definition at the
+points it names (`workflows.definitions`, schema 1.28); asked only for such an agent.
+Before, every run kept its definition to the end."""
+
+PATCH_WAKE_FROM_STEP = "wake-from-step"
+"""A wait for a decision, a message or a resume counts the changes since its step was
+chosen, so a signal that came while the run was preparing the step (announcing it to
+webhooks) ends it; asked only when one did. Before, the run slept through it until the
+next signal or deadline."""
 
 DEPRECATED: frozenset[str] = frozenset()
 """Patches in the first step of their retirement (deploy/README.md, "Retiring a

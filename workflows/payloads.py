@@ -322,7 +322,7 @@ class StatusView(_Answer):
     webhooks: list[WebhookDelivery] = []
     """Webhook deliveries that are not through (failing, refused, given up, sending)."""
     definition: str | None = None
-    """A digest of the agent definition the run uses (`loop.definition`), frozen when it
+    """A digest of the agent definition the run uses (`definitions.digest`), frozen when it
     started: a worker's current one (`agentctl tools AGENT`) differs once the agent
     changed."""
 

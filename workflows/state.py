@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.27"
+SCHEMA_VERSION = "1.28"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -83,6 +83,8 @@ and `tool_listings`.
 1.26 added `ToolSpec.on_failure` (agents called as tools), `ToolSpec.input_filter` and
 `Handoff.input_filter` (handoffs).
 1.27 added the signed start a tree's runs check: `RunState.start_proof`.
+1.28 added changed definitions reaching runs in flight: `AgentSpec.definition_updates`,
+`RunState.definition_checked` and `redefinitions`.
 """
 
 REFUSALS_KEPT = 50
@@ -373,6 +375,10 @@ ModelAPIName = Literal["chat_completions", "responses"]
 """The provider APIs a model call can speak (`activities.model_api`)."""
 
 
+DefinitionUpdates = Literal["never", "next_message", "continue_as_new"]
+"""`AgentSpec.definition_updates`: when a changed agent definition reaches a run."""
+
+
 class AgentSpec(_Model):
     """The agent as it was when the run started (later code changes do not leak in)."""
 
@@ -452,6 +458,11 @@ class AgentSpec(_Model):
     webhooks: list[WebhookSubscription] = Field([], exclude_if=lambda w: not w)
     """Where the run's events go: the agent's subscriptions and the worker's
     (`AGENT_WEBHOOKS`), by endpoint name. Added in 1.18."""
+    definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
+    """When a changed definition of the agent (on the workers of the day) reaches a run
+    already in flight: never (the run keeps the one it started with), at the next
+    session message, or at each continue-as-new; only at a point where no call and no
+    budget request is open (`workflows.definitions`). Added in 1.28."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -871,6 +882,38 @@ class ToolsRefresh(_Model):
     at: AwareDatetime
 
 
+class DefinitionCheck(_Model):
+    """When the run last looked for a changed definition of its agent
+    (`RunState.definition_checked`). Added in 1.28."""
+
+    messages: int = Field(ge=0)
+    """The user's messages in the conversation then (a later one is a new message)."""
+    workflow_run: str = Field(min_length=1, max_length=200)
+    """The workflow run then (a later one is a continue-as-new)."""
+
+
+class Redefinition(_Model):
+    """A run that took its agent's changed definition, or could not
+    (`RunState.redefinitions`). Added in 1.28."""
+
+    at: AwareDatetime
+    turn: int = Field(ge=0)
+    reason: Literal["session_message", "continue_as_new"]
+    before: str = Field(min_length=1, max_length=64)
+    """The digest of the definition the run had (`definitions.digest`)."""
+    after: str | None = Field(None, min_length=1, max_length=64)
+    """The digest of the one it has since; None: it kept `before` (see `error`)."""
+    changed: list[str] = Field([], max_length=64)
+    """The parts of the definition that changed (`instructions`, `tools`, ...)."""
+    error: str | None = Field(None, max_length=2_000)
+    """Why the run kept its definition: the agent is no longer served, or the new one
+    does not fit the run (a budget without a bound on a reply, ...)."""
+
+
+REDEFINITIONS_KEPT = 20
+"""Newest entries kept in `RunState.redefinitions`."""
+
+
 class ToolListing(_Model):
     """One listing of the run's MCP tools after it started, for the audit
     (`RunState.tool_listings`). Added in 1.16."""
@@ -1074,7 +1117,7 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.27"] = "1.27"
+    schema_version: Literal["1.28"] = "1.28"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1160,6 +1203,14 @@ class RunState(_Model):
         [], max_length=DELIVERIES_KEPT, exclude_if=lambda d: not d
     )
     """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes. Added in 1.18."""
+    definition_checked: DefinitionCheck | None = Field(None, exclude_if=lambda c: c is None)
+    """When the run last looked for a changed definition of its agent (agents with
+    `definition_updates`); None: it never looks. Added in 1.28."""
+    redefinitions: list[Redefinition] = Field(
+        [], max_length=REDEFINITIONS_KEPT, exclude_if=lambda r: not r
+    )
+    """The changed definitions the run took (or could not), the newest
+    `REDEFINITIONS_KEPT`. Added in 1.28."""
     depth: int = Field(0, ge=0, le=100, exclude_if=lambda d: not d)
     """How deeply the run nests under runs that called agents as tools (0: none; a
     child's is its caller's plus one, bounded by `agent_calls.MAX_DEPTH`). Added in 1.22."""

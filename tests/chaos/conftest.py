@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from tests.chaos import ledger
-from tests.chaos.harness import REPORT_ENV, DevServer, Report, WorkerProcess
+from tests.chaos.harness import REPORT_ENV, ROOT, DevServer, Report, WorkerProcess
 from tests.support.runs import free_port
 
 
@@ -82,8 +82,9 @@ class Workers:
         self._server, self._endpoint, self._ledger = server, endpoint, ledger_path
         self.started: list[WorkerProcess] = []
 
-    async def start(self, name: str, *extra_args: str) -> WorkerProcess:
+    async def start(self, name: str, *extra_args: str, root: Path = ROOT) -> WorkerProcess:
         process = WorkerProcess(
+            root=root,
             name=name,
             address=self._server.address,
             task_queue=self.task_queue,

@@ -96,6 +96,8 @@ class WorkerProcess:
     model_url: str
     ledger_path: Path
     extra_args: tuple[str, ...] = ()
+    root: Path = ROOT
+    """The source tree whose `worker.py` runs (another build: `tests.chaos.builds`)."""
     process: asyncio.subprocess.Process | None = None
     log: list[str] = field(default_factory=list)
 
@@ -117,7 +119,7 @@ class WorkerProcess:
             "--drain-seconds",
             "0",
             *self.extra_args,
-            cwd=ROOT,
+            cwd=self.root,
             env=env,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from durable_agents.client import PendingAcrossRuns, cli, render
 from durable_agents.client.agent_client import PENDING_QUERY
-from durable_agents.workflows import loop
+from durable_agents.workflows import definitions
 
 from durable_agents.testing import Call, Reply
 from tests.support import agents
@@ -173,7 +173,7 @@ async def test_start_pending_approve_result(ctl, model_server) -> None:
     status = await wait_for_status(ctl, run_id, "awaiting_approval")
     assert status["pending_approvals"] == 1
     human = await ctl("status", run_id)
-    definition = loop.definition(agents.assistant.spec())  # the worker's agent, as frozen
+    definition = definitions.digest(agents.assistant.spec())  # the worker's agent, as frozen
     assert status["definition"] == definition
     assert human.stdout.strip() == (
         f"{run_id} · awaiting_approval · turn 1 · 1 pending approval · 15 tokens · "

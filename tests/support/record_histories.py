@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import sys
 import uuid
@@ -46,7 +47,7 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.agents import assistant
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
-from tests.support.histories import HISTORIES
+from tests.support.histories import HISTORIES, payloads_of
 from tests.support.mcp_agents import helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
 from tests.support.priced_agents import PRICES
@@ -1002,6 +1003,80 @@ async def record_tree_start(client: Client, name: str) -> None:
         await _save_child(client, name, handle, "v1")
 
 
+async def record_wake(client: Client, name: str, attempts: int = 40) -> None:
+    """v44: a decision that lands while the run announces the call it waits on
+    (wake-from-step): the approval arrives with the start of the webhook delivery the
+    run awaited, and ends the wait at once. A race: the approval is sent as soon as the
+    delivery's start shows in history, until one lands in the same workflow task."""
+    script = [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")]
+    async with _serving(client, name, script * attempts) as task_queue:
+        for _ in range(attempts):
+            handle = await client.start_workflow(
+                contract.WORKFLOW_TYPE,
+                AgentInput(agent="assistant", input="go"),
+                id=f"history-{name}",
+                task_queue=task_queue,
+            )
+            while not [
+                e
+                async for e in handle.fetch_history_events()
+                if e.HasField("start_child_workflow_execution_initiated_event_attributes")
+            ]:
+                pass
+            await handle.signal(
+                contract.SIGNAL_APPROVE, DecisionSignal(call_id="c1", approver="ann")
+            )
+            await handle.result()
+            history = json.loads((await handle.fetch_history()).to_json())
+            if any(b"wake-from-step" in p["data"] for p in payloads_of(history)):
+                await _save(client, name, handle)
+                return
+        sys.exit(f"{name}: no approval landed with the delivery's start in {attempts} tries")
+
+
+async def record_redefinition(client: Client, name: str) -> None:
+    """v43: a changed definition reaching a run in flight (definition-updates, schema
+    1.28): a session of an agent that takes changes at the next message answers its
+    first message on build A; build B's agent has other instructions and the `add`
+    tool, which the run takes before answering the second message, and calls."""
+    from durable_agents.activities.agent import Agent
+
+    from tests.support.agents import add
+
+    before = Agent(name="evolving", instructions="v1", definition_updates="next_message")
+    after = dataclasses.replace(before, instructions="v2", tools=[add])
+    queue = f"record-{name}"
+    with ScriptedModelServer() as server:
+        server.script(
+            Reply("hello"),
+            Reply(tool_calls=(Call("add", {"a": 2, "b": 3}, "a1"),)),
+            Reply("5"),
+        )
+        model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+
+        def build(agent: Agent):
+            registry = AgentRegistry()
+            registry.add(agent)
+            return build_worker(client, registry=registry, model_client=model, task_queue=queue)
+
+        async with build(before):
+            handle = await client.start_workflow(
+                contract.WORKFLOW_TYPE,
+                AgentInput(agent="evolving", input="hi", session=True),
+                id=f"history-{name}",
+                task_queue=queue,
+            )
+            while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != "awaiting_input":
+                await asyncio.sleep(0.1)
+        async with build(after):
+            await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "add 2 and 3"})
+            while (await get_state(handle)).final_output != "5":
+                await asyncio.sleep(0.1)
+            await handle.signal(contract.SIGNAL_END_SESSION)
+            await handle.result()
+            await _save(client, name, handle)
+
+
 async def record_start_failure(client: Client, name: str) -> None:
     """v42: a run of an agent no worker serves fails before its state exists, and says
     so in its search attributes (publish-start-failure)."""
@@ -1055,6 +1130,10 @@ async def main() -> None:
             await record_tree_pause(env.client, "tree_pause_v36")
         if not _recorded("tree_start_v41"):
             await record_tree_start(env.client, "tree_start_v41")
+        if not _recorded("webhooks_wake_v44"):
+            await record_wake(env.client, "webhooks_wake_v44")
+        if not _recorded("redefinition_v43"):
+            await record_redefinition(env.client, "redefinition_v43")
         if not _recorded("start_failure_v42"):
             await record_start_failure(env.client, "start_failure_v42")
         if not _recorded("imported_openai_v31"):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from durable_agents.workflows import definitions
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.migrations import MIGRATIONS
 from durable_agents.workflows.state import (
@@ -27,6 +28,7 @@ from durable_agents.workflows.state import (
     ContextPolicy,
     Decision,
     DecisionAttempt,
+    DefinitionCheck,
     DroppedItem,
     ErrorInfo,
     GuardrailCheck,
@@ -42,6 +44,7 @@ from durable_agents.workflows.state import (
     Pause,
     PauseEvent,
     ReasoningItem,
+    Redefinition,
     RefusedSignal,
     RetrySpec,
     RunOrigin,
@@ -821,6 +824,25 @@ def _golden_1_27() -> RunState:
     return state
 
 
+def _golden_1_28() -> RunState:
+    """1.27's, with what 1.28 added: an agent whose changed definition reaches its runs
+    at the next message, the run's last look and a definition it took."""
+    state = _golden_1_27()
+    state.agent.definition_updates = "next_message"
+    state.definition_checked = DefinitionCheck(messages=1, workflow_run=state.workflow_runs[-1])
+    state.redefinitions = [
+        Redefinition(
+            at=state.updated_at,
+            turn=1,
+            reason="session_message",
+            before="0123456789ab",
+            after=definitions.digest(state.agent),
+            changed=["definition_updates", "instructions"],
+        )
+    ]
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -850,6 +872,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.25": _golden_1_25,
     "1.26": _golden_1_26,
     "1.27": _golden_1_27,
+    "1.28": _golden_1_28,
 }
 
 

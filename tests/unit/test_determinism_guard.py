@@ -71,12 +71,13 @@ PURE = [
         "webhook_delivery",
         "store_gc_workflow",
         "event_stream",
+        "patches",
     }
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
 plain functions and data that run (and are tested) without Temporal. The others
 face Temporal: the workflow classes, the signal inbox and activity calls, visibility
-and metrics, raw payloads."""
+and metrics, raw payloads, the patches (`workflow.patched`)."""
 
 
 def forbidden_calls(tree: ast.AST) -> list[str]:
