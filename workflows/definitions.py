@@ -11,22 +11,25 @@ may declare otherwise (`Agent(definition_updates=...)`, kept in the spec):
 - `"continue_as_new"`: each new workflow run of the chain asks at its first step.
 
 It asks only at a point where no call waits (for a decision or for its result) and no
-budget request is open, else at the first such point after. The new definition is
-taken with what is the run's own: a `max_turns` lower than the old definition's, its
-model settings over the agent's, budgets that differ from the old definition's
-(lowered at its start, or extended by a person), its `stream` choice; an MCP tool
-that asked for approval still does (`mcp_tools.stricter`), and an `always` rule on
-a tool that changed or went away no longer decides its calls (`revoked_rules`). A
-definition that does not fit the run (its `tool_choice` names a tool it no longer
-has, a budget with no bound on a reply) is not taken, and the run says why in
-`redefinitions`, as it does when no worker serves the agent any more.
+budget request is open, else at the first such point after. What a definition update
+brings is the definition: instructions, model, tools and their rules, settings. The
+run keeps what is not the definition's to change: its limits only go down (`max_turns`
+and budgets: the lower of its own and the new definition's, since its own may be a
+start input's, a caller's share or a person's extension), its model settings that
+differ from the old definition's, the worker's keys and price it started with (spend
+stays in one currency), its `stream` choice. No approval goes away with the MCP tools
+(`mcp_tools.guarded`: a new one asks for one unless its server's configuration says
+not), and an `always` rule on a tool that changed or went away no longer decides its
+calls (`revoked_rules`). A definition that does not fit the run (its `tool_choice`
+names a tool it no longer has, a budget with no bound on a reply) is not taken, and the
+run says why in `redefinitions`, as it does when no worker serves the agent any more.
 """
 
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from durable_agents.workflows import budget, decisions, mcp_tools, settings
 from durable_agents.workflows.canonical import canonical_json
@@ -42,6 +45,7 @@ from durable_agents.workflows.state import (
 )
 
 Reason = Literal["session_message", "continue_as_new"]
+N = TypeVar("N", int, float)
 
 FREE = {"approver_keys", "snapshot_keys", "refuse_unverified_snapshots", "price", "stream"}
 """Spec fields that are the worker's configuration (keys, prices) or the run's choice
@@ -113,16 +117,18 @@ def take(
         entry.error = f"the worker described agent {found.name!r}, not {old.name!r}"
         _record(state, entry, now)
         return
-    spec = mcp_tools.stricter(found, old).model_copy(update={"stream": old.stream})
+    # The definition, not the worker's configuration: keys and price stay the run's
+    # (spend is counted in its currency), as does its `stream` choice.
+    spec = mcp_tools.guarded(found, old).model_copy(update={k: getattr(old, k) for k in FREE})
     if state.depth and old.on_budget == "stop":  # a child's budget is its caller's share
         spec = spec.model_copy(update={"on_budget": "stop"})
     if spec == old:
         return  # nothing changed: nothing to record
-    own_tokens = state.token_budget != old.token_budget  # lowered at start, or extended
-    own_cost = state.cost_budget != old.cost_budget
+    # Limits only go down in flight: the run's may be its start input's, its caller's
+    # share or a person's extension, which the new definition cannot know.
     budgets = {
-        "token_budget": state.token_budget if own_tokens else spec.token_budget,
-        "cost_budget": state.cost_budget if own_cost else spec.cost_budget,
+        "token_budget": _lower(state.token_budget, spec.token_budget),
+        "cost_budget": _lower(state.cost_budget, spec.cost_budget),
     }
     try:
         chosen = settings.for_run(spec, _own_settings(state.model_settings, old.model_settings))
@@ -132,8 +138,7 @@ def take(
         entry.error = f"the new definition does not fit this run: {err}"[:2_000]
         _record(state, entry, now)
         return
-    own_turns = state.max_turns != old.max_turns
-    state.max_turns = min(state.max_turns, spec.max_turns) if own_turns else spec.max_turns
+    state.max_turns = min(state.max_turns, spec.max_turns)
     state.model_settings = chosen
     state.token_budget = token_budget
     state.cost_budget = cost_budget
@@ -144,10 +149,16 @@ def take(
         state.tools_listed_messages = mcp_tools.user_messages(state)
     state.agent = spec
     entry.after = digest(spec)
-    was = old.model_dump(mode="json", exclude={"stream"})
-    now_is = spec.model_dump(mode="json", exclude={"stream"})
+    was = old.model_dump(mode="json", exclude=FREE)
+    now_is = spec.model_dump(mode="json", exclude=FREE)
     entry.changed = sorted(k for k in was.keys() | now_is.keys() if was.get(k) != now_is.get(k))
     _record(state, entry, now)
+
+
+def _lower(run: N | None, agent: N | None) -> N | None:
+    """The lower of two limits, None meaning none."""
+    given = [b for b in (run, agent) if b is not None]
+    return min(given) if given else None
 
 
 def _own_settings(run: ModelSettings, agent: ModelSettings) -> ModelSettings:

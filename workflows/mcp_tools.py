@@ -136,6 +136,24 @@ def stricter(spec: AgentSpec, before: AgentSpec) -> AgentSpec:
     return spec.model_copy(update={"tools": tools})
 
 
+def guarded(fresh: AgentSpec, before: AgentSpec) -> AgentSpec:
+    """`fresh` (the tools listed again, or a changed definition) taken over `before`
+    without an approval going away: a tool that asked for one still does (`stricter`),
+    and an MCP tool `before` did not have needs one unless the agent's configuration of
+    its server says it does not (a server could drop a tool and bring it back marked
+    read-only: its annotations are not trusted mid-run)."""
+    fresh = stricter(fresh, before)
+    had = {t.name for t in before.tools}
+    servers = {s.name: s for s in fresh.mcp_servers}
+    tools = []
+    for tool in fresh.tools:
+        server = servers.get(tool.mcp_server or "")
+        if tool.name not in had and server is not None and server.needs_approval is not False:
+            tool = tool.model_copy(update={"needs_approval": True})
+        tools.append(tool)
+    return fresh.model_copy(update={"tools": tools})
+
+
 def user_messages(state: RunState) -> int:
     """The user's messages in the conversation (not the run's feedback to the model)."""
     return sum(1 for i in state.items if isinstance(i, UserMessage) and not i.feedback)
@@ -185,25 +203,14 @@ def record_listing(
     if isinstance(listed, str):
         entry.error = listed[:2_000]
     else:
-        fresh = stricter(listed, state.agent)
-        servers = {s.name: s for s in fresh.mcp_servers}
-        tools = []
-        for tool in fresh.tools:
-            server = servers.get(tool.mcp_server or "")
-            if (
-                tool.name not in before
-                and server is not None
-                and server.needs_approval is not False
-            ):
-                tool = tool.model_copy(update={"needs_approval": True})
-            tools.append(tool)
-        after = {t.name: t for t in tools}
+        fresh = guarded(listed, state.agent)
+        after = {t.name: t for t in fresh.tools}
         entry.added = [n for n in after if n not in before]
         entry.removed = [n for n in before if n not in after]
         entry.changed = [n for n in after if n in before and after[n] != before[n]]
         revoked = decisions.always_rules_on(state, {*entry.changed, *entry.removed})
         state.revoked_rules = sorted({*state.revoked_rules, *revoked})
-        state.agent = fresh.model_copy(update={"tools": tools})
+        state.agent = fresh
     state.tool_listings = [*state.tool_listings, entry][-LISTINGS_KEPT:]
     if state.tools_refresh is asked:
         state.tools_refresh = None

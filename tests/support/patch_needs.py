@@ -74,6 +74,7 @@ class Replays:
             runtime=quiet(),
         )
         self.paths = sorted(HISTORIES.glob("*.json"))
+        self._ask = patches.patched  # as workflow code asks (a deprecated patch: True)
 
     async def replays(self, path: Path) -> bool:
         history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
@@ -87,7 +88,7 @@ class Replays:
             answers: dict[str, bool] = {}
 
             def recording(patch_id: str, answers: dict[str, bool] = answers) -> bool:
-                answers.setdefault(patch_id, workflow.patched(patch_id))
+                answers.setdefault(patch_id, self._ask(patch_id))
                 return answers[patch_id]
 
             with asking(recording):
@@ -101,7 +102,7 @@ class Replays:
 
         def retired(asked: str) -> bool:
             if asked != patch_id:
-                return workflow.patched(asked)
+                return self._ask(asked)
             if not deleted:
                 workflow.deprecate_patch(asked)
             return True

@@ -148,15 +148,83 @@ def test_a_changed_definition_is_taken_with_what_is_the_runs_own():
     assert f"`{entry.before}` → `{entry.after}`: instructions, max_turns" in details.render(state)
 
 
-def test_the_old_definitions_limit_follows_the_new_one():
-    state = _session(NEXT)
+def _asked_again(state: RunState) -> None:
     _answered(state)
     state.items.append(UserMessage(content="again"))
-    definitions.take(
-        state, dataclasses.replace(NEXT, max_turns=9).spec(), "session_message",
-        workflow_run="wr-1", now=at(5),
+
+
+BOUNDED = dataclasses.replace(NEXT, model_settings=ModelSettings(max_output_tokens=100))
+
+
+def test_limits_only_go_down_in_flight_whoever_set_them():
+    # The start input's max_turns equal to the agent's: the new definition cannot lift it.
+    state = _session(NEXT, max_turns=4)
+    _asked_again(state)
+    lifted = dataclasses.replace(NEXT, max_turns=50).spec()
+    definitions.take(state, lifted, "session_message", workflow_run="wr-1", now=at(5))
+    assert state.max_turns == 4 and state.agent.max_turns == 50
+    # A budget the start input asked for: an agent that drops its own keeps the run's.
+    state = _session(dataclasses.replace(BOUNDED, token_budget=500), token_budget=1000)
+    _asked_again(state)
+    definitions.take(state, BOUNDED.spec(), "session_message", workflow_run="wr-1", now=at(5))
+    assert state.token_budget == 500
+    # A child's share of its caller's budget stays its ceiling.
+    state = _session(dataclasses.replace(BOUNDED, token_budget=500), token_budget=400)
+    state.depth = 1
+    _asked_again(state)
+    generous = dataclasses.replace(BOUNDED, token_budget=100_000, instructions="more").spec()
+    definitions.take(state, generous, "session_message", workflow_run="wr-1", now=at(5))
+    assert state.token_budget == 400
+    # And a new definition that lowers a limit lowers the run's.
+    lower = dataclasses.replace(BOUNDED, token_budget=200, max_turns=2).spec()
+    definitions.take(state, lower, "session_message", workflow_run="wr-1", now=at(6))
+    assert (state.token_budget, state.max_turns) == (200, 2)
+
+
+def test_the_workers_keys_and_price_stay_the_runs():
+    priced = NEXT.spec(Trust(), ModelPrice(input=1, output=2, currency="USD"))
+    state = loop.new_state(
+        priced, AgentInput(agent="assistant", input="hi", session=True), run_id="r", now=at(0)
+    )
+    state.workflow_runs = ["wr-1"]
+    definitions.start(state, workflow_run="wr-1")
+    _asked_again(state)
+    euros = dataclasses.replace(NEXT, instructions="v2").spec(
+        WORKER_TRUST, ModelPrice(input=1, output=2, currency="EUR")
+    )
+    definitions.take(state, euros, "session_message", workflow_run="wr-1", now=at(5))
+    assert state.agent.instructions == "v2"
+    assert state.agent.price == priced.price and state.agent.approver_keys == []
+    assert state.redefinitions[-1].changed == ["instructions"]
+
+
+def test_an_mcp_tool_that_comes_back_read_only_still_needs_approval():
+    from durable_agents.workflows.mcp_tools import with_mcp_tools, without_mcp_tools
+    from durable_agents.workflows.state import AgentSpec, MCPServer
+
+    lookup = {"name": "lookup", "inputSchema": {"type": "object"},
+              "annotations": {"readOnlyHint": True}}  # fmt: skip
+    delete = {"name": "delete", "annotations": {"destructiveHint": True}}
+    base = AgentSpec(name="a", instructions="", model="m", mcp_servers=[MCPServer(name="t")],
+                     definition_updates="next_message")  # fmt: skip
+    state = RunState(
+        run_id="r", agent=with_mcp_tools(base, {"t": [lookup, delete]}), max_turns=5,
+        session=True, items=[UserMessage(content="hi")], created_at=at(0), updated_at=at(0),
+        workflow_runs=["wr-1"],
     )  # fmt: skip
-    assert state.max_turns == 9
+    definitions.start(state, workflow_run="wr-1")
+    assert state.agent.require_tool("delete").needs_approval
+    back = {**delete, "annotations": {"readOnlyHint": True}}  # dropped, then back read-only
+    wipe = {"name": "wipe", "annotations": {"readOnlyHint": True}}  # new, read-only it says
+    for n, listed in enumerate(([lookup], [lookup, back], [lookup, back, wipe])):
+        _asked_again(state)
+        fresh = with_mcp_tools(without_mcp_tools(base), {"t": listed})
+        definitions.take(state, fresh, "session_message", workflow_run="wr-1", now=at(5 + n))
+        if n == 1:
+            assert state.agent.require_tool("delete").needs_approval
+    assert state.agent.require_tool("wipe").needs_approval
+    assert state.agent.require_tool("delete").needs_approval
+    assert not state.agent.require_tool("lookup").needs_approval  # as it was at the start
 
 
 def test_a_definition_that_cannot_be_had_or_does_not_fit_is_not_taken_and_says_why():
