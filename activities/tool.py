@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+LOCAL_TOOL_MAX_TIMEOUT = timedelta(seconds=60)
+"""The longest attempt a local tool may take: it holds the run's workflow task."""
 """A tool or model call silent this long is taken for dead and retried elsewhere."""
 CANCEL_GRACE = timedelta(seconds=2)
 """How long a cancelled sync tool may take to notice `ToolContext.cancelled` before
@@ -107,6 +109,31 @@ class Tool:
     input_filter: Literal["remove_tools"] | None = None
     """(`handoff`) what the new agent is sent of the conversation before the handoff:
     all of it (None), or all but tool calls and results (`remove_tools`)."""
+    local: bool = False
+    """Run as a local activity, in the worker that runs the run's workflow task: no
+    activity task through the server (a turn is about half as long), no heartbeat (a
+    cancel reaches it when its attempt ends), attempts of at most
+    `LOCAL_TOOL_MAX_TIMEOUT`, retried with the workflow task. For fast tools that read
+    rather than act; never one that needs approval (README: "Local tools")."""
+
+    def __post_init__(self) -> None:
+        if not self.local:
+            return
+        if self.approval is not None:
+            raise ValueError(
+                f"tool {self.name}: a tool that needs approval cannot be local: an approved "
+                "call runs as an activity of its own (seen in the UI as it runs, "
+                "heartbeating, cancellable, never run again because a workflow task was "
+                "retried)"
+            )
+        if self.timeout > LOCAL_TOOL_MAX_TIMEOUT:
+            raise ValueError(
+                f"tool {self.name}: a local tool's timeout is at most "
+                f"{LOCAL_TOOL_MAX_TIMEOUT.total_seconds():g} s (it holds the run's workflow "
+                f"task), not {self.timeout.total_seconds():g} s"
+            )
+        if self.handoff is not None or self.runs_agent is not None:
+            raise ValueError(f"tool {self.name}: a handoff or an agent call is never local")
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""
@@ -168,6 +195,7 @@ def tool(
     heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
     sensitive: Collection[str] = (),
     webhooks: Collection[WebhookSubscription] | None = None,
+    local: bool = False,
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
@@ -177,7 +205,8 @@ def tool(
     names whose values are masked wherever people see calls (the Temporal UI's
     details and summaries, `agentctl pending` and `state`) unless asked for;
     they stay in the run's (encrypted) payloads. `webhooks`: where this tool's
-    approval events go (`WebhookSubscription`s) instead of the agent's.
+    approval events go (`WebhookSubscription`s) instead of the agent's. `local`: run
+    as a local activity (see `Tool.local`).
     """
     if isinstance(sensitive, str):
         raise TypeError(f"sensitive is a collection of parameter names, not {sensitive!r}")
@@ -203,9 +232,10 @@ def tool(
             timeout=timeout,
             retry_policy=policy,
             context_param=context_param,
-            heartbeat_timeout=heartbeat_timeout,
+            heartbeat_timeout=None if local else heartbeat_timeout,  # local: none
             sensitive=tuple(sensitive),
             webhooks=tuple(webhooks) if webhooks is not None else None,
+            local=local,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -56,6 +56,23 @@ bench = Agent(
 )
 """Per-turn overhead and parallel tools: no continue-as-new inside a measured run."""
 
+
+@tool(name="echo", local=True)
+async def echo_local(text: str) -> str:
+    """Return the text, as a local activity (`@tool(local=True)`)."""
+    return text
+
+
+bench_local = Agent(
+    name="bench_local",
+    instructions="bench",
+    model="scripted",
+    tools=[echo_local, nap],
+    max_turns=MANY_TURNS,
+    turns_per_workflow_run=MANY_TURNS,
+)
+"""`bench` with its no-op tool local: what a local tool saves per turn."""
+
 history = Agent(
     name="history",
     instructions="read every part",
@@ -127,3 +144,14 @@ summarizing = Agent(
     context=ContextPolicy(max_input_tokens=2_500, strategy="summarize", keep_recent_turns=2),
 )
 """The same session, the older turns summarized."""
+
+
+@tool(needs_approval=True)
+async def search(query: str = "", limit: int = 0) -> str:
+    """Web search (never approved in the benchmarks: resumed runs wait on one)."""
+    return f"results for {query!r}"
+
+
+researcher = Agent(name="researcher", instructions="Search, then answer.", model="scripted",
+                   tools=[search], max_turns=MANY_TURNS)  # fmt: skip
+"""The agent of `bench.states`' runs: a resumed one is described by its agent's name."""

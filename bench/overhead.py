@@ -29,7 +29,6 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.local_run import run_locally
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract, loop
-from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.payloads import AgentInput
 from durable_agents.workflows.state import ToolResult
 from openai import AsyncOpenAI
@@ -43,8 +42,6 @@ from temporalio.worker import (
 
 from bench import agents, common, report, report_runtime
 from bench.floor import FloorInput, FloorWorkflow, floor_worker
-from bench.local_tool import WORKFLOW_TYPE as LOCAL_TOOL_AGENT
-from bench.local_tool import LocalToolAgentWorkflow
 from durable_agents.testing import Call
 
 OURS, LOCAL, FLOOR = report.OURS, report.LOCAL, report.FLOOR
@@ -53,10 +50,12 @@ TASK_RECEIVED = "temporal_activity_task_received"
 
 @dataclass(frozen=True)
 class Variant:
-    """AgentWorkflow (or `workflow`) on a worker built with `options` (`common.tuned`)."""
+    """AgentWorkflow (or `workflow`) on a worker built with `options` (`common.tuned`),
+    running `agent`."""
 
     options: dict[str, object]
     workflow: str = contract.WORKFLOW_TYPE
+    agent: str = "bench"
 
 
 VARIANTS: dict[str, Variant] = {
@@ -85,9 +84,7 @@ VARIANTS: dict[str, Variant] = {
     "eager activities off (`disable_eager_activity_execution=True`)": Variant(
         {"disable_eager_activity_execution": True}
     ),
-    "tool as a local activity (`bench/local_tool.py`)": Variant(
-        {"workflows": [AgentWorkflow, LocalToolAgentWorkflow]}, workflow=LOCAL_TOOL_AGENT
-    ),
+    "tool as a local activity (`@tool(local=True)`)": Variant({}, agent="bench_local"),
 }
 
 
@@ -159,7 +156,7 @@ async def measure(
                 FLOOR: lambda: floor_run(client, queues[FLOOR], turns, delay),
             }
             for label, variant in variants.items():
-                kinds[label] = run_of(client, queues[label], turns, variant.workflow)
+                kinds[label] = run_of(client, queues[label], turns, variant.workflow, variant.agent)
             order = list(kinds)
             buffer.retrieve_updates()  # drop what earlier measurements left
             for rep in range(reps + 1):
@@ -179,13 +176,15 @@ async def measure(
 
 
 def run_of(
-    client: Client, queue: str, turns: int, workflow: str
+    client: Client, queue: str, turns: int, workflow: str, agent: str = "bench"
 ) -> Callable[[], Awaitable[object]]:
-    return lambda: agent_run(client, queue, turns, workflow)
+    return lambda: agent_run(client, queue, turns, workflow, agent)
 
 
-async def agent_run(client: Client, queue: str, turns: int, workflow: str) -> None:
-    handle = await common.start_run(client, "bench", queue, workflow=workflow)
+async def agent_run(
+    client: Client, queue: str, turns: int, workflow: str, agent: str = "bench"
+) -> None:
+    handle = await common.start_run(client, agent, queue, workflow=workflow)
     result = await handle.result()
     assert result.turn == turns, result
 

@@ -357,7 +357,11 @@ def tools(spec: AgentSpec) -> str:
     lines = [f"{safe(spec.name)}{SEP}{_plural(len(spec.tools), 'tool')}{shown}"]
     for t in spec.tools:
         where = (
-            f"MCP {safe(t.mcp_server)}/{safe(t.mcp_tool or t.name)}" if t.mcp_server else "@tool"
+            f"MCP {safe(t.mcp_server)}/{safe(t.mcp_tool or t.name)}"
+            if t.mcp_server
+            else "@tool (local)"
+            if t.local
+            else "@tool"
         )
         rule = approval_rule(t.approval) if t.needs_approval else "no approval"
         lines.append(f"  {safe(t.name)}{SEP}{where}{SEP}{rule}")

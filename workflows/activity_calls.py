@@ -196,12 +196,14 @@ async def run_tool(
     state: RunState, call: ToolCall, *, execute: Callable[..., Awaitable[Any]] | None = None
 ) -> ToolOutcome:
     """The tool's output; a tool that failed for good gives the model its error.
-    `execute`: how to run the activity (default `workflow.execute_activity`; the
-    benchmarks measure `workflow.execute_local_activity`)."""
+    `execute`: how to run the activity (default `workflow.execute_activity`, or
+    `workflow.execute_local_activity` for a tool declared local)."""
     spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
     shown = argument_view.redacted(call.arguments, spec.sensitive)  # the UI's summary
     if spec.mcp_server is not None:
         return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
+    if execute is None and spec.local and patches.patched(patches.PATCH_LOCAL_TOOLS):
+        execute = workflow.execute_local_activity  # `@tool(local=True)`
     try:
         outcome: ToolOutcome = await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,

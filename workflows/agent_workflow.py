@@ -548,11 +548,46 @@ class AgentWorkflow:
         return list(await asyncio.gather(*checks))
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
+        """The outcomes of `calls`, and of the calls of the same reply approved while
+        they ran (each started as its decision came), in the reply's order."""
         reply = loop.last_reply(state)
         proposed = reply.tool_calls if reply is not None else list(calls)
         chosen = handoffs.taken(state, proposed)
         made = agent_calls.agent_call_ids(state, proposed)
-        return list(await asyncio.gather(*(self._run_tool(state, c, chosen, made) for c in calls)))
+        batch = [self._run_tool(state, c, chosen, made) for c in calls]
+        started = {c.call_id for c in calls}
+        if all(c.call_id in started for c in loop.unanswered_calls(state)):
+            return list(await asyncio.gather(*batch))  # nothing waits for a decision
+        done = False
+
+        async def run_batch() -> list[ToolOutcome]:
+            nonlocal done
+            try:
+                return list(await asyncio.gather(*batch))
+            finally:
+                done = True
+
+        async def run_decided() -> list[ToolOutcome]:
+            """Start each call of the reply approved while the batch runs, at once."""
+            late: list[asyncio.Task[ToolOutcome]] = []
+            while not done:
+
+                def moved(seen: int = self._inbox.woken) -> bool:
+                    return done or self._inbox.woken > seen
+
+                await workflow.wait_condition(moved)
+                waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
+                fresh = loop.runnable_calls(state, waiting)
+                if fresh and not done and patches.patched(patches.PATCH_START_WHEN_DECIDED):
+                    started.update(c.call_id for c in fresh)
+                    late += [
+                        asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in fresh
+                    ]
+            return list(await asyncio.gather(*late))
+
+        first, later = await asyncio.gather(run_batch(), run_decided())
+        order = {c.call_id: n for n, c in enumerate(proposed)}
+        return sorted([*first, *later], key=lambda o: order.get(o.call_id, len(order)))
 
     async def _run_tool(
         self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]

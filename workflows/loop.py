@@ -317,15 +317,26 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
             if extension is not None:  # else no approval within the limits could help
                 return AskBudget(extension)
         return Finish(RunStatus.BUDGET_EXCEEDED)
+    runnable = runnable_calls(state, open_calls)
+    if runnable:
+        return RunTools(runnable)
+    return AwaitDecisions(tuple(c.call_id for c in open_calls))
+
+
+def runnable_calls(state: RunState, open_calls: list[ToolCall]) -> tuple[ToolCall, ...]:
+    """Of `open_calls`, those that may run now (no decision needed, or approved), each
+    with the arguments its decision gives."""
     decided = decisions.decided(state)
-    runnable = tuple(
+    return tuple(
         c.model_copy(update={"arguments": decisions.arguments_for(c, decided.get(c.call_id))})
         for c in open_calls
         if not c.needs_approval or decisions.approves(decided.get(c.call_id), c)
     )
-    if runnable:
-        return RunTools(runnable)
-    return AwaitDecisions(tuple(c.call_id for c in open_calls))
+
+
+def unanswered_calls(state: RunState) -> list[ToolCall]:
+    """The calls of the model's latest reply that have no result yet."""
+    return _unresolved_calls(state, last_reply(state))
 
 
 def awaiting_model(state: RunState) -> bool:

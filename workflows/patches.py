@@ -163,6 +163,15 @@ chosen, so a signal that came while the run was preparing the step (announcing i
 webhooks) ends it; asked only when one did. Before, the run slept through it until the
 next signal or deadline."""
 
+PATCH_LOCAL_TOOLS = "local-tools"
+"""A tool declared local (`ToolSpec.local`, schema 1.29) runs as a local activity;
+asked only for such a tool. Before, every tool ran as an activity of its own."""
+
+PATCH_START_WHEN_DECIDED = "start-when-decided"
+"""A call approved while other calls of its reply run starts at once, and its result
+joins theirs in the reply's order; asked only when that happens. Before, it waited
+until they had all finished."""
+
 DEPRECATED: frozenset[str] = frozenset()
 """Patches in the first step of their retirement (deploy/README.md, "Retiring a
 patch"): every run takes the new branch and the marker is written as deprecated, so

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.28"
+SCHEMA_VERSION = "1.29"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -85,6 +85,7 @@ and `tool_listings`.
 1.27 added the signed start a tree's runs check: `RunState.start_proof`.
 1.28 added changed definitions reaching runs in flight: `AgentSpec.definition_updates`,
 `RunState.definition_checked` and `redefinitions`.
+1.29 added local tools: `ToolSpec.local`.
 """
 
 REFUSALS_KEPT = 50
@@ -264,6 +265,10 @@ class ToolSpec(_Model):
     """(A handoff) what the new agent's model is sent of the conversation before the
     handoff: None, all of it; `remove_tools`, without tool calls and results (the
     run keeps them). Added in 1.26."""
+    local: bool = Field(False, exclude_if=lambda local: not local)
+    """The tool runs as a local activity, in the worker that runs the run's workflow task
+    (`@tool(local=True)`): no activity task through the server, no heartbeat; its
+    attempts are retried with the workflow task. Added in 1.29."""
 
 
 class MCPServer(_Model):
@@ -1117,7 +1122,7 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.28"] = "1.28"
+    schema_version: Literal["1.29"] = "1.29"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

@@ -87,7 +87,7 @@ async def test_agentctl_start_of_an_agent_nobody_serves_is_refused_with_what_is_
     assert out.stderr.strip() == (
         f"agentctl: error: no worker on task queue {worker.task_queue!r} serves agent "
         "'nosuch'; served there: asker, assistant, concierge, custodian, decider, digester, "
-        "forgetful, frugal, guarded, marathon, sleepy, spender, support, tally, thinker, "
+        "forgetful, frugal, guarded, marathon, quick, sleepy, spender, support, tally, thinker, "
         "treasurer, tuned (workers seen in the last 120 s)"
     )
     assert [r async for r in worker.client.list_workflows('WorkflowId STARTS_WITH "nosuch"')] == []

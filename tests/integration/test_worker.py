@@ -261,7 +261,7 @@ async def test_worker_connects_through_temporal_env_config_and_openai_env(env, m
             line = await asyncio.wait_for(process.stdout.readline(), 30)
         served = (
             b"serving agents asker, assistant, concierge, custodian, decider, digester, forgetful, "
-            b"frugal, guarded, marathon, sleepy, support, tally, thinker, treasurer, tuned "
+            b"frugal, guarded, marathon, quick, sleepy, support, tally, thinker, treasurer, tuned "
             b"on task queue"
         )
         assert served in line, line

@@ -327,3 +327,14 @@ digester = dataclasses.replace(
     context=ContextPolicy(max_input_tokens=2_500, strategy="summarize", keep_recent_turns=2),
 )
 """The same window, the older turns summarized by the model."""
+
+
+@tool(local=True)
+def lookup(key: str, ctx: ToolContext) -> str:
+    """Look `key` up in a table (a local activity: fast, reads only)."""
+    CALLS.append(("lookup", {"key": key}, ctx.idempotency_key))
+    return {"a12": "delivered", "b7": "in transit"}.get(key.lower(), "unknown")
+
+
+quick = dataclasses.replace(assistant, name="quick", tools=[lookup, send_email])
+"""Looks orders up with a local tool; emails need approval (an activity of their own)."""

@@ -76,6 +76,13 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
+    "local_tool_v45": (
+        "quick",
+        False,
+        [Reply(tool_calls=(Call("lookup", {"key": "A12"}, "l1"),)), Reply("delivered")],
+        [],
+    ),
     # v40: a handoff with an input filter (schema 1.26): tidy adds, then hands over to
     # billing, whose model is sent no tool calls or results from before the handoff.
     "handoff_filter_v40": (
@@ -1034,6 +1041,30 @@ async def record_wake(client: Client, name: str, attempts: int = 40) -> None:
         sys.exit(f"{name}: no approval landed with the delivery's start in {attempts} tries")
 
 
+async def record_start_when_decided(client: Client, name: str) -> None:
+    """v46: a call approved while another call of its reply runs starts at once
+    (start-when-decided): the email is approved while a 2 s nap runs."""
+    from tests.support import agents
+
+    script = [
+        Reply(tool_calls=(Call("nap", {"seconds": 2}, "n1"), Call("send_email", SAME_MAIL, "e1"))),
+        Reply("done"),
+    ]
+    async with _serving(client, name, script) as task_queue:
+        agents.CALLS.clear()
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="assistant", input="go"),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        while not any(call[0] == "nap" for call in agents.CALLS):
+            await asyncio.sleep(0.05)
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver="ann"))
+        await handle.result()
+        await _save(client, name, handle)
+
+
 async def record_redefinition(client: Client, name: str) -> None:
     """v43: a changed definition reaching a run in flight (definition-updates, schema
     1.28): a session of an agent that takes changes at the next message answers its
@@ -1130,6 +1161,8 @@ async def main() -> None:
             await record_tree_pause(env.client, "tree_pause_v36")
         if not _recorded("tree_start_v41"):
             await record_tree_start(env.client, "tree_start_v41")
+        if not _recorded("start_when_decided_v46"):
+            await record_start_when_decided(env.client, "start_when_decided_v46")
         if not _recorded("webhooks_wake_v44"):
             await record_wake(env.client, "webhooks_wake_v44")
         if not _recorded("redefinition_v43"):

@@ -843,6 +843,15 @@ def _golden_1_28() -> RunState:
     return state
 
 
+def _golden_1_29() -> RunState:
+    """1.28's, with what 1.29 added: a local tool."""
+    state = _golden_1_28()
+    tool = next(t for t in state.agent.tools if not t.needs_approval and t.runs_agent is None
+                and t.handoff is None)  # fmt: skip
+    tool.local = True
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -873,6 +882,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.26": _golden_1_26,
     "1.27": _golden_1_27,
     "1.28": _golden_1_28,
+    "1.29": _golden_1_29,
 }
 
 

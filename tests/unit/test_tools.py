@@ -109,6 +109,7 @@ def test_registry_loads_every_agent_of_a_module():
         "frugal",
         "guarded",
         "marathon",
+        "quick",
         "sleepy",
         "support",
         "tally",
