@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+DEFAULT_QUEUE_TIMEOUT = timedelta(seconds=60)
 LOCAL_TOOL_MAX_TIMEOUT = timedelta(seconds=60)
 """The longest attempt a local tool may take: it holds the run's workflow task."""
 """A tool or model call silent this long is taken for dead and retried elsewhere."""
@@ -109,6 +110,12 @@ class Tool:
     input_filter: Literal["remove_tools"] | None = None
     """(`handoff`) what the new agent is sent of the conversation before the handoff:
     all of it (None), or all but tool calls and results (`remove_tools`)."""
+    task_queue: str | None = None
+    """The task queue its calls go to (a GPU box, a worker inside a customer's network,
+    served by `worker.py --tools-only MODULE --task-queue NAME`); None: the run's."""
+    queue_timeout: timedelta = DEFAULT_QUEUE_TIMEOUT
+    """(`task_queue`) how long a call waits for a worker of that queue to take it; then
+    the model is told no worker serves it (the call is not retried)."""
     local: bool = False
     """Run as a local activity, in the worker that runs the run's workflow task: no
     activity task through the server (a turn is about half as long), no heartbeat (a
@@ -117,6 +124,13 @@ class Tool:
     rather than act; never one that needs approval (README: "Local tools")."""
 
     def __post_init__(self) -> None:
+        if self.task_queue is not None:
+            if not self.task_queue.strip() or len(self.task_queue) > 200:
+                raise ValueError(f"tool {self.name}: task_queue must be 1 to 200 characters")
+            if self.handoff is not None or self.runs_agent is not None:
+                raise ValueError(f"tool {self.name}: a handoff or an agent call has no task_queue")
+        if self.queue_timeout <= timedelta(0):
+            raise ValueError(f"tool {self.name}: queue_timeout must be positive")
         if not self.local:
             return
         if self.approval is not None:
@@ -134,6 +148,10 @@ class Tool:
             )
         if self.handoff is not None or self.runs_agent is not None:
             raise ValueError(f"tool {self.name}: a handoff or an agent call is never local")
+        if self.task_queue is not None:
+            raise ValueError(
+                f"tool {self.name}: a local tool runs in the run's own worker: it has no task_queue"
+            )
 
     def spec(self) -> ToolSpec:
         """The plain-data description frozen into a run."""
@@ -196,6 +214,8 @@ def tool(
     sensitive: Collection[str] = (),
     webhooks: Collection[WebhookSubscription] | None = None,
     local: bool = False,
+    task_queue: str | None = None,
+    queue_timeout: timedelta = DEFAULT_QUEUE_TIMEOUT,
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
@@ -206,7 +226,8 @@ def tool(
     details and summaries, `agentctl pending` and `state`) unless asked for;
     they stay in the run's (encrypted) payloads. `webhooks`: where this tool's
     approval events go (`WebhookSubscription`s) instead of the agent's. `local`: run
-    as a local activity (see `Tool.local`).
+    as a local activity (see `Tool.local`). `task_queue`, `queue_timeout`: run on
+    workers of another task queue (see `Tool.task_queue`).
     """
     if isinstance(sensitive, str):
         raise TypeError(f"sensitive is a collection of parameter names, not {sensitive!r}")
@@ -236,6 +257,8 @@ def tool(
             sensitive=tuple(sensitive),
             webhooks=tuple(webhooks) if webhooks is not None else None,
             local=local,
+            task_queue=task_queue,
+            queue_timeout=queue_timeout,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -361,6 +361,8 @@ def tools(spec: AgentSpec) -> str:
             if t.mcp_server
             else "@tool (local)"
             if t.local
+            else f"@tool (queue {safe(t.task_queue)})"
+            if t.task_queue
             else "@tool"
         )
         rule = approval_rule(t.approval) if t.needs_approval else "no approval"

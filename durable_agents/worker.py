@@ -41,6 +41,7 @@ from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.client.codec_server import is_loopback_host
 from durable_agents.client.operations import check_search_attributes
 from durable_agents.dataplane.codec import (
@@ -145,6 +146,89 @@ def build_worker(
         identity=identity,
         deployment_config=versioning,
     )
+
+
+def build_tools_worker(
+    client: Client, *, registry: AgentRegistry, task_queue: str, drain: timedelta = DRAIN_GRACE
+) -> Worker:
+    """A worker of `task_queue` running only the calls of `registry`'s tools placed on
+    it (`@tool(task_queue=...)`): the `run_tool` activity, no workflow, no model."""
+    problem = placement_problem(registry, task_queue)
+    if problem is not None:
+        raise WorkerSetupError(problem)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        activities=[ToolActivities(registry).run_tool],
+        graceful_shutdown_timeout=drain,
+    )
+
+
+def tools_on(registry: AgentRegistry, task_queue: str) -> list[str]:
+    """`agent.tool` names of the tools placed on `task_queue`."""
+    return [
+        f"{a.name}.{t.name}"
+        for a in registry.agents()
+        for t in a.tools
+        if t.task_queue == task_queue
+    ]
+
+
+def placement_problem(registry: AgentRegistry, task_queue: str) -> str | None:
+    """Why a tools-only worker of `task_queue` would serve nothing, or None."""
+    if tools_on(registry, task_queue):
+        return None
+    elsewhere = sorted(
+        {f"{t.task_queue}: {t.name}" for a in registry.agents() for t in a.tools if t.task_queue}
+    )
+    return (
+        f"no tool of agents {', '.join(registry.names())} is placed on task queue "
+        f"'{task_queue}' (@tool(task_queue=...)), so no run would send it a call"
+        + (f"; placed elsewhere: {', '.join(elsewhere)}" if elsewhere else "")
+    )
+
+
+async def serve_tools(args: argparse.Namespace) -> None:
+    """`--tools-only`: connect, then run the tools placed on `--task-queue` until
+    SIGINT/SIGTERM."""
+    if args.dev or args.agents or args.deployment:
+        raise WorkerSetupError(
+            "--tools-only takes the agents' modules itself and serves no runs: not with "
+            "--dev, --agents or --deployment"
+        )
+    try:
+        registry = AgentRegistry.from_modules(m.strip() for m in args.tools_only.split(","))
+        converter = data_converter_from_env()
+    except ValueError as err:
+        raise WorkerSetupError(str(err)) from err
+    except AgentError as err:
+        raise WorkerSetupError(err.message) from err
+    problem = placement_problem(registry, args.task_queue)
+    if problem is not None:  # before connecting: a wrong queue fails at once
+        raise WorkerSetupError(problem)
+    worker = build_tools_worker(
+        await _connected(args, converter),
+        registry=registry,
+        task_queue=args.task_queue,
+        drain=timedelta(seconds=args.drain_seconds),
+    )
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    async with heartbeat(args.health_file), worker:
+        print(
+            f"worker: tools only: {', '.join(tools_on(registry, args.task_queue))} on task "
+            f"queue '{args.task_queue}'",
+            flush=True,
+        )
+        await stop.wait()
+        print(f"worker: draining (running tools get {args.drain_seconds:g}s to finish)", flush=True)
+
+
+async def _connected(args: argparse.Namespace, converter: DataConverter) -> Client:
+    from durable_agents.client.connect import connect
+
+    return await connect(profile=args.profile, data_converter=converter)
 
 
 def deployment_version(name: str | None, build_id: str | None) -> WorkerDeploymentVersion | None:
@@ -299,6 +383,9 @@ def _load_callable(spec: str) -> Callable[[dict], object]:
 
 async def serve(args: argparse.Namespace) -> None:
     """Connect (or start the dev server), then run the worker until SIGINT/SIGTERM."""
+    if args.tools_only:
+        await serve_tools(args)
+        return
     if (args.codec_server is not None or args.ui_codec_endpoint) and not args.dev:
         raise WorkerSetupError("--codec-server and --ui-codec-endpoint go with --dev")
     if args.model_api not in ("chat_completions", "responses"):
@@ -511,6 +598,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE)
+    )
+    parser.add_argument(
+        "--tools-only",
+        metavar="MODULE[,MODULE]",
+        default=os.environ.get("AGENT_TOOLS_ONLY") or None,
+        help="serve only the tools of these modules' agents that are placed on --task-queue "
+        "(@tool(task_queue=...); env AGENT_TOOLS_ONLY): no runs, no model calls",
     )
     parser.add_argument("--profile", default=None, help="Temporal envconfig profile")
     parser.add_argument(

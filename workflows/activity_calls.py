@@ -15,7 +15,8 @@ from typing import Any, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutType
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType, ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
@@ -204,6 +205,12 @@ async def run_tool(
         return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
     if execute is None and spec.local and patches.patched(patches.PATCH_LOCAL_TOOLS):
         execute = workflow.execute_local_activity  # `@tool(local=True)`
+    placed: dict[str, Any] = {}
+    if spec.task_queue is not None and patches.patched(patches.PATCH_TOOL_QUEUES):
+        placed = {  # `@tool(task_queue=...)`: its own workers
+            "task_queue": spec.task_queue,
+            "schedule_to_start_timeout": timedelta(seconds=spec.queue_timeout_seconds),
+        }
     try:
         outcome: ToolOutcome = await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,
@@ -212,6 +219,7 @@ async def run_tool(
             start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
             retry_policy=retry_policy(spec.retry),
             summary=f"tool {details.tool_call_summary(call.tool, shown)}",
+            **placed,
             **_liveness(
                 spec.heartbeat_timeout_seconds if execute is None else None,  # local: none
                 spec.retry,
@@ -220,11 +228,22 @@ async def run_tool(
         )
         return outcome
     except ActivityError as err:
+        if placed and _not_started(err):
+            why = (
+                f"no worker of task queue '{spec.task_queue}' started it within "
+                f"{spec.queue_timeout_seconds:g} s (the tool's workers are down or busy)"
+            )
+        else:
+            why = root_message(err)
         return ToolOutcome(
-            call_id=call.call_id,
-            content=f"Error: tool '{call.tool}' failed: {root_message(err)}",
-            is_error=True,
+            call_id=call.call_id, content=f"Error: tool '{call.tool}' failed: {why}", is_error=True
         )
+
+
+def _not_started(err: ActivityError) -> bool:
+    """The activity timed out waiting for a worker to start it (schedule-to-start)."""
+    cause = err.cause
+    return isinstance(cause, ActivityTimeout) and cause.type is TimeoutType.SCHEDULE_TO_START
 
 
 def _liveness(

@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.29 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.30 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -206,6 +206,12 @@ def _1_28_to_1_29(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.29"}
 
 
+def _1_29_to_1_30(data: dict[str, Any]) -> dict[str, Any]:
+    """1.30 added `ToolSpec.task_queue` and `queue_timeout_seconds` (a 1.29 tool runs on
+    the run's own queue, as None says): nothing to convert."""
+    return {**data, "schema_version": "1.30"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -236,5 +242,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.26": _1_26_to_1_27,
     "1.27": _1_27_to_1_28,
     "1.28": _1_28_to_1_29,
+    "1.29": _1_29_to_1_30,
 }
 """Released version -> the step from it to the next version."""

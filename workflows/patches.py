@@ -172,6 +172,11 @@ PATCH_START_WHEN_DECIDED = "start-when-decided"
 joins theirs in the reply's order; asked only when that happens. Before, it waited
 until they had all finished."""
 
+PATCH_TOOL_QUEUES = "tool-queues"
+"""A tool placed on a task queue of its own (`ToolSpec.task_queue`, schema 1.30) runs
+there, and a call no worker of that queue starts in time is a tool error the model
+sees; asked only for such a tool. Before, every tool ran on the run's queue."""
+
 DEPRECATED: frozenset[str] = frozenset()
 """Patches in the first step of their retirement (deploy/README.md, "Retiring a
 patch"): every run takes the new branch and the marker is written as deprecated, so

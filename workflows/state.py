@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.29"
+SCHEMA_VERSION = "1.30"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -86,6 +86,8 @@ and `tool_listings`.
 1.28 added changed definitions reaching runs in flight: `AgentSpec.definition_updates`,
 `RunState.definition_checked` and `redefinitions`.
 1.29 added local tools: `ToolSpec.local`.
+1.30 added tools on task queues of their own: `ToolSpec.task_queue`,
+`queue_timeout_seconds`.
 """
 
 REFUSALS_KEPT = 50
@@ -265,6 +267,14 @@ class ToolSpec(_Model):
     """(A handoff) what the new agent's model is sent of the conversation before the
     handoff: None, all of it; `remove_tools`, without tool calls and results (the
     run keeps them). Added in 1.26."""
+    task_queue: str | None = Field(
+        None, min_length=1, max_length=200, exclude_if=lambda q: q is None
+    )
+    """The task queue the tool's calls go to (`@tool(task_queue=...)`); None: the run's.
+    Added in 1.30."""
+    queue_timeout_seconds: float = Field(60.0, gt=0, exclude_if=lambda s: s == 60.0)
+    """(`task_queue`) how long a call waits for a worker of that queue to start it; then
+    the model is told none serves it. Added in 1.30."""
     local: bool = Field(False, exclude_if=lambda local: not local)
     """The tool runs as a local activity, in the worker that runs the run's workflow task
     (`@tool(local=True)`): no activity task through the server, no heartbeat; its
@@ -1122,7 +1132,7 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.29"] = "1.29"
+    schema_version: Literal["1.30"] = "1.30"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""

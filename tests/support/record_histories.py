@@ -50,6 +50,7 @@ from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.histories import HISTORIES, payloads_of
 from tests.support.mcp_agents import helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
+from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
 from tests.support.snapshot_golden import nulled
 from tests.support.webhook_receiver import WebhookReceiver
@@ -76,6 +77,14 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v47: a tool on a task queue of its own (tool-queues, schema 1.30) that no worker
+    # serves: the call times out waiting (1 s), the model reads why and answers.
+    "tool_queue_v47": (
+        "placed",
+        False,
+        [Reply(tool_calls=(Call("nowhere", {"scene": "moon"}, "n1"),)), Reply("it is down")],
+        [],
+    ),
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
     "local_tool_v45": (
         "quick",
@@ -647,6 +656,7 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
             ["tests.support.agents", "tests.support.priced_agents"]
         )
         registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
+        registry.add(placed)  # a tool on a task queue of its own
         for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))

@@ -852,6 +852,15 @@ def _golden_1_29() -> RunState:
     return state
 
 
+def _golden_1_30() -> RunState:
+    """1.29's, with what 1.30 added: a tool on a task queue of its own."""
+    state = _golden_1_29()
+    tool = next(t for t in state.agent.tools if t.name == "refund")
+    tool.task_queue = "payments"
+    tool.queue_timeout_seconds = 300.0
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -883,6 +892,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.27": _golden_1_27,
     "1.28": _golden_1_28,
     "1.29": _golden_1_29,
+    "1.30": _golden_1_30,
 }
 
 

@@ -1,0 +1,88 @@
+"""`@tool(task_queue=...)`: a tool's calls go to a task queue of their own, served by a
+tools-only worker (`build_tools_worker`, `worker.py --tools-only`); a call no worker
+of that queue starts in time is a tool error the model reads, and the run goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from durable_agents.activities.registry import AgentRegistry
+from durable_agents.client.render import tools
+from durable_agents.workflows.state import RunStatus
+
+from durable_agents.testing import Call, Reply
+from durable_agents.worker import build_tools_worker
+from tests.conftest import serving
+from tests.support.placed_agents import RENDERS, TOOLS_QUEUE, placed
+from tests.support.runs import start, state_of, tool_results
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_tool_queues(events: list[dict]) -> list[str]:
+    return [
+        e["activityTaskScheduledEventAttributes"]["taskQueue"]["name"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "run_tool"
+    ]
+
+
+async def test_a_placed_tool_runs_on_its_own_queue_served_by_a_tools_only_worker(env, model_server):
+    RENDERS.clear()
+    model_server.script(
+        Reply(tool_calls=(Call("render", {"scene": "castle"}, "r1"),)), Reply(content="done")
+    )
+    tools_worker = build_tools_worker(
+        env.client, registry=AgentRegistry([placed]), task_queue=TOOLS_QUEUE
+    )
+    async with serving(env.client, model_server, extra_agents=[placed]) as worker, tools_worker:
+        handle = await start(worker, "render a castle", agent="placed")
+        assert (await handle.result()).status is RunStatus.COMPLETED
+        assert tool_results(await state_of(handle))["r1"].content == "rendered castle"
+    assert RENDERS == ["castle"]
+    events = json.loads((await handle.fetch_history()).to_json())["events"]
+    assert run_tool_queues(events) == [TOOLS_QUEUE]
+
+
+async def test_a_call_no_worker_of_its_queue_starts_is_an_error_the_model_reads(env, model_server):
+    model_server.script(
+        Reply(tool_calls=(Call("nowhere", {"scene": "moon"}, "n1"),)),
+        Reply(content="the renderer is down"),
+    )
+    async with serving(env.client, model_server, extra_agents=[placed]) as served:
+        handle = await start(served, "render the moon", agent="placed")
+        result = await handle.result()
+        failed = tool_results(await state_of(handle))["n1"]
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "the renderer is down")
+    assert failed.is_error
+    assert failed.content == (
+        "Error: tool 'nowhere' failed: no worker of task queue 'nobody-serves-this' started "
+        "it within 1 s (the tool's workers are down or busy)"
+    )
+    sent = json.dumps(model_server.requests[-1]["messages"])
+    assert "no worker of task queue 'nobody-serves-this'" in sent  # the model reads it
+    assert "  render · @tool (queue gpu-tools) · no approval" in tools(placed.spec())
+
+
+def test_a_tools_only_worker_refuses_a_queue_none_of_its_tools_is_placed_on():
+    def worker_py(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "worker.py", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "TEMPORAL_ADDRESS": "localhost:1"},  # never reached
+        )
+
+    wrong = worker_py("--tools-only", "tests.support.placed_agents", "--task-queue", "agents")
+    assert wrong.returncode == 1
+    assert "no tool of agents placed is placed on task queue 'agents'" in wrong.stderr
+    assert "placed elsewhere: gpu-tools: render, nobody-serves-this: nowhere" in wrong.stderr
+    mixed = worker_py("--tools-only", "tests.support.placed_agents", "--agents", "x")
+    assert mixed.returncode == 1 and "not with --dev, --agents or --deployment" in mixed.stderr
