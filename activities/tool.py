@@ -35,10 +35,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""A tool or model call silent this long is taken for dead and retried elsewhere."""
 DEFAULT_QUEUE_TIMEOUT = timedelta(seconds=60)
+"""How long a call to a tool on a task queue of its own waits for a worker to take it."""
 LOCAL_TOOL_MAX_TIMEOUT = timedelta(seconds=60)
 """The longest attempt a local tool may take: it holds the run's workflow task."""
-"""A tool or model call silent this long is taken for dead and retried elsewhere."""
 CANCEL_GRACE = timedelta(seconds=2)
 """How long a cancelled sync tool may take to notice `ToolContext.cancelled` before
 it is reported as ignoring the cancel."""
@@ -234,6 +235,9 @@ def tool(
 
     if heartbeat_timeout is not None and heartbeat_timeout <= timedelta(0):
         raise ValueError(f"heartbeat_timeout must be positive, not {heartbeat_timeout}")
+
+    if local and heartbeat_timeout not in (None, DEFAULT_HEARTBEAT_TIMEOUT):
+        raise ValueError("a local tool has no heartbeat: leave heartbeat_timeout out")
 
     def wrap(f: Callable[..., Any]) -> Tool:
         arguments, context_param = _arguments_model(f)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -78,6 +78,11 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         Usage,
     )
+
+
+def _ended(task: asyncio.Task[Any]) -> bool:
+    """The task finished, with a result or a failure (not cancelled)."""
+    return task.done() and not task.cancelled()
 
 
 @workflow.defn(name=contract.WORKFLOW_TYPE)
@@ -549,45 +554,57 @@ class AgentWorkflow:
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         """The outcomes of `calls`, and of the calls of the same reply approved while
-        they ran (each started as its decision came), in the reply's order."""
+        they run (each started as its decision comes), in the reply's order."""
         reply = loop.last_reply(state)
         proposed = reply.tool_calls if reply is not None else list(calls)
         chosen = handoffs.taken(state, proposed)
         made = agent_calls.agent_call_ids(state, proposed)
-        batch = [self._run_tool(state, c, chosen, made) for c in calls]
         started = {c.call_id for c in calls}
-        if all(c.call_id in started for c in loop.unanswered_calls(state)):
-            return list(await asyncio.gather(*batch))  # nothing waits for a decision
-        done = False
-
-        async def run_batch() -> list[ToolOutcome]:
-            nonlocal done
-            try:
-                return list(await asyncio.gather(*batch))
-            finally:
-                done = True
-
-        async def run_decided() -> list[ToolOutcome]:
-            """Start each call of the reply approved while the batch runs, at once."""
-            late: list[asyncio.Task[ToolOutcome]] = []
-            while not done:
-
-                def moved(seen: int = self._inbox.woken) -> bool:
-                    return done or self._inbox.woken > seen
-
-                await workflow.wait_condition(moved)
-                waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
-                fresh = loop.runnable_calls(state, waiting)
-                if fresh and not done and patches.patched(patches.PATCH_START_WHEN_DECIDED):
+        waiting = any(c.call_id not in started for c in loop.unanswered_calls(state))
+        if not waiting or chosen is not None:  # a handoff answers the others "not run"
+            return list(
+                await asyncio.gather(*(self._run_tool(state, c, chosen, made) for c in calls))
+            )
+        tasks = [asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in calls]
+        try:
+            while not all(t.done() for t in tasks):
+                fresh = self._decided_meanwhile(state, started)
+                if fresh:
                     started.update(c.call_id for c in fresh)
-                    late += [
+                    tasks += [
                         asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in fresh
                     ]
-            return list(await asyncio.gather(*late))
+                    continue
 
-        first, later = await asyncio.gather(run_batch(), run_decided())
+                def moved(
+                    seen: int = self._inbox.woken,
+                    ended: int = sum(map(_ended, tasks)),
+                    running: tuple[asyncio.Task[ToolOutcome], ...] = tuple(tasks),
+                ) -> bool:  # a decision, or one more call ended
+                    return self._inbox.woken > seen or sum(map(_ended, running)) > ended
+
+                await workflow.wait_condition(moved)
+                failed = next((t for t in tasks if _ended(t) and t.exception()), None)
+                if failed is not None:  # as a gather: the first failure, the others run on
+                    raise cast(BaseException, failed.exception())
+        except asyncio.CancelledError:
+            for task in tasks:  # as a gather: every call is cancelled, and waited for
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         order = {c.call_id: n for n, c in enumerate(proposed)}
-        return sorted([*first, *later], key=lambda o: order.get(o.call_id, len(order)))
+        return sorted((t.result() for t in tasks), key=lambda o: order.get(o.call_id, len(order)))
+
+    def _decided_meanwhile(self, state: RunState, started: set[str]) -> tuple[ToolCall, ...]:
+        """The calls of the reply approved since the batch began, to start now (none
+        while the run is paused: nothing new starts then)."""
+        if state.paused is not None:
+            return ()
+        waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
+        fresh = loop.runnable_calls(state, waiting)
+        if not fresh or not patches.patched(patches.PATCH_START_WHEN_DECIDED):
+            return ()
+        return fresh
 
     async def _run_tool(
         self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]

@@ -28,6 +28,8 @@ def test_a_tool_that_needs_approval_or_runs_long_cannot_be_local():
         tool(act, needs_approval=True, local=True)
     with pytest.raises(ValueError, match=r"timeout is at most 60 s .* not 120 s"):
         tool(act, timeout=timedelta(seconds=120), local=True)
+    with pytest.raises(ValueError, match="a local tool has no heartbeat"):
+        tool(act, heartbeat_timeout=timedelta(seconds=9), local=True)
     with pytest.raises(ValueError, match="cannot be local"):
         dataclasses.replace(agents.send_email, local=True)  # however it is made
     with pytest.raises(ValueError, match="never local"):
