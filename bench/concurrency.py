@@ -1,4 +1,4 @@
-"""3. Concurrency: `python -m bench.concurrency [--runs 1000] [--options]`.
+"""3. Concurrency: `python -m bench.concurrency [--runs 1000] [--options | --option LABEL]`.
 
 `--runs` runs of the `approval` agent, each parked on one approval, all held
 by ONE worker process (`python worker.py`, its real defaults; see
@@ -129,12 +129,18 @@ OPTIONS = {
     BEFORE: "no-passthrough",
     "max_cached_workflows=250": "cache-250",
     "sandbox off": "unsandboxed",
+    "20 + 20 task pollers": "pollers-20",
 }
 """Columns beside worker.py's defaults (options of `bench.tuned_worker`)."""
 
 
 async def section(
-    client: Client, *, quick: bool, runs: int | None = None, options: bool = False
+    client: Client,
+    *,
+    quick: bool,
+    runs: int | None = None,
+    options: bool = False,
+    only: list[str] | None = None,
 ) -> report.Section:
     """Measurement 3. A full run also measures BEFORE (worker.py's previous default), and
     the other OPTIONS when worker.py's defaults miss the goal or `options` is true."""
@@ -143,7 +149,9 @@ async def section(
     print(f"concurrency: {runs} runs parked on an approval, one worker process", flush=True)
     results = {DEFAULTS: await measure(client, runs=runs, samples=samples)}
     missed = results[DEFAULTS]["rss_parked"] > report.RSS_GOAL_MB
-    if options or (missed and not quick):
+    if only:
+        wanted = only
+    elif options or (missed and not quick):
         wanted = list(OPTIONS)
     else:
         wanted = [] if quick else [BEFORE]
@@ -160,9 +168,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description="3. Concurrency")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--options", action="store_true", help="also measure OPTIONS")
+    parser.add_argument(
+        "--option", action="append", choices=list(OPTIONS), help="measure only these OPTIONS"
+    )
     args = parser.parse_args()
     async with common.dev_server(common.converter()) as env:
-        measured = await section(env.client, quick=False, runs=args.runs, options=args.options)
+        measured = await section(
+            env.client, quick=False, runs=args.runs, options=args.options, only=args.option
+        )
         print(report.alone(measured))
 
 

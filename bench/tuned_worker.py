@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from unittest import mock
 
-from temporalio.worker import UnsandboxedWorkflowRunner
+from temporalio.worker import PollerBehaviorSimpleMaximum, UnsandboxedWorkflowRunner
 
 from bench import common
 from durable_agents import worker
@@ -16,6 +16,10 @@ OPTIONS: dict[str, dict[str, object]] = {
     "no-passthrough": {"sandbox_passthrough": ()},
     "cache-250": {"max_cached_workflows": 250},
     "unsandboxed": {"workflow_runner": UnsandboxedWorkflowRunner()},
+    "pollers-20": {
+        "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
+        "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
+    },
 }
 """Options by name: `build_worker` keyword options or `Worker(...)` arguments (`common.tuned`)."""
 
