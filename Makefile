@@ -81,3 +81,8 @@ clean:
 bench: install
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench.run
+
+# The same runs through AgentWorkflow and its peers (bench/peers.py), a table on stdout.
+.PHONY: bench-peers
+bench-peers: install
+	$(BIN)/python -m bench.peers --turns 10,50,100,200 --sizes 1000,20000
