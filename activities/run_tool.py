@@ -45,6 +45,10 @@ REASON_CHARS = 2_000
 """Characters of a guardrail's reason kept in the run."""
 
 
+ERROR_NOT_PLACED_HERE = "ToolNotPlacedHere"
+"""A tools-only worker was asked for a tool not placed on its queue (or not loaded)."""
+
+
 class ToolActivities:
     """Activities bound to one worker's agent registry."""
 
@@ -55,8 +59,12 @@ class ToolActivities:
         trust: Trust | None = None,
         prices: Mapping[str, ModelPrice] | None = None,
         webhooks: Sequence[WebhookSubscription] = (),
+        placed_on: str | None = None,
     ) -> None:
+        """`placed_on`: a tools-only worker of that task queue, which runs only the tools
+        placed there (`@tool(task_queue=...)`)."""
         self._registry = registry
+        self._placed_on = placed_on
         self._trust = trust or Trust()
         self._prices = dict(prices or {})
         self._webhooks = list(webhooks)
@@ -113,6 +121,15 @@ class ToolActivities:
         """
         agent = self._registry.get(request.agent)
         found = agent.tool(request.tool) if agent is not None else None
+        if self._placed_on is not None and (found is None or found.task_queue != self._placed_on):
+            # Another worker of the queue may serve it: retried, and the last failure is
+            # what the model reads. Never run a tool this queue was not given.
+            raise ApplicationError(
+                f"this tools-only worker of task queue '{self._placed_on}' does not run agent "
+                f"'{request.agent}''s tool '{request.tool}' (not in its modules, or not "
+                "placed on this queue)",
+                type=ERROR_NOT_PLACED_HERE,
+            )
         telemetry.count_tool_call(found.name if found is not None else None)
         if found is None:
             telemetry.count_tool_failure(None, "unknown_tool")

@@ -126,8 +126,18 @@ class Tool:
 
     def __post_init__(self) -> None:
         if self.task_queue is not None:
-            if not self.task_queue.strip() or len(self.task_queue) > 200:
-                raise ValueError(f"tool {self.name}: task_queue must be 1 to 200 characters")
+            queue = self.task_queue
+            if (
+                not queue
+                or queue != queue.strip()
+                or len(queue.encode()) > 200
+                or not queue.isprintable()
+                or queue.startswith("/_sys/")
+            ):
+                raise ValueError(
+                    f"tool {self.name}: task_queue must be 1 to 200 bytes of printable "
+                    f"characters, no space at either end, not Temporal's /_sys/: {queue!r}"
+                )
             if self.handoff is not None or self.runs_agent is not None:
                 raise ValueError(f"tool {self.name}: a handoff or an agent call has no task_queue")
         if self.queue_timeout <= timedelta(0):

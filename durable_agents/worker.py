@@ -149,18 +149,27 @@ def build_worker(
 
 
 def build_tools_worker(
-    client: Client, *, registry: AgentRegistry, task_queue: str, drain: timedelta = DRAIN_GRACE
+    client: Client,
+    *,
+    registry: AgentRegistry,
+    task_queue: str,
+    drain: timedelta = DRAIN_GRACE,
+    plugins: Sequence[Plugin] = (),
 ) -> Worker:
     """A worker of `task_queue` running only the calls of `registry`'s tools placed on
-    it (`@tool(task_queue=...)`): the `run_tool` activity, no workflow, no model."""
+    it (`@tool(task_queue=...)`): the `run_tool` activity, no workflow, no model; a call
+    of any other tool fails (retried: another worker of the queue may run it). `client`
+    must carry the runs' data converter (`data_converter_from_env()`: codec and payload
+    store), as `worker.py --tools-only` connects with it."""
     problem = placement_problem(registry, task_queue)
     if problem is not None:
         raise WorkerSetupError(problem)
     return Worker(
         client,
         task_queue=task_queue,
-        activities=[ToolActivities(registry).run_tool],
+        activities=[ToolActivities(registry, placed_on=task_queue).run_tool],
         graceful_shutdown_timeout=drain,
+        plugins=list(plugins),
     )
 
 
@@ -206,29 +215,36 @@ async def serve_tools(args: argparse.Namespace) -> None:
     problem = placement_problem(registry, args.task_queue)
     if problem is not None:  # before connecting: a wrong queue fails at once
         raise WorkerSetupError(problem)
+    runtime, tracing = observability(args)
+    from durable_agents.client.connect import connect
+
+    client = await connect(profile=args.profile, data_converter=converter, runtime=runtime)
     worker = build_tools_worker(
-        await _connected(args, converter),
+        client,
         registry=registry,
         task_queue=args.task_queue,
         drain=timedelta(seconds=args.drain_seconds),
+        plugins=[t.plugin for t in tracing],
     )
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    async with heartbeat(args.health_file), worker:
-        print(
-            f"worker: tools only: {', '.join(tools_on(registry, args.task_queue))} on task "
-            f"queue '{args.task_queue}'",
-            flush=True,
-        )
-        await stop.wait()
-        print(f"worker: draining (running tools get {args.drain_seconds:g}s to finish)", flush=True)
-
-
-async def _connected(args: argparse.Namespace, converter: DataConverter) -> Client:
-    from durable_agents.client.connect import connect
-
-    return await connect(profile=args.profile, data_converter=converter)
+    try:
+        async with heartbeat(args.health_file), worker:
+            print(
+                f"worker: tools only: {', '.join(tools_on(registry, args.task_queue))} on "
+                f"task queue '{args.task_queue}'",
+                flush=True,
+            )
+            print(encryption_status(codec_keys()), flush=True)
+            await stop.wait()
+            print(
+                f"worker: draining (running tools get {args.drain_seconds:g}s to finish)",
+                flush=True,
+            )
+    finally:
+        for traced in tracing:  # flush the last spans
+            traced.provider.shutdown()
 
 
 def deployment_version(name: str | None, build_id: str | None) -> WorkerDeploymentVersion | None:

@@ -10,13 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.activities.run_tool import ERROR_NOT_PLACED_HERE, ToolActivities
 from durable_agents.client.render import tools
+from durable_agents.workflows.payloads import ToolRequest
 from durable_agents.workflows.state import RunStatus
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import build_tools_worker
 from tests.conftest import serving
+from tests.support import agents
 from tests.support.placed_agents import RENDERS, TOOLS_QUEUE, placed
 from tests.support.runs import start, state_of, tool_results
 
@@ -86,3 +92,27 @@ def test_a_tools_only_worker_refuses_a_queue_none_of_its_tools_is_placed_on():
     assert "placed elsewhere: gpu-tools: render, nobody-serves-this: nowhere" in wrong.stderr
     mixed = worker_py("--tools-only", "tests.support.placed_agents", "--agents", "x")
     assert mixed.returncode == 1 and "not with --dev, --agents or --deployment" in mixed.stderr
+
+
+async def test_a_tools_only_worker_runs_only_the_tools_placed_on_its_queue():
+    """Any workflow of the namespace can schedule `run_tool` on any queue: the worker
+    inside a customer's network still runs only what was placed there."""
+    tools = ToolActivities(AgentRegistry([placed, agents.assistant]), placed_on=TOOLS_QUEUE)
+    env = ActivityEnvironment()
+
+    def request(agent: str, tool: str, arguments: dict) -> ToolRequest:
+        return ToolRequest(
+            run_id="r", agent=agent, tool=tool, call_id="c1", idempotency_key="k",
+            arguments=json.dumps(arguments),
+        )  # fmt: skip
+
+    ran = await env.run(tools.run_tool, request("placed", "render", {"scene": "hill"}))
+    assert ran.content == "rendered hill"
+    for agent, tool, arguments in (
+        ("placed", "nowhere", {"scene": "x"}),  # placed on another queue
+        ("assistant", "add", {"a": 1, "b": 2}),  # not placed at all
+        ("ghost", "render", {"scene": "x"}),  # an agent it does not load
+    ):
+        with pytest.raises(ApplicationError, match="does not run agent") as refused:
+            await env.run(tools.run_tool, request(agent, tool, arguments))
+        assert refused.value.type == ERROR_NOT_PLACED_HERE and not refused.value.non_retryable

@@ -34,3 +34,13 @@ def test_a_tool_that_needs_approval_or_runs_long_cannot_be_local():
         dataclasses.replace(agents.send_email, local=True)  # however it is made
     with pytest.raises(ValueError, match="never local"):
         dataclasses.replace(agents.assistant.as_tool(), local=True)
+
+
+@pytest.mark.parametrize("queue", ["", " gpu", "gpu ", "a\nb", "/_sys/x", "é" * 101])
+def test_a_tool_queue_name_temporal_would_refuse_or_no_worker_could_match_is_refused(queue):
+    def act(x: int) -> int:
+        """Act."""
+        return x
+
+    with pytest.raises(ValueError, match="task_queue must be 1 to 200 bytes"):
+        tool(act, task_queue=queue)
