@@ -128,6 +128,7 @@ BEFORE = "no pass-through (SDK default sandbox)"
 OPTIONS = {
     BEFORE: "no-passthrough",
     "max_cached_workflows=250": "cache-250",
+    "max_cached_workflows=600": "cache-600",
     "sandbox off": "unsandboxed",
     "20 + 20 task pollers": "pollers-20",
 }
