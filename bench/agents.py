@@ -8,6 +8,7 @@ sync tool runs in a thread, see `activities.tool.Tool.invoke`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 from durable_agents.activities import Agent, tool
@@ -63,14 +64,7 @@ async def echo_local(text: str) -> str:
     return text
 
 
-bench_local = Agent(
-    name="bench_local",
-    instructions="bench",
-    model="scripted",
-    tools=[echo_local, nap],
-    max_turns=MANY_TURNS,
-    turns_per_workflow_run=MANY_TURNS,
-)
+bench_local = dataclasses.replace(bench, name="bench_local", tools=[echo_local, nap])
 """`bench` with its no-op tool local: what a local tool saves per turn."""
 
 history = Agent(

@@ -200,11 +200,19 @@ def placement_problem(registry: AgentRegistry, task_queue: str) -> str | None:
 async def serve_tools(args: argparse.Namespace) -> None:
     """`--tools-only`: connect, then run the tools placed on `--task-queue` until
     SIGINT/SIGTERM."""
-    if args.dev or args.agents or args.deployment:
+    # The flags are refused; the same settings from the environment (a deployment's
+    # shared configuration) are not used, and it says so below.
+    given = {
+        "--dev": args.dev,
+        "--agents": args.agents and args.agents != os.environ.get("AGENT_MODULES"),
+        "--deployment": args.deployment and args.deployment != os.environ.get("AGENT_DEPLOYMENT"),
+    }
+    if any(given.values()):
         raise WorkerSetupError(
             "--tools-only takes the agents' modules itself and serves no runs: not with "
             "--dev, --agents or --deployment"
         )
+    unused = [name for name in ("AGENT_MODULES", "AGENT_DEPLOYMENT") if os.environ.get(name)]
     try:
         registry = AgentRegistry.from_modules(m.strip() for m in args.tools_only.split(","))
         converter = data_converter_from_env()
@@ -237,6 +245,8 @@ async def serve_tools(args: argparse.Namespace) -> None:
                 flush=True,
             )
             print(encryption_status(codec_keys()), flush=True)
+            if unused:
+                print(f"worker: tools only: {', '.join(unused)} not used", flush=True)
             await stop.wait()
             print(
                 f"worker: draining (running tools get {args.drain_seconds:g}s to finish)",

@@ -76,14 +76,14 @@ async def test_a_call_no_worker_of_its_queue_starts_is_an_error_the_model_reads(
 
 
 def test_a_tools_only_worker_refuses_a_queue_none_of_its_tools_is_placed_on():
-    def worker_py(*args: str) -> subprocess.CompletedProcess:
+    def worker_py(*args: str, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "worker.py", *args],
             cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=60,
-            env={**os.environ, "TEMPORAL_ADDRESS": "localhost:1"},  # never reached
+            env={**os.environ, "TEMPORAL_ADDRESS": "localhost:1", **env},  # never reached
         )
 
     wrong = worker_py("--tools-only", "tests.support.placed_agents", "--task-queue", "agents")
@@ -92,6 +92,13 @@ def test_a_tools_only_worker_refuses_a_queue_none_of_its_tools_is_placed_on():
     assert "placed elsewhere: gpu-tools: render, nobody-serves-this: nowhere" in wrong.stderr
     mixed = worker_py("--tools-only", "tests.support.placed_agents", "--agents", "x")
     assert mixed.returncode == 1 and "not with --dev, --agents or --deployment" in mixed.stderr
+    # A deployment's shared environment (AGENT_MODULES for its main workers) is not a flag:
+    # not refused, not used; here the queue is what is wrong.
+    shared = worker_py(
+        "--tools-only", "tests.support.placed_agents", "--task-queue", "agents",
+        AGENT_MODULES="tests.support.agents",
+    )  # fmt: skip
+    assert shared.returncode == 1 and "is placed on task queue 'agents'" in shared.stderr
 
 
 async def test_a_tools_only_worker_runs_only_the_tools_placed_on_its_queue():
