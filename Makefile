@@ -31,7 +31,9 @@ browser:
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input) runs here.
 # Three pytest processes (pytest-xdist), each with its own dev server: most of the suite
 # waits on servers and timers, so on 2 cores this takes about 6 minutes instead of 11.
-test: install browser typecheck
+# peer-venvs: bench.peers' framework peers, so their runners are tested too (skipped,
+# saying why, where they cannot be installed).
+test: install browser typecheck peer-venvs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -n 3 -m "not chaos_slow and not soak"
@@ -74,15 +76,31 @@ lint: install
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) .temporal .pytest_cache .typecheck
+	rm -rf $(VENV) .temporal .pytest_cache .typecheck $(PEER_VENVS)
 
-# Benchmarks (README: Benchmarks): about 12 minutes, writes bench/RESULTS.md.
+# Benchmarks (README: Benchmarks): about 26 minutes (12 of them the peers), writes bench/RESULTS.md.
 .PHONY: bench
-bench: install
+bench: install peer-venvs
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench.run
 
 # The same runs through AgentWorkflow and its peers (bench/peers.py), a table on stdout.
-.PHONY: bench-peers
-bench-peers: install
+.PHONY: bench-peers peer-venvs
+bench-peers: install peer-venvs
 	$(BIN)/python -m bench.peers --turns 10,50,100,200 --sizes 1000,20000
+
+# The framework peers, each in a virtualenv of its own (.bench-venvs/NAME) made from
+# bench/peer_requirements/NAME.txt (its versions pinned); a peer that cannot be installed
+# is skipped by bench.peers, which says why.
+PEER_VENVS := .bench-venvs
+PEERS := openai-agents pydantic-ai
+peer-venvs:
+	@for peer in $(PEERS); do \
+		req=bench/peer_requirements/$$peer.txt; dir=$(PEER_VENVS)/$$peer; \
+		if [ ! -f $$dir/.installed ] || [ $$req -nt $$dir/.installed ]; then \
+			echo "installing the $$peer peer in $$dir"; \
+			{ rm -rf $$dir && $(PYTHON) -m venv $$dir \
+				&& $$dir/bin/pip install --quiet -r $$req && touch $$dir/.installed; } \
+			|| echo "warning: could not install the $$peer peer; bench.peers skips it, saying why"; \
+		fi; \
+	done

@@ -189,6 +189,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of the whole machine so far, all cores: (busy, in all) (/proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already in user
+    return (total - idle) / os.sysconf("SC_CLK_TCK"), total / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
     """Resident memory of `pid` in MB (VmHWM: the peak)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -1,7 +1,7 @@
 """A peer for the comparison in `bench.peers`: the agent loop as most people first write
 it on Temporal. The whole conversation is the workflow's state and goes into every
 model activity; each tool call is an activity; no approvals, no snapshots, no limits.
-Served by the bench's own worker (`peers.handwritten_worker`)."""
+Served by its runner's worker (`bench/peer_runners/handwritten.py`)."""
 
 from __future__ import annotations
 

@@ -37,7 +37,6 @@ from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.worker import (
     PollerBehaviorAutoscaling,
     PollerBehaviorSimpleMaximum,
-    UnsandboxedWorkflowRunner,
 )
 
 from bench import agents, common, report, report_runtime
@@ -59,12 +58,6 @@ class Variant:
 
 
 VARIANTS: dict[str, Variant] = {
-    "sandbox: SDK default restrictions (`sandbox_passthrough=()`)": Variant(
-        {"sandbox_passthrough": ()}
-    ),
-    "sandbox off (`UnsandboxedWorkflowRunner`)": Variant(
-        {"workflow_runner": UnsandboxedWorkflowRunner()}
-    ),
     "no sticky cache (`max_cached_workflows=0`)": Variant({"max_cached_workflows": 0}),
     "20 workflow + 20 activity task pollers (default 5 + 5)": Variant(
         {

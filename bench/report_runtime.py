@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from bench.common import median, percentile
@@ -201,7 +202,22 @@ def concurrency_column(r: dict) -> list[str]:
         f"**{r['drain_s']:.1f} s** ({len(burst) / r['drain_s']:.0f} runs/s)",
         f"{ms(median(burst))} / {ms(percentile(burst, 99))} ms",
         f"{r['cpu_park']:.1f} / {r['cpu_total']:.1f} s",
+        burst_cpu(r),
     ]
+
+
+def burst_cpu(r: dict) -> str:
+    """What the machine did while the burst drained: each process's CPU seconds, and the
+    cores busy on average (of all the machine has)."""
+    used = r.get("burst_cpu")
+    if not used:
+        return "—"
+    wall = used["machine_total"] / (os.cpu_count() or 1)
+    cores = used["machine_busy"] / wall if wall else float("nan")
+    return (
+        f"{used['worker']:.1f} / {used['server']:.1f} / {used['bench']:.1f} s; "
+        f"{cores:.2f} of {os.cpu_count()} cores busy"
+    )
 
 
 def concurrency_section(results: dict[str, dict]) -> Section:
@@ -217,6 +233,7 @@ def concurrency_section(results: dict[str, dict]) -> Section:
         "… time to drain (first signal → last run closed, server clock)",
         "… approval → tool start during that burst: p50 / p99",
         "worker CPU: until parked / in all",
+        "… CPU while the burst drained: worker / dev server / bench (client) ; machine",
     ]
     columns = [concurrency_column(r) for r in results.values()]
     rows = [[label, *(c[i] for c in columns)] for i, label in enumerate(labels)]

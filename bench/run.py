@@ -1,12 +1,14 @@
 """All the benchmarks, one command: `python -m bench.run [--quick] [--runs N]`.
 
 Starts one embedded dev server, runs 1-5 of issue 7 (with issue 5's history
-figures), where the time goes and the payload conversion cost, and writes
+figures), where the time goes, the payload conversion cost and the peers
+(issue 23: `bench.peers`, in their own virtualenvs, `make peer-venvs`), and writes
 `bench/RESULTS.md`: versions, machine, load, the command, the goal verdicts
 computed from this run's figures, then the tables. Nothing hand-written is
 added (`bench/ANALYSIS.md` is a separate reading of a reference run). About
-14 minutes; `--quick` about 2 (fewer repetitions, 200 parked runs, no option
-sweeps, 100-turn history, state up to 100 turns).
+26 minutes (12 of them the peers); `--quick` about 5 (fewer repetitions, 200
+parked runs, no option sweeps, 100-turn history, state up to 100 turns, peers at
+N = 10, 50).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from bench import (
     conversion,
     history,
     overhead,
+    peers,
     profile,
     report,
     state_queries,
@@ -74,6 +77,7 @@ async def run(args: argparse.Namespace, argv: list[str]) -> str:
             lambda: state_queries.section(target, quick=args.quick),
             lambda: profile.section(env.client, quick=args.quick),
             lambda: conversion.section(quick=args.quick),
+            lambda: peers.section(env.client, quick=args.quick),
         ]
         for step in steps:
             sections.append(await step())

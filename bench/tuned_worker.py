@@ -7,16 +7,14 @@ from __future__ import annotations
 import sys
 from unittest import mock
 
-from temporalio.worker import PollerBehaviorSimpleMaximum, UnsandboxedWorkflowRunner
+from temporalio.worker import PollerBehaviorSimpleMaximum
 
 from bench import common
 from durable_agents import worker
 
 OPTIONS: dict[str, dict[str, object]] = {
-    "no-passthrough": {"sandbox_passthrough": ()},
     "cache-250": {"max_cached_workflows": 250},
     "cache-600": {"max_cached_workflows": 600},
-    "unsandboxed": {"workflow_runner": UnsandboxedWorkflowRunner()},
     "pollers-20": {
         "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
         "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(20),

@@ -127,7 +127,10 @@ def mcp_plugin(connections: Mapping[str, MCPConnection]) -> Any:
     """`temporalio-mcp`'s worker plugin for `connections` (None when there are none)."""
     if not connections:
         return None
-    from temporalio.mcp import MCPPlugin
+    # The workflow side's client too (workflows.activity_calls imports it at first
+    # use): imported here, at the start of a worker serving MCP agents, so no workflow
+    # task of theirs waits for the import.
+    from temporalio.mcp import MCPPlugin, TemporalMCPClient  # noqa: F401
 
     factories: dict[str, Callable[[], Any]] = {n: c.client for n, c in connections.items()}
     return MCPPlugin(factories)

@@ -55,7 +55,9 @@ HEARTBEAT_THROTTLE = timedelta(seconds=1)
 timeout, which leaves a 5 s timeout one late beat from expiring)."""
 
 SANDBOX_PASSTHROUGH = ("durable_agents", "cryptography")
-"""Imported once per process instead of once per workflow run: our package is plain
+"""Imported once per process instead of once per workflow run by a sandboxed workflow
+(our own workflows are `sandboxed=False`; a user's workflows on the same worker that
+import our package are sandboxed): our package is plain
 data and pure functions to the sandbox (models, the pure loop, AgentWorkflow) and
 workflow code never imports activity or client code (tests/unit/test_determinism_guard.py
 checks it, statically, since the sandbox no longer does). Re-importing it held
@@ -171,8 +173,9 @@ class AgentsPlugin(SimplePlugin):
     start and resume: its costs, a cost budget); None: from the environment
     (`AGENT_PRICES`, `durable_agents.prices`) when the plugin serves agents. An agent
     with a `cost_budget` needs its model's price.
-    `sandbox_passthrough`: modules imported once per process (SANDBOX_PASSTHROUGH;
-    `()`: the SDK's default restrictions).
+    `sandbox_passthrough`: modules a sandboxed workflow of the worker (yours: ours run
+    outside the sandbox) imports once per process, not once per run
+    (SANDBOX_PASSTHROUGH; `()`: the SDK's default restrictions).
     `sticky_timeout`: see STICKY_TIMEOUT; applied unless the worker sets its own.
     `trust`: the approver keys whose signed decisions runs accept, the snapshot keys
     whose signed snapshots a resume trusts, and whether unverified snapshots are

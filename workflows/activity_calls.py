@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -47,8 +47,10 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         ToolSpec,
     )
-    from mcp.types import RequestParamsMeta
     from pydantic import JsonValue
+
+if TYPE_CHECKING:
+    from mcp.types import RequestParamsMeta
     from temporalio.mcp import TemporalMCPClient
 
 DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
@@ -140,7 +142,7 @@ async def listed_mcp_tools(spec: AgentSpec) -> AgentSpec | str:
     (a server that cannot be listed, a name that clashes)."""
     listed: dict[str, list[dict[str, Any]]] = {}
     for server in spec.mcp_servers:
-        client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, "list"))
+        client = _mcp_client(server.name, _mcp_config(server, "list"))
         try:
             tools = await client.list_tools()
         except ActivityError as err:
@@ -151,6 +153,18 @@ async def listed_mcp_tools(spec: AgentSpec) -> AgentSpec | str:
         return mcp_tools.with_mcp_tools(spec, listed)
     except ValueError as err:
         return str(err)
+
+
+def _mcp_client(server: str, config: ActivityConfig) -> TemporalMCPClient:
+    """`temporalio-mcp`'s workflow client, imported at first use: the `mcp` package
+    costs a worker ~29 MB of memory, which a worker whose agents use no MCP server
+    should not pay (bench.concurrency). A worker serving an MCP agent has imported it
+    at start (`mcp_connections.mcp_plugin`). A worker serving none that gets a workflow
+    task of an MCP run (a fleet split by agents, a resumed snapshot) imports it in that
+    task, once: 0.6 s on a loaded 2-core machine, inside the 2 s deadlock limit."""
+    from temporalio.mcp import TemporalMCPClient
+
+    return TemporalMCPClient(server, activity_config=config)
 
 
 def _mcp_config(server: MCPServer, what: str, retry: RetrySpec | None = None) -> ActivityConfig:
@@ -171,12 +185,12 @@ def _mcp_config(server: MCPServer, what: str, retry: RetrySpec | None = None) ->
 
 async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: str) -> ToolOutcome:
     server = next(s for s in state.agent.mcp_servers if s.name == spec.mcp_server)
-    client = TemporalMCPClient(server.name, activity_config=_mcp_config(server, shown, spec.retry))
+    client = _mcp_client(server.name, _mcp_config(server, shown, spec.retry))
     arguments = json.loads(call.arguments) if call.arguments else {}
     meta = None
     if patches.patched(patches.PATCH_MCP_IDEMPOTENCY_KEY):
         key = loop.tool_request(state, call).idempotency_key
-        meta = cast(RequestParamsMeta, {contract.MCP_IDEMPOTENCY_KEY: key})
+        meta = cast("RequestParamsMeta", {contract.MCP_IDEMPOTENCY_KEY: key})
     try:
         result = await client.call_tool(spec.mcp_tool or call.tool, arguments, meta=meta)
     except ActivityError as err:

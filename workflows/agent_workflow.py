@@ -85,7 +85,13 @@ def _ended(task: asyncio.Task[Any]) -> bool:
     return task.done() and not task.cancelled()
 
 
-@workflow.defn(name=contract.WORKFLOW_TYPE)
+# Outside the workflow sandbox (`sandboxed=False`, as our other workflows): every module
+# it runs is passed through the sandbox anyway (plugin.SANDBOX_PASSTHROUGH), so the
+# sandbox guarded nothing here and cost a worker ~25% of its CPU per turn (its code
+# execution around every activation and every payload; bench.peers, 2026-11-26).
+# Determinism is kept by tests/unit/test_determinism_guard.py (statically) and by
+# replaying every recorded history. A user's own workflows on the worker stay sandboxed.
+@workflow.defn(name=contract.WORKFLOW_TYPE, sandboxed=False)
 class AgentWorkflow:
     """One agent run: ask the model, run tools (after approval where needed), repeat."""
 

@@ -28,7 +28,7 @@ HEARTBEAT_TIMEOUT = timedelta(minutes=5)
 long, and its collection tried again elsewhere."""
 
 
-@workflow.defn(name=contract.WORKFLOW_STORE_GC)
+@workflow.defn(name=contract.WORKFLOW_STORE_GC, sandboxed=False)  # as AgentWorkflow: see there
 class StoreGCWorkflow:
     @workflow.run
     async def run(self, request: StoreGCInput) -> dict[str, Any]:

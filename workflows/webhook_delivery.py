@@ -45,7 +45,9 @@ MAX_LOST_ATTEMPTS = 50
 activity: misconfigured, or gone for good): about 7 hours."""
 
 
-@workflow.defn(name=contract.WORKFLOW_WEBHOOK_DELIVERY)
+@workflow.defn(
+    name=contract.WORKFLOW_WEBHOOK_DELIVERY, sandboxed=False
+)  # as AgentWorkflow: see there
 class WebhookDeliveryWorkflow:
     @workflow.run
     async def run(self, job: DeliveryJob) -> DeliveryReport:

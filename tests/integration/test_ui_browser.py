@@ -218,7 +218,8 @@ async def test_operator_approves_from_the_temporal_ui_and_reads_a_refusal_there(
         await wait_for_status(client, run_id, RunStatus.AWAITING_APPROVAL)
         page = await browser.new_page()
         await page.goto(f"{ui_server.ui_url}/namespaces/default/workflows/{run_id}")
-        await expect(page.locator("button:visible", has_text="More Actions").first).to_be_visible()
+        more = page.locator("button:visible", has_text="More Actions").first
+        await expect(more).to_be_visible(timeout=20_000)  # the UI's first load, under load
 
         await send_signal(page, "approve", '{"call_id": "e9", "approver": "ann"}')
         await eventually(

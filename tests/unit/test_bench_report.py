@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -130,3 +131,12 @@ def test_a_stalled_history_run_misses_the_goal_and_says_why() -> None:
     assert goal.ok is False
     assert "stalled after turn 96" in goal.measured
     assert report_data.at_turn(run, 100) == "—"
+
+
+def test_the_burst_row_says_each_process_cpu_and_the_cores_busy() -> None:
+    cores = os.cpu_count() or 1
+    used = {"worker": 30.0, "server": 45.0, "bench": 5.0,
+            "machine_busy": 40.0 * cores * 0.9, "machine_total": 40.0 * cores}  # fmt: skip
+    text = report_runtime.burst_cpu({"burst_cpu": used})
+    assert text == f"30.0 / 45.0 / 5.0 s; {0.9 * cores:.2f} of {cores} cores busy"
+    assert report_runtime.burst_cpu({}) == "—"  # a result from before this row

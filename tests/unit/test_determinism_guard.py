@@ -1,5 +1,6 @@
-"""`workflows/` is passed through the workflow sandbox (worker.build_worker), so the
-sandbox no longer stops a clock read or I/O written there: this does, statically.
+"""`workflows/` runs outside the workflow sandbox (its workflows are `sandboxed=False`,
+its modules passed through for any other workflow that imports them), so no sandbox
+stops a clock read or I/O written there: this does, statically.
 Workflow code takes time from `workflow.now()`, ids from `workflow.uuid4()`, and
 does no I/O; the replay tests catch what slips past this."""
 
@@ -125,3 +126,13 @@ def test_the_guard_sees_our_subpackages_through_the_namespace():
         "from durable_agents.workflows import loop\n"
     )
     assert imported_roots(tree) == {"dataplane", "durable_agents", "workflows"}
+
+
+def test_our_workflows_run_outside_the_sandbox_so_this_guard_is_what_guards_them() -> None:
+    from durable_agents.workflows.agent_workflow import AgentWorkflow
+    from durable_agents.workflows.store_gc_workflow import StoreGCWorkflow
+    from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
+    from temporalio.workflow import _Definition
+
+    for cls in (AgentWorkflow, StoreGCWorkflow, WebhookDeliveryWorkflow):
+        assert _Definition.must_from_class(cls).sandboxed is False, cls
