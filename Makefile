@@ -31,9 +31,9 @@ browser:
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input) runs here.
 # Three pytest processes (pytest-xdist), each with its own dev server: most of the suite
 # waits on servers and timers, so on 2 cores this takes about 6 minutes instead of 11.
-# peer-venvs: bench.peers' framework peers, so their runners are tested too (skipped,
-# saying why, where they cannot be installed).
-test: install browser typecheck peer-venvs
+# bench.peers' framework peers are not installed here (about 2 minutes): their runners'
+# test (tests/integration/test_bench_peer_runners.py) runs where `make peer-venvs` did.
+test: install browser typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -n 3 -m "not chaos_slow and not soak"

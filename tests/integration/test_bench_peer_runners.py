@@ -1,6 +1,7 @@
 """bench.peers end to end on a real dev server: each kind's runner in its own process,
 two tool turns. The framework peers run only where `make peer-venvs` installed them
-(not in `make test`); ours and the hand-written loop always."""
+(`make bench` does; `make test` does not, to stay fast: there they skip, saying so);
+ours and the hand-written loop always."""
 
 from __future__ import annotations
 

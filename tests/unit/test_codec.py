@@ -216,3 +216,56 @@ def test_new_key_command_prints_a_usable_entry(capsys):
     assert keys(entry).primary == "k-2026"
     assert codec.main(["new-key", "bad id"]) == 1
     assert codec.main([]) == 2
+
+
+async def test_payload_converters_share_one_process_state_and_still_read_everything() -> None:
+    """The SDK makes a payload converter for every serialization context (the codec's
+    data converter builds one each time it takes a context): each takes the converters
+    of the process's first one instead of being built in full, in a map of its own."""
+    from temporalio.converter import WorkflowSerializationContext
+
+    from durable_agents.dataplane.unreadable import (
+        AgentPayloadConverter,
+        UnreadablePayloadConverter,
+        UnreadablePayloadError,
+        unreadable,
+    )
+
+    converter = codec_data_converter(keys(f"k1:{B64_A}"))
+    contextual = converter.with_context(
+        WorkflowSerializationContext(namespace="default", workflow_id="w-1")
+    )
+    assert contextual is not converter  # the codec takes the context: a new data converter
+    first, second = AgentPayloadConverter(), AgentPayloadConverter()
+    assert first.converters is not second.converters
+    assert all(
+        a is b for a, b in zip(first.converters.values(), second.converters.values(), strict=True)
+    )
+    first.converters.pop(UnreadablePayloadConverter().encoding.encode())  # one instance's edit
+    assert any(isinstance(c, UnreadablePayloadConverter) for c in second.converters.values())
+    value = AgentInput(agent="support", input="hi")
+    payloads = await contextual.encode([value])
+    assert b"hi" not in payloads[0].SerializeToString()  # sealed by the bound codec
+    assert await contextual.decode(payloads, [AgentInput]) == [value]
+    with pytest.raises(UnreadablePayloadError):
+        AgentPayloadConverter().from_payloads([unreadable("gone", source="store")])
+
+
+def test_inside_a_workflow_sandbox_a_payload_converter_is_built_in_full() -> None:
+    """A sandboxed run has its own copies of its types: a converter shared with the
+    process would keep them (and the run's modules) alive after the run."""
+    from temporalio import workflow
+
+    from durable_agents.dataplane.unreadable import (
+        AgentPayloadConverter,
+        UnreadablePayloadConverter,
+    )
+
+    shared = AgentPayloadConverter().converters[b"json/plain"]
+    workflow.unsafe._set_in_sandbox(True)  # what the SDK's sandbox sets while it runs
+    try:
+        own = AgentPayloadConverter()
+    finally:
+        workflow.unsafe._set_in_sandbox(False)
+    assert own.converters[b"json/plain"] is not shared
+    assert any(isinstance(c, UnreadablePayloadConverter) for c in own.converters.values())
