@@ -14,13 +14,9 @@ import pytest
 from bench import common, peers
 
 
-def _skip_reason(kind: peers.Kind) -> str | None:
-    return peers.unavailable(kind)
-
-
 @pytest.mark.parametrize("kind", peers.KINDS, ids=lambda k: k.runner.removesuffix(".py"))
 async def test_every_kind_runs_two_tool_turns_and_is_measured(env, kind: peers.Kind) -> None:
-    if (why := _skip_reason(kind)) is not None:
+    if (why := peers.unavailable(kind)) is not None:
         pytest.skip(f"{kind.name}: {why}")
     server = common.dev_server_pid()
     assert server is not None
