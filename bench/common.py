@@ -9,6 +9,7 @@ import inspect
 import math
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import time
@@ -31,6 +32,7 @@ from temporalio.worker import Worker
 
 from durable_agents import worker as worker_module
 from durable_agents.dataplane.codec import data_converter_from_env
+from durable_agents.dev_server_config import DEV_SERVER_CONFIG, dev_server_args
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
 
@@ -46,15 +48,18 @@ def converter(store: str = "off", *, threshold: int | None = None) -> DataConver
 
 
 @contextlib.asynccontextmanager
-async def dev_server(data_converter: DataConverter) -> AsyncIterator[WorkflowEnvironment]:
-    """The embedded dev server (the pip-installed `temporal` binary) on a free port, with
-    its own defaults (`bench.overhead` reports whether they include eager activity
-    dispatch)."""
+async def dev_server(
+    data_converter: DataConverter, *, server_defaults: bool = False
+) -> AsyncIterator[WorkflowEnvironment]:
+    """The embedded dev server (the pip-installed `temporal` binary) on a free port, set
+    up as `worker.py --dev` sets it up (`worker.DEV_SERVER_CONFIG`), or with the server's
+    own defaults if `server_defaults`."""
     env = await WorkflowEnvironment.start_local(
         data_converter=data_converter,
         search_attributes=search_attributes.ALL,
         dev_server_existing_path=temporal_binary(),
         dev_server_startup_timeout=timedelta(seconds=60),
+        dev_server_extra_args=[] if server_defaults else dev_server_args(),
     )
     try:
         yield env
@@ -164,6 +169,10 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100), nearest rank: the smallest value with at least q% of
     the values at or below it."""
@@ -205,6 +214,13 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     return float("nan")
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 at the time of asking."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def dev_server_pid() -> int | None:
     """The `temporal` dev server started by this process (the newest one)."""
     found = []
@@ -227,6 +243,7 @@ def versions() -> dict[str, str]:
         "temporal CLI": cli.stdout.strip().removeprefix("temporal version "),
         "openai": version("openai"),
         "pydantic": version("pydantic"),
+        "dev server config": ", ".join(f"{k}={v}" for k, v in DEV_SERVER_CONFIG.items()),
     }
 
 

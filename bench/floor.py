@@ -75,16 +75,26 @@ def floor_worker(client: Client, task_queue: str, **options: object) -> Worker:
 
 
 async def _serve() -> None:
-    """`python -m bench.floor --task-queue Q`: a floor worker in its own process
-    (TEMPORAL_ADDRESS), to compare its CPU with `python worker.py`'s."""
+    """`python -m bench.floor --task-queue Q [--metrics-port PORT]`: a floor worker in its
+    own process (TEMPORAL_ADDRESS), to compare its CPU with `python worker.py`'s; Temporal's
+    metrics served as worker.py serves them."""
     import argparse
     import os
     import signal
 
+    from durable_agents.activities import telemetry
+    from temporalio.runtime import Runtime, TelemetryConfig
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--task-queue", required=True)
+    parser.add_argument("--metrics-port", default=None)
     args, _ = parser.parse_known_args()
-    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"])
+    runtime = (
+        telemetry.prometheus_runtime(args.metrics_port)
+        if args.metrics_port
+        else Runtime(telemetry=TelemetryConfig())
+    )
+    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], runtime=runtime)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with floor_worker(client, args.task_queue):

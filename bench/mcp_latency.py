@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import subprocess
 import sys
 import time
@@ -44,12 +43,6 @@ http = Agent(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def one_run(client, queue: str, agent: str, turns: int) -> float:
     began = time.perf_counter()
     handle = await common.start_run(client, agent, queue)
@@ -58,7 +51,7 @@ async def one_run(client, queue: str, agent: str, turns: int) -> float:
 
 
 async def measure(turns: int, rounds: int) -> dict[str, list[float]]:
-    port = free_port()
+    port = common.free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "tests.support.mcp_server", "--http", str(port)],
         cwd=ROOT,

@@ -1,16 +1,20 @@
 """1. Per-turn overhead and 2. parallel tools: `python -m bench.overhead [--quick]`.
 
 A run of N turns (N model calls, one `echo` tool call after each but the last)
-through AgentWorkflow on `worker.build_worker`'s defaults, against (a) the same
+through AgentWorkflow on `python worker.py` (its defaults), against (a) the same
 loop in-process with no durability (`client.local_run.run_locally`, the same
 `call_model`/`run_tool` code), (b) the floor (`bench.floor`: two no-op
 activities per turn) and (c) AgentWorkflow on workers with other options
-(VARIANTS). All of them run in every repetition, one after another, in an order
+(VARIANTS, `bench.tuned_worker`). Every worker is a process of its own, all
+serving throughout, so that no kind of run shares an event loop or a core
+runtime with another, nor with the client and the scripted model (this
+process). All kinds run in every repetition, one after another, in an order
 that rotates between repetitions, so that machine noise hits them alike; every
 ratio is the median of the ratios within a repetition.
 
-Eager activity dispatch is read from the SDK's own metric, not assumed: every
-worker here reports `temporal_activity_task_received{eager}` into a buffer.
+Eager activity dispatch is read from each worker's own metrics, not assumed:
+`temporal_activity_task_received{eager}` from the Prometheus endpoint that
+`--metrics-port` serves.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import sys
 import time
+import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -33,15 +39,11 @@ from durable_agents.workflows.payloads import AgentInput
 from durable_agents.workflows.state import ToolResult
 from openai import AsyncOpenAI
 from temporalio.client import Client
-from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
-from temporalio.worker import (
-    PollerBehaviorAutoscaling,
-    PollerBehaviorSimpleMaximum,
-)
 
-from bench import agents, common, report, report_runtime
-from bench.floor import FloorInput, FloorWorkflow, floor_worker
-from durable_agents.testing import Call
+from bench import agents, common, report, report_runtime, tuned_worker
+from bench.floor import FloorInput, FloorWorkflow
+from bench.worker_process import worker_process
+from durable_agents.testing import Call, ScriptedModelServer
 
 OURS, LOCAL, FLOOR = report.OURS, report.LOCAL, report.FLOOR
 TASK_RECEIVED = "temporal_activity_task_received"
@@ -49,35 +51,21 @@ TASK_RECEIVED = "temporal_activity_task_received"
 
 @dataclass(frozen=True)
 class Variant:
-    """AgentWorkflow (or `workflow`) on a worker built with `options` (`common.tuned`),
-    running `agent`."""
+    """AgentWorkflow (or `workflow`) running `agent`, on a worker process with the
+    `bench.tuned_worker` option `option` (None: worker.py's defaults)."""
 
-    options: dict[str, object]
+    option: str | None = None
     workflow: str = contract.WORKFLOW_TYPE
     agent: str = "bench"
 
 
 VARIANTS: dict[str, Variant] = {
-    "no sticky cache (`max_cached_workflows=0`)": Variant({"max_cached_workflows": 0}),
-    "20 workflow + 20 activity task pollers (default 5 + 5)": Variant(
-        {
-            "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
-            "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
-        }
-    ),
-    "autoscaling pollers (`PollerBehaviorAutoscaling()`)": Variant(
-        {
-            "workflow_task_poller_behavior": PollerBehaviorAutoscaling(),
-            "activity_task_poller_behavior": PollerBehaviorAutoscaling(),
-        }
-    ),
-    "`nonsticky_to_sticky_poll_ratio=1` (default 0.2)": Variant(
-        {"nonsticky_to_sticky_poll_ratio": 1.0}
-    ),
-    "eager activities off (`disable_eager_activity_execution=True`)": Variant(
-        {"disable_eager_activity_execution": True}
-    ),
-    "tool as a local activity (`@tool(local=True)`)": Variant({}, agent="bench_local"),
+    "no sticky cache (`max_cached_workflows=0`)": Variant("cache-0"),
+    "20 workflow + 20 activity task pollers (default 5 + 5)": Variant("pollers-20"),
+    "autoscaling pollers (`PollerBehaviorAutoscaling()`)": Variant("pollers-autoscaling"),
+    "`nonsticky_to_sticky_poll_ratio=1` (default 0.2)": Variant("sticky-ratio-1"),
+    "eager activities off (`disable_eager_activity_execution=True`)": Variant("eager-off"),
+    "tool as a local activity (`@tool(local=True)`)": Variant(agent="bench_local"),
 }
 
 
@@ -88,7 +76,8 @@ def _lists() -> collections.defaultdict[str, list[float]]:
 @dataclass
 class Timings:
     """Per repetition and kind of run (OURS, LOCAL, FLOOR or a VARIANTS label): wall ms
-    per turn, CPU ms per turn; activity tasks received eagerly / in all, by kind."""
+    per turn, CPU ms per turn (the dev server's; the kind's worker process's, this
+    process's for LOCAL); activity tasks received eagerly / in all, by kind."""
 
     wall: dict[str, list[float]] = field(default_factory=_lists)
     server_cpu: dict[str, list[float]] = field(default_factory=_lists)
@@ -102,28 +91,50 @@ def echo_calls(turn: int) -> tuple[Call, ...]:
     return (Call("echo", {"text": f"turn {turn}"}),)
 
 
-async def metered_client(target: str) -> tuple[Client, MetricBuffer]:
-    """A client (worker.py's converter) whose workers report their metrics to a buffer."""
-    buffer = MetricBuffer(100_000)
-    runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
-    client = await Client.connect(target, data_converter=common.converter(), runtime=runtime)
-    return client, buffer
+def activity_tasks(metrics: str) -> tuple[int, int]:
+    """(received eagerly, received in all) activity tasks, from Prometheus text."""
+    eager = total = 0
+    for line in metrics.splitlines():
+        name, _, rest = line.partition("{")
+        if name not in (TASK_RECEIVED, f"{TASK_RECEIVED}_total"):
+            continue
+        labels, _, value = rest.rpartition("}")
+        count = int(float(value.strip()))
+        total += count
+        eager += count if 'eager="true"' in labels else 0
+    return eager, total
 
 
-def count_eager(out: Timings, buffer: MetricBuffer, queues: dict[str, str]) -> None:
-    """Add the activity tasks received since the last call, by kind of run."""
-    kinds = {queue: kind for kind, queue in queues.items()}
-    for update in buffer.retrieve_updates():
-        kind = kinds.get(str(update.attributes.get("task_queue")))
-        if update.metric.name == TASK_RECEIVED and kind is not None:
-            eager = str(update.attributes.get("eager")).lower() == "true"
-            out.eager[kind][0] += update.value if eager else 0
-            out.eager[kind][1] += update.value
+def scrape(port: int) -> str:
+    """The Prometheus text a worker serves on 127.0.0.1:`port` (`--metrics-port`)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return response.read().decode()
+
+
+Served = dict[str, tuple[str, int, int]]
+"""By kind of run: (task queue, worker pid, metrics port)."""
+
+
+@contextlib.contextmanager
+def workers(target: str, base_url: str, variants: dict[str, Variant]) -> Iterator[Served]:
+    """A worker process per kind of run (OURS, FLOOR, each variant) until the block ends."""
+    floor_command = [sys.executable, "-m", "bench.floor"]
+    commands = {OURS: None, FLOOR: floor_command}
+    for label, variant in variants.items():
+        option = variant.option
+        commands[label] = tuned_worker.command(option) if option else None
+    with contextlib.ExitStack() as stack:
+        out: Served = {}
+        for kind, command in commands.items():
+            queue, port = common.task_queue("overhead"), common.free_port()
+            extra = ["--metrics-port", str(port)]
+            proc = worker_process(target, base_url, queue, command=command, extra=extra)
+            out[kind] = (queue, stack.enter_context(proc).pid, port)
+        yield out
 
 
 async def measure(
     client: Client,
-    buffer: MetricBuffer,
     *,
     turns: int,
     delay: float,
@@ -134,37 +145,45 @@ async def measure(
     variants = variants or {}
     out = Timings()
     server = common.dev_server_pid()
+    target = client.service_client.config.target_host
     responder = common.model_turns(turns, echo_calls, delay=delay)
-    queues = {kind: common.task_queue("overhead") for kind in (OURS, FLOOR, *variants)}
-    with common.scripted_model(responder) as model:
-        async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(common.agent_worker(client, model, queues[OURS]))
-            await stack.enter_async_context(floor_worker(client, queues[FLOOR]))
-            for label, variant in variants.items():
-                worker = common.agent_worker(client, model, queues[label], variant.options)
-                await stack.enter_async_context(worker)
-            kinds: dict[str, Callable[[], Awaitable[object]]] = {
-                OURS: run_of(client, queues[OURS], turns, contract.WORKFLOW_TYPE),
-                LOCAL: lambda: local_run(model, turns),
-                FLOOR: lambda: floor_run(client, queues[FLOOR], turns, delay),
-            }
-            for label, variant in variants.items():
-                kinds[label] = run_of(client, queues[label], turns, variant.workflow, variant.agent)
-            order = list(kinds)
-            buffer.retrieve_updates()  # drop what earlier measurements left
-            for rep in range(reps + 1):
-                shift = rep % len(order)
-                for kind in order[shift:] + order[:shift]:
-                    cpu = common.cpu_seconds(server) if server else 0.0
-                    process, began = time.process_time(), time.perf_counter()
-                    await kinds[kind]()
-                    if rep == 0:
-                        continue  # warm-up: imports, sandbox module cache, connections
-                    out.wall[kind].append((time.perf_counter() - began) * 1000 / turns)
-                    out.process_cpu[kind].append((time.process_time() - process) * 1000 / turns)
-                    server_cpu = (common.cpu_seconds(server) - cpu) if server else float("nan")
-                    out.server_cpu[kind].append(server_cpu * 1000 / turns)
-                count_eager(out, buffer, queues)
+    with (
+        ScriptedModelServer(responder) as model_server,
+        workers(target, model_server.base_url, variants) as served,
+    ):
+        model = AsyncOpenAI(base_url=model_server.base_url, api_key="x", max_retries=0)
+        kinds: dict[str, Callable[[], Awaitable[object]]] = {
+            OURS: run_of(client, served[OURS][0], turns, contract.WORKFLOW_TYPE),
+            LOCAL: lambda: local_run(model, turns),
+            FLOOR: lambda: floor_run(client, served[FLOOR][0], turns, delay),
+        }
+        for label, variant in variants.items():
+            queue = served[label][0]
+            kinds[label] = run_of(client, queue, turns, variant.workflow, variant.agent)
+        order = list(kinds)
+        counted: dict[str, tuple[int, int]] = {}
+        for rep in range(reps + 1):
+            shift = rep % len(order)
+            for kind in order[shift:] + order[:shift]:
+                pid = served[kind][1] if kind in served else None
+                cpu = common.cpu_seconds(server) if server else 0.0
+                began_cpu = common.cpu_seconds(pid) if pid else time.process_time()
+                began = time.perf_counter()
+                await kinds[kind]()
+                if rep == 0:
+                    continue  # warm-up: imports, caches, connections
+                out.wall[kind].append((time.perf_counter() - began) * 1000 / turns)
+                ended_cpu = common.cpu_seconds(pid) if pid else time.process_time()
+                out.process_cpu[kind].append((ended_cpu - began_cpu) * 1000 / turns)
+                server_cpu = (common.cpu_seconds(server) - cpu) if server else float("nan")
+                out.server_cpu[kind].append(server_cpu * 1000 / turns)
+            if rep == 0:  # count from here: the warm-up's tasks are not measured
+                counted = {k: activity_tasks(scrape(port)) for k, (_, _, port) in served.items()}
+        for kind, (_, _, port) in served.items():
+            eager, received = activity_tasks(scrape(port))
+            out.eager[kind] = [eager - counted[kind][0], received - counted[kind][1]]
+            if reps and not out.eager[kind][1]:  # every kind's runs have activity tasks
+                raise RuntimeError(f"no activity task counted for {kind!r}: metrics unread?")
     return out
 
 
@@ -240,7 +259,6 @@ async def parallel(client: Client, *, reps: int, tools: int = 8, ms: int = 200) 
 async def section(client: Client, *, quick: bool) -> report.Section:
     """Measurements 1 and 2; in a full run, VARIANTS beside the zero-latency runs."""
     turns = 10
-    metered, buffer = await metered_client(client.service_client.config.target_host)
     timings = {}
     for delay, reps in ((0.0, 3 if quick else 7), (0.3, 2 if quick else 3)):
         label = f"{delay * 1000:.0f} ms"
@@ -249,11 +267,16 @@ async def section(client: Client, *, quick: bool) -> report.Section:
         if variants:
             print(f"overhead: with {len(variants)} worker options interleaved", flush=True)
         timings[label] = await measure(
-            metered, buffer, turns=turns, delay=delay, reps=reps, variants=variants
+            client, turns=turns, delay=delay, reps=reps, variants=variants
         )
+    plain = None
+    if not quick:
+        print(f"overhead: {turns} turns, 0 ms, on a dev server with its own defaults", flush=True)
+        async with common.dev_server(common.converter(), server_defaults=True) as env:
+            plain = await measure(env.client, turns=turns, delay=0.0, reps=5)
     print("parallel tools: 8 x 200 ms", flush=True)
     par = await parallel(client, reps=2 if quick else 5)
-    return report_runtime.overhead_section(turns, timings, par)
+    return report_runtime.overhead_section(turns, timings, par, plain)
 
 
 async def main() -> None:

@@ -7,18 +7,28 @@ from __future__ import annotations
 import sys
 from unittest import mock
 
-from temporalio.worker import PollerBehaviorSimpleMaximum
+from temporalio.worker import PollerBehaviorAutoscaling, PollerBehaviorSimpleMaximum
 
 from bench import common
 from durable_agents import worker
 
 OPTIONS: dict[str, dict[str, object]] = {
+    "cache-0": {"max_cached_workflows": 0},
     "cache-250": {"max_cached_workflows": 250},
     "cache-600": {"max_cached_workflows": 600},
     "pollers-20": {
         "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
         "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(20),
     },
+    "workflow-pollers-10": {"workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(10)},
+    "workflow-pollers-20": {"workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(20)},
+    "activity-pollers-20": {"activity_task_poller_behavior": PollerBehaviorSimpleMaximum(20)},
+    "pollers-autoscaling": {
+        "workflow_task_poller_behavior": PollerBehaviorAutoscaling(),
+        "activity_task_poller_behavior": PollerBehaviorAutoscaling(),
+    },
+    "sticky-ratio-1": {"nonsticky_to_sticky_poll_ratio": 1.0},
+    "eager-off": {"disable_eager_activity_execution": True},
 }
 """Options by name: `build_worker` keyword options or `Worker(...)` arguments (`common.tuned`)."""
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,10 +22,16 @@ READY = "worker: serving agents"
 
 @contextlib.contextmanager
 def worker_process(
-    target: str, base_url: str, task_queue: str, *, command: list[str] | None = None
+    target: str,
+    base_url: str,
+    task_queue: str,
+    *,
+    command: list[str] | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[subprocess.Popen]:
-    """`python worker.py` (or `command`) serving `bench.agents` until the block ends; its
-    payload store (on by default) in a temporary directory, not the user's cache."""
+    """`python worker.py` (or `command`) serving `bench.agents` until the block ends, with
+    `extra` arguments; its payload store (on by default) in a temporary directory, not the
+    user's cache."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -38,7 +44,7 @@ def worker_process(
         OPENAI_API_KEY="x",
     )
     argv = command or [sys.executable, "worker.py"]
-    argv = [*argv, "--agents", "bench.agents", "--task-queue", task_queue]
+    argv = [*argv, "--agents", "bench.agents", "--task-queue", task_queue, *extra]
     with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as store:
         env["AGENT_PAYLOAD_STORE"] = store
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

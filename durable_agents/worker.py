@@ -51,6 +51,7 @@ from durable_agents.dataplane.codec import (
     keys_from_env,
 )
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
+from durable_agents.dev_server_config import dev_server_args
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.plugin import (
     SANDBOX_PASSTHROUGH,
@@ -311,9 +312,10 @@ async def start_dev_server(
             ui=True,
             ui_port=ui_port,
             data_converter=data_converter,
-            dev_server_extra_args=["--ui-codec-endpoint", ui_codec_endpoint]
-            if ui_codec_endpoint
-            else [],
+            dev_server_extra_args=[
+                *dev_server_args(),
+                *(["--ui-codec-endpoint", ui_codec_endpoint] if ui_codec_endpoint else []),
+            ],
             search_attributes=search_attributes.ALL,
             dev_server_existing_path=temporal_binary(),
             dev_server_database_filename=str(db),

@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.dev_server_config import dev_server_args
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.webhooks import Endpoint
@@ -47,6 +48,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         search_attributes=search_attributes.ALL,
         dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=dev_server_args(),
     )
     yield environment
     await environment.shutdown()

@@ -140,3 +140,14 @@ def test_the_burst_row_says_each_process_cpu_and_the_cores_busy() -> None:
     text = report_runtime.burst_cpu({"burst_cpu": used})
     assert text == f"30.0 / 45.0 / 5.0 s; {0.9 * cores:.2f} of {cores} cores busy"
     assert report_runtime.burst_cpu({}) == "—"  # a result from before this row
+
+
+def test_the_server_defaults_row_is_shown_not_judged() -> None:
+    section = report_runtime.overhead_section(
+        10, {"0 ms": timings([60.0], [40.0])}, parallel(210.0), timings([105.0], [104.0])
+    )
+    row = next(line for line in section.markdown.splitlines() if line.startswith("| 0 ms, dev"))
+    assert "1.01 (not judged)" in row and "✅" not in row and "❌" not in row
+    zero = section.goals[0]  # the judged zero-latency row, not the server-defaults one
+    assert zero.measured.startswith("1.50") and zero.ok is False
+    assert len(section.goals) == 2  # that row and parallel tools
