@@ -816,6 +816,7 @@ class AgentWorkflow:
         )
         if self._stream is not None:
             carried = self._stream.carried()
+        self._published = visibility.catch_up(state, self._published)
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
         version = workflow.info().get_current_deployment_version()  # unversioned: no name
         if (

@@ -177,6 +177,13 @@ PATCH_TOOL_QUEUES = "tool-queues"
 there, and a call no worker of that queue starts in time is a tool error the model
 sees; asked only for such a tool. Before, every tool ran on the run's queue."""
 
+PATCH_COALESCED_COUNTERS = "coalesced-counters"
+"""When only a run's counters changed (AgentTurn, AgentTotalTokens, AgentTotalCost)
+within `visibility.COUNTERS_INTERVAL` of its last search-attribute upsert, they wait
+for the next upsert, and a run continuing as new sets any still waiting first; asked
+only when that happens. Before, every change was upserted at once: one history event
+and one visibility write a turn."""
+
 DEPRECATED: frozenset[str] = frozenset()
 """Patches in the first step of their retirement (deploy/README.md, "Retiring a
 patch"): every run takes the new branch and the marker is written as deprecated, so

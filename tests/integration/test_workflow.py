@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from durable_agents.workflows import contract
+from durable_agents.workflows import contract, search_attributes
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecisionSignal,
@@ -16,6 +16,7 @@ from durable_agents.workflows.payloads import (
     StatusView,
 )
 from durable_agents.workflows.state import RunStatus
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError, CancelledError
@@ -259,6 +260,74 @@ async def test_search_attributes_find_runs_awaiting_approval(worker, model_serve
         await asyncio.sleep(0.2)
     assert found == [handle.id]
     await handle.terminate("test over")
+
+
+def upserted_turns(history) -> list[tuple[str, int]]:
+    """(AgentStatus, AgentTurn) of each upsert that sets the run's attributes, in order."""
+    out = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+            continue
+        fields = event.upsert_workflow_search_attributes_event_attributes.search_attributes
+        if "AgentTurn" in fields.indexed_fields:
+            values = fields.indexed_fields
+            status = json.loads(values["AgentStatus"].data)
+            out.append((status, json.loads(values["AgentTurn"].data)))
+    return out
+
+
+async def test_fast_turns_upsert_their_counters_less_often_and_exact_at_the_end(
+    worker, model_server
+):
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 1}, "a1"),)),
+        Reply(tool_calls=(Call("add", {"a": 2, "b": 1}, "a2"),)),
+        Reply(content="3"),
+    )
+    handle = await start(worker)
+    result = await handle.result()
+    assert result.status is RunStatus.COMPLETED and result.turn == 3
+    history = await handle.fetch_history()
+    upserts = upserted_turns(history)
+    assert upserts[0] == ("running", 0) and upserts[-1] == ("completed", 3)
+    # one a turn before (4); now the start, the end and one per second the run took
+    took = history.events[-1].event_time.ToSeconds() - history.events[0].event_time.ToSeconds()
+    assert len(upserts) <= 2 + took, (upserts, took)
+    found = (await handle.describe()).typed_search_attributes
+    assert found.get(search_attributes.AGENT_TURN) == 3
+    assert found.get(search_attributes.AGENT_TOTAL_TOKENS) == result.usage.total_tokens > 0
+
+
+async def test_a_run_continuing_as_new_first_sets_the_counters_still_waiting(worker, model_server):
+    model_server.script(  # concierge continues as new after every 2 turns
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 1}, "a1"),)),
+        Reply(tool_calls=(Call("add", {"a": 2, "b": 1}, "a2"),)),
+        Reply(content="3"),
+    )
+    handle = await start(worker, agent="concierge")
+    assert (await handle.result()).turn == 3
+    first = worker.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    history = await first.fetch_history()
+    assert history.events[-1].event_type == (
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    )
+    assert upserted_turns(history)[-1] == ("running", 2)
+
+
+async def test_counters_are_upserted_each_turn_once_a_second_has_passed(worker, model_server):
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 1}, "a1"),), delay_seconds=1.1),
+        Reply(tool_calls=(Call("add", {"a": 2, "b": 1}, "a2"),), delay_seconds=1.1),
+        Reply(content="3"),
+    )
+    handle = await start(worker)
+    assert (await handle.result()).turn == 3
+    assert upserted_turns(await handle.fetch_history()) == [
+        ("running", 0),
+        ("running", 1),
+        ("running", 2),
+        ("completed", 3),
+    ]
 
 
 async def test_approval_signal_from_the_temporal_cli_with_a_json_payload(worker, model_server):

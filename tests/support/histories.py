@@ -17,9 +17,13 @@ def recorded_id(path: Path) -> str:
 
 
 def replayed_workflows() -> list[type]:
-    """The workflow classes the recorded histories are histories of."""
+    """The workflow classes the recorded histories are histories of, with what a worker
+    serving MCP agents imports at start (`mcp_connections.mcp_plugin`): imported in a
+    replayed workflow task instead, it can pass the SDK's 2 s deadlock limit on a
+    loaded machine."""
     from durable_agents.workflows.agent_workflow import AgentWorkflow
     from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
+    from temporalio.mcp import TemporalMCPClient  # noqa: F401
 
     return [AgentWorkflow, WebhookDeliveryWorkflow]
 

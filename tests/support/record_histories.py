@@ -77,6 +77,28 @@ EDGES = [
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
 SCENARIOS = {
+    # v51: the same fast turns on concierge, which continues as new every 2 turns
+    # (coalesced-counters): the first run sets its waiting counters before it switches.
+    "coalesced_counters_switch_v51": (
+        "concierge",
+        False,
+        [
+            *(Reply(tool_calls=(Call("add", {"a": n, "b": 1}, f"a{n}"),)) for n in range(3)),
+            Reply("3"),
+        ],
+        [],
+    ),
+    # v50: fast turns (coalesced-counters): three `add` turns within a second, then the
+    # answer; the counters wait for the upsert at the end (a second later at most).
+    "coalesced_counters_v50": (
+        "assistant",
+        False,
+        [
+            *(Reply(tool_calls=(Call("add", {"a": n, "b": 1}, f"a{n}"),)) for n in range(3)),
+            Reply("3"),
+        ],
+        [],
+    ),
     # v47: a tool on a task queue of its own (tool-queues, schema 1.30) that no worker
     # serves: the call times out waiting (1 s), the model reads why and answers.
     "tool_queue_v47": (
