@@ -72,7 +72,9 @@ def test_overhead_goals_come_from_the_measured_ratio() -> None:
     measured = {"0 ms": timings([110.0, 130.0], [100.0, 100.0])}
     overhead, tools = report_runtime.overhead_goals(measured, parallel(210.0))
     assert overhead.ok is True  # median of 1.1 and 1.3: exactly the goal
-    assert overhead.measured == "1.20 (120.0 / 100.0 ms per turn)"
+    assert overhead.measured == (
+        "1.20, the median of the repetitions' ratios (medians: 120.0 / 100.0 ms per turn = 1.20)"
+    )
     missed = report_runtime.overhead_goals({"0 ms": timings([130.0], [100.0])}, parallel(700.0))
     assert [g.ok for g in missed] == [False, False]
     assert missed[0].measured.startswith("1.30")
