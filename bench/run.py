@@ -6,9 +6,9 @@ figures), where the time goes, the payload conversion cost and the peers
 `bench/RESULTS.md`: versions, machine, load, the command, the goal verdicts
 computed from this run's figures, then the tables. Nothing hand-written is
 added (`bench/ANALYSIS.md` is a separate reading of a reference run). About
-26 minutes (12 of them the peers); `--quick` about 5 (fewer repetitions, 200
-parked runs, no option sweeps, 100-turn history, state up to 100 turns, peers at
-N = 10, 50).
+15-25 minutes on the 2-core machine (over half of it the peers); `--quick` about 5
+(fewer repetitions, 200 parked runs, no option sweeps, 100-turn history, state up
+to 100 turns, peers at N = 10, 50).
 """
 
 from __future__ import annotations
