@@ -6,7 +6,7 @@ a workflow task waits to be handed to a worker) at most
 `history.transferProcessorMaxPollRPS` times a second, 20 by default. Every workflow
 task that follows an activity then waits up to 50 ms for the next read: on the
 2-core reference machine a 10-turn run of two plain activities a turn took 105 ms a
-turn on the server's defaults and 41-47 ms at 200 reads a second (bench/ANALYSIS.md).
+turn on the server's defaults and 35-47 ms at 200 reads a second (bench/RESULTS.md, ANALYSIS.md).
 Every Temporal server reads each of its shards at most that often (a shard holds
 many runs); beside model calls of a second or more the wait is small.
 """
