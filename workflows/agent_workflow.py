@@ -103,6 +103,7 @@ class AgentWorkflow:
 
     @workflow.init
     def __init__(self, raw_input: RawValue = raw_payloads.NONE) -> None:
+        patches.ask_at_start()  # before any other patch is asked
         unreadable = raw_payloads.unreadable(raw_input)
         if unreadable is not None and not unreadable[1]:
             # Not the sender's error as far as this worker can tell: a key missing or

@@ -1,8 +1,10 @@
 """The `workflow.patched` ids of AgentWorkflow: each names behaviour that changed after
 runs had started (and histories were recorded), and is checked where it applies
-(through `patched` below). Never rename or remove one while a run started before it
-may still be replayed: deploy/README.md, "Retiring a patch", has the rule, and
-tests/histories/PATCHES.md which recorded histories still need each.
+(through `patched` below); a run started since a level (`LEVELS`) answers the patches
+before it without asking, so it writes one marker, when it starts. Never rename or
+remove one while a run started before it may still be replayed: deploy/README.md,
+"Retiring a patch", has the rule, and tests/histories/PATCHES.md which recorded
+histories still need each.
 """
 
 from __future__ import annotations
@@ -184,17 +186,108 @@ for the next upsert, and a run continuing as new sets any still waiting first; a
 only when that happens. Before, every change was upserted at once: one history event
 and one visibility write a turn."""
 
+PATCH_ASKED_AT_START = "patches-asked-at-start"
+"""A run started since this patch asks it first (`ask_at_start`, one marker) and counts
+every patch listed before it in `ORDER` as asked and true, without a marker of its
+own. Before, each patch was asked where its branch is, the first time the run got
+there: one marker and one `TemporalChangeVersion` upsert per patch per run, and a
+patch first asked after a local tool's result broke the replay of a run that answered
+a query while that tool ran (Temporal's core then completes the workflow task early
+and hands the result to the workflow in the next task, while a replay hands it over in
+the first, before the next task's markers are announced: `patched` answered False)."""
+
+ORDER: tuple[str, ...] = (
+    PATCH_UNIQUE_CALL_IDS,
+    PATCH_PROVIDER_SAFE_CALL_IDS,
+    PATCH_QUIET_REFUSALS,
+    PATCH_SWITCH_WHILE_WAITING,
+    PATCH_PUBLISH_START_FAILURE,
+    PATCH_RESUME_UNDER_OWN_ID,
+    PATCH_ANY_SIGNAL,
+    PATCH_BOUNDED_REFUSALS,
+    PATCH_FIELD_LIMITS,
+    PATCH_MAX_TURNS_LOWER_ONLY,
+    PATCH_REPEATED_KEYS,
+    PATCH_CANCEL_IS_CANCEL,
+    PATCH_HEARTBEATS,
+    PATCH_BOUND_DECISIONS,
+    PATCH_RENAME_UNSAFE_IDS,
+    PATCH_VERIFIED_RESUME,
+    PATCH_FINITE_NUMBERS,
+    PATCH_EXECUTION_BOUND,
+    PATCH_STRUCTURED_OUTPUT,
+    PATCH_TOTAL_TOKENS,
+    PATCH_CONTEXT_OVERLAY,
+    PATCH_PAUSE,
+    PATCH_TOTAL_COST,
+    PATCH_LENIENT_RESUME,
+    PATCH_MCP_TOOLS,
+    PATCH_MCP_IDEMPOTENCY_KEY,
+    PATCH_MCP_REFRESH,
+    PATCH_MCP_IMAGES,
+    PATCH_WEBHOOKS,
+    PATCH_RUN_EVENTS,
+    PATCH_HANDOFFS,
+    PATCH_AGENT_TOOLS,
+    PATCH_TREE_APPROVALS,
+    PATCH_TREE_SNAPSHOTS,
+    PATCH_TREE_PAUSE,
+    PATCH_TREE_BUDGETS,
+    PATCH_TREE_START,
+    PATCH_CHILD_FAILURE_POLICY,
+    PATCH_UPGRADE_AT_CONTINUE_AS_NEW,
+    PATCH_DEFINITION_UPDATES,
+    PATCH_WAKE_FROM_STEP,
+    PATCH_LOCAL_TOOLS,
+    PATCH_START_WHEN_DECIDED,
+    PATCH_TOOL_QUEUES,
+    PATCH_COALESCED_COUNTERS,
+    PATCH_ASKED_AT_START,
+)
+"""Every patch, in the order they were added. A new patch goes at the end; it is asked
+where its branch is until a newer level (below) is added after it."""
+
+LEVELS: tuple[str, ...] = (PATCH_ASKED_AT_START,)
+"""Patches asked when a run starts, oldest first; each counts the patches before it in
+`ORDER` as asked. To fold the patches added since the newest level into one marker
+again, add a new level at the end of `ORDER` and here (runs replayed from before it
+still find their older level, or none, and ask as they did)."""
+
+_RANK = {patch_id: rank for rank, patch_id in enumerate(ORDER)}
+
 DEPRECATED: frozenset[str] = frozenset()
 """Patches in the first step of their retirement (deploy/README.md, "Retiring a
 patch"): every run takes the new branch and the marker is written as deprecated, so
 the id can be deleted once no run started before this step is open."""
 
 
+def ask_at_start() -> None:
+    """The first thing a run does: ask the levels, newest first, until one answers
+    True (a new run: the newest, one marker; a replayed run: the one it recorded, or
+    none). `patched` asks them again in the same order, so it only ever reads answers
+    the SDK has kept (a level asked for the first time later would write its marker
+    wherever that happened to be)."""
+    for level in reversed(LEVELS):
+        if patched(level):
+            return
+
+
 def patched(patch_id: str) -> bool:
-    """`workflow.patched(patch_id)`, or True for a deprecated patch. Every branch on a
-    patch asks here, so `tests/support/patch_needs.py` can replay the recorded
-    histories as if a patch were retired and name the ones that still need it."""
+    """`workflow.patched(patch_id)`, True for a deprecated patch, and True without a
+    marker for a patch before the level the run started with. Every branch on a patch
+    asks here, so `tests/support/patch_needs.py` can replay the recorded histories as
+    if a patch were retired and name the ones that still need it."""
+    if patch_id not in LEVELS and _implied(patch_id):
+        return True  # (deprecated or not: a run with the level writes no marker of it)
     if patch_id in DEPRECATED:
         workflow.deprecate_patch(patch_id)
         return True
     return workflow.patched(patch_id)
+
+
+def _implied(patch_id: str) -> bool:
+    """The run started with a level that counts `patch_id` as asked."""
+    for level in reversed(LEVELS):
+        if patched(level):  # answered at the start (`ask_at_start`): kept, no marker
+            return _RANK[patch_id] < _RANK[level]
+    return False

@@ -5,15 +5,21 @@ tool that needs approval next to it still runs as an activity of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import uuid
 
-from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows import contract, patches
+from durable_agents.workflows.payloads import DecisionSignal, StatusView
 from durable_agents.workflows.state import RunStatus
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from durable_agents.testing import Call, Reply
+from tests.conftest import serving
 from tests.support import agents
-from tests.support.histories import payloads_of
+from tests.support.histories import payloads_of, replayed_workflows
 from tests.support.runs import start, state_of, tool_results, wait_for_status
 
 
@@ -75,3 +81,67 @@ async def test_a_call_needing_approval_beside_it_runs_as_an_activity_of_its_own(
     assert len(local_markers(events)) == 1  # the lookup
     results = tool_results(await state_of(handle))
     assert (results["l1"].content, results["e1"].content) == ("in transit", "sent to ann")
+    [patch] = [  # one, asked when the run started
+        e
+        for e in events
+        if e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_patch"
+    ]
+    data = payloads_of(patch["markerRecordedEventAttributes"]["details"]["patch-data"])
+    assert json.loads(data[0]["data"])["id"] == patches.PATCH_ASKED_AT_START
+
+
+ATTEMPTS = 12
+"""Tries at the race below (about one in two wins it on this machine)."""
+
+
+async def test_a_query_answered_while_a_local_tool_runs_leaves_a_history_that_replays(
+    env, model_server
+):
+    """A query that reaches the server while the workflow task that will run a local
+    tool waits for a worker is answered in that task. When the tool ends while the
+    query is answered, Temporal's core completes the task early (the tool's marker in
+    it) and hands the tool's result to the workflow only in the next task, while a
+    replay hands it over in the first. A run that asked a patch for the first time
+    after that result (here: waiting for the email's approval) could not be replayed;
+    it asks its patches when it starts now. The race is set up until it happens."""
+    shapes: list[str] = []
+    for _ in range(ATTEMPTS):
+        history = await _query_while_the_tool_runs(env, model_server)
+        events = json.loads(history.to_json())["events"]
+        [marker] = local_markers(events)
+        after = events[events.index(marker) + 1]["eventType"]  # the result came in: here
+        shapes.append(after)
+        replayer = Replayer(workflows=replayed_workflows(), data_converter=pydantic_data_converter)
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
+        if after == "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED":
+            return
+    raise AssertionError(f"the tool never ended while the query was answered: {shapes}")
+
+
+async def _query_while_the_tool_runs(env, model_server) -> WorkflowHistory:
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    model_server.script(
+        Reply(
+            tool_calls=(
+                Call("lookup", {"key": "B7"}, "l1"),
+                Call("send_email", {"to": "ann", "body": "B7 in transit"}, "e1"),
+            ),
+            delay_seconds=0.3,
+        ),
+        Reply(content="told ann"),
+    )
+    requests = len(model_server.requests)
+    async with serving(env.client, model_server, task_queue=queue) as first:
+        handle = await start(first, "tell ann about B7", agent="quick")
+        while len(model_server.requests) == requests:  # the model call runs: stop meanwhile
+            await asyncio.sleep(0.01)
+    # the model call ended while the worker drained: its workflow task waits
+    query = asyncio.create_task(handle.query(contract.QUERY_GET_STATUS, result_type=StatusView))
+    await asyncio.sleep(0.5)  # the query reaches the server and waits with the task
+    async with serving(env.client, model_server, task_queue=queue):
+        await query
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver="ann"))
+        assert (await handle.result()).status is RunStatus.COMPLETED
+    return await handle.fetch_history()

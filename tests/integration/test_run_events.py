@@ -22,7 +22,6 @@ from temporalio.contrib.workflow_streams import PollInput, PollResult
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.support.cli_support import AGENTCTL, bound_to, error_lines
-from tests.support.histories import payloads_of
 from tests.support.runs import start, state_of, wait_for_status
 
 REFUND = Call("refund", {"order": "A12", "amount": 250}, call_id="r1")
@@ -112,11 +111,12 @@ async def test_seq_stays_monotonic_across_continue_as_new(worker, model_server):
     assert seen[-1]["status"] == "completed" and seen[-1]["turn"] == 4
     # Read once after the end (the last workflow run's log carries the earlier ones).
     assert await collect(agents.events(handle.id, follow=False)) == seen
-    # An unversioned worker's switch is a plain one: no Worker Versioning patch asked.
-    first = worker.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
-    history = json.loads((await first.fetch_history()).to_json())
-    patches_asked = b"".join(p["data"] for p in payloads_of(history))
-    assert b"run-events" in patches_asked and b"upgrade-at-continue-as-new" not in patches_asked
+    # Each workflow run of the chain asks its patches once, when it starts: one marker.
+    for run_id in (handle.first_execution_run_id, None):
+        run = worker.client.get_workflow_handle(handle.id, run_id=run_id)
+        history = json.loads((await run.fetch_history()).to_json())
+        markers = [e for e in history["events"] if "markerRecordedEventAttributes" in e]
+        assert [m["markerRecordedEventAttributes"]["markerName"] for m in markers] == ["core_patch"]
 
 
 async def test_a_forged_publish_is_refused_and_adds_no_event(worker, model_server):

@@ -35,6 +35,7 @@ from durable_agents.workflows.payloads import (
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import REFUSALS_KEPT, Decision, ModelSettings, RunState
 from openai import AsyncOpenAI
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -76,7 +77,23 @@ EDGES = [
 ]
 """A reply whose call ids clash with an earlier one's (renamed by the run), then an answer."""
 
+LOOKUP_AND_MAIL = Reply(
+    tool_calls=(
+        Call("lookup", {"key": "B7"}, "l1"),
+        Call("send_email", {"to": "ann", "body": "B7 in transit"}, "e1"),
+    )
+)
+"""A local tool's call beside one that waits for approval."""
+
 SCENARIOS = {
+    # v52: a run that asks its patches when it starts (patches-asked-at-start): one
+    # marker, then a local tool beside an email that waits for ann's approval.
+    "patches_at_start_v52": (
+        "quick",
+        False,
+        [LOOKUP_AND_MAIL, Reply("told ann")],
+        [(AWAITING, contract.SIGNAL_APPROVE, {"call_id": "e1", "approver": "ann"})],
+    ),
     # v51: the same fast turns on concierge, which continues as new every 2 turns
     # (coalesced-counters): the first run sets its waiting counters before it switches.
     "coalesced_counters_switch_v51": (
@@ -1097,6 +1114,50 @@ async def record_start_when_decided(client: Client, name: str) -> None:
         await _save(client, name, handle)
 
 
+async def record_query_race(client: Client, name: str) -> None:
+    """v53 (patches-asked-at-start): the v52 run, its worker stopped while the model
+    call runs and a query sent while the next workflow task waits; a worker answers
+    the query in that task, the local tool ending meanwhile, so Temporal's core
+    completes the task early with the tool's marker and hands its result over in the
+    next task. A race: recorded (under the same id) until it happened."""
+    for _ in range(20):
+        async with _serving(
+            client, name, [dataclasses.replace(LOOKUP_AND_MAIL, delay_seconds=0.5)]
+        ) as queue:
+            handle = await client.start_workflow(
+                contract.WORKFLOW_TYPE,
+                AgentInput(agent="quick", input="go"),
+                id=f"history-{name}",
+                task_queue=queue,
+            )
+            while not await _model_call_running(handle):  # then stop the worker
+                await asyncio.sleep(0.05)
+        query = asyncio.create_task(handle.query(contract.QUERY_GET_STATUS))
+        await asyncio.sleep(0.5)
+        async with _serving(client, name, [Reply("told ann")]):
+            await query
+            approval = {"call_id": "e1", "approver": "ann"}
+            await _act(handle, [(AWAITING, contract.SIGNAL_APPROVE, approval)])
+            events = json.loads((await handle.fetch_history()).to_json())["events"]
+            marker = next(
+                n
+                for n, e in enumerate(events)
+                if e.get("markerRecordedEventAttributes", {}).get("markerName")
+                == "core_local_activity"
+            )
+            if events[marker + 1]["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED":
+                await _save(client, name, handle)  # (its run list: a query, served)
+                return
+        print("  the tool ended outside the query: again")
+    sys.exit(f"{name}: the race never happened")
+
+
+async def _model_call_running(handle) -> bool:
+    pending = (await handle.describe()).raw_description.pending_activities
+    started = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+    return any(a.activity_type.name == "call_model" and a.state == started for a in pending)
+
+
 async def record_redefinition(client: Client, name: str) -> None:
     """v43: a changed definition reaching a run in flight (definition-updates, schema
     1.28): a session of an agent that takes changes at the next message answers its
@@ -1193,6 +1254,8 @@ async def main() -> None:
             await record_tree_pause(env.client, "tree_pause_v36")
         if not _recorded("tree_start_v41"):
             await record_tree_start(env.client, "tree_start_v41")
+        if not _recorded("query_race_v53"):
+            await record_query_race(env.client, "query_race_v53")
         if not _recorded("start_when_decided_v46"):
             await record_start_when_decided(env.client, "start_when_decided_v46")
         if not _recorded("webhooks_wake_v44"):

@@ -64,3 +64,14 @@ async def test_deprecating_a_patch_is_one_line_and_the_table_says_what_it_breaks
         monkeypatch.setattr(patches, "DEPRECATED", frozenset({patch_id}))
         failed = [p.stem for p in replays.paths if not await replays.replays(p)]
         assert failed == broken, patch_id
+
+
+def test_every_patch_has_its_place_in_the_order_and_the_levels_are_in_it():
+    """`patches.ORDER` decides which patches a level counts as asked: a patch missing
+    from it could not be asked at all, one listed twice would be counted twice."""
+    declared = [v for k, v in vars(patches).items() if k.startswith("PATCH_")]
+    assert sorted(patches.ORDER) == sorted(declared)
+    assert len(set(patches.ORDER)) == len(patches.ORDER)
+    ranks = [patches.ORDER.index(level) for level in patches.LEVELS]
+    assert ranks == sorted(ranks)
+    assert patches.ORDER[-1] == patches.LEVELS[-1]  # a new run asks one patch: the level
