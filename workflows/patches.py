@@ -189,12 +189,13 @@ and one visibility write a turn."""
 PATCH_ASKED_AT_START = "patches-asked-at-start"
 """A run started since this patch asks it first (`ask_at_start`, one marker) and counts
 every patch listed before it in `ORDER` as asked and true, without a marker of its
-own. Before, each patch was asked where its branch is, the first time the run got
-there: one marker and one `TemporalChangeVersion` upsert per patch per run, and a
-patch first asked after a local tool's result broke the replay of a run that answered
-a query while that tool ran (Temporal's core then completes the workflow task early
-and hands the result to the workflow in the next task, while a replay hands it over in
-the first, before the next task's markers are announced: `patched` answered False)."""
+own (a patch listed after it is asked right after it). Before, each patch was asked
+where its branch is, the first time the run got there: one marker and one
+`TemporalChangeVersion` upsert per patch per run, and a patch first asked after a
+local tool's result broke the replay of a run that answered a query while that tool
+ran (Temporal's core then completes the workflow task early and hands the result to
+the workflow in the next task, while a replay hands it over in the first, before the
+next task's markers are announced: `patched` answered False)."""
 
 ORDER: tuple[str, ...] = (
     PATCH_UNIQUE_CALL_IDS,
@@ -244,8 +245,9 @@ ORDER: tuple[str, ...] = (
     PATCH_COALESCED_COUNTERS,
     PATCH_ASKED_AT_START,
 )
-"""Every patch, in the order they were added. A new patch goes at the end; it is asked
-where its branch is until a newer level (below) is added after it."""
+"""Every patch, in the order they were added. A new patch goes at the end, never
+before a level: a run that started with the level asks it when it starts (its own
+marker) until a newer level (below) is added after it."""
 
 LEVELS: tuple[str, ...] = (PATCH_ASKED_AT_START,)
 """Patches asked when a run starts, oldest first; each counts the patches before it in
@@ -264,11 +266,16 @@ the id can be deleted once no run started before this step is open."""
 def ask_at_start() -> None:
     """The first thing a run does: ask the levels, newest first, until one answers
     True (a new run: the newest, one marker; a replayed run: the one it recorded, or
-    none). `patched` asks them again in the same order, so it only ever reads answers
+    none), then every patch added after that level, so a run with a level asks nothing
+    later (a replayed run that started before such a patch answers False for good).
+    `patched` asks the levels again in the same order, so it only ever reads answers
     the SDK has kept (a level asked for the first time later would write its marker
     wherever that happened to be)."""
     for level in reversed(LEVELS):
         if patched(level):
+            for later in ORDER[_RANK[level] + 1 :]:
+                if later not in LEVELS and later not in DEPRECATED:
+                    patched(later)
             return
 
 

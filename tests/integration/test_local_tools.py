@@ -134,8 +134,9 @@ async def _query_while_the_tool_runs(env, model_server) -> WorkflowHistory:
     requests = len(model_server.requests)
     async with serving(env.client, model_server, task_queue=queue) as first:
         handle = await start(first, "tell ann about B7", agent="quick")
-        while len(model_server.requests) == requests:  # the model call runs: stop meanwhile
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(15):
+            while len(model_server.requests) == requests:  # the model call runs: stop now
+                await asyncio.sleep(0.01)
     # the model call ended while the worker drained: its workflow task waits
     query = asyncio.create_task(handle.query(contract.QUERY_GET_STATUS, result_type=StatusView))
     await asyncio.sleep(0.5)  # the query reaches the server and waits with the task

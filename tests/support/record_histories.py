@@ -87,7 +87,8 @@ LOOKUP_AND_MAIL = Reply(
 
 SCENARIOS = {
     # v52: a run that asks its patches when it starts (patches-asked-at-start): one
-    # marker, then a local tool beside an email that waits for ann's approval.
+    # marker, then a local tool beside an email that waits for ann's approval. (The
+    # recorder's status queries raced the tool: the task was completed early, as v53's.)
     "patches_at_start_v52": (
         "quick",
         False,

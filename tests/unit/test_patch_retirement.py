@@ -74,4 +74,60 @@ def test_every_patch_has_its_place_in_the_order_and_the_levels_are_in_it():
     assert len(set(patches.ORDER)) == len(patches.ORDER)
     ranks = [patches.ORDER.index(level) for level in patches.LEVELS]
     assert ranks == sorted(ranks)
-    assert patches.ORDER[-1] == patches.LEVELS[-1]  # a new run asks one patch: the level
+
+
+def test_no_patch_is_slipped_in_before_a_level():
+    """A run that started with `patches-asked-at-start` on an older build counts every
+    patch before it as taken: one added there later would be counted for runs that
+    never had it. These are the patches that level counts, for good."""
+    level = patches.ORDER.index(patches.PATCH_ASKED_AT_START)
+    assert patches.ORDER[:level] == COUNTED_BY_THE_FIRST_LEVEL
+
+
+COUNTED_BY_THE_FIRST_LEVEL = (
+    "unique-call-ids",
+    "provider-safe-call-ids",
+    "quiet-refused-signals",
+    "switch-while-waiting",
+    "publish-start-failure",
+    "resume-under-own-id",
+    "any-signal-arguments",
+    "bounded-refusals",
+    "field-limits",
+    "max-turns-lower-only",
+    "repeated-argument-keys",
+    "cancel-during-model-call",
+    "heartbeats",
+    "bound-decisions",
+    "rename-unsafe-call-ids",
+    "verified-resume",
+    "finite-argument-numbers",
+    "execution-bound-decisions",
+    "structured-output",
+    "total-tokens-attribute",
+    "resume-context-overlay",
+    "pause-resume",
+    "total-cost-attribute",
+    "resume-from-other-tools",
+    "mcp-tools",
+    "mcp-idempotency-key",
+    "mcp-list-again",
+    "mcp-images",
+    "webhooks",
+    "run-events",
+    "handoffs",
+    "agent-tools",
+    "tree-approvals",
+    "tree-snapshots",
+    "tree-pause",
+    "tree-budgets",
+    "tree-start",
+    "child-failure-policy",
+    "upgrade-at-continue-as-new",
+    "definition-updates",
+    "wake-from-step",
+    "local-tools",
+    "start-when-decided",
+    "tool-queues",
+    "coalesced-counters",
+)

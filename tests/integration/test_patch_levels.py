@@ -1,0 +1,53 @@
+"""A run asks its patches when it starts (`patches.ask_at_start`): the level, which
+counts every patch before it, then each patch added after the level; nothing later."""
+
+from __future__ import annotations
+
+import json
+
+from durable_agents.workflows import patches
+from durable_agents.workflows.state import RunStatus
+
+from durable_agents.testing import Call, Reply
+from tests.support.histories import payloads_of
+from tests.support.runs import start
+
+
+def patch_markers(events: list[dict]) -> list[tuple[str, int]]:
+    """The patch ids of the run's markers, and the workflow task each came with."""
+    found = []
+    for event in events:
+        marker = event.get("markerRecordedEventAttributes", {})
+        if marker.get("markerName") == "core_patch":
+            [data] = payloads_of(marker["details"]["patch-data"])
+            found.append(
+                (json.loads(data["data"])["id"], int(marker["workflowTaskCompletedEventId"]))
+            )
+    return found
+
+
+async def test_a_new_run_writes_one_marker_when_it_starts(worker, model_server):
+    model_server.script(Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "c1"),)), Reply("3"))
+    handle = await start(worker, "add", agent="assistant")
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    events = json.loads((await handle.fetch_history()).to_json())["events"]
+    first_task = next(
+        int(e["eventId"]) for e in events if "workflowTaskCompletedEventAttributes" in e
+    )
+    assert patch_markers(events) == [(patches.PATCH_ASKED_AT_START, first_task)]
+
+
+async def test_a_patch_added_after_the_level_is_asked_right_after_it(
+    worker, model_server, monkeypatch
+):
+    """As a build with a patch newer than the level would run it (workflows run
+    unsandboxed in the worker, so the worker reads the patched `ORDER`)."""
+    later = "a-later-patch"
+    monkeypatch.setattr(patches, "ORDER", (*patches.ORDER, later))
+    monkeypatch.setattr(patches, "_RANK", {p: n for n, p in enumerate(patches.ORDER)})
+    model_server.script(Reply("hello"))
+    handle = await start(worker, "hi", agent="assistant")
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    events = json.loads((await handle.fetch_history()).to_json())["events"]
+    [(level, task), (asked, same_task)] = patch_markers(events)
+    assert (level, asked, same_task) == (patches.PATCH_ASKED_AT_START, later, task)
