@@ -36,3 +36,17 @@ def test_every_variant_names_an_option_a_worker_process_knows() -> None:
     for variants in (overhead.VARIANTS, pollers.VARIANTS):
         for label, variant in variants.items():
             assert variant.option is None or variant.option in tuned_worker.OPTIONS, label
+
+
+def test_ours_and_the_floor_run_back_to_back_taking_turns_at_going_first():
+    """Their ratio is the judged one: each repetition's pair runs moments apart, and
+    every kind still moves through the order."""
+    from bench.overhead import FLOOR, LOCAL, OURS, schedule
+
+    kinds = [OURS, LOCAL, FLOOR, "cache-0", "pollers-20"]
+    orders = [schedule(kinds, rep) for rep in range(6)]
+    for rep, order in enumerate(orders):
+        assert sorted(order) == sorted(kinds)
+        first = order.index(OURS if rep % 2 == 0 else FLOOR)
+        assert order[first + 1] == (FLOOR if rep % 2 == 0 else OURS), order
+    assert [order[0] for order in orders[:4]] == [OURS, LOCAL, "cache-0", "pollers-20"]
