@@ -143,7 +143,8 @@ async def measure(
     reps: int,
     variants: dict[str, Variant] | None = None,
 ) -> Timings:
-    """Repetitions (after one warm-up) of every kind of run, in a rotating order."""
+    """Repetitions (after one warm-up) of every kind of run, in a rotating order
+    (`schedule`)."""
     variants = variants or {}
     out = Timings()
     server = common.dev_server_pid()

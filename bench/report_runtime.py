@@ -124,8 +124,9 @@ def overhead_section(
         "the floor and in-process again on a dev server with its own defaults, in a session "
         "of their own (fewer workers polling): shown, not judged. CPU columns are means over "
         "the repetitions (the kernel counts CPU in 10 ms ticks); times and ratios medians. "
-        "Every kind of run is in every repetition (rotating order); ratios are medians of "
-        "the ratios within a repetition.",
+        "Every kind of run is in every repetition (rotating order; ours and the floor back "
+        "to back, taking turns at going first); ratios are medians of the ratios within a "
+        "repetition.",
         "",
         table(
             [
