@@ -19,7 +19,13 @@ from temporalio.worker import Replayer
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import agents
-from tests.support.histories import payloads_of, replayed_workflows
+from tests.support.histories import (
+    RESULT_IN_NEXT_TASK,
+    after_local_tool,
+    patch_markers,
+    payloads_of,
+    replayed_workflows,
+)
 from tests.support.runs import start, state_of, tool_results, wait_for_status
 
 
@@ -81,13 +87,8 @@ async def test_a_call_needing_approval_beside_it_runs_as_an_activity_of_its_own(
     assert len(local_markers(events)) == 1  # the lookup
     results = tool_results(await state_of(handle))
     assert (results["l1"].content, results["e1"].content) == ("in transit", "sent to ann")
-    [patch] = [  # one, asked when the run started
-        e
-        for e in events
-        if e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_patch"
-    ]
-    data = payloads_of(patch["markerRecordedEventAttributes"]["details"]["patch-data"])
-    assert json.loads(data[0]["data"])["id"] == patches.PATCH_ASKED_AT_START
+    [(patch, _)] = patch_markers(events)  # one, asked when the run started
+    assert patch == patches.PATCH_ASKED_AT_START
 
 
 ATTEMPTS = 12
@@ -108,13 +109,12 @@ async def test_a_query_answered_while_a_local_tool_runs_leaves_a_history_that_re
     for _ in range(ATTEMPTS):
         history = await _query_while_the_tool_runs(env, model_server)
         events = json.loads(history.to_json())["events"]
-        [marker] = local_markers(events)
-        after = events[events.index(marker) + 1]["eventType"]  # the result came in: here
+        after = after_local_tool(events)
         shapes.append(after)
         replayer = Replayer(workflows=replayed_workflows(), data_converter=pydantic_data_converter)
         replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert replayed.replay_failure is None, replayed.replay_failure
-        if after == "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED":
+        if after == RESULT_IN_NEXT_TASK:
             return
     raise AssertionError(f"the tool never ended while the query was answered: {shapes}")
 

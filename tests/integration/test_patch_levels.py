@@ -9,21 +9,8 @@ from durable_agents.workflows import patches
 from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
-from tests.support.histories import payloads_of
+from tests.support.histories import patch_markers
 from tests.support.runs import start
-
-
-def patch_markers(events: list[dict]) -> list[tuple[str, int]]:
-    """The patch ids of the run's markers, and the workflow task each came with."""
-    found = []
-    for event in events:
-        marker = event.get("markerRecordedEventAttributes", {})
-        if marker.get("markerName") == "core_patch":
-            [data] = payloads_of(marker["details"]["patch-data"])
-            found.append(
-                (json.loads(data["data"])["id"], int(marker["workflowTaskCompletedEventId"]))
-            )
-    return found
 
 
 async def test_a_new_run_writes_one_marker_when_it_starts(worker, model_server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -43,3 +44,33 @@ def payloads_of(node: object) -> list[dict[str, bytes]]:
         for value in node:
             found += payloads_of(value)
     return found
+
+
+def patch_markers(events: list[dict]) -> list[tuple[str, int]]:
+    """The patch ids of a history's markers (its `WorkflowHistory.to_json()` events),
+    and the workflow task each came with."""
+    found = []
+    for event in events:
+        marker = event.get("markerRecordedEventAttributes", {})
+        if marker.get("markerName") == "core_patch":
+            [data] = payloads_of(marker["details"]["patch-data"])
+            found.append(
+                (json.loads(data["data"])["id"], int(marker["workflowTaskCompletedEventId"]))
+            )
+    return found
+
+
+def after_local_tool(events: list[dict]) -> str:
+    """The event right after the history's one local activity marker: a workflow task
+    scheduled when the task that ran it was completed early to answer a query (the
+    tool's result then reached the workflow in the next task)."""
+    [at] = [
+        n
+        for n, e in enumerate(events)
+        if e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_local_activity"
+    ]
+    return events[at + 1]["eventType"]
+
+
+RESULT_IN_NEXT_TASK = "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED"
+"""`after_local_tool` of a task completed early to answer a query."""

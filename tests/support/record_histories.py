@@ -48,7 +48,12 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.agents import assistant
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
-from tests.support.histories import HISTORIES, payloads_of
+from tests.support.histories import (
+    HISTORIES,
+    RESULT_IN_NEXT_TASK,
+    after_local_tool,
+    payloads_of,
+)
 from tests.support.mcp_agents import helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
 from tests.support.placed_agents import placed
@@ -1140,13 +1145,7 @@ async def record_query_race(client: Client, name: str) -> None:
             approval = {"call_id": "e1", "approver": "ann"}
             await _act(handle, [(AWAITING, contract.SIGNAL_APPROVE, approval)])
             events = json.loads((await handle.fetch_history()).to_json())["events"]
-            marker = next(
-                n
-                for n, e in enumerate(events)
-                if e.get("markerRecordedEventAttributes", {}).get("markerName")
-                == "core_local_activity"
-            )
-            if events[marker + 1]["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED":
+            if after_local_tool(events) == RESULT_IN_NEXT_TASK:
                 await _save(client, name, handle)  # (its run list: a query, served)
                 return
         print("  the tool ended outside the query: again")

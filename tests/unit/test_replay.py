@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.support.histories import HISTORIES as RECORDED
-from tests.support.histories import recorded_id, replayed_workflows
+from tests.support.histories import (
+    RESULT_IN_NEXT_TASK,
+    after_local_tool,
+    patch_markers,
+    recorded_id,
+    replayed_workflows,
+)
 
 HISTORIES = sorted(RECORDED.glob("*.json"))
 
@@ -25,3 +32,12 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path):
     replayer = Replayer(workflows=replayed_workflows(), data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("name", ["patches_at_start_v52", "query_race_v53"])
+def test_the_query_race_histories_hold_the_race(name: str):
+    """Their replay covers the case only if the local tool's result reached the run a
+    task after its marker (the task completed early to answer a query)."""
+    events = json.loads((RECORDED / f"{name}.json").read_text())["events"]
+    assert after_local_tool(events) == RESULT_IN_NEXT_TASK
+    assert [patch for patch, _ in patch_markers(events)] == ["patches-asked-at-start"]
