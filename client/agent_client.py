@@ -755,13 +755,23 @@ class AgentClient:
     ) -> Decision:
         """Send a `decide` payload as it is (one made by `decision_payload`, or signed
         elsewhere); returns the recorded decision, `DecisionRefused` with the run's
-        reason."""
+        reason. `request_id` makes a retry return the first answer; one already used
+        for another call or decision is refused (the run took that one, not this)."""
         call_id = str(payload.get("call_id"))
         with self.translating(run_id):
             try:
-                return await self._handle(run_id).execute_update(
+                recorded = await self._handle(run_id).execute_update(
                     contract.UPDATE_DECIDE, payload, id=request_id, result_type=Decision
                 )
+                asked = (call_id, payload.get("decision"))
+                if request_id is not None and (recorded.call_id, recorded.decision) != asked:
+                    raise DecisionRefused(
+                        f"request id {request_id[:100]!r} was used for another decision "
+                        f"({recorded.decision} {recorded.call_id!r}); this one was not sent",
+                        run_id=run_id,
+                        call_id=call_id,
+                    )
+                return recorded
             except WorkflowUpdateFailedError as err:
                 reason = failure_message(err.cause)
                 raise DecisionRefused(reason, run_id=run_id, call_id=call_id) from err

@@ -35,6 +35,7 @@ counts: never payloads, tokens or key material.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hmac
 import ipaddress
@@ -42,6 +43,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -72,10 +74,17 @@ DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 COOKIE = "agent_codec_token"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest request accepted (a whole history's payloads, base64, can be large)."""
+LOGIN_BODY_BYTES = 4096
+"""Largest login form accepted (a token; read before anyone is known)."""
 SOCKET_TIMEOUT_SECONDS = 30
-"""A connection silent this long is closed (a client trickling bytes holds no thread)."""
+"""A connection silent this long is closed."""
+REQUEST_SECONDS = 30
+"""A request's line, headers and body must all arrive within this, else its connection
+is cut: a client trickling bytes holds a thread no longer. (Answering is not timed.)"""
 MAX_CONNECTIONS = 32
-"""Connections served at once; more are closed at once (each holds a thread)."""
+"""Connections served at once; more are closed at once (each holds a thread). Anyone
+who can connect can take them for REQUEST_SECONDS at a time: expose the server
+through a proxy that limits connections per client (deploy/README.md)."""
 
 logger = logging.getLogger("codec_server")
 
@@ -160,6 +169,24 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = SOCKET_TIMEOUT_SECONDS
 
+    def handle_one_request(self) -> None:
+        """One request, its connection cut if the request is not in by REQUEST_SECONDS."""
+        self._deadline = threading.Timer(REQUEST_SECONDS, self._cut)
+        self._deadline.daemon = True
+        self._deadline.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self._deadline.cancel()
+
+    def _cut(self) -> None:
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _received(self) -> None:
+        """The whole request is in: what follows (decoding, answering) is not cut."""
+        self._deadline.cancel()
+
     def parse_request(self) -> bool:
         """Without a token (loopback only), also refuse requests that name another host
         or come from another site's page: a web page can reach a loopback server by
@@ -179,9 +206,11 @@ class _Handler(BaseHTTPRequestHandler):
     # --- routing ---------------------------------------------------------------------
 
     def do_OPTIONS(self) -> None:  # CORS preflight: no credentials are sent with it
+        self._received()
         self._send(HTTPStatus.NO_CONTENT, preflight=True)
 
     def do_GET(self) -> None:
+        self._received()
         if self.path == "/healthz":
             self._send(HTTPStatus.OK, b"ok\n", "text/plain")
         elif self._endpoint() == "login":
@@ -235,7 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, answer.encode(), "application/json")
 
     def _login(self) -> None:
-        body = self._body()
+        body = self._body(LOGIN_BODY_BYTES)
         if body is None:
             return
         token = parse_qs(body.decode(errors="replace")).get("token", [""])[0]
@@ -272,16 +301,21 @@ class _Handler(BaseHTTPRequestHandler):
         matches = [hmac.compare_digest(given, t.encode()) for t in self.server.config.tokens]
         return bool(token) and any(matches)
 
-    def _body(self) -> bytes | None:
+    def _body(self, limit: int = MAX_BODY_BYTES) -> bytes | None:
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
             length = -1
-        if length < 0 or length > MAX_BODY_BYTES:
+        if length < 0 or length > limit:
             self.close_connection = True
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"at most {MAX_BODY_BYTES} bytes")
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"at most {limit} bytes")
             return None
-        return self.rfile.read(length)
+        body = self.rfile.read(length)
+        if len(body) < length:  # cut off (by the client, or at REQUEST_SECONDS)
+            self.close_connection = True
+            return None
+        self._received()
+        return body
 
     def _cors_headers(self, *, preflight: bool) -> dict[str, str]:
         headers = {"Vary": "Origin"}
@@ -327,13 +361,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One line per request: no headers, no bodies (tokens and payloads stay out)."""
         count, self._count = getattr(self, "_count", None), None
+        headers = getattr(self, "headers", None)  # none on a request line that did not parse
         logger.info(
             "%s %s -> %s%s (namespace %s)",
-            self.command,
-            self.path.split("?", 1)[0],
+            getattr(self, "command", None) or "-",
+            getattr(self, "path", "-").split("?", 1)[0],
             int(code) if isinstance(code, int) else code,
             f", {count} payloads" if count is not None else "",
-            self.headers.get("X-Namespace", "-") if self.headers else "-",
+            headers.get("X-Namespace", "-") if headers else "-",
         )
 
     def log_message(self, format: str, *args: object) -> None:

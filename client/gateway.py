@@ -77,6 +77,10 @@ RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 OWN_IDS = "gw-"
 """The prefix of the ids the gateway makes from a caller's `request_id` (no caller may
 name one itself)."""
+RESERVED_IDS = (OWN_IDS, "evt_")
+"""Prefixes no caller may give a run: the gateway's own, and the runs' webhook
+deliveries (`evt_<execution>_<seq>_<endpoint>`: a run of that id started first would
+keep the delivery from ever starting)."""
 
 
 class StartRequest(BaseModel):
@@ -152,8 +156,9 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         if not caller.may("start", body.agent):
             raise HTTPException(403, f"{caller.name} may not start runs of {body.agent!r}")
         run_id = body.run_id
-        if run_id is not None and run_id.startswith(OWN_IDS):
-            raise HTTPException(400, f"run ids starting {OWN_IDS!r} are the gateway's own")
+        reserved = next((p for p in RESERVED_IDS if (run_id or "").startswith(p)), None)
+        if reserved is not None:
+            raise HTTPException(400, f"run ids starting {reserved!r} are reserved")
         if run_id is None and body.request_id is not None:  # the same request: the same run
             key = json.dumps([caller.name, body.agent, body.request_id])
             run_id = f"{OWN_IDS}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
@@ -200,7 +205,7 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         assert body.agent is not None
         if not caller.may("start", body.agent):
             raise HTTPException(403, f"{caller.name} may not start runs of {body.agent!r}")
-        if not re.fullmatch(RUN_ID, run_id) or run_id.startswith(OWN_IDS):
+        if not re.fullmatch(RUN_ID, run_id) or run_id.startswith(RESERVED_IDS):
             raise HTTPException(400, f"{run_id[:60]!r} cannot be a new run's id")
         request.state.audit["agent"] = body.agent
         try:
@@ -213,7 +218,8 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
                 stream=body.stream,
                 new_id_only=True,
             )
-        except RunExists:
+        except RunExists:  # started a moment ago, maybe of another agent: checked again
+            await allowed(request, "start", run_id)
             await agents.message(run_id, body.content)
             request.state.audit["outcome"] = "sent"
             return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
@@ -260,6 +266,9 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
             payload["run_id"] = holder
         request.state.audit["approver"] = payload.get("approver")
         idempotency = request.headers.get("idempotency-key")
+        if idempotency is not None:  # one caller's key never answers another's request
+            key = json.dumps([caller.name, holder, idempotency])
+            idempotency = f"{OWN_IDS}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
         recorded = await agents.send_decision(run_id, payload, request_id=idempotency)
         request.state.audit["outcome"] = "recorded"
         return _json(recorded.model_dump(mode="json"))

@@ -25,6 +25,7 @@ from durable_agents.workflows import (
     guardrails,
     loop,
     mcp_tools,
+    resume_trust,
 )
 from durable_agents.workflows.payloads import (
     DecideInput,
@@ -66,18 +67,32 @@ async def run_locally(
     run ends, waits for a message (session), waits for a decision that
     `approve` does not give (or there is no `approve`), or after `max_steps`
     steps (status still running). `state` itself is not changed.
+
+    As a worker resumes a snapshot it cannot verify: the agent's definition, tools
+    and approval rules are `registry`'s, and none of the snapshot's decisions, held
+    decisions or `always` rules for its open calls count (`approve` is asked again).
+    ValueError if `registry` does not serve the snapshot's agent or the snapshot
+    does not fit it.
     """
-    state = loop.resume(
+    tools = ToolActivities(registry)
+    try:
+        described = await tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
+    except ApplicationError as err:
+        raise ValueError(f"cannot run the snapshot locally: {err.message}") from None
+    spec = mcp_tools.stricter(described, state.agent)
+    resumed = loop.resume(
         state,
         run_id=run_id or f"{state.run_id}-local",
         workflow_run="local",
         now=_now(),
     )
-    definitions.start(state, workflow_run="local")
-    await driver.drive(
-        state, _LocalIO(model, ToolActivities(registry), approve), max_steps=max_steps
-    )
-    return state
+    try:
+        resumed = resume_trust.reground(resumed, spec, now=_now())
+    except ValueError as err:
+        raise ValueError(f"cannot run the snapshot locally on agent {spec.name}: {err}") from None
+    definitions.start(resumed, workflow_run="local")
+    await driver.drive(resumed, _LocalIO(model, tools, approve), max_steps=max_steps)
+    return resumed
 
 
 class _LocalIO:

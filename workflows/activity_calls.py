@@ -188,7 +188,14 @@ def _mcp_config(server: MCPServer, what: str, retry: RetrySpec | None = None) ->
 async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: str) -> ToolOutcome:
     server = next(s for s in state.agent.mcp_servers if s.name == spec.mcp_server)
     client = _mcp_client(server.name, _mcp_config(server, shown, spec.retry))
-    arguments = json.loads(call.arguments) if call.arguments else {}
+    try:
+        arguments = json.loads(call.arguments) if call.arguments else {}
+    except (ValueError, RecursionError):  # parsed when proposed, on a shallower stack
+        return ToolOutcome(
+            call_id=call.call_id,
+            content=f"Error: the arguments of '{call.tool}' are nested too deeply to send",
+            is_error=True,
+        )
     meta = None
     if patches.patched(patches.PATCH_MCP_IDEMPOTENCY_KEY):
         key = loop.tool_request(state, call).idempotency_key

@@ -116,7 +116,7 @@ def child_input(
     make one (the caller's model is told)."""
     try:
         arguments = json.loads(call.arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         arguments = None
     task = arguments.get("input") if isinstance(arguments, dict) else None
     if not isinstance(task, str) or not task.strip() or set(arguments) != {"input"}:

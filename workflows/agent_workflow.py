@@ -307,7 +307,13 @@ class AgentWorkflow:
                 # Decisions were given under the snapshot's context: ask them again.
                 verified = None
             try:
-                state = resume_trust.reground(state, spec, now=workflow.now(), verified_by=verified)
+                state = resume_trust.reground(
+                    state,
+                    spec,
+                    now=workflow.now(),
+                    verified_by=verified,
+                    check_items=patches.patched(patches.PATCH_GUARDRAIL_CHECK_ITEMS),
+                )
             except ValueError as err:
                 raise ApplicationError(
                     f"invalid AgentWorkflow input: the snapshot cannot be resumed on this "
@@ -1029,7 +1035,8 @@ class AgentWorkflow:
             why: str | None = report
         else:
             try:
-                why = tree_approvals.take_report(state, report, self._children)
+                checked = patches.patched(patches.PATCH_CHECKED_TREE_SIGNALS)
+                why = tree_approvals.take_report(state, report, self._children, checked=checked)
             except Exception as err:  # never a failed workflow task: the signal stays
                 why = f"this report cannot be taken ({type(err).__name__})"
         if why is not None or isinstance(report, str):
@@ -1046,7 +1053,12 @@ class AgentWorkflow:
         down; the answer goes up in the next report, and the handler ends once it has
         (so a continue-as-new waits for it)."""
         forwarded = raw_payloads.decode(raw, ForwardedDecision)
-        if isinstance(forwarded, str) or workflow.info().parent is None:
+        # Answered in the reports to a caller: a run started as a child of some other
+        # workflow (depth 0) has none, and would wait for good (and never end).
+        uncalled = workflow.info().parent is None or (
+            state.depth == 0 and patches.patched(patches.PATCH_CHECKED_TREE_SIGNALS)
+        )
+        if isinstance(forwarded, str) or uncalled:
             why = forwarded if isinstance(forwarded, str) else "this run was not called as a tool"
             self._inbox.refuse_signal(contract.SIGNAL_FORWARDED_DECISION, raw, why)
             return

@@ -193,7 +193,7 @@ def tool_call_summary(tool: str, arguments_json: str, limit: int = SUMMARY_LIMIT
     compact JSON); other or invalid JSON is shown as its raw text. Cut with `…`."""
     try:
         arguments = json.loads(arguments_json) if arguments_json.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than this stack allows: raw text
         arguments = None
     if isinstance(arguments, dict):
         inner = ", ".join(f"{key}={_value(value)}" for key, value in arguments.items())
@@ -229,7 +229,7 @@ def _reads_as_json(text: str) -> bool:
     """True for `40`, `true`, `null`...: unquoted, they would pass for another type."""
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
 

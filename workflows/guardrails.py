@@ -140,15 +140,22 @@ def failed(spec: GuardrailSpec, why: str) -> GuardrailVerdict:
     return GuardrailVerdict(name=spec.name, tripped=True, reason=f"the guardrail failed: {why}")
 
 
-def unanswered_checks(state: RunState) -> list[int]:
+def unanswered_checks(state: RunState, *, check_items: bool = True) -> list[int]:
     """Indexes of the checks of what the model has not answered yet, or of its final
-    reply: what a resumed snapshot that cannot be verified may not vouch for."""
+    reply: what a resumed snapshot that cannot be verified may not vouch for. With
+    `check_items` (runs since `guardrail-check-items`), also of the checks anywhere
+    that name such an item, or one after themselves: a run records a check right
+    after what it checked, so only a forged one does."""
     reply = _latest_reply(state)
     start = reply if reply is not None else 0
     return [
         index
-        for index in range(start, len(state.items))
-        if isinstance(state.items[index], GuardrailCheck)
+        for index, item in enumerate(state.items)
+        if isinstance(item, GuardrailCheck)
+        and (
+            index >= start
+            or (check_items and item.item is not None and item.item >= min(start, index))
+        )
     ]
 
 
@@ -161,7 +168,7 @@ def _output_value(state: RunState) -> JsonValue:
         return text
     try:
         value: JsonValue = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     return value
 

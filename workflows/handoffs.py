@@ -122,7 +122,7 @@ def reason(call: ToolCall) -> str | None:
     """The call's `reason` argument if it has one, else its arguments (None if empty)."""
     try:
         arguments = json.loads(call.arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         arguments = None
     if isinstance(arguments, dict):
         said = arguments.get("reason")

@@ -253,7 +253,10 @@ class Inbox:
         if why is None and self.state is None:
             why = "the run is starting: it has sent no webhook"
         if why is None and self.state is not None and not isinstance(payload, str):
-            why = run_events.record_report(self.state, payload, now=workflow.now())
+            try:
+                why = run_events.record_report(self.state, payload, now=workflow.now())
+            except Exception as err:  # never a failed workflow task: the signal stays
+                why = f"this report cannot be taken ({type(err).__name__})"
         if why is not None:
             self.refuse_signal(contract.SIGNAL_WEBHOOK_DELIVERY, raw, why)
 

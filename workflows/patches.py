@@ -197,6 +197,22 @@ ran (Temporal's core then completes the workflow task early and hands the result
 the workflow in the next task, while a replay hands it over in the first, before the
 next task's markers are announced: `patched` answered False)."""
 
+PATCH_CHECKED_TREE_SIGNALS = "checked-tree-signals"
+"""A child's report over the bounds a run reports within (`REPORT_ARGUMENT_CHARS` of
+arguments), or naming a call whose arguments are not a JSON object, is refused; a
+decision passed down to a run that has no caller to answer (not called as a tool) is
+refused. Before, such a report was kept (a forged one could put megabytes in the
+state, or arguments no summary could read), and such a decision waited for an answer
+that never went, so the run could not continue as new or end."""
+PATCH_GUARDRAIL_CHECK_ITEMS = "guardrail-check-items"
+"""A run resumed from a snapshot it cannot verify drops, with the checks of what the
+model has not answered, any check that names an item after itself or after the
+latest reply. Before, such a forged check vouched for a later message or the final
+reply, and its guardrail never ran."""
+PATCH_LEVEL_2 = "patch-level-2"
+"""A level (`LEVELS`): a run started since it asks it first, one marker, and counts
+every patch before it in `ORDER` as asked and true (up to `guardrail-check-items`)."""
+
 ORDER: tuple[str, ...] = (
     PATCH_UNIQUE_CALL_IDS,
     PATCH_PROVIDER_SAFE_CALL_IDS,
@@ -244,12 +260,15 @@ ORDER: tuple[str, ...] = (
     PATCH_TOOL_QUEUES,
     PATCH_COALESCED_COUNTERS,
     PATCH_ASKED_AT_START,
+    PATCH_CHECKED_TREE_SIGNALS,
+    PATCH_GUARDRAIL_CHECK_ITEMS,
+    PATCH_LEVEL_2,
 )
 """Every patch, in the order they were added. A new patch goes at the end, never
 before a level: a run that started with the level asks it when it starts (its own
 marker) until a newer level (below) is added after it."""
 
-LEVELS: tuple[str, ...] = (PATCH_ASKED_AT_START,)
+LEVELS: tuple[str, ...] = (PATCH_ASKED_AT_START, PATCH_LEVEL_2)
 """Patches asked when a run starts, oldest first; each counts the patches before it in
 `ORDER` as asked. To fold the patches added since the newest level into one marker
 again, add a new level at the end of `ORDER` and here (runs replayed from before it

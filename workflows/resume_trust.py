@@ -44,7 +44,12 @@ NOT_ASKED = "carried in a resumed snapshot for a call the agent's policy no long
 
 
 def reground(
-    state: RunState, spec: AgentSpec, *, now: datetime, verified_by: str | None = None
+    state: RunState,
+    spec: AgentSpec,
+    *,
+    now: datetime,
+    verified_by: str | None = None,
+    check_items: bool = True,
 ) -> RunState:
     """`state` (a resumed snapshot) on the worker's `spec`; see the module docstring.
     With `verified_by` (the snapshot verified under that snapshot key of the worker),
@@ -93,7 +98,7 @@ def reground(
     if verified_by is None:
         # What the model has not answered is checked again: a snapshot's word that
         # it passed its guardrails counts for nothing.
-        dropped_checks = set(guardrails.unanswered_checks(result))
+        dropped_checks = set(guardrails.unanswered_checks(result, check_items=check_items))
         result.items = [i for n, i in enumerate(result.items) if n not in dropped_checks]
         for held in result.held_decisions:
             update = {"via": "snapshot", "refused_because": UNVERIFIED, "at": now}

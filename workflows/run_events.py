@@ -165,7 +165,11 @@ def _ours(state: RunState, given: str) -> bool:
     """Whether `given` is the webhook id of an event this run has announced."""
     seq = state.notices.seq if state.notices is not None else 0
     number = given.rpartition("_")[2]
-    return number.isdigit() and 0 < int(number) <= seq and given == webhook_id(state, int(number))
+    # ASCII digits only, and few ("²" is a digit to `isdigit`, and `int` refuses it and
+    # numbers of thousands of digits): a report is anyone's, never a failed task.
+    if not (number.isascii() and number.isdigit() and len(number) <= 18):
+        return False
+    return 0 < int(number) <= seq and given == webhook_id(state, int(number))
 
 
 def _keep(state: RunState, delivery: WebhookDelivery) -> None:

@@ -30,6 +30,7 @@ from durable_agents.workflows.migrations import MIGRATIONS, Migration
 from durable_agents.workflows.state import (
     SCHEMA_VERSION,
     AssistantMessage,
+    Handoff,
     RunOrigin,
     RunState,
     RunStatus,
@@ -407,6 +408,8 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     queued messages, go with the cut turns. Status is running, error cleared.
     If turn N's reply was the final answer, its final output is kept and the
     resumed run completes at once; with `new_input` the model is asked again.
+    A fork before a handoff the run made later is refused: the state holds the
+    definition of the agent it handed over to, not of the one it had then.
 
     Usage restarts at zero: usage is a run total, with no per-turn record, so
     the source's spend up to the cut cannot be derived; copying the totals
@@ -427,6 +430,16 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
         ),
         len(state.items),
     )
+    moved = [i for i in state.items[cut:] if isinstance(i, Handoff)]
+    if moved:  # the agent it had then is not in the state: only the one it has now is
+        last = moved[-1]
+        raise SnapshotError(
+            None,
+            f"cannot fork run {state.run_id} at turn {at_turn}: it handed over from "
+            f"{last.from_agent} to {last.to_agent} at turn {last.turn}, and a snapshot "
+            f"holds only the agent it has now ({state.agent.name}); fork at turn "
+            f"{last.turn} or later",
+        )
     items = [item.model_copy(deep=True) for item in state.items[:cut]]
     reply = next((i for i in reversed(items) if isinstance(i, AssistantMessage)), None)
     final = reply is not None and not reply.tool_calls

@@ -18,7 +18,7 @@ from temporalio.common import RawValue
 
 from durable_agents.testing import Call, Reply
 from tests.integration.test_codec_e2e import KEYS, _worker, codec_worker  # noqa: F401
-from tests.support.runs import wait_for_status
+from tests.support.runs import wait_for_status, workflow_task_failures
 
 GARBAGE = Payload(
     metadata={"encoding": b"binary/encrypted", "encryption-key-id": b"k-2026"}, data=b"x" * 64
@@ -32,8 +32,7 @@ async def raw_client(env) -> Client:
 
 
 async def failed_tasks(client: Client, run_id: str) -> int:
-    history = await client.get_workflow_handle(run_id).fetch_history()
-    return [e.event_type for e in history.events].count(EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
+    return await workflow_task_failures(client.get_workflow_handle(run_id))
 
 
 ASK = Reply(tool_calls=(Call("disclose", {"topic": "plans"}, "d1"),))

@@ -321,3 +321,45 @@ def test_a_silent_connection_is_closed_and_connections_are_capped(server, monkey
             connection.close()
     time.sleep(0.8)  # the held connections' threads end at their timeout
     assert call(server, "GET", "/healthz").status == 200
+
+
+def test_a_trickled_request_is_cut_at_the_request_deadline(server, monkeypatch):
+    import socket
+    import time
+
+    monkeypatch.setattr(codec_server, "REQUEST_SECONDS", 1.0)
+    slow = socket.create_connection(server.server_address[:2])
+    slow.settimeout(0.1)
+    started, answer = time.monotonic(), None
+    slow.sendall(b"POST /decode HTTP/1.1\r\n")
+    try:
+        while time.monotonic() - started < 5:  # a byte every 0.2 s: never silent for long
+            slow.sendall(b"X")
+            try:
+                answer = slow.recv(1024)
+                break
+            except TimeoutError:
+                continue
+    except (BrokenPipeError, ConnectionResetError):
+        answer = b""
+    finally:
+        slow.close()
+    assert answer == b"" and time.monotonic() - started < 3
+    assert call(server, "GET", "/healthz").status == 200
+
+
+def test_a_login_form_past_its_size_is_refused_unread(server):
+    big = call(server, "POST", "/login", "token=" + "x" * 5000, Content_Type="text/plain")
+    assert big.status == 413 and big.json()["error"] == "at most 4096 bytes"
+
+
+def test_a_request_line_that_does_not_parse_is_a_400(server, caplog):
+    import socket
+
+    caplog.set_level(logging.INFO, logger="codec_server")
+    odd = socket.create_connection(server.server_address[:2])
+    odd.settimeout(5)
+    odd.sendall(b"BLAH\r\n\r\n")
+    assert b"Error code: 400" in odd.recv(4096)  # an HTTP/0.9 line: the page alone
+    odd.close()
+    assert any(r.getMessage().startswith("- - -> 400") for r in caplog.records)

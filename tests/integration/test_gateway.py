@@ -181,6 +181,49 @@ async def test_start_decide_and_follow_over_http(worker, model_server, tmp_path,
     assert all(READER not in r.getMessage() for r in caplog.records)
 
 
+async def test_an_idempotency_key_answers_only_the_request_it_was_first_used_for(
+    worker, model_server, tmp_path
+):
+    other = Call("refund", {"order": "B7", "amount": 500}, call_id="r2")
+    model_server.script(Reply(tool_calls=(REFUND, other)), Reply("one refunded"))
+    async with (
+        gateway(worker, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        start = {"agent": "assistant", "input": "refund both"}
+        run_id = (await http.post("/runs", json=start, headers=bearer(STARTER))).json()["run_id"]
+        async with asyncio.timeout(15):
+            while (
+                len(
+                    asked := (
+                        await http.get(f"/runs/{run_id}/pending", headers=bearer(READER))
+                    ).json()
+                )
+                < 2
+            ):
+                await asyncio.sleep(0.1)
+        digests = {p["call_id"]: p["arguments_sha256"] for p in asked}
+
+        def decision(call_id: str, verdict: str) -> dict:
+            made = {"call_id": call_id, "decision": verdict, "approver": "ann"}
+            return {**made, "arguments_sha256": digests[call_id]}
+
+        keyed = {**bearer(DECIDER), "idempotency-key": "1"}
+        decisions = f"/runs/{run_id}/decisions"
+        first = await http.post(decisions, json=decision("r1", "approve"), headers=keyed)
+        retried = await http.post(decisions, json=decision("r1", "approve"), headers=keyed)
+        assert (first.status_code, retried.status_code) == (200, 200)
+        assert retried.json() == first.json()  # a retry: the first answer, nothing new
+        reused = await http.post(decisions, json=decision("r2", "reject"), headers=keyed)
+        assert reused.status_code == 409, reused.text
+        assert "was used for another decision (approve 'r1')" in reused.json()["error"]["message"]
+        left = (await http.get(f"/runs/{run_id}/pending", headers=bearer(READER))).json()
+        assert [p["call_id"] for p in left] == ["r2"]  # not answered by r1's decision
+        fresh = {**bearer(DECIDER), "idempotency-key": "2"}
+        made = await http.post(decisions, json=decision("r2", "reject"), headers=fresh)
+        assert (made.status_code, made.json()["call_id"]) == (200, "r2")
+
+
 async def test_tokens_scopes_and_hostile_requests(worker, model_server, tmp_path):
     model_server.script(Reply(tool_calls=(REFUND,)))
     async with (
@@ -216,7 +259,15 @@ async def test_tokens_scopes_and_hostile_requests(worker, model_server, tmp_path
                 bearer(STARTER),
                 {"agent": "a", "input": "", "run_id": "gw-1"},
                 400,
-                "the gateway's own",
+                "run ids starting 'gw-' are reserved",
+            ),
+            (  # a run's webhook delivery id: started first, it would keep one from starting
+                "POST",
+                "/runs",
+                bearer(STARTER),
+                {"agent": "a", "input": "", "run_id": "evt_0123_1_approvals"},
+                400,
+                "run ids starting 'evt_' are reserved",
             ),
             ("GET", f"/runs/{run_id}/events?after=%C2%B2", bearer(READER), None, 400, "seq"),
             ("POST", "/runs", bearer(STARTER), {"agent": "assistant"}, 400, "input"),
@@ -357,4 +408,6 @@ async def test_a_message_starts_its_session_when_there_is_none(worker, model_ser
         assert reader.status_code == 403
         odd = await http.post("/runs/gw-123/messages", json=first, headers=bearer(STARTER))
         assert odd.status_code == 400 and "cannot be a new run's id" in odd.text
+        squat = await http.post("/runs/evt_1_1_a/messages", json=first, headers=bearer(STARTER))
+        assert squat.status_code == 400 and "cannot be a new run's id" in squat.text
         await agents.end_session("chat-42")

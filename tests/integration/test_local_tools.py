@@ -88,7 +88,7 @@ async def test_a_call_needing_approval_beside_it_runs_as_an_activity_of_its_own(
     results = tool_results(await state_of(handle))
     assert (results["l1"].content, results["e1"].content) == ("in transit", "sent to ann")
     [(patch, _)] = patch_markers(events)  # one, asked when the run started
-    assert patch == patches.PATCH_ASKED_AT_START
+    assert patch == patches.LEVELS[-1]
 
 
 ATTEMPTS = 12

@@ -21,7 +21,7 @@ async def test_a_new_run_writes_one_marker_when_it_starts(worker, model_server):
     first_task = next(
         int(e["eventId"]) for e in events if "workflowTaskCompletedEventAttributes" in e
     )
-    assert patch_markers(events) == [(patches.PATCH_ASKED_AT_START, first_task)]
+    assert patch_markers(events) == [(patches.LEVELS[-1], first_task)]
 
 
 async def test_a_patch_added_after_the_level_is_asked_right_after_it(
@@ -37,4 +37,4 @@ async def test_a_patch_added_after_the_level_is_asked_right_after_it(
     assert (await handle.result()).status is RunStatus.COMPLETED
     events = json.loads((await handle.fetch_history()).to_json())["events"]
     [(level, task), (asked, same_task)] = patch_markers(events)
-    assert (level, asked, same_task) == (patches.PATCH_ASKED_AT_START, later, task)
+    assert (level, asked, same_task) == (patches.LEVELS[-1], later, task)

@@ -12,7 +12,6 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import RunStatus
 from temporalio.api.common.v1 import Payload
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.common import RawValue
 
@@ -20,7 +19,7 @@ from durable_agents.dataplane.codec import data_converter
 from durable_agents.dataplane.payload_store import external_storage
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
-from tests.support.runs import start, state_of, wait_for_status
+from tests.support.runs import start, state_of, wait_for_status, workflow_task_failures
 
 
 def reference(driver: str, claim: dict) -> RawValue:
@@ -43,8 +42,7 @@ async def store_worker(env, model_server):
 
 
 async def failed_tasks(client: Client, run_id: str) -> int:
-    events = (await client.get_workflow_handle(run_id).fetch_history()).events
-    return [e.event_type for e in events].count(EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
+    return await workflow_task_failures(client.get_workflow_handle(run_id))
 
 
 @pytest.mark.parametrize(

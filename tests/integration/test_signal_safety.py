@@ -11,7 +11,6 @@ import pytest
 from durable_agents.workflows import contract, limits
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     WorkflowFailureError,
     WorkflowQueryFailedError,
@@ -21,7 +20,13 @@ from temporalio.exceptions import CancelledError
 
 from durable_agents.testing import Call, Reply
 from tests.support import agents
-from tests.support.runs import start, state_of, temporal_cli, wait_for_status
+from tests.support.runs import (
+    start,
+    state_of,
+    temporal_cli,
+    wait_for_status,
+    workflow_task_failures,
+)
 
 
 def email(call_id: str) -> Call:
@@ -33,11 +38,6 @@ async def cli_signal(worker, handle, name: str, *payloads: str) -> None:
     await temporal_cli(
         worker, "workflow", "signal", "--workflow-id", handle.id, "--name", name, *inputs
     )
-
-
-async def workflow_task_failures(handle) -> int:
-    events = [e async for e in handle.fetch_history_events()]
-    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
 
 
 async def approve_and_finish(worker, handle, call_id: str) -> None:

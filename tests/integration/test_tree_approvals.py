@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from pathlib import Path
 
 import httpx2
@@ -17,13 +18,15 @@ from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import DecisionRefused
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.workflows import contract, search_attributes
-from durable_agents.workflows.payloads import AgentInput, PendingApproval
+from durable_agents.workflows.payloads import AgentInput, AgentResult, PendingApproval
 from durable_agents.workflows.state import Decision, RunStatus
+from temporalio import workflow
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
 from durable_agents.dataplane.codec import codec_data_converter
 from durable_agents.signing import write_key
@@ -37,7 +40,12 @@ from tests.support import agents
 from tests.support.approver_keys import ALICE, BOB
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES, by_model
-from tests.support.runs import temporal_cli, tool_results, wait_for_status
+from tests.support.runs import (
+    temporal_cli,
+    tool_results,
+    wait_for_status,
+    workflow_task_failures,
+)
 
 
 def mailer_replies(*call_ids: str) -> list:
@@ -284,6 +292,17 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [naive]})
     benign = real.model_dump(mode="json") | {"arguments": '{"to": "ann", "text": "hi"}'}
     await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [benign]})
+    # Arguments no run reports: nested past the stack (reading them for the details
+    # failed every task of the caller once), not a JSON object, more than a run sends.
+    unbound = {"arguments_sha256": None, "args": None}
+    for arguments in ("[" * 5000 + "]" * 5000, "not json"):
+        odd = real.model_dump(mode="json") | unbound | {"call_id": "x8", "arguments": arguments}
+        await parent.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": child, "pending": [odd]})
+    huge = real.model_dump(mode="json") | unbound | {"arguments": json.dumps({"to": "x" * 150_000})}
+    await parent.signal(
+        contract.SIGNAL_SUB_RUN_REPORT,
+        {"run_id": child, "pending": [huge, huge | {"call_id": "x7"}]},
+    )
     # A decision passed down to a root run: it has no caller to answer.
     await parent.signal(
         contract.SIGNAL_FORWARDED_DECISION,
@@ -295,14 +314,17 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     )
     state = await client.state(run_id)
     refused = [(r.signal, r.refused_because) for r in state.refused_signals]
-    assert [s for s, _ in refused] == [contract.SIGNAL_SUB_RUN_REPORT] * 6 + [
+    assert [s for s, _ in refused] == [contract.SIGNAL_SUB_RUN_REPORT] * 9 + [
         contract.SIGNAL_FORWARDED_DECISION
     ]
     assert "'victim-run' is not a run this run waits on" in refused[0][1]
     assert "tool: String should have at most 200 characters" in refused[3][1]
     assert "requested_at" in refused[4][1]
     assert "its arguments_sha256 is not its arguments'" in refused[5][1]
-    assert "not called as a tool" in refused[6][1]
+    assert refused[6][1] == refused[7][1] == "call 'x8': its arguments are not a JSON object"
+    assert refused[8][1] == "its calls carry 300020 characters of arguments, over 256000"
+    assert "not called as a tool" in refused[9][1]
+    assert await workflow_task_failures(parent) == 0
     [listed] = await client.pending(run_id)
     assert listed == real  # the caller shows what the child reported, nothing forged
     child_state = await client.state(child)
@@ -351,6 +373,49 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
         assert answer.status_code == 200, answer.text
         assert answer.json()["run_id"] == child and answer.json()["approver"] == "desk"
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
+    assert NOTICES == [{"to": "ann", "text": "5"}]
+
+
+@workflow.defn(name="SomeonesOwnWorkflow", sandboxed=False)
+class SomeonesOwnWorkflow:
+    """A user's workflow that runs an agent as a child of its own (depth 0)."""
+
+    @workflow.run
+    async def run(self, child_id: str) -> str:
+        done = await workflow.execute_child_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="mailer", input="tell ann"),
+            id=child_id,
+            task_queue=workflow.info().task_queue.removesuffix("-own"),
+            result_type=AgentResult,
+        )
+        return done.status.value
+
+
+async def test_a_decision_passed_down_to_a_run_no_agent_called_is_refused(team, model_server):
+    """Such a run has no caller to answer: the decision used to wait for good, and the
+    run could then neither continue as new nor end (its parent waited for ever)."""
+    model_server.responder = by_model({"mail-model": mailer_replies("n1")})
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    own_queue, child_id = f"{team.task_queue}-own", f"own-{uuid.uuid4().hex[:8]}"
+    async with Worker(team.client, task_queue=own_queue, workflows=[SomeonesOwnWorkflow]):
+        parent = await team.client.start_workflow(
+            SomeonesOwnWorkflow.run, child_id, id=f"{child_id}-parent", task_queue=own_queue
+        )
+        await wait_for_status(
+            team.client.get_workflow_handle(child_id), RunStatus.AWAITING_APPROVAL
+        )
+        forwarded = {"ref": "r1", "decision": {"call_id": "n1", "decision": "approve"}}
+        await team.client.get_workflow_handle(child_id).signal(
+            contract.SIGNAL_FORWARDED_DECISION, forwarded
+        )
+        await client.decide(child_id, "n1", "approve", approver="ann")
+        assert await asyncio.wait_for(parent.result(), timeout=15) == "completed"
+    [refused] = (await client.state(child_id)).refused_signals
+    assert (refused.signal, refused.refused_because) == (
+        contract.SIGNAL_FORWARDED_DECISION,
+        "this run was not called as a tool",
+    )
     assert NOTICES == [{"to": "ann", "text": "5"}]
 
 

@@ -25,7 +25,14 @@ from durable_agents.webhooks import Endpoint
 from tests.conftest import serving
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.histories import payloads_of
-from tests.support.runs import free_port, start, state_of, temporal_cli, wait_for_status
+from tests.support.runs import (
+    free_port,
+    start,
+    state_of,
+    temporal_cli,
+    wait_for_status,
+    workflow_task_failures,
+)
 from tests.support.webhook_receiver import Answer, WebhookReceiver, events_of, in_order
 
 SECRET = "whsec_" + "c2VjcmV0LWtleS1mb3ItdGVzdHMtMDEyMzQ1Njc4OQ=="
@@ -254,13 +261,16 @@ async def test_forged_delivery_reports_are_refused_and_recorded(env, model_serve
                 "delivered",
                 report,  # attempt 1 reported already
                 {**report, "attempts": 1_000_000},  # would freeze the record
+                {**report, "webhook_id": "evt_x_\u00b2"},  # a digit `int` refuses
             ):
                 await handle.signal(contract.SIGNAL_WEBHOOK_DELIVERY, payload)
             state = await state_of(handle)
             refused = [r for r in state.refused_signals if r.signal == "webhook_delivery"]
-            assert len(refused) == 7
+            assert len(refused) == 8
             assert "no delivery evt_someone-else_1 of this run" in refused[0].refused_because
             assert "attempt 1000000 reported after attempt 1" in refused[6].refused_because
+            assert "no delivery evt_x_\u00b2 of this run" in refused[7].refused_because
+            assert await workflow_task_failures(handle) == 0
             [delivery] = state.webhook_deliveries
             assert (delivery.status, delivery.attempts) == ("delivered", 1)  # unchanged
             await handle.terminate("done")

@@ -12,6 +12,7 @@ from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, StatusView
 from durable_agents.workflows.state import RunState, RunStatus, ToolResult
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 
@@ -95,3 +96,9 @@ async def refused_start(worker, folder, start_input: dict, *, run_id: str | None
         assert failed.cause.type == contract.ERROR_INVALID_INPUT, failed.cause
         return str(failed.cause)
     raise AssertionError(f"the run {run_id} started from {start_input} did not fail")
+
+
+async def workflow_task_failures(handle: WorkflowHandle) -> int:
+    """How many workflow tasks of the run failed (a run that fails them is wedged)."""
+    events = [e async for e in handle.fetch_history_events()]
+    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)

@@ -163,6 +163,13 @@ def test_tool_call_summary_reads_like_a_call(arguments, shown):
     assert details.tool_call_summary("refund", arguments) == shown
 
 
+def test_tool_call_summary_shows_arguments_nested_past_the_stack_as_text():
+    # a forged child report or a model's reply: rendering must never fail a task
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    shown = details.tool_call_summary("refund", deep)
+    assert shown.startswith('refund({"a": [[[') and shown.endswith("…)")
+
+
 def test_tool_call_summary_is_cut_at_the_limit_and_keeps_the_closing_parenthesis():
     long = '{"order": "A12", "note": "%s"}' % ("n" * 100)
     shown = details.tool_call_summary("refund", long)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from durable_agents.workflows import decisions, guardrails, handoffs, loop
+import pytest
+from durable_agents.workflows import decisions, guardrails, handoffs, loop, snapshot
 from durable_agents.workflows.payloads import AgentInput
 from durable_agents.workflows.state import (
     AgentSpec,
@@ -147,3 +148,24 @@ def test_a_handoffs_input_filter_trims_what_the_new_agent_is_sent_not_the_run():
     handed_over(plain, agent_b)
     plain.items[-1] = plain.items[-1].model_copy(update={"input_filter": None})
     assert any(isinstance(i, ToolResult) for i in context.view(plain))
+
+
+def test_a_fork_before_a_handoff_is_refused_and_one_after_it_keeps_the_agent_it_had():
+    # The state holds the definition of the agent the run has now: a fork from before
+    # the handoff would run the earlier turns' conversation as the later agent.
+    state = started(spec("a", "lookup"))
+    state.items.append(AssistantMessage(turn=1, content="let me see", tool_calls=[], at=NOW))
+    state.turn = 1
+    handed_over(state, spec("b", "refund"))
+    state.items.append(AssistantMessage(turn=3, content="refunded", at=NOW))
+    state.turn = 3
+    for turn in (0, 1):
+        with pytest.raises(
+            snapshot.SnapshotError,
+            match=rf"^cannot fork run r at turn {turn}: it handed over from a to b at turn 2, "
+            r"and a snapshot holds only the agent it has now \(b\); fork at turn 2 or later$",
+        ):
+            snapshot.fork(state, at_turn=turn)
+    forked = snapshot.fork(state, at_turn=2, new_input="and the other one")
+    assert forked.agent.name == "b"
+    assert [i.type for i in forked.items][-2:] == ["handoff", "user_message"]

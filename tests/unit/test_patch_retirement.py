@@ -77,11 +77,17 @@ def test_every_patch_has_its_place_in_the_order_and_the_levels_are_in_it():
 
 
 def test_no_patch_is_slipped_in_before_a_level():
-    """A run that started with `patches-asked-at-start` on an older build counts every
-    patch before it as taken: one added there later would be counted for runs that
-    never had it. These are the patches that level counts, for good."""
-    level = patches.ORDER.index(patches.PATCH_ASKED_AT_START)
-    assert patches.ORDER[:level] == COUNTED_BY_THE_FIRST_LEVEL
+    """A run that started with a level on an older build counts every patch before it
+    as taken: one added there later would be counted for runs that never had it.
+    These are the patches each level counts, for good."""
+    first = patches.ORDER.index(patches.PATCH_ASKED_AT_START)
+    assert patches.ORDER[:first] == COUNTED_BY_THE_FIRST_LEVEL
+    second = patches.ORDER.index(patches.PATCH_LEVEL_2)
+    assert patches.ORDER[first + 1 : second] == COUNTED_BY_THE_SECOND_LEVEL_TOO
+    assert patches.LEVELS == (patches.PATCH_ASKED_AT_START, patches.PATCH_LEVEL_2)
+
+
+COUNTED_BY_THE_SECOND_LEVEL_TOO = ("checked-tree-signals", "guardrail-check-items")
 
 
 COUNTED_BY_THE_FIRST_LEVEL = (

@@ -15,6 +15,7 @@ from tests.support.histories import (
     RESULT_IN_NEXT_TASK,
     after_local_tool,
     patch_markers,
+    payloads_of,
     recorded_id,
     replayed_workflows,
 )
@@ -41,3 +42,25 @@ def test_the_query_race_histories_hold_the_race(name: str):
     events = json.loads((RECORDED / f"{name}.json").read_text())["events"]
     assert after_local_tool(events) == RESULT_IN_NEXT_TASK
     assert [patch for patch, _ in patch_markers(events)] == ["patches-asked-at-start"]
+
+
+def test_the_patch_level_2_histories_hold_what_they_exist_for():
+    """v54: a report listing a call whose arguments are no JSON object (refused since
+    checked-tree-signals); v55: a forged check dropped, so the guardrail ran."""
+    reports = json.loads((RECORDED / "checked_reports_v54.json").read_text())["events"]
+    signals = [
+        e["workflowExecutionSignaledEventAttributes"]
+        for e in reports
+        if "workflowExecutionSignaledEventAttributes" in e
+    ]
+    sent = [json.loads(p["data"]) for s in signals for p in payloads_of(s.get("input", {}))]
+    assert any(e["arguments"] == "not json" for r in sent for e in r.get("pending", []))
+    checked = json.loads((RECORDED / "forged_check_v55.json").read_text())["events"]
+    scheduled = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in checked
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+    assert "run_guardrail" in scheduled
+    for events in (reports, checked):
+        assert [patch for patch, _ in patch_markers(events)] == ["patch-level-2"]

@@ -99,6 +99,35 @@ def test_a_report_from_a_run_it_does_not_wait_on_or_with_odd_entries_changes_not
     assert "call_id" in refusal("L/c1", item("", "L/c1"))
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    ["not json", "[1, 2]", '{"a": NaN}', "[" * 50_000 + "]" * 50_000],
+    ids=["text", "array", "nan", "nested-past-the-stack"],
+)
+def test_a_checked_run_refuses_a_reported_call_whose_arguments_are_no_json_object(arguments):
+    # Anyone may signal a report in a child's name: a run reports only calls that can
+    # wait for a decision, and those have a JSON object for arguments.
+    state = lead_state()
+    reported(state, "L/c1", item("n1", "L/c1"))
+    before = state.model_copy(deep=True)
+    odd = item("x1", "L/c1").model_copy(update={"arguments": arguments})
+    report = SubRunReport(run_id="L/c1", pending=[odd])
+    why = tree_approvals.take_report(state, report, {"L/c1"}, checked=True)
+    assert why == "call 'x1': its arguments are not a JSON object" and state == before
+    assert tree_approvals.take_report(state, report, {"L/c1"}) is None  # runs before it
+
+
+def test_a_checked_run_refuses_a_report_over_the_bounds_a_run_reports_within():
+    state = lead_state()
+    big = item("b1", "L/c1").model_copy(update={"arguments": json.dumps({"to": "x" * 200_000})})
+    over = SubRunReport(run_id="L/c1", pending=[big, big.model_copy(update={"call_id": "b2"})])
+    why = tree_approvals.take_report(state, over, {"L/c1"}, checked=True)
+    assert why == "its calls carry 400020 characters of arguments, over 256000"
+    assert state.sub_approvals == []
+    within = SubRunReport(run_id="L/c1", pending=[big])
+    assert tree_approvals.take_report(state, within, {"L/c1"}, checked=True) is None
+
+
 def test_what_a_caller_shows_of_a_call_below_is_digested_from_its_arguments():
     state = lead_state()
     reported(state, "L/c1", item("n1", "L/c1"))  # reported without a digest

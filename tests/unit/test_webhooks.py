@@ -250,6 +250,10 @@ def test_reports_are_taken_in_order_and_a_delivery_that_gives_up_is_never_droppe
     assert "no delivery evt_exec-1_2" in run_events.record_report(
         state, report(webhook_id="evt_exec-1_2", attempts=2), now=AT
     )
+    # digits `int` refuses ("²" is one to `isdigit`) or reads slowly: refused, not raised
+    for hostile in ("evt_exec-1_\u00b2", "evt_exec-1_\u0663", "evt_" + "9" * 290):
+        why = run_events.record_report(state, report(webhook_id=hostile, attempts=2), now=AT)
+        assert why == f"no delivery {hostile} of this run"
     # a flood of delivered entries pushes the failing one out... it stays; delivered go first
     for n in range(DELIVERIES_KEPT + 5):
         run_events.record_sending(state, f"e{n}", f"evt_exec-1_{n + 2}", asked, now=AT)
