@@ -10,7 +10,12 @@ import contextlib
 from typing import Any
 
 import openai
-from durable_agents.activities.model_errors import reply_error, unavailable
+from durable_agents.activities.model_errors import (
+    preview,
+    reply_error,
+    reported_usage,
+    unavailable,
+)
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.openai_http import checked_client, post, post_streaming
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
@@ -21,11 +26,11 @@ from durable_agents.workflows.state import (
     ModelSettings,
     OutputSpec,
     ToolResult,
-    Usage,
     UserMessage,
 )
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from pydantic import BaseModel
 
 COMPLETIONS_PATH = "/chat/completions"
 """The Chat Completions endpoint, relative to the client's base URL."""
@@ -92,18 +97,10 @@ class ChatCompletionsAPI:
         )
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
-                accumulated.handle_chunk(chunk)
-                for choice in chunk.choices[:1]:
-                    deltas.text(choice.delta.content or "")
-                    for call in choice.delta.tool_calls or []:
-                        known = calls.get(call.index, ("", ""))
-                        function = call.function
-                        calls[call.index] = (
-                            call.id or known[0],
-                            (function.name if function else None) or known[1],
-                        )
-                        arguments = function.arguments if function else None
-                        deltas.text(arguments or "", call=calls[call.index])
+                try:
+                    self._take_chunk(accumulated, chunk, calls, deltas)
+                except (AttributeError, TypeError, ValueError, KeyError, IndexError) as err:
+                    raise reply_error(f"a streamed chunk has an unusable shape: {err}") from err
         try:
             completion = accumulated.current_completion_snapshot
         except AssertionError:  # not one chunk came
@@ -111,6 +108,26 @@ class ChatCompletionsAPI:
         if not completion.choices or completion.choices[0].finish_reason is None:
             raise unavailable("the stream ended before the reply was complete")
         return completion  # as is: a reply cut by its length limit is recorded as such
+
+    @staticmethod
+    def _take_chunk(
+        accumulated: ChatCompletionStreamState[Any],
+        chunk: ChatCompletionChunk,
+        calls: dict[int, tuple[str, str]],
+        deltas: Deltas,
+    ) -> None:
+        accumulated.handle_chunk(chunk)
+        for choice in chunk.choices[:1]:
+            deltas.text(choice.delta.content or "")
+            for call in choice.delta.tool_calls or []:
+                known = calls.get(call.index, ("", ""))
+                function = call.function
+                calls[call.index] = (
+                    call.id or known[0],
+                    (function.name if function else None) or known[1],
+                )
+                arguments = function.arguments if function else None
+                deltas.text(arguments or "", call=calls[call.index])
 
 
 def settings_options(settings: ModelSettings, *, tools: bool) -> dict[str, Any]:
@@ -230,24 +247,25 @@ def to_reply(completion: Any) -> ModelReply:
                 raise TypeError(f"unsupported tool call {call!r}")
             calls.append(
                 ModelToolCall(
-                    call_id=call.id, tool=call.function.name, arguments=call.function.arguments
+                    call_id=call.id or "",  # none: the run gives it one (`unique-call-ids`)
+                    tool=call.function.name,
+                    arguments=call.function.arguments,
                 )
             )
         usage = completion.usage  # absent, or counts left out: counted as 0
-        prompt = (usage.prompt_tokens if usage else 0) or 0
-        output = (usage.completion_tokens if usage else 0) or 0
+        if usage is not None and not isinstance(usage, BaseModel):
+            raise reply_error(f"its usage is not an object: {preview(usage)}")
         prompt_details = getattr(usage, "prompt_tokens_details", None)
         output_details = getattr(usage, "completion_tokens_details", None)
         return ModelReply(
             content=message.content,
             tool_calls=calls,
-            usage=Usage(
-                model_calls=1,
-                input_tokens=prompt,
-                output_tokens=output,
-                total_tokens=(usage.total_tokens if usage else 0) or prompt + output,
-                cached_input_tokens=getattr(prompt_details, "cached_tokens", 0) or 0,
-                reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
+            usage=reported_usage(
+                input_tokens=getattr(usage, "prompt_tokens", 0),
+                output_tokens=getattr(usage, "completion_tokens", 0),
+                total_tokens=getattr(usage, "total_tokens", 0),
+                cached_input_tokens=getattr(prompt_details, "cached_tokens", 0),
+                reasoning_tokens=getattr(output_details, "reasoning_tokens", 0),
             ),
             finish_reason=choice.finish_reason,
         )

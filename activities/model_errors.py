@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from durable_agents.workflows.contract import ERROR_MODEL_REPLY, ERROR_MODEL_UNAVAILABLE
+from durable_agents.workflows.state import Usage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -108,6 +109,49 @@ def reply_error(message: str) -> ApplicationError:
         return unavailable(f"unusable reply (attempt {attempt}): {message}")
     return ApplicationError(
         f"unusable model reply: {message}", type=ERROR_MODEL_REPLY, non_retryable=True
+    )
+
+
+MAX_REPORTED_TOKENS = 2**53
+"""The largest token count a reply may report (what JSON numbers hold exactly)."""
+
+
+def reported_usage(
+    *,
+    input_tokens: object,
+    output_tokens: object,
+    total_tokens: object,
+    cached_input_tokens: object = 0,
+    reasoning_tokens: object = 0,
+) -> Usage:
+    """A model call's usage as its reply reports it (absent counts: 0), checked: a budget
+    and a price count it, so a count that is not a whole number from 0 to
+    `MAX_REPORTED_TOKENS` is refused (`reply_error`), and a total below input + output
+    is raised to it (a total of 1 would spend no budget)."""
+    counts = {
+        "input tokens": input_tokens,
+        "output tokens": output_tokens,
+        "total tokens": total_tokens,
+        "cached input tokens": cached_input_tokens,
+        "reasoning tokens": reasoning_tokens,
+    }
+    checked: list[int] = []
+    for name, value in counts.items():
+        count = 0 if value is None else value
+        if isinstance(count, bool) or not isinstance(count, int):
+            shown = json.dumps(count, default=str)[:60]
+            raise reply_error(f"its usage reports {name} as {shown}: not a count")
+        if not 0 <= count <= MAX_REPORTED_TOKENS:
+            raise reply_error(f"its usage reports {count} {name}: not a count")
+        checked.append(count)
+    given_input, given_output, total, cached, reasoning = checked
+    return Usage(
+        model_calls=1,
+        input_tokens=given_input,
+        output_tokens=given_output,
+        total_tokens=max(total, given_input + given_output),
+        cached_input_tokens=cached,
+        reasoning_tokens=reasoning,
     )
 
 

@@ -16,7 +16,12 @@ from typing import Any
 
 import openai
 from durable_agents.activities.chat_completions import data_url, truncated
-from durable_agents.activities.model_errors import reply_error, unavailable
+from durable_agents.activities.model_errors import (
+    preview,
+    reply_error,
+    reported_usage,
+    unavailable,
+)
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.openai_http import checked_client, post, post_streaming
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
@@ -33,6 +38,7 @@ from durable_agents.workflows.state import (
     UserMessage,
 )
 from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 RESPONSES_PATH = "/responses"
@@ -235,8 +241,12 @@ def to_reply(response: Response) -> ModelReply:
         finish = "length" if reason == "max_output_tokens" else reason or "incomplete"
     else:
         finish = "tool_calls" if calls else "stop"
+    try:
+        content = "".join(text) if text else None
+    except TypeError as err:  # a text part that is not text
+        raise reply_error(f"the reply has an unusable shape: {err}") from err
     return ModelReply(
-        content="".join(text) if text else None,
+        content=content,
         tool_calls=calls,
         usage=_usage(response),
         finish_reason=finish,
@@ -249,13 +259,16 @@ def _usage(response: Response) -> Usage:
     usage = response.usage
     if usage is None:
         return Usage(model_calls=1)
-    input_tokens = usage.input_tokens or 0
-    output_tokens = usage.output_tokens or 0
-    return Usage(
-        model_calls=1,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=usage.total_tokens or input_tokens + output_tokens,
-        cached_input_tokens=getattr(usage.input_tokens_details, "cached_tokens", 0) or 0,
-        reasoning_tokens=getattr(usage.output_tokens_details, "reasoning_tokens", 0) or 0,
+    if not isinstance(usage, BaseModel):
+        raise reply_error(f"its usage is not an object: {preview(usage)}")
+    return reported_usage(
+        input_tokens=getattr(usage, "input_tokens", 0),
+        output_tokens=getattr(usage, "output_tokens", 0),
+        total_tokens=getattr(usage, "total_tokens", 0),
+        cached_input_tokens=getattr(
+            getattr(usage, "input_tokens_details", None), "cached_tokens", 0
+        ),
+        reasoning_tokens=getattr(
+            getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0
+        ),
     )

@@ -185,8 +185,8 @@ def _error(request: ToolRequest, message: str) -> ToolOutcome:
 
 
 def _as_text(tool: str, result: object) -> str:
-    if isinstance(result, str):
-        return result
+    if isinstance(result, str):  # a lone surrogate (no UTF-8 for it) becomes "?"
+        return result.encode("utf-8", "replace").decode("utf-8")
     try:
         return pydantic_core.to_json(result).decode()
     except pydantic_core.PydanticSerializationError as err:

@@ -97,8 +97,12 @@ from temporalio.service import RPCError
 from durable_agents import served_agents
 from durable_agents.signing import SigningKey
 
-PENDING_QUERY = f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
-"""Visibility query of the runs that wait for a decision."""
+PENDING_QUERY = (
+    f'WorkflowType = "{contract.WORKFLOW_TYPE}" AND '
+    f'{sa.AGENT_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"'
+)
+"""Visibility query of the runs that wait for a decision (of this workflow type only:
+anyone who may start a workflow of another type can set these attributes on it)."""
 
 
 class RunPendingApproval(BaseModel):
@@ -813,26 +817,44 @@ class AgentClient:
 
     # --- sessions --------------------------------------------------------------------
 
-    async def message(self, run_id: str, content: str) -> None:
-        """Send the user's next message to a session (`send_message` signal)."""
-        await self._signal(run_id, contract.SIGNAL_SEND_MESSAGE, MessageSignal(content=content))
+    async def message(self, run_id: str, content: str, *, confirm: bool = False) -> None:
+        """Send the user's next message to a session (`send_message` signal). With
+        `confirm`, wait until the run took it (two queries): AgentClientError with its
+        reason if it refused it (too long, too many queued)."""
+        payload = MessageSignal(content=content)
+        if confirm:
+            await self._confirmed_signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload)
+        else:
+            await self._signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload)
 
-    async def end_session(self, run_id: str, *, reason: str | None = None) -> None:
-        """End a session once its current exchange is answered (`end_session` signal)."""
-        await self._signal(run_id, contract.SIGNAL_END_SESSION, EndSessionSignal(reason=reason))
+    async def end_session(
+        self, run_id: str, *, reason: str | None = None, confirm: bool = False
+    ) -> None:
+        """End a session once its current exchange is answered (`end_session` signal);
+        `confirm` as for `message`."""
+        payload = EndSessionSignal(reason=reason)
+        if confirm:
+            await self._confirmed_signal(run_id, contract.SIGNAL_END_SESSION, payload)
+        else:
+            await self._signal(run_id, contract.SIGNAL_END_SESSION, payload)
 
     async def refresh_tools(self, run_id: str, *, by: str | None = None) -> RunState:
         """Have the run list its MCP tools again before its next model call (the
         `refresh_tools` signal); returns its state once the signal is taken (the
         request in `tools_refresh`). Raises AgentClientError with the run's reason when
         it refuses (an ended run, an agent without MCP servers)."""
+        payload = checked(RefreshToolsSignal, by=by)
+        return await self._confirmed_signal(run_id, contract.SIGNAL_REFRESH_TOOLS, payload)
+
+    async def _confirmed_signal(self, run_id: str, signal: str, payload: BaseModel) -> RunState:
+        """Send `signal`; the run's state once it took it, or AgentClientError with the
+        reason it refused it (recorded in `refused_signals`)."""
         before = await self.state(run_id)
         seen = before.refused_signals_dropped + len(before.refused_signals)
-        payload = checked(RefreshToolsSignal, by=by)
-        await self._signal(run_id, contract.SIGNAL_REFRESH_TOOLS, payload)
+        await self._signal(run_id, signal, payload)
         after = await self.state(run_id)  # the query waits for the signal's workflow task
         fresh = after.refused_signals[max(0, seen - after.refused_signals_dropped) :]
-        refused = [r for r in fresh if r.signal == contract.SIGNAL_REFRESH_TOOLS]
+        refused = [r for r in fresh if r.signal == signal]
         if refused:
             raise AgentClientError(f"run {run_id!r} refused it: {refused[-1].refused_because}")
         return after

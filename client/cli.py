@@ -16,6 +16,7 @@ import getpass
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -26,8 +27,9 @@ from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
 from durable_agents.client.errors import AgentClientError
-from durable_agents.workflows import contract
+from durable_agents.workflows import contract, decisions
 from durable_agents.workflows.argument_view import masked as masked_value
+from durable_agents.workflows.argument_view import safe_lines
 from durable_agents.workflows.errors import AgentError
 from durable_agents.workflows.payloads import PendingApproval
 from durable_agents.workflows.state import Decision
@@ -56,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         offline: OfflineCommand | None = getattr(args, "offline_fn", None)
         output = offline(args) if offline is not None else asyncio.run(_run(args))
-    except AgentError as err:
-        print(f"{PROG}: error: {err.message}", file=sys.stderr)
+    except AgentError as err:  # its text can be anyone's (an approver's name, a reason)
+        print(f"{PROG}: error: {safe_lines(err.message)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -68,8 +70,18 @@ def main(argv: list[str] | None = None) -> int:
         # threads can crash the exiting process (SIGSEGV/SIGABRT, sdk-python#300).
         gc.collect()
     if output:
-        print(output)
+        print(_ascii_json(output) if getattr(args, "json", False) else output)
     return 0
+
+
+def _ascii_json(output: str) -> str:
+    """JSON output with every character past ASCII escaped as `\\uXXXX` (the same JSON:
+    outside strings JSON has none): what a run's content puts in it (`\\u202e`, C1
+    controls) cannot steer the terminal it is printed on."""
+    return _NOT_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], output)
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7e]")
 
 
 async def _run(args: argparse.Namespace) -> str:
@@ -127,12 +139,12 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _message(args: argparse.Namespace, agents: AgentClient) -> str:
-    await agents.message(args.run_id, args.content)
+    await agents.message(args.run_id, args.content, confirm=True)
     return _sent(args, "message", "message sent")
 
 
 async def _end(args: argparse.Namespace, agents: AgentClient) -> str:
-    await agents.end_session(args.run_id, reason=args.reason)
+    await agents.end_session(args.run_id, reason=args.reason, confirm=True)
     return _sent(args, "end_session", "end of session requested")
 
 
@@ -251,6 +263,19 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
     if args.request_id is not None and not args.wait:
         raise AgentClientError("--request-id goes with --wait (it is the update's id)")
     shown = await _pending_call(agents, args.run_id, args.call_id, args.holder)
+    if shown is None and decision == "approve":
+        # Nothing to show, so nothing to bind to: the call could be proposed, with any
+        # arguments, between this read and the decision.
+        raise AgentClientError(await _not_pending(agents, args.run_id, args.call_id))
+    seen = args.sha256
+    if seen is not None and not (
+        shown is not None and (shown.arguments_sha256 or "").startswith(seen.lower())
+    ):
+        now = render.safe((shown.arguments_sha256 or "-")[:16]) if shown is not None else "-"
+        raise AgentClientError(
+            f"call {render.safe(args.call_id)}: its arguments are not the ones you saw "
+            f"(sha256 {now}…, not {render.safe(seen[:16])}…); nothing sent"
+        )
     below = shown is not None and shown.run_id not in (None, args.run_id)
     if shown is not None and shown.arguments_sha256 is not None:
         # bound to what `pending` shows for this call (the run that holds it checks it)
@@ -290,6 +315,18 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
     )
 
 
+async def _not_pending(agents: AgentClient, run_id: str, call_id: str) -> str:
+    """Why an approval of `call_id` is not sent: it is decided, or not pending."""
+    made = decisions.decided(await agents.state(run_id)).get(call_id)
+    why = (
+        f"already decided ({made.decision} by {render.safe(made.approver)})"
+        if made is not None
+        else f"it is not pending in run {render.safe(run_id)} (an approval is for a call "
+        "`agentctl pending` shows)"
+    )
+    return f"approval of call {render.safe(call_id)} refused here: {why}"
+
+
 def _keygen(args: argparse.Namespace) -> str:
     """Write a new key file; print the public entry for the workers' AGENT_APPROVER_KEYS."""
     key = signing.generate(args.key_id, args.owner)
@@ -304,26 +341,26 @@ def _keygen(args: argparse.Namespace) -> str:
 async def _pending_call(
     agents: AgentClient, run_id: str, call_id: str, holder: str | None = None
 ) -> PendingApproval | None:
-    """The pending item of `call_id`, as `agentctl pending` shows it, or None: the run's
-    own call first, else the one of the run below it that holds it (`holder`, when given;
-    several runs below holding the call id need it)."""
+    """The pending item of `call_id`, as `agentctl pending` shows it, or None: the one of
+    the run that holds it (`holder`, when given: needed when the run and a run below
+    it, or several runs below, hold calls of that id)."""
     found = [p for p in await agents.pending(run_id) if p.call_id == call_id]
     if holder is not None:
-        found = [p for p in found if p.run_id == holder]
+        found = [p for p in found if (p.run_id or run_id) == holder]
         if not found:
             raise AgentClientError(
                 f"call {render.safe(call_id)} is not pending in run {render.safe(holder)} "
                 f"under {render.safe(run_id)}"
             )
     own = [p for p in found if p.run_id in (None, run_id)]
-    if own:
+    runs = sorted({p.run_id or run_id for p in found})
+    if own and len(runs) == 1:
         return own[0]
-    runs = sorted({p.run_id or "" for p in found})
     if len(runs) > 1:
         raise AgentClientError(
-            f"call {render.safe(call_id)} is pending in {len(runs)} runs below "
+            f"call {render.safe(call_id)} is pending in {len(runs)} runs under "
             f"{render.safe(run_id)} ({render.safe(', '.join(runs[:5]))}): say which with "
-            "--in SUB_RUN_ID"
+            "--in RUN_ID"
         )
     return found[0] if found else None
 
@@ -344,6 +381,8 @@ def parse_context(text: str) -> JsonValue:
         raise AgentClientError(
             f"--context is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
         ) from err
+    except (ValueError, RecursionError) as err:
+        raise AgentClientError(f"--context cannot be read: {_unreadable(err)}") from None
 
 
 def parse_metadata(text: str) -> dict[str, JsonValue]:
@@ -352,6 +391,8 @@ def parse_metadata(text: str) -> dict[str, JsonValue]:
         value = json.loads(text)
     except json.JSONDecodeError as err:
         raise AgentClientError(f"--metadata is not valid JSON: {err.msg}") from err
+    except (ValueError, RecursionError) as err:
+        raise AgentClientError(f"--metadata cannot be read: {_unreadable(err)}") from None
     if not isinstance(value, dict):
         raise AgentClientError('--metadata must be a JSON object, e.g. \'{"ticket": "CHG-1"}\'')
     return value
@@ -367,7 +408,7 @@ def parse_settings(pairs: list[str]) -> dict[str, JsonValue]:
             raise AgentClientError(f"--setting {pair!r}: expected NAME=VALUE")
         try:
             value: JsonValue = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (or past what JSON reads): text
             value = text
         found[name.strip()] = value
     return found
@@ -381,9 +422,17 @@ def parse_arguments(text: str) -> dict[str, JsonValue]:
         raise AgentClientError(
             f"--args is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
         ) from err
+    except (ValueError, RecursionError) as err:
+        raise AgentClientError(f"--args cannot be read: {_unreadable(err)}") from None
     if not isinstance(value, dict):
         raise AgentClientError("--args must be a JSON object of the tool's arguments")
     return value
+
+
+def _unreadable(err: ValueError | RecursionError) -> str:
+    if isinstance(err, RecursionError):
+        return "nested too deeply"
+    return str(err)  # an integer of thousands of digits, say
 
 
 def default_approver() -> str:
@@ -557,8 +606,14 @@ def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
         "--in",
         dest="holder",
         metavar="SUB_RUN_ID",
-        help="the run below RUN_ID that holds the call, when runs below it use the same "
-        "call id (`agentctl pending RUN_ID` shows each call's run)",
+        help="the run that holds the call (RUN_ID itself or a run below it), when more "
+        "than one uses the same call id (`agentctl pending RUN_ID` shows each call's run)",
+    )
+    sub.add_argument(
+        "--sha256",
+        metavar="PREFIX",
+        help="the arguments digest you saw (`agentctl pending` shows its first 16 hex "
+        "digits): nothing is sent unless the call's arguments still have it",
     )
     sub.add_argument(
         "--as",

@@ -127,6 +127,10 @@ async def cancel(args: argparse.Namespace, agents: AgentClient) -> str:
     except RunFailed:
         pass  # cancelled (or failed) as expected: its final status says which
     view = await agents.status(args.run_id)
+    if view.status is not RunStatus.CANCELLED:  # it ended otherwise first: not a success
+        raise AgentClientError(
+            f"run {render.safe(args.run_id)} ended {view.status.value} before it could be cancelled"
+        )
     if args.json:
         return view.model_dump_json(indent=2)
     return render.status(args.run_id, view)

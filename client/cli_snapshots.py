@@ -126,7 +126,8 @@ def _validate(args: argparse.Namespace) -> str:
         if args.json:  # the verdict on stdout for programs, the error line on stderr
             print(json.dumps({"valid": False, "path": err.path, "problem": err.problem}, indent=2))
         raise
-    return json.dumps({"valid": True, "verdict": verdict}, indent=2) if args.json else verdict
+    # One line: the run id in it is the file's word, shown escaped.
+    return json.dumps({"valid": True, "verdict": verdict}, indent=2) if args.json else safe(verdict)
 
 
 def _seal(args: argparse.Namespace) -> str:
@@ -145,10 +146,14 @@ def _seal(args: argparse.Namespace) -> str:
         lines += [f"  … and {more} more"] if more else []
     state = found.state
     lines.append(
-        f"sealed: run {state.run_id}, {len(state.items)} items, status {state.status.value}; "
+        f"sealed: run {safe(state.run_id)}, {len(state.items)} items, "
+        f"status {state.status.value}; "
         "its decisions grant nothing: on resume, calls not yet run wait for approval again"
     )
-    Path(args.output).write_text(found.text, encoding="utf-8")
+    try:
+        Path(args.output).write_text(found.text, encoding="utf-8")
+    except OSError as err:
+        raise AgentClientError(f"cannot write {args.output}: {err.strerror or err}") from err
     lines.append(f"wrote {args.output}")
     print("\n".join(lines), file=sys.stderr)
     return ""
@@ -159,12 +164,23 @@ def _schema(args: argparse.Namespace) -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False)
 
 
+MAX_FILE_BYTES = 256 * 1024 * 1024
+"""The largest snapshot file read (a run's state is bounded well below it)."""
+
+
 def read_file(name: str) -> bytes:
-    """A snapshot file's bytes (`-`: standard input)."""
+    """A snapshot file's bytes (`-`: standard input), at most MAX_FILE_BYTES."""
     try:
-        return sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        if name == "-":
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        else:
+            with Path(name).open("rb") as file:
+                data = file.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise AgentClientError(f"cannot read {name}: {err.strerror or err}") from err
+    if len(data) > MAX_FILE_BYTES:
+        raise AgentClientError(f"{name} is larger than {MAX_FILE_BYTES:,} bytes: not a snapshot")
+    return data
 
 
 def add_commands(command: Callable, offline: Callable, *, turn: Callable[[str], int]) -> None:

@@ -79,8 +79,9 @@ LOGIN_BODY_BYTES = 4096
 SOCKET_TIMEOUT_SECONDS = 30
 """A connection silent this long is closed."""
 REQUEST_SECONDS = 30
-"""A request's line, headers and body must all arrive within this, else its connection
-is cut: a client trickling bytes holds a thread no longer. (Answering is not timed.)"""
+"""From a request's first byte, its line and headers (and, before anyone is known, its
+body) must arrive within this, else its connection is cut: a client trickling bytes
+holds a thread no longer. An authorised request's body and the answer are not timed."""
 MAX_CONNECTIONS = 32
 """Connections served at once; more are closed at once (each holds a thread). Anyone
 who can connect can take them for REQUEST_SECONDS at a time: expose the server
@@ -170,21 +171,37 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = SOCKET_TIMEOUT_SECONDS
 
     def handle_one_request(self) -> None:
-        """One request, its connection cut if the request is not in by REQUEST_SECONDS."""
+        """One request, its connection cut if the request is not in REQUEST_SECONDS
+        after its first byte (waiting for that byte, a kept-alive connection closes
+        after SOCKET_TIMEOUT_SECONDS)."""
+        self._was_cut = False
+        try:
+            if not self.rfile.peek(1):  # the client closed the connection
+                self.close_connection = True
+                return
+        except TimeoutError:
+            self.close_connection = True
+            return
         self._deadline = threading.Timer(REQUEST_SECONDS, self._cut)
         self._deadline.daemon = True
         self._deadline.start()
         try:
             super().handle_one_request()
+        except OSError:
+            if not self._was_cut:
+                raise
+            self.close_connection = True  # cut: nothing to answer, nothing to log
         finally:
             self._deadline.cancel()
 
     def _cut(self) -> None:
+        self._was_cut = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
 
     def _received(self) -> None:
-        """The whole request is in: what follows (decoding, answering) is not cut."""
+        """The request is in, or its sender known (an authorised upload may take its
+        time): what follows (reading it, decoding, answering) is not cut."""
         self._deadline.cancel()
 
     def parse_request(self) -> bool:
@@ -192,7 +209,8 @@ class _Handler(BaseHTTPRequestHandler):
         or come from another site's page: a web page can reach a loopback server by
         rebinding its own host name to 127.0.0.1 (DNS rebinding), and read decrypted
         payloads unless the Host and Origin are checked."""
-        if not super().parse_request():
+        if not super().parse_request() or self._was_cut:
+            self.close_connection = True
             return False
         if not self.server.config.allow_unauthenticated:
             return True
@@ -232,6 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
             # Also keeps browsers from sending it as a "simple" request without preflight.
             self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send Content-Type: application/json")
         else:
+            self._received()  # an authorised upload of a large history may take its time
             self._transform(endpoint)
 
     # --- endpoints -------------------------------------------------------------------

@@ -77,10 +77,18 @@ RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 OWN_IDS = "gw-"
 """The prefix of the ids the gateway makes from a caller's `request_id` (no caller may
 name one itself)."""
-RESERVED_IDS = (OWN_IDS, "evt_")
-"""Prefixes no caller may give a run: the gateway's own, and the runs' webhook
-deliveries (`evt_<execution>_<seq>_<endpoint>`: a run of that id started first would
-keep the delivery from ever starting)."""
+DELIVERY_IDS = re.compile(r"evt_[0-9a-f-]{32,36}_[0-9]+_")
+"""The ids of the runs' webhook deliveries (`evt_<execution>_<seq>_<endpoint>`): a run
+a caller started under one first would keep that delivery from ever starting."""
+
+
+def reserved(run_id: str) -> str | None:
+    """Why no caller may give a run `run_id`, or None."""
+    if run_id.startswith(OWN_IDS):
+        return f"run ids starting {OWN_IDS!r} are the gateway's own"
+    if DELIVERY_IDS.match(run_id):
+        return "run ids shaped evt_<execution>_<seq>_ are the webhook deliveries'"
+    return None
 
 
 class StartRequest(BaseModel):
@@ -156,9 +164,9 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         if not caller.may("start", body.agent):
             raise HTTPException(403, f"{caller.name} may not start runs of {body.agent!r}")
         run_id = body.run_id
-        reserved = next((p for p in RESERVED_IDS if (run_id or "").startswith(p)), None)
-        if reserved is not None:
-            raise HTTPException(400, f"run ids starting {reserved!r} are reserved")
+        refused = reserved(run_id) if run_id is not None else None
+        if refused is not None:
+            raise HTTPException(400, refused)
         if run_id is None and body.request_id is not None:  # the same request: the same run
             key = json.dumps([caller.name, body.agent, body.request_id])
             run_id = f"{OWN_IDS}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
@@ -205,7 +213,7 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         assert body.agent is not None
         if not caller.may("start", body.agent):
             raise HTTPException(403, f"{caller.name} may not start runs of {body.agent!r}")
-        if not re.fullmatch(RUN_ID, run_id) or run_id.startswith(RESERVED_IDS):
+        if not re.fullmatch(RUN_ID, run_id) or reserved(run_id) is not None:
             raise HTTPException(400, f"{run_id[:60]!r} cannot be a new run's id")
         request.state.audit["agent"] = body.agent
         try:

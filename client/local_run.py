@@ -69,8 +69,9 @@ async def run_locally(
     steps (status still running). `state` itself is not changed.
 
     As a worker resumes a snapshot it cannot verify: the agent's definition, tools
-    and approval rules are `registry`'s, and none of the snapshot's decisions, held
-    decisions or `always` rules for its open calls count (`approve` is asked again).
+    and approval rules are `registry`'s (the MCP tools the snapshot listed are kept,
+    each asking for approval), and none of the snapshot's decisions, held decisions
+    or `always` rules for its open calls count (`approve` is asked again).
     ValueError if `registry` does not serve the snapshot's agent or the snapshot
     does not fit it.
     """
@@ -79,7 +80,15 @@ async def run_locally(
         described = await tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
     except ApplicationError as err:
         raise ValueError(f"cannot run the snapshot locally: {err.message}") from None
-    spec = mcp_tools.stricter(described, state.agent)
+    # The MCP tools the snapshot listed, of servers the agent still declares: kept (no
+    # server is reached from here to list them again), each asking for approval.
+    servers = {s.name for s in described.mcp_servers}
+    listed = [
+        t.model_copy(update={"needs_approval": True})
+        for t in state.agent.tools
+        if t.mcp_server in servers and described.tool(t.name) is None
+    ]
+    spec = described.model_copy(update={"tools": [*described.tools, *listed]})
     resumed = loop.resume(
         state,
         run_id=run_id or f"{state.run_id}-local",

@@ -12,7 +12,15 @@ from durable_agents.client.operations import RunSummary, WatchEvent
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.tree import RunNode
 from durable_agents.workflows import definitions
-from durable_agents.workflows.argument_view import fold, masked, named_values, redacted, safe
+from durable_agents.workflows.argument_view import (
+    as_object,
+    fold,
+    masked,
+    named_values,
+    redacted,
+    safe,
+    safe_lines,
+)
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
 from durable_agents.workflows.state import (
     AgentSpec,
@@ -128,7 +136,7 @@ def pending_across_runs(found: PendingAcrossRuns, *, reveal: bool = False) -> st
     table = _table_with_arguments(header, rows, found.approvals, reveal=reveal)
     lines = [table if found.approvals else "no pending approvals"]
     if found.unanswered:
-        lines.append(f"runs that did not answer: {', '.join(found.unanswered)}")
+        lines.append(f"runs that did not answer: {', '.join(map(safe, found.unanswered))}")
     return "\n".join(lines)
 
 
@@ -220,10 +228,26 @@ def _table(rows: list[tuple[str, ...]]) -> str:
     )
 
 
+ALL_VALUES = "*"
+"""In a list of sensitive argument names: every value is (the tool's names are unknown)."""
+
+
+def _hidden(arguments_json: str, sensitive: Collection[str]) -> str:
+    """`redacted`, or with `ALL_VALUES`, every value masked."""
+    if ALL_VALUES not in sensitive:
+        return redacted(arguments_json, sensitive)
+    arguments = as_object(arguments_json)
+    if arguments is None:
+        return json.dumps(masked(arguments_json))
+    shown = {name: masked(value) for name, value in arguments.items()}
+    return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+
+
 def result(outcome: AgentResult) -> str:
     """`completed · turn 2 · 153 tokens`, then the final output."""
     head = SEP.join([outcome.status.value, f"turn {outcome.turn}", _tokens(outcome.usage)])
-    return head if outcome.final_output is None else f"{head}\n{outcome.final_output}"
+    answer = outcome.final_output
+    return head if answer is None else f"{head}\n{safe_lines(answer)}"
 
 
 def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
@@ -246,7 +270,7 @@ def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
         until = f" until {recorded.expires_at}" if recorded.expires_at else ""
         parts.append(f"always, for this tool's later calls {scope}{until}")
     if recorded.arguments is not None:
-        edited = safe(redacted(json.dumps(recorded.arguments, ensure_ascii=False), sensitive))
+        edited = safe(_hidden(json.dumps(recorded.arguments, ensure_ascii=False), sensitive))
         parts.append(f"arguments edited by {safe(recorded.approver)} to {edited}")
     if recorded.signed_by is not None:
         parts.append(f"signed with key {safe(recorded.signed_by)}")
@@ -258,8 +282,8 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
     of sensitive arguments are masked unless `reveal`."""
     head = SEP.join(
         [
-            snapshot.run_id,
-            f"agent {snapshot.agent.name}",
+            safe(snapshot.run_id),
+            f"agent {safe(snapshot.agent.name)}",
             snapshot.status.value,
             f"turn {snapshot.turn}/{snapshot.max_turns}",
             _tokens(snapshot.usage),
@@ -270,14 +294,16 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
         for item in snapshot.items:
             for call in item.tool_calls if isinstance(item, AssistantMessage) else []:
                 tool = snapshot.agent.tool(call.tool)
-                hidden[call.call_id] = tool.sensitive if tool is not None else []
+                # A tool the agent no longer has (a handoff since): its names are not
+                # known here, so all its values are masked.
+                hidden[call.call_id] = tool.sensitive if tool is not None else [ALL_VALUES]
     lines = [head, *_imported(snapshot)]
     lines += [f"  {line}" for item in snapshot.items for line in _item(item, hidden)]
     lines += [listing(done) for done in snapshot.tool_listings]
     if snapshot.final_output is not None:
-        lines.append(f"final output: {snapshot.final_output}")
+        lines.append(f"final output: {safe_lines(snapshot.final_output)}")
     if snapshot.error is not None:
-        lines.append(f"error [{snapshot.error.type}]: {snapshot.error.message}")
+        lines.append(f"error [{safe(snapshot.error.type)}]: {safe_lines(snapshot.error.message)}")
     return "\n".join(lines)
 
 
@@ -301,8 +327,8 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
     if isinstance(item, AssistantMessage):
         lines = [f"assistant (turn {item.turn}): {_cut(item.content)}"] if item.content else []
         lines += [
-            f"assistant (turn {item.turn}) calls {c.tool}"
-            f"({_cut(redacted(c.arguments, hidden.get(c.call_id, [])))}) [{c.call_id}]"
+            f"assistant (turn {item.turn}) calls {safe(c.tool)}"
+            f"({_cut(_hidden(c.arguments, hidden.get(c.call_id, [])))}) [{safe(c.call_id)}]"
             + (" needs approval" if c.needs_approval else "")
             for c in item.tool_calls
         ]
@@ -310,7 +336,7 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
     if isinstance(item, ToolResult):
         mark = "error" if item.is_error else "result"
         images = f" [{_plural(len(item.attachments), 'image')} kept]" if item.attachments else ""
-        return [f"tool {mark} [{item.call_id}]: {_cut(item.content)}{images}"]
+        return [f"tool {mark} [{safe(item.call_id)}]: {_cut(item.content)}{images}"]
     if isinstance(item, Decision):
         masked_names = hidden.get(item.call_id, [])
         return [decision(item, sensitive=masked_names) + _HOW.get(item.via, "")]
@@ -444,9 +470,9 @@ def runs(found: list[RunSummary]) -> str:
     rows = [("RUN ID", "AGENT", "STATUS", "TURN", "PENDING", "STARTED")]
     rows += [
         (
-            r.run_id,
-            r.agent or "-",
-            r.status,
+            safe(r.run_id),
+            safe(r.agent or "-"),
+            safe(r.status),
             _or_dash(r.turn),
             _or_dash(r.pending_approvals),
             _time(r.started_at),

@@ -63,9 +63,15 @@ def _requested(e: dict[str, Any]) -> str:
     run_id, call_id = shlex.quote(str(e.get("run_id"))), shlex.quote(str(e.get("call_id")))
     args = json.dumps(e.get("args") or {}, ensure_ascii=False, separators=(",", ":"))
     deadline = f" (decide before {_text(e['deadline'])})" if e.get("deadline") else ""
+    shown = _cut(args)
+    digest = e.get("arguments_sha256")
+    if shown.endswith("…") or not isinstance(digest, str):  # not all of it is on the line
+        approve = f"agentctl pending {safe(run_id)}  (the arguments in full)"
+    else:  # bound to the arguments on the line above
+        approve = f"agentctl approve {safe(run_id)} {safe(call_id)} --sha256 {safe(digest[:16])}"
     return (
-        f"APPROVAL NEEDED: {_text(e.get('tool'))} {_cut(args)} [{_text(e.get('call_id'))}]"
-        f"{deadline}\n    agentctl approve {safe(run_id)} {safe(call_id)}  |  "
+        f"APPROVAL NEEDED: {_text(e.get('tool'))} {shown} [{_text(e.get('call_id'))}]"
+        f"{deadline}\n    {approve}  |  "
         f"agentctl reject {safe(run_id)} {safe(call_id)} --reason R"
     )
 

@@ -92,6 +92,8 @@ def write_key(key: SigningKey, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise SigningError(f"{path} exists; not overwriting a key") from None
+    except OSError as err:
+        raise SigningError(f"cannot write key file {path}: {err.strerror or err}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text + "\n")
 
@@ -108,7 +110,7 @@ def read_key(path: Path) -> SigningKey:
         return key
     except OSError as err:
         raise SigningError(f"cannot read key file {path}: {err.strerror}") from None
-    except (ValueError, KeyError, TypeError, ValidationError) as err:
+    except (ValueError, KeyError, TypeError, ValidationError, RecursionError) as err:
         raise SigningError(
             f"{path} is not a key file ({type(err).__name__}): expected "
             '{"key_id", "owner", "private_key"} as written by agentctl keygen'

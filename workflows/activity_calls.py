@@ -228,6 +228,7 @@ async def run_tool(
         return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
     if execute is None and spec.local and patches.patched(patches.PATCH_LOCAL_TOOLS):
         execute = workflow.execute_local_activity  # `@tool(local=True)`
+    checked = patches.patched(patches.PATCH_CHECKED_TOOL_OUTCOMES)  # before the tool runs
     placed: dict[str, Any] = {}
     if spec.task_queue is not None and patches.patched(patches.PATCH_TOOL_QUEUES):
         placed = {  # `@tool(task_queue=...)`: its own workers
@@ -249,6 +250,15 @@ async def run_tool(
                 wait_for_cancel=True,
             ),
         )
+        if checked:
+            # The outcome answers this call, and brings what a tool's result can: a
+            # tools-only worker (`@tool(task_queue=...)`) may be anyone's.
+            update: dict[str, Any] = {
+                "call_id": call.call_id,
+                "handoff_to": None,
+                "attachments": [],
+            }
+            outcome = outcome.model_copy(update=update)
         return outcome
     except ActivityError as err:
         if placed and _not_started(err):

@@ -313,6 +313,7 @@ class AgentWorkflow:
                     now=workflow.now(),
                     verified_by=verified,
                     check_items=patches.patched(patches.PATCH_GUARDRAIL_CHECK_ITEMS),
+                    checked_calls=patches.patched(patches.PATCH_CHECKED_REPLIES),
                 )
             except ValueError as err:
                 raise ApplicationError(
@@ -520,6 +521,7 @@ class AgentWorkflow:
         non_finite = proposed_calls.has_non_finite_numbers(reply)
         finite = not non_finite or patches.patched(patches.PATCH_FINITE_NUMBERS)
         typed = state.agent.output is None or patches.patched(patches.PATCH_STRUCTURED_OUTPUT)
+        checked = patches.patched(patches.PATCH_CHECKED_REPLIES)
         loop.record_model_reply(
             state,
             reply,
@@ -531,6 +533,7 @@ class AgentWorkflow:
             rename_unsafe_ids=rename,
             finite_numbers=finite,
             typed_output=typed,
+            checked=checked,
         )
         metrics.turn(state.agent.name)
         last = loop.last_reply(state)
@@ -567,7 +570,14 @@ class AgentWorkflow:
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         """The outcomes of `calls`, and of the calls of the same reply approved while
-        they run (each started as its decision comes), in the reply's order."""
+        they run (each started as its decision comes), in the reply's order; the images
+        they bring within the run's room, together (runs since `checked-tool-outcomes`)."""
+        checked = patches.patched(patches.PATCH_CHECKED_TOOL_OUTCOMES)  # asked before: a
+        # patch first asked after a local tool's result can read False on replay
+        outcomes = await self._run_batch(state, calls)
+        return mcp_tools.within_image_room(state, outcomes) if checked else outcomes
+
+    async def _run_batch(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         reply = loop.last_reply(state)
         proposed = reply.tool_calls if reply is not None else list(calls)
         chosen = handoffs.taken(state, proposed)

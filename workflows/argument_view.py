@@ -82,7 +82,8 @@ def fold(text: str, width: int = FOLD) -> list[str]:
 
 
 _INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]"
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f"
+    "\ud800-\udfff]"  # and lone surrogates: no character, and no UTF-8 holds them
 )
 
 
@@ -90,3 +91,8 @@ def safe(text: str) -> str:
     """`text` with control, bidi and zero-width characters shown as `\\u{1b}`: a
     value can neither move the cursor, hide the rest of a line, nor reorder it."""
     return _INVISIBLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text)
+
+
+def safe_lines(text: str) -> str:
+    """`safe`, its line breaks kept: for text meant to read as lines (an answer)."""
+    return "\n".join(safe(line) for line in text.split("\n"))

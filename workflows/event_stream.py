@@ -24,6 +24,7 @@ monotonic across continue-as-new. Events are kept while there are at most
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -134,7 +135,11 @@ class RunStream:
         the bounds."""
         if event.get("seq") != self.next_seq:
             raise ValueError(f"event seq {event.get('seq')} is not {self.next_seq}")
-        payload = workflow.payload_converter().to_payloads([event])[0]
+        try:
+            payload = workflow.payload_converter().to_payloads([event])[0]
+        except ValueError:  # text no UTF-8 holds (a lone surrogate a model escaped): it
+            # failed every workflow task of the run once; shown as U+FFFD instead
+            payload = workflow.payload_converter().to_payloads([_encodable(event)])[0]
         self._topic.publish(payload)
         self._sizes.append(payload.ByteSize())
         trim = 0
@@ -307,3 +312,17 @@ def _carried_state(carried: Any) -> WorkflowStreamState | None:
     except ValidationError as err:  # written by our own continue-as-new: not expected
         workflow.logger.warning("the carried event log does not read, starting afresh: %s", err)
         return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(v) for v in value]
+    return value

@@ -424,6 +424,12 @@ def may_continue_as_new(step: Step) -> bool:
 # --- folding outcomes back in ------------------------------------------------------
 
 
+MAX_CALLS_PER_REPLY = 64
+"""The most tool calls of one reply that run (or wait for a decision); the rest are
+answered as errors. Temporal holds at most 2,000 activities open per workflow, and a
+reply's calls are scheduled in one workflow task."""
+
+
 def record_model_reply(
     state: RunState,
     reply: ModelReply,
@@ -436,6 +442,7 @@ def record_model_reply(
     rename_unsafe_ids: bool = True,
     finite_numbers: bool = True,
     typed_output: bool = True,
+    checked: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
@@ -447,6 +454,8 @@ def record_model_reply(
     `decisions.covers` says, and held decisions are checked as bound ones. With
     `typed_output` (the patch `structured-output`), a final reply of an agent with an
     output type is its output only if `call_model` found it valid (`output.settle`).
+    With `checked` (the patch `checked-replies`), calls past `MAX_CALLS_PER_REPLY` and
+    arguments holding a lone surrogate are answered as errors.
     """
     state.turn += 1
     if state.agent.price is not None:  # priced here, from the recorded tokens
@@ -468,10 +477,19 @@ def record_model_reply(
             reasoning=reply.reasoning,
         )
     )
-    for call in calls:
+    for index, call in enumerate(calls):
         problem = malformed_problem(
-            state.agent, call, repeated_keys=repeated_keys_malformed, finite=finite_numbers
+            state.agent,
+            call,
+            repeated_keys=repeated_keys_malformed,
+            finite=finite_numbers,
+            unicode=checked,
         )
+        if checked and index >= MAX_CALLS_PER_REPLY:
+            problem = (
+                f"Error: a reply may make at most {MAX_CALLS_PER_REPLY} tool calls; this "
+                f"one (call {index + 1} of {len(calls)}) was not run. Make fewer at once."
+            )
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:

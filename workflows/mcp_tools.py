@@ -263,6 +263,26 @@ def outcome(
     return ToolOutcome(call_id=call_id, content=content, attachments=attachments)
 
 
+def within_image_room(state: RunState, outcomes: list[ToolOutcome]) -> list[ToolOutcome]:
+    """`outcomes` (of calls that ran at once, each given the whole room) with the images
+    past the run's room (`MAX_RUN_IMAGE_BYTES`, less what it keeps) left out, in order:
+    an outcome whose images do not fit keeps none, and says so."""
+    room = MAX_RUN_IMAGE_BYTES - image_bytes(state)
+    kept = []
+    for found in outcomes:
+        size = sum(a.size for a in found.attachments)
+        if size <= room:
+            room -= size
+            kept.append(found)
+            continue
+        note = (
+            f"\n[its {len(found.attachments)} image(s) were not kept: the run keeps at most "
+            f"{MAX_RUN_IMAGE_BYTES:,} bytes of images]"
+        )
+        kept.append(found.model_copy(update={"attachments": [], "content": found.content + note}))
+    return kept
+
+
 def image_bytes(state: RunState) -> int:
     """The image bytes the run keeps (`MAX_RUN_IMAGE_BYTES` at most)."""
     return sum(a.size for i in state.items if isinstance(i, ToolResult) for a in i.attachments)

@@ -209,9 +209,19 @@ PATCH_GUARDRAIL_CHECK_ITEMS = "guardrail-check-items"
 model has not answered, any check that names an item after itself or after the
 latest reply. Before, such a forged check vouched for a later message or the final
 reply, and its guardrail never ran."""
+PATCH_CHECKED_TOOL_OUTCOMES = "checked-tool-outcomes"
+"""A tool's outcome is taken for the call it answers only: its call id is the call's, a
+`run_tool` activity (a tools-only worker can be anyone's) can hand the run to no
+agent and bring no image, and the images a batch of MCP calls brings are kept within
+the run's room together (each call counted the same room before)."""
+PATCH_CHECKED_REPLIES = "checked-replies"
+"""A reply's calls past `loop.MAX_CALLS_PER_REPLY`, and calls whose arguments hold text
+no UTF-8 can carry (a lone surrogate), are answered to the model as errors, never run
+or held for approval. Before, thousands of calls were all scheduled in one workflow
+task, and such arguments could not be written to the run's events."""
 PATCH_LEVEL_2 = "patch-level-2"
 """A level (`LEVELS`): a run started since it asks it first, one marker, and counts
-every patch before it in `ORDER` as asked and true (up to `guardrail-check-items`)."""
+every patch before it in `ORDER` as asked and true (up to `checked-replies`)."""
 
 ORDER: tuple[str, ...] = (
     PATCH_UNIQUE_CALL_IDS,
@@ -262,6 +272,8 @@ ORDER: tuple[str, ...] = (
     PATCH_ASKED_AT_START,
     PATCH_CHECKED_TREE_SIGNALS,
     PATCH_GUARDRAIL_CHECK_ITEMS,
+    PATCH_CHECKED_TOOL_OUTCOMES,
+    PATCH_CHECKED_REPLIES,
     PATCH_LEVEL_2,
 )
 """Every patch, in the order they were added. A new patch goes at the end, never

@@ -68,7 +68,12 @@ def proposed_call(spec: AgentSpec, call: ModelToolCall, *, finite: bool = True) 
 
 
 def malformed_problem(
-    spec: AgentSpec, call: ToolCall, *, repeated_keys: bool = True, finite: bool = True
+    spec: AgentSpec,
+    call: ToolCall,
+    *,
+    repeated_keys: bool = True,
+    finite: bool = True,
+    unicode: bool = True,
 ) -> str | None:
     """Why a call cannot run at all (unknown tool, arguments not a JSON object, or, with
     `repeated_keys`, an object that names a key twice), or None.
@@ -88,6 +93,11 @@ def malformed_problem(
         )
     if not isinstance(arguments, dict):
         return f"Error: arguments for tool '{call.tool}' must be a JSON object."
+    if unicode and not _encodable(arguments):
+        return (
+            f"Error: arguments for tool '{call.tool}' hold an escaped lone surrogate "
+            "(\\ud800-\\udfff), which is no character. Send text as it is."
+        )
     repeated = repeated_key(call.arguments) if repeated_keys else None
     if repeated is not None:
         return (
@@ -168,3 +178,13 @@ def unique_call_ids(
         used.add(call_id)
         calls.append(call)
     return calls
+
+
+def _encodable(arguments: object) -> bool:
+    """Every string in `arguments` (keys too) can be written as UTF-8: JSON lets `\\ud800`
+    through, and it then fails where the call is written down (events, summaries)."""
+    try:
+        json.dumps(arguments, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -36,6 +36,7 @@ from durable_agents.workflows.state import (
     Decision,
     DecisionAttempt,
     RunState,
+    ToolCall,
     ToolResult,
 )
 
@@ -50,6 +51,7 @@ def reground(
     now: datetime,
     verified_by: str | None = None,
     check_items: bool = True,
+    checked_calls: bool = True,
 ) -> RunState:
     """`state` (a resumed snapshot) on the worker's `spec`; see the module docstring.
     With `verified_by` (the snapshot verified under that snapshot key of the worker),
@@ -72,12 +74,14 @@ def reground(
     reply = loop.last_reply(result)
     answered = {i.call_id for i in result.items if isinstance(i, ToolResult)}
     open_calls = [c for c in reply.tool_calls if c.call_id not in answered] if reply else []
+    made = reply.tool_calls if reply else []
+    position = {id(c): n for n, c in enumerate(made)}
     for call in open_calls:
         judged = proposed_call(
             spec, ModelToolCall(call_id=call.call_id, tool=call.tool, arguments=call.arguments)
         )
         call.needs_approval = judged.needs_approval
-        if malformed_problem(spec, call) is not None:
+        if _problem(spec, call, position[id(call)], len(made), checked_calls) is not None:
             call.needs_approval = False
     ids = [c.call_id for c in (reply.tool_calls if reply else [])]
     repeated = {i for i in ids if ids.count(i) > 1}
@@ -110,7 +114,7 @@ def reground(
         )
     answered_now: set[str] = set()
     for call in open_calls:
-        problem = malformed_problem(spec, call)
+        problem = _problem(spec, call, position[id(call)], len(made), checked_calls)
         if call.call_id in repeated:
             problem = f"Error: the call id {call.call_id!r} names more than one call."
         if problem is not None and call.call_id not in answered_now:
@@ -118,6 +122,18 @@ def reground(
             result.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
     result.updated_at = now
     return RunState.model_validate(result.model_dump())
+
+
+def _problem(spec: AgentSpec, call: ToolCall, index: int, made: int, checked: bool) -> str | None:
+    """Why open call `index` (of `made` in its reply) of a resumed snapshot cannot run,
+    as when it was proposed (with `checked`: the patch `checked-replies`)."""
+    problem = malformed_problem(spec, call, unicode=checked)
+    if problem is None and checked and index >= loop.MAX_CALLS_PER_REPLY:
+        problem = (
+            f"Error: a reply may make at most {loop.MAX_CALLS_PER_REPLY} tool calls; this "
+            f"one (call {index + 1} of {made}) was not run. Make fewer at once."
+        )
+    return problem
 
 
 def _dropped(decision: Decision, why: str, *, now: datetime) -> DecisionAttempt:

@@ -202,9 +202,15 @@ def _parse(text: str | bytes) -> dict[str, Any]:
             object_pairs_hook=_unique_keys,
             parse_constant=_refuse_constant,
         )
+    except SnapshotError:
+        raise
     except json.JSONDecodeError as err:
         where = f"line {err.lineno}, column {err.colno}"
         raise SnapshotError(None, f"snapshot is not valid JSON: {err.msg} at {where}") from None
+    except RecursionError:
+        raise SnapshotError(None, "snapshot is nested too deeply to read") from None
+    except ValueError as err:  # an integer of thousands of digits, say
+        raise SnapshotError(None, f"snapshot cannot be read: {err}") from None
     if not isinstance(data, dict):
         raise SnapshotError("$", f"a snapshot is a JSON object, not {_json_type(data)}")
     return data
@@ -408,8 +414,8 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     queued messages, go with the cut turns. Status is running, error cleared.
     If turn N's reply was the final answer, its final output is kept and the
     resumed run completes at once; with `new_input` the model is asked again.
-    A fork before a handoff the run made later is refused: the state holds the
-    definition of the agent it handed over to, not of the one it had then.
+    A fork before a handoff the run made later is refused, unless the run had the
+    agent it has now at that turn: the state holds only that agent's definition.
 
     Usage restarts at zero: usage is a run total, with no per-turn record, so
     the source's spend up to the cut cannot be derived; copying the totals
@@ -431,7 +437,8 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
         len(state.items),
     )
     moved = [i for i in state.items[cut:] if isinstance(i, Handoff)]
-    if moved:  # the agent it had then is not in the state: only the one it has now is
+    if moved and moved[0].from_agent != state.agent.name:
+        # the agent it had then is not in the state: only the one it has now is
         last = moved[-1]
         raise SnapshotError(
             None,

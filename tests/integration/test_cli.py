@@ -216,7 +216,7 @@ async def test_refused_decision_exits_1_with_one_line(ctl, model_server) -> None
     run_id = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
     await wait_for_status(ctl, run_id, "awaiting_approval")
 
-    refused = await ctl("approve", run_id, "call_nope", "--wait")
+    refused = await ctl("reject", run_id, "call_nope", "--wait")
 
     assert refused.code == 1
     [line] = error_lines(refused.stderr)
@@ -230,12 +230,22 @@ async def test_signal_the_run_refuses_exits_1_with_the_runs_reason(ctl, model_se
     run_id = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
     await wait_for_status(ctl, run_id, "awaiting_approval")
 
-    unknown = await ctl("approve", run_id, "call_nope", "--as", "alice")
+    unknown = await ctl("reject", run_id, "call_nope", "--as", "alice")
     assert unknown.code == 1
     assert error_lines(unknown.stderr) == [
         f"agentctl: error: decision on call 'call_nope' of run '{run_id}' refused: "
         f"no tool call call_nope in run {run_id}"
     ]
+    blind = await ctl("approve", run_id, "call_nope", "--as", "alice")  # nothing it saw
+    assert blind.code == 1
+    assert error_lines(blind.stderr) == [
+        "agentctl: error: approval of call call_nope refused here: it is not pending in "
+        f"run {run_id} (an approval is for a call `agentctl pending` shows)"
+    ]
+    stale = await ctl("approve", run_id, "call_email", "--sha256", "0" * 16)
+    assert stale.code == 1 and "its arguments are not the ones you saw" in stale.stderr
+    refused = (await ctl("state", run_id, "--json")).json()["refused_decisions"]
+    assert [r["call_id"] for r in refused] == ["call_nope"]  # neither approval was sent
     first = await ctl("reject", run_id, "call_email", "--as", "alice", "--request-id", "r-1")
     assert first.code == 1 and "--request-id goes with --wait" in first.stderr
     decided = await ctl("reject", run_id, "call_email", "--as", "alice", "--json")
@@ -277,3 +287,29 @@ async def test_unknown_run_id_exits_1_with_one_line(ctl) -> None:
         assert error_lines(outcome.stderr) == [
             "agentctl: error: no run with id 'no-such-run' in namespace 'default'"
         ]
+
+
+async def test_an_approval_is_bound_to_the_digest_seen_and_to_the_run_named(ctl, model_server):
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
+    run_id = (await ctl("start", "assistant", "mail", "--json")).json()["run_id"]
+    await wait_for_status(ctl, run_id, "awaiting_approval")
+    [shown] = (await ctl("pending", run_id, "--json")).json()
+    seen = shown["arguments_sha256"][:16]
+    made = await ctl("approve", run_id, "call_email", "--sha256", seen.upper(), "--json")
+    assert made.code == 0 and made.json()["arguments_sha256"] == shown["arguments_sha256"]
+    assert "completed" in (await ctl("result", run_id)).stdout
+
+
+async def test_a_signal_the_run_refuses_and_a_cancel_that_came_late_exit_1(ctl, model_server):
+    model_server.script(Reply(content="hi"), Reply(content="done"))
+    run_id = (await ctl("start", "assistant", "hello", "--session", "--json")).json()["run_id"]
+    await wait_for_status(ctl, run_id, "awaiting_input")
+    long = await ctl("end", run_id, "--reason", "x" * 3_000)  # past what a run keeps
+    assert long.code == 1 and "refused it" in error_lines(long.stderr)[0]
+    assert (await ctl("end", run_id)).code == 0
+    assert "completed" in (await ctl("result", run_id)).stdout
+    late = await ctl("cancel", run_id, "--wait")  # (one that ends meanwhile: exit 1 too)
+    assert late.code == 1
+    assert error_lines(late.stderr) == [
+        f"agentctl: error: run '{run_id}' has already ended (completed)"
+    ]

@@ -59,6 +59,54 @@ def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     )
 
 
+def test_what_a_file_says_reaches_the_terminal_escaped(tmp_path, capsys) -> None:
+    # A forged file's run id and an approver named with escape sequences: on a
+    # terminal they could rewrite the line an operator reads ("valid", "approved").
+    doc = json.loads(FIXTURE.read_text())
+    doc["run_id"] = "r\x1b[2K\r\x1b[32mvalid, run ok\x1b[8m"
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(resigned(doc)))
+    assert run_main(["validate", str(forged)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "run r\\u{1b}[2K\\u{d}\\u{1b}[32mvalid" in out
+    assert run_main(["validate", "--json", str(forged)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and json.loads(out)["verdict"].startswith("valid")
+    doc = json.loads(FIXTURE.read_text())
+    decision = next(i for i in doc["items"] if i.get("type") == "decision")
+    decision |= {"via": "rule", "approver": "eve\x1b[2K\u202e"}  # the error names them
+    forged.write_text(json.dumps(resigned(doc)))
+    assert run_main(["validate", str(forged)]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err and "\\u{1b}[2K\\u{202e}" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "snapshot is nested too deeply to read"),
+        ('{"n": ' + "1" * 5000 + "}", "snapshot cannot be read: Exceeds the limit"),
+    ],
+    ids=["nested", "huge-integer"],
+)
+def test_a_file_json_cannot_read_is_a_clear_error(content, problem, tmp_path, capsys) -> None:
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(content)
+    for command in (["validate"], ["resume", "--address", UNREACHABLE]):
+        assert run_main([*command, str(hostile)]) == 1
+        assert problem in capsys.readouterr().err
+    assert run_main(["start", "--address", UNREACHABLE, "a", "x", "--context", content]) == 1
+    assert "--context cannot be read" in capsys.readouterr().err
+
+
+def test_output_that_cannot_be_written_is_a_clear_error(tmp_path, capsys) -> None:
+    missing = str(tmp_path / "no-such-dir" / "out")
+    assert run_main(["keygen", "--owner", "ann", "--key-id", "k", "-o", missing]) == 1
+    assert f"cannot write key file {missing}" in capsys.readouterr().err
+    assert run_main(["seal", str(FIXTURE), "-o", missing]) == 1
+    assert f"cannot write {missing}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

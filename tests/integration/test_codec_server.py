@@ -363,3 +363,16 @@ def test_a_request_line_that_does_not_parse_is_a_400(server, caplog):
     assert b"Error code: 400" in odd.recv(4096)  # an HTTP/0.9 line: the page alone
     odd.close()
     assert any(r.getMessage().startswith("- - -> 400") for r in caplog.records)
+
+
+def test_a_kept_alive_connection_s_idle_time_is_not_a_request_s(server, monkeypatch):
+    import time
+
+    monkeypatch.setattr(codec_server, "REQUEST_SECONDS", 0.5)
+    connection = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    for _ in range(2):
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (200, b"ok\n")
+        time.sleep(0.8)  # idle past the deadline: the next request's time starts with it
+    connection.close()

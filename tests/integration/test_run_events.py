@@ -15,6 +15,7 @@ import pytest
 from durable_agents.client import AgentClientError
 from durable_agents.workflows import contract, event_stream
 from durable_agents.workflows.event_models import RUN_EVENT
+from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult
@@ -266,9 +267,9 @@ async def test_agentctl_watch_follow_in_a_terminal_prints_events_live(worker, mo
             process.kill()
         os.close(master)
     lines = shown.replace("\r\n", "\n").splitlines()
-    assert f"agentctl approve {handle.id} r1  |  agentctl reject {handle.id} r1 --reason R" in (
-        lines[5].strip()
-    )
+    seen_digest = arguments_sha256({"order": "A12", "amount": 250})[:16]  # what was shown
+    approve = f"agentctl approve {handle.id} r1 --sha256 {seen_digest}"
+    assert f"{approve}  |  agentctl reject {handle.id} r1 --reason R" in lines[5].strip()
     assert "approved refund [r1] by ann" in shown
     assert 'refund [r1] returned: "refunded 250.0 on A12"' in shown
     assert "\x1b" not in shown and "\\u{1b}[2J" in shown  # the model cannot drive the terminal

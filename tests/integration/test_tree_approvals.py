@@ -234,7 +234,7 @@ async def test_a_decision_sent_to_the_caller_is_checked_by_the_run_that_holds_th
     with pytest.raises(DecisionRefused, match=r"waits in 2 runs below .*name the one"):
         await client.decide(run_id, "n1", "approve", approver="ann")
     ambiguous = await bound_to(team)("approve", run_id, "n1", "--as", "ann")
-    assert ambiguous.code == 1 and "--in SUB_RUN_ID" in error_lines(ambiguous.stderr)[0]
+    assert ambiguous.code == 1 and "--in RUN_ID" in error_lines(ambiguous.stderr)[0]
     with pytest.raises(DecisionRefused, match="no call n1 waits in run elsewhere"):
         await client.decide(
             run_id, "n1", "approve", approver="ann",

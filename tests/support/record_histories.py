@@ -91,6 +91,14 @@ LOOKUP_AND_MAIL = Reply(
 """A local tool's call beside one that waits for approval."""
 
 SCENARIOS = {
+    # v56: a call whose arguments hold an escaped lone surrogate (checked-replies,
+    # patch-level-2): answered to the model as malformed, never run; then the answer.
+    "checked_replies_v56": (
+        "assistant",
+        False,
+        [Reply(tool_calls=(Call("add", {"a": "\ud800", "b": 1}, "s1"),)), Reply("fine")],
+        [],
+    ),
     # v52: a run that asks its patches when it starts (patches-asked-at-start): one
     # marker, then a local tool beside an email that waits for ann's approval. (The
     # recorder's status queries raced the tool: the task was completed early, as v53's.)

@@ -169,3 +169,18 @@ def test_a_fork_before_a_handoff_is_refused_and_one_after_it_keeps_the_agent_it_
     forked = snapshot.fork(state, at_turn=2, new_input="and the other one")
     assert forked.agent.name == "b"
     assert [i.type for i in forked.items][-2:] == ["handoff", "user_message"]
+
+
+def test_a_fork_back_at_a_turn_of_the_agent_the_run_has_now_is_taken():
+    # a -> b -> a: at turn 1 the run had a, which the state holds
+    state = started(spec("a", "lookup"))
+    state.items.append(AssistantMessage(turn=1, content="let me see", tool_calls=[], at=NOW))
+    state.turn = 1
+    handed_over(state, spec("b", "refund"))
+    back = ToolCall(call_id="h2", tool="transfer_to_a", arguments="{}")
+    state.items.append(AssistantMessage(turn=3, tool_calls=[back], at=NOW))
+    state.turn = 3
+    state.items.append(ToolResult(call_id="h2", content=handoffs.result("a")))
+    handoffs.take(state, back, spec("a", "lookup"), now=NOW)
+    forked = snapshot.fork(state, at_turn=1)
+    assert forked.agent.name == "a" and not any(i.type == "handoff" for i in forked.items)

@@ -177,6 +177,28 @@ def test_unknown_tool_and_malformed_arguments_go_back_to_the_model():
     assert isinstance(loop.next_step(state), loop.CallModel)
 
 
+@pytest.mark.parametrize("checked", [True, False], ids=["checked-replies", "runs-before"])
+def test_a_reply_runs_at_most_its_share_of_calls_and_no_lone_surrogate(checked):
+    many = [(f"c{n}", "refund" if n % 2 else "lookup", "{}") for n in range(70)]
+    odd = ("s1", "refund", '{"to": "\\ud800"}')  # JSON lets an escaped one through
+    state = fresh()
+    loop.record_model_reply(state, reply(odd, *many), now=T0, checked=checked)
+    found = results(state)
+    if not checked:  # as runs before the patch recorded it
+        assert found == {}
+        return
+    assert set(found) == {"s1", *(f"c{n}" for n in range(63, 70))}
+    assert "hold an escaped lone surrogate" in found["s1"].content
+    assert found["c69"].content == (
+        "Error: a reply may make at most 64 tool calls; this one (call 71 of 71) was not "
+        "run. Make fewer at once."
+    )
+    step = loop.next_step(state)
+    assert isinstance(step, loop.RunTools) and len(step.calls) == 32  # the lookups of 64
+    waiting = [p.call_id for p in decisions.pending_approvals(state)]
+    assert len(waiting) == 31 and "c63" not in waiting and "s1" not in waiting
+
+
 def test_run_ends_as_max_turns_exceeded_instead_of_calling_the_model_again():
     state = fresh(max_turns=1)
     loop.record_model_reply(state, reply(("c1", "lookup", "{}")), now=T0)

@@ -359,6 +359,29 @@ def test_an_image_is_kept_only_when_asked_and_only_of_a_type_and_size_models_rea
     assert failed.is_error and len(failed.attachments) == 1
 
 
+def test_calls_that_ran_at_once_keep_their_images_within_the_runs_room_together(monkeypatch):
+    # Each call of a batch was given the whole room when it ended: together they
+    # could keep that much each.
+    from datetime import UTC, datetime
+
+    from durable_agents.workflows import loop, mcp_tools
+    from durable_agents.workflows.payloads import AgentInput
+
+    now = datetime(2026, 11, 26, tzinfo=UTC)
+
+    image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+    calls = [outcome(f"c{n}", "t", {"content": [image, image]}, keep_images=True) for n in range(3)]
+    spec = AgentSpec(name="a", instructions="", model="m")
+    state = loop.new_state(spec, AgentInput(agent="a", input="x"), run_id="r", now=now)
+    monkeypatch.setattr(mcp_tools, "MAX_RUN_IMAGE_BYTES", 100)  # room for two calls' two
+    kept = mcp_tools.within_image_room(state, calls)
+    assert [len(k.attachments) for k in kept] == [2, 2, 0]
+    assert kept[2].content.endswith(
+        "[its 2 image(s) were not kept: the run keeps at most 100 bytes of images]"
+    )
+    assert [k.call_id for k in kept] == ["c0", "c1", "c2"]
+
+
 def test_a_forged_attachment_is_refused_when_a_state_is_read():
     from durable_agents.workflows.state import Attachment
     from pydantic import ValidationError

@@ -87,7 +87,12 @@ def test_no_patch_is_slipped_in_before_a_level():
     assert patches.LEVELS == (patches.PATCH_ASKED_AT_START, patches.PATCH_LEVEL_2)
 
 
-COUNTED_BY_THE_SECOND_LEVEL_TOO = ("checked-tree-signals", "guardrail-check-items")
+COUNTED_BY_THE_SECOND_LEVEL_TOO = (
+    "checked-tree-signals",
+    "guardrail-check-items",
+    "checked-tool-outcomes",
+    "checked-replies",
+)
 
 
 COUNTED_BY_THE_FIRST_LEVEL = (

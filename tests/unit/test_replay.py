@@ -46,7 +46,8 @@ def test_the_query_race_histories_hold_the_race(name: str):
 
 def test_the_patch_level_2_histories_hold_what_they_exist_for():
     """v54: a report listing a call whose arguments are no JSON object (refused since
-    checked-tree-signals); v55: a forged check dropped, so the guardrail ran."""
+    checked-tree-signals); v55: a forged check dropped, so the guardrail ran; v56: a
+    call whose arguments hold a lone surrogate answered, never run (checked-replies)."""
     reports = json.loads((RECORDED / "checked_reports_v54.json").read_text())["events"]
     signals = [
         e["workflowExecutionSignaledEventAttributes"]
@@ -62,5 +63,12 @@ def test_the_patch_level_2_histories_hold_what_they_exist_for():
         if "activityTaskScheduledEventAttributes" in e
     ]
     assert "run_guardrail" in scheduled
-    for events in (reports, checked):
+    replied = json.loads((RECORDED / "checked_replies_v56.json").read_text())["events"]
+    activities = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in replied
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+    assert activities == ["describe_agent", "call_model", "call_model"]  # the add never ran
+    for events in (reports, checked, replied):
         assert [patch for patch, _ in patch_markers(events)] == ["patch-level-2"]
