@@ -142,7 +142,8 @@ def reported_usage(
             shown = json.dumps(count, default=str)[:60]
             raise reply_error(f"its usage reports {name} as {shown}: not a count")
         if not 0 <= count <= MAX_REPORTED_TOKENS:
-            raise reply_error(f"its usage reports {count} {name}: not a count")
+            shown = str(count) if abs(count) < 10**20 else f"a {count.bit_length()}-bit number of"
+            raise reply_error(f"its usage reports {shown} {name}: not a count")
         checked.append(count)
     given_input, given_output, total, cached, reasoning = checked
     return Usage(

@@ -55,7 +55,10 @@ class Deltas:
         await self._send()
 
     def text(self, piece: str, *, call: tuple[str, str] | None = None) -> None:
-        """`piece` of the reply's text, or of the arguments of `call` (id, tool)."""
+        """`piece` of the reply's text, or of the arguments of `call` (id, tool);
+        TypeError if it is not text (a broken stream: the caller says so)."""
+        if not isinstance(piece, str | None):
+            raise TypeError(f"a streamed piece is {type(piece).__name__}, not text")
         if piece:
             self._pending.setdefault(call, []).append(piece)
 

@@ -103,23 +103,33 @@ class ResponsesAPI:
         )
         async with contextlib.aclosing(events):
             async for event in events:
-                if (
-                    event.type == "response.output_item.added"
-                    and event.item.type == "function_call"
-                ):
-                    calls[event.item.id or ""] = (event.item.call_id, event.item.name)
-                elif event.type == "response.output_text.delta":
-                    deltas.text(event.delta)
-                elif event.type == "response.function_call_arguments.delta":
-                    deltas.text(event.delta, call=calls.get(event.item_id, ("", "")))
-                elif event.type in ("response.completed", "response.incomplete"):
-                    return event.response  # as the same reply, unstreamed, would be read
-                elif event.type == "response.failed":
-                    error = event.response.error
-                    raise unavailable(f"the response failed: {error.message if error else '?'}")
-                elif event.type == "error":
-                    raise unavailable(f"the stream failed: {event.message}")
+                try:
+                    done = _take_event(event, calls, deltas)
+                except (AttributeError, TypeError, ValueError, KeyError) as err:
+                    raise reply_error(f"a streamed event has an unusable shape: {err}") from err
+                if done is not None:
+                    return done  # as the same reply, unstreamed, would be read
         raise unavailable("the stream ended before the response was complete")
+
+
+def _take_event(
+    event: ResponseStreamEvent, calls: dict[str, tuple[str, str]], deltas: Deltas
+) -> Response | None:
+    """Take one streamed event: the finished response, or None (more to come)."""
+    if event.type == "response.output_item.added" and event.item.type == "function_call":
+        calls[str(event.item.id or "")] = (event.item.call_id, event.item.name)
+    elif event.type == "response.output_text.delta":
+        deltas.text(event.delta)
+    elif event.type == "response.function_call_arguments.delta":
+        deltas.text(event.delta, call=calls.get(str(event.item_id), ("", "")))
+    elif event.type in ("response.completed", "response.incomplete"):
+        return event.response
+    elif event.type == "response.failed":
+        error = event.response.error
+        raise unavailable(f"the response failed: {error.message if error else '?'}")
+    elif event.type == "error":
+        raise unavailable(f"the stream failed: {event.message}")
+    return None
 
 
 def settings_options(settings: ModelSettings, *, tools: bool) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from durable_agents.client.errors import (
     PauseRefused,
     RunExists,
     RunFailed,
+    RunNotFound,
     failure_message,
     from_rpc_error,
     run_ended,
@@ -96,6 +97,9 @@ from temporalio.service import RPCError
 
 from durable_agents import served_agents
 from durable_agents.signing import SigningKey
+
+CONFIRM_SECONDS = 10.0
+"""How long a confirmed signal waits for the run to answer each of its queries."""
 
 PENDING_QUERY = (
     f'WorkflowType = "{contract.WORKFLOW_TYPE}" AND '
@@ -817,26 +821,34 @@ class AgentClient:
 
     # --- sessions --------------------------------------------------------------------
 
-    async def message(self, run_id: str, content: str, *, confirm: bool = False) -> None:
+    async def message(self, run_id: str, content: str, *, confirm: bool = False) -> bool:
         """Send the user's next message to a session (`send_message` signal). With
-        `confirm`, wait until the run took it (two queries): AgentClientError with its
-        reason if it refused it (too long, too many queued)."""
+        `confirm`, also read whether the run took it (a query before and after, each
+        of at most CONFIRM_SECONDS): AgentClientError with its reason if it refused it
+        (too long, too many queued). True if confirmed; False if it was sent but the
+        run did not answer the queries (no worker running: it takes it later)."""
         payload = MessageSignal(content=content)
-        if confirm:
-            await self._confirmed_signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload)
-        else:
+        if not confirm:
             await self._signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload)
+            return False
+        taken = await self._confirmed_signal(
+            run_id, contract.SIGNAL_SEND_MESSAGE, payload, best_effort=True
+        )
+        return taken is not None
 
     async def end_session(
         self, run_id: str, *, reason: str | None = None, confirm: bool = False
-    ) -> None:
+    ) -> bool:
         """End a session once its current exchange is answered (`end_session` signal);
         `confirm` as for `message`."""
         payload = EndSessionSignal(reason=reason)
-        if confirm:
-            await self._confirmed_signal(run_id, contract.SIGNAL_END_SESSION, payload)
-        else:
+        if not confirm:
             await self._signal(run_id, contract.SIGNAL_END_SESSION, payload)
+            return False
+        taken = await self._confirmed_signal(
+            run_id, contract.SIGNAL_END_SESSION, payload, best_effort=True
+        )
+        return taken is not None
 
     async def refresh_tools(self, run_id: str, *, by: str | None = None) -> RunState:
         """Have the run list its MCP tools again before its next model call (the
@@ -844,20 +856,41 @@ class AgentClient:
         request in `tools_refresh`). Raises AgentClientError with the run's reason when
         it refuses (an ended run, an agent without MCP servers)."""
         payload = checked(RefreshToolsSignal, by=by)
-        return await self._confirmed_signal(run_id, contract.SIGNAL_REFRESH_TOOLS, payload)
+        taken = await self._confirmed_signal(run_id, contract.SIGNAL_REFRESH_TOOLS, payload)
+        assert taken is not None  # (not best effort: a query that fails raises)
+        return taken
 
-    async def _confirmed_signal(self, run_id: str, signal: str, payload: BaseModel) -> RunState:
+    async def _confirmed_signal(
+        self, run_id: str, signal: str, payload: BaseModel, *, best_effort: bool = False
+    ) -> RunState | None:
         """Send `signal`; the run's state once it took it, or AgentClientError with the
-        reason it refused it (recorded in `refused_signals`)."""
-        before = await self.state(run_id)
-        seen = before.refused_signals_dropped + len(before.refused_signals)
+        reason it refused it (recorded in `refused_signals`). `best_effort`: the signal
+        is sent even if the run does not answer a query within CONFIRM_SECONDS (then
+        None: sent, not confirmed)."""
+        before = await self._state_for_confirming(run_id, best_effort)
         await self._signal(run_id, signal, payload)
-        after = await self.state(run_id)  # the query waits for the signal's workflow task
+        if before is None:
+            return None
+        seen = before.refused_signals_dropped + len(before.refused_signals)
+        # the query waits for the signal's workflow task
+        after = await self._state_for_confirming(run_id, best_effort)
+        if after is None:
+            return None
         fresh = after.refused_signals[max(0, seen - after.refused_signals_dropped) :]
         refused = [r for r in fresh if r.signal == signal]
         if refused:
             raise AgentClientError(f"run {run_id!r} refused it: {refused[-1].refused_because}")
         return after
+
+    async def _state_for_confirming(self, run_id: str, best_effort: bool) -> RunState | None:
+        if not best_effort:
+            return await self.state(run_id)
+        try:
+            return await asyncio.wait_for(self.state(run_id), timeout=CONFIRM_SECONDS)
+        except (TimeoutError, AgentClientError) as err:
+            if isinstance(err, RunNotFound):
+                raise
+            return None
 
     async def _signal(self, run_id: str, signal: str, payload: BaseModel | JsonValue) -> None:
         with self.translating(run_id):

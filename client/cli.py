@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from durable_agents.client import cli_ops, cli_snapshots, render, snapshots
-from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.agent_client import CONFIRM_SECONDS, AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
 from durable_agents.client.errors import AgentClientError
@@ -70,18 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         # threads can crash the exiting process (SIGSEGV/SIGABRT, sdk-python#300).
         gc.collect()
     if output:
-        print(_ascii_json(output) if getattr(args, "json", False) else output)
+        print(render.ascii_json(output) if getattr(args, "json", False) else output)
     return 0
-
-
-def _ascii_json(output: str) -> str:
-    """JSON output with every character past ASCII escaped as `\\uXXXX` (the same JSON:
-    outside strings JSON has none): what a run's content puts in it (`\\u202e`, C1
-    controls) cannot steer the terminal it is printed on."""
-    return _NOT_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], output)
-
-
-_NOT_ASCII = re.compile(r"[^\x00-\x7e]")
 
 
 async def _run(args: argparse.Namespace) -> str:
@@ -139,13 +129,13 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _message(args: argparse.Namespace, agents: AgentClient) -> str:
-    await agents.message(args.run_id, args.content, confirm=True)
-    return _sent(args, "message", "message sent")
+    taken = await agents.message(args.run_id, args.content, confirm=True)
+    return _sent(args, "message", "message sent", confirmed=taken)
 
 
 async def _end(args: argparse.Namespace, agents: AgentClient) -> str:
-    await agents.end_session(args.run_id, reason=args.reason, confirm=True)
-    return _sent(args, "end_session", "end of session requested")
+    taken = await agents.end_session(args.run_id, reason=args.reason, confirm=True)
+    return _sent(args, "end_session", "end of session requested", confirmed=taken)
 
 
 async def _pause(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -179,9 +169,14 @@ async def _refresh_tools(args: argparse.Namespace, agents: AgentClient) -> str:
     return f"run {args.run_id} took the request"
 
 
-def _sent(args: argparse.Namespace, signal: str, text: str) -> str:
+def _sent(args: argparse.Namespace, signal: str, text: str, *, confirmed: bool = True) -> str:
     if args.json:
-        return json.dumps({"run_id": args.run_id, "signal": signal})
+        return json.dumps({"run_id": args.run_id, "signal": signal, "confirmed": confirmed})
+    if not confirmed:
+        return (
+            f"{text} to run {args.run_id} (not confirmed: the run answered no query in "
+            f"{CONFIRM_SECONDS:g} s; is a worker running? it takes it when one is)"
+        )
     return f"{text} to run {args.run_id}"
 
 
@@ -446,6 +441,12 @@ def default_approver() -> str:
         return "unknown"
 
 
+def _digest_prefix(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{8,64}", text):
+        raise argparse.ArgumentTypeError("8 to 64 hex digits of the arguments' sha256")
+    return text
+
+
 def _non_empty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
@@ -605,12 +606,13 @@ def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
     sub.add_argument(
         "--in",
         dest="holder",
-        metavar="SUB_RUN_ID",
+        metavar="RUN_ID",
         help="the run that holds the call (RUN_ID itself or a run below it), when more "
         "than one uses the same call id (`agentctl pending RUN_ID` shows each call's run)",
     )
     sub.add_argument(
         "--sha256",
+        type=_digest_prefix,
         metavar="PREFIX",
         help="the arguments digest you saw (`agentctl pending` shows its first 16 hex "
         "digits): nothing is sent unless the call's arguments still have it",

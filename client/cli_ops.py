@@ -101,7 +101,7 @@ async def _follow(
         if event.done:
             return event
         if args.json:
-            out.write(event.model_dump_json() + "\n")
+            out.write(render.ascii_json(event.model_dump_json()) + "\n")
         elif live:  # one line, redrawn each poll: a spinner shows the watch is alive
             out.write(f"\r\033[K{SPINNER[frame % len(SPINNER)]} {render.watch_line(event)}")
             frame += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -520,3 +521,13 @@ def watch_outcome(event: WatchEvent) -> str:
 
 def _or_dash(value: int | None) -> str:
     return "-" if value is None else str(value)
+
+
+def ascii_json(output: str) -> str:
+    """JSON output with every character past ASCII escaped as `\\uXXXX` (the same JSON:
+    outside strings JSON has none): what a run's content puts in it (`\\u202e`, C1
+    controls) cannot steer the terminal it is printed on."""
+    return _NOT_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], output)
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7e]")

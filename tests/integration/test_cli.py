@@ -300,7 +300,7 @@ async def test_an_approval_is_bound_to_the_digest_seen_and_to_the_run_named(ctl,
     assert "completed" in (await ctl("result", run_id)).stdout
 
 
-async def test_a_signal_the_run_refuses_and_a_cancel_that_came_late_exit_1(ctl, model_server):
+async def test_an_end_the_run_refuses_exits_1_with_its_reason(ctl, model_server):
     model_server.script(Reply(content="hi"), Reply(content="done"))
     run_id = (await ctl("start", "assistant", "hello", "--session", "--json")).json()["run_id"]
     await wait_for_status(ctl, run_id, "awaiting_input")
@@ -308,8 +308,25 @@ async def test_a_signal_the_run_refuses_and_a_cancel_that_came_late_exit_1(ctl, 
     assert long.code == 1 and "refused it" in error_lines(long.stderr)[0]
     assert (await ctl("end", run_id)).code == 0
     assert "completed" in (await ctl("result", run_id)).stdout
-    late = await ctl("cancel", run_id, "--wait")  # (one that ends meanwhile: exit 1 too)
-    assert late.code == 1
-    assert error_lines(late.stderr) == [
-        f"agentctl: error: run '{run_id}' has already ended (completed)"
-    ]
+
+
+async def test_a_message_to_a_run_no_worker_serves_is_sent_unconfirmed(env, monkeypatch):
+    # A deploy, a crash: the signal waits in the run's history; only the confirming
+    # queries go unanswered.
+    from durable_agents.client import agent_client
+    from durable_agents.workflows import contract
+    from durable_agents.workflows.payloads import AgentInput
+
+    monkeypatch.setattr(agent_client, "CONFIRM_SECONDS", 0.5)
+    queue = f"nobody-{uuid.uuid4().hex[:8]}"
+    handle = await env.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="assistant", input="hi", session=True),
+        id=f"unserved-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+    )
+    agents = agent_client.AgentClient(env.client, task_queue=queue)
+    assert await agents.message(handle.id, "are you there?", confirm=True) is False
+    events = [e async for e in handle.fetch_history_events()]
+    assert sum(e.HasField("workflow_execution_signaled_event_attributes") for e in events) == 1
+    await handle.terminate("done")

@@ -54,7 +54,7 @@ def test_json_output_escapes_every_character_past_ascii_and_stays_the_same_json(
     import json
 
     text = json.dumps({"a": f"x\u202e\x9b{HIDE}😀 Zürich"}, ensure_ascii=False)
-    shown = cli._ascii_json(text)
+    shown = render.ascii_json(text)
     assert shown.isascii() and json.loads(shown) == json.loads(text)
 
 

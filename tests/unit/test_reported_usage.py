@@ -80,3 +80,20 @@ def test_counts_up_to_what_json_numbers_hold_are_taken():
     assert largest.total_tokens == MAX_REPORTED_TOKENS
     with pytest.raises(ApplicationError, match="reports 9007199254740993 output tokens"):
         reported_usage(input_tokens=0, output_tokens=MAX_REPORTED_TOKENS + 1, total_tokens=0)
+
+
+def test_a_streamed_piece_that_is_not_text_is_a_broken_stream():
+    from durable_agents.activities.model_stream import Deltas
+    from durable_agents.activities.responses_api import _take_event
+    from openai.types.responses import ResponseOutputItemAddedEvent
+
+    deltas = Deltas.__new__(Deltas)  # its publishing is not what is tested here
+    deltas._pending = {}
+    deltas.text("fine")
+    with pytest.raises(TypeError, match="a streamed piece is int, not text"):
+        deltas.text(5)  # type: ignore[arg-type]
+    event = ResponseOutputItemAddedEvent.construct(  # as the client builds it, unvalidated
+        type="response.output_item.added", item=None, output_index=0, sequence_number=1
+    )
+    with pytest.raises(AttributeError):  # `_streamed` answers it as an unusable reply
+        _take_event(event, {}, deltas)  # type: ignore[arg-type]

@@ -1,0 +1,32 @@
+"""agentctl's exit code says what happened to the run, not that a request went out."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from durable_agents.client import cli_ops
+from durable_agents.client.errors import AgentClientError
+from durable_agents.workflows.payloads import StatusView
+from durable_agents.workflows.state import RunStatus, Usage
+
+
+class EndedFirst:
+    """A run that completed between `cancel` and its answer (the request came late)."""
+
+    async def cancel(self, run_id: str, *, reason: str | None = None) -> None:
+        return None
+
+    async def result(self, run_id: str) -> object:
+        return object()  # returned: it completed before the cancellation reached it
+
+    async def status(self, run_id: str) -> StatusView:
+        return StatusView(
+            status=RunStatus.COMPLETED, agent="a", turn=1, pending_approvals=0, usage=Usage()
+        )
+
+
+async def test_cancel_wait_fails_when_the_run_ended_otherwise_first():
+    args = argparse.Namespace(run_id="r1", reason=None, wait=True, json=False)
+    with pytest.raises(AgentClientError, match=r"^run r1 ended completed before it could be"):
+        await cli_ops.cancel(args, EndedFirst())  # type: ignore[arg-type]
