@@ -828,13 +828,7 @@ class AgentClient:
         (too long, too many queued). True if confirmed; False if it was sent but the
         run did not answer the queries (no worker running: it takes it later)."""
         payload = MessageSignal(content=content)
-        if not confirm:
-            await self._signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload)
-            return False
-        taken = await self._confirmed_signal(
-            run_id, contract.SIGNAL_SEND_MESSAGE, payload, best_effort=True
-        )
-        return taken is not None
+        return await self._session_signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload, confirm)
 
     async def end_session(
         self, run_id: str, *, reason: str | None = None, confirm: bool = False
@@ -842,12 +836,15 @@ class AgentClient:
         """End a session once its current exchange is answered (`end_session` signal);
         `confirm` as for `message`."""
         payload = EndSessionSignal(reason=reason)
+        return await self._session_signal(run_id, contract.SIGNAL_END_SESSION, payload, confirm)
+
+    async def _session_signal(
+        self, run_id: str, signal: str, payload: BaseModel, confirm: bool
+    ) -> bool:
         if not confirm:
-            await self._signal(run_id, contract.SIGNAL_END_SESSION, payload)
+            await self._signal(run_id, signal, payload)
             return False
-        taken = await self._confirmed_signal(
-            run_id, contract.SIGNAL_END_SESSION, payload, best_effort=True
-        )
+        taken = await self._confirmed_signal(run_id, signal, payload, best_effort=True)
         return taken is not None
 
     async def refresh_tools(self, run_id: str, *, by: str | None = None) -> RunState:

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -953,38 +953,13 @@ async def record_imported(client: Client, name: str) -> None:
         await _save(client, name, handle)
 
 
-async def record_tree(client: Client, name: str) -> None:
+async def record_tree(
+    client: Client, name: str, forge: Callable[[AgentClient, str], Awaitable[dict]] | None = None
+) -> None:
     """v34 (tree-approvals, schema 1.23): the lead calls the mailer as a tool; the
     mailer's notice waits for a decision, which the lead lists and passes down (a
-    `decide` update sent to the lead), after a forged report the lead refuses. Both
-    runs' histories are kept: the caller's, and the child's (`<name>__c1`)."""
-    script = [
-        Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
-        Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
-        Reply("ann was notified"),
-        Reply("done"),
-    ]
-    async with _serving(client, name, script) as task_queue:
-        handle = await client.start_workflow(
-            contract.WORKFLOW_TYPE,
-            AgentInput(agent="lead", input="go"),
-            id=f"history-{name}",
-            task_queue=task_queue,
-        )
-        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
-            await asyncio.sleep(0.1)
-        await handle.signal(contract.SIGNAL_SUB_RUN_REPORT, {"run_id": "not-a-child"})
-        decision = {"call_id": "n1", "decision": "approve", "approver": "ann"}
-        await handle.execute_update(contract.UPDATE_DECIDE, decision)
-        await handle.result()
-        await _save(client, name, handle)
-        await _save_child(client, name, handle, "c1")
-
-
-async def record_checked_reports(client: Client, name: str) -> None:
-    """v54 (checked-tree-signals, patch-level-2): the lead calls the mailer as a tool;
-    a report in the mailer's name listing a call whose arguments are not a JSON object
-    is refused; the real call is approved through the lead. Both runs' histories are
+    `decide` update sent to the lead), after a forged report the lead refuses (`forge`
+    makes it; default: one from a run that is not its child). Both runs' histories are
     kept: the caller's, and the child's (`<name>__c1`)."""
     script = [
         Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
@@ -1001,20 +976,27 @@ async def record_checked_reports(client: Client, name: str) -> None:
         )
         while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != AWAITING:
             await asyncio.sleep(0.1)
-        [real] = await AgentClient(client, task_queue=task_queue).pending(handle.id)
-        odd = real.model_dump(mode="json") | {
-            "call_id": "x1",
-            "arguments": "not json",
-            "arguments_sha256": None,
-            "args": None,
-        }
-        forged = {"run_id": f"{handle.id}/c1", "pending": [odd]}
+        agents = AgentClient(client, task_queue=task_queue)
+        forged = await forge(agents, handle.id) if forge else {"run_id": "not-a-child"}
         await handle.signal(contract.SIGNAL_SUB_RUN_REPORT, forged)
         decision = {"call_id": "n1", "decision": "approve", "approver": "ann"}
         await handle.execute_update(contract.UPDATE_DECIDE, decision)
         await handle.result()
         await _save(client, name, handle)
         await _save_child(client, name, handle, "c1")
+
+
+async def non_object_report(agents: AgentClient, run_id: str) -> dict:
+    """v54 (checked-tree-signals, patch-level-2; `record_tree`): a report in the mailer's
+    name listing a call whose arguments are not a JSON object (refused)."""
+    [real] = await agents.pending(run_id)
+    odd = real.model_dump(mode="json") | {
+        "call_id": "x1",
+        "arguments": "not json",
+        "arguments_sha256": None,
+        "args": None,
+    }
+    return {"run_id": f"{run_id}/c1", "pending": [odd]}
 
 
 def forged_check_snapshot() -> dict:
@@ -1337,7 +1319,7 @@ async def main() -> None:
         if not _recorded("tree_pause_v36"):
             await record_tree_pause(env.client, "tree_pause_v36")
         if not _recorded("checked_reports_v54"):
-            await record_checked_reports(env.client, "checked_reports_v54")
+            await record_tree(env.client, "checked_reports_v54", forge=non_object_report)
         if not _recorded("forged_check_v55"):
             await record_forged_check(env.client, "forged_check_v55")
         if not _recorded("tree_start_v41"):
