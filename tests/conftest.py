@@ -23,9 +23,10 @@ from durable_agents.dev_server_config import dev_server_args
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.webhooks import Endpoint
-from durable_agents.worker import build_worker, temporal_binary
+from durable_agents.worker import build_worker
 from tests.support import agents, priced_agents
 from tests.support.approver_keys import WORKER_TRUST
+from tests.support.dev_servers import local_server
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,10 +45,9 @@ def payload_store_of_the_session(tmp_path_factory) -> Iterator[None]:
 @pytest.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     """A real Temporal dev server (the pip-installed `temporal` binary), nothing downloaded."""
-    environment = await WorkflowEnvironment.start_local(
+    environment = await local_server(
         data_converter=pydantic_data_converter,
         search_attributes=search_attributes.ALL,
-        dev_server_existing_path=temporal_binary(),
         dev_server_extra_args=dev_server_args(),
     )
     yield environment

@@ -71,8 +71,9 @@ async def test_watch_prints_changes_then_what_the_run_needs(worker, model_server
     ctl = bound_to(worker)
     model_server.script(
         # Slower than agentctl's start-up (~1 s; over 2.5 s seen on a loaded 2-core
-        # machine running the suite), so the watch sees the run running.
-        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),), delay_seconds=6),
+        # machine running the suite, over 6 s beside two more pytest processes), so the
+        # watch sees the run running.
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),), delay_seconds=10),
         Reply(tool_calls=(EMAIL,)),
     )
     rid = new_id()

@@ -26,9 +26,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.dataplane.payload_store import with_payload_store
 from durable_agents.testing import Call, Reply
-from durable_agents.worker import temporal_binary
 from tests.conftest import RunningWorker, serving
 from tests.support import agents
+from tests.support.dev_servers import local_server
 from tests.support.runs import state_of, wait_for_status
 
 BLOB_LIMIT = 1024 * 1024
@@ -42,10 +42,9 @@ async def limited_env(tmp_path_factory) -> AsyncIterator[WorkflowEnvironment]:
         pydantic_data_converter,
         {"AGENT_PAYLOAD_STORE": str(store), "AGENT_PAYLOAD_THRESHOLD": str(64 * 1024)},
     )
-    environment = await WorkflowEnvironment.start_local(
+    environment = await local_server(
         data_converter=converter,
         search_attributes=search_attributes.ALL,
-        dev_server_existing_path=temporal_binary(),
         dev_server_extra_args=[
             "--dynamic-config-value",
             "limit.historyCount.suggestContinueAsNew=60",

@@ -37,12 +37,12 @@ from durable_agents.workflows.state import (
 )
 from openai import AsyncOpenAI
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.testing import Call, Fault, Reply
-from durable_agents.worker import build_worker, temporal_binary
+from durable_agents.worker import build_worker
 from tests.conftest import serving
 from tests.support import agents
+from tests.support.dev_servers import local_server
 from tests.support.priced_agents import PRICES
 from tests.support.snapshot_golden import RELEASED, golden_text
 
@@ -187,10 +187,9 @@ async def test_resume_on_a_second_temporal_server_under_the_same_id(client, work
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="sent"))
     source, text = await waiting_run(client)
     await worker.client.get_workflow_handle(source).terminate("moved to another cluster")
-    second = await WorkflowEnvironment.start_local(
+    second = await local_server(
         data_converter=pydantic_data_converter,
         search_attributes=search_attributes.ALL,
-        dev_server_existing_path=temporal_binary(),
     )
     openai_client = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
     registry = AgentRegistry.from_modules(["tests.support.agents"])

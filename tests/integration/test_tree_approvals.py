@@ -25,13 +25,11 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from durable_agents.dataplane.codec import codec_data_converter
 from durable_agents.signing import write_key
 from durable_agents.testing import Call, Reply
-from durable_agents.worker import temporal_binary
 from tests.conftest import serving
 from tests.integration.test_codec_e2e import KEYS
 from tests.integration.test_four_eyes import IBAN
@@ -39,6 +37,7 @@ from tests.integration.test_gateway import DECIDER, bearer, gateway
 from tests.support import agents
 from tests.support.approver_keys import ALICE, BOB
 from tests.support.cli_support import bound_to, error_lines
+from tests.support.dev_servers import local_server
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES, by_model
 from tests.support.runs import (
     temporal_cli,
@@ -523,10 +522,9 @@ async def test_a_tree_waiting_for_approval_is_exported_and_resumed_on_a_fresh_se
     await team.client.get_workflow_handle(run_id).terminate("moved to another server")
     asked = len(model_server.requests)
 
-    second = await WorkflowEnvironment.start_local(
+    second = await local_server(
         data_converter=pydantic_data_converter,
         search_attributes=search_attributes.ALL,
-        dev_server_existing_path=temporal_binary(),
     )
     try:
         async with serving(second.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as other:

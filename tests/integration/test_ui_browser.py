@@ -22,10 +22,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agents.testing import Call, Reply
-from durable_agents.worker import start_dev_server
 from tests.conftest import serving
 from tests.integration.test_agent_client import wait_for_status
-from tests.integration.test_worker import free_port
+from tests.support.dev_servers import ui_server as ui_server_on_free_ports
 from tests.support.multi_agents import AGENT_TOOL_AGENTS
 from tests.support.ops_support import eventually
 
@@ -82,13 +81,7 @@ class UiServer:
 @pytest.fixture
 async def ui_server(tmp_path) -> AsyncIterator[UiServer]:
     """The dev server as `worker.py --dev` starts it: with the UI and the search attributes."""
-    ui_port = free_port()
-    env = await start_dev_server(
-        port=free_port(),
-        ui_port=ui_port,
-        db=tmp_path / "dev.db",
-        data_converter=pydantic_data_converter,
-    )
+    env, ui_port = await ui_server_on_free_ports(tmp_path / "dev.db", pydantic_data_converter)
     yield UiServer(env.client, f"http://127.0.0.1:{ui_port}")
     await env.shutdown()
 

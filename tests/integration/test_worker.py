@@ -16,10 +16,9 @@ from durable_agents.client.errors import AgentClientError
 from durable_agents.client.operations import check_search_attributes
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult
-from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.testing import Reply
-from durable_agents.worker import temporal_binary
+from tests.support.dev_servers import local_server
 from tests.support.runs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,12 +107,10 @@ async def test_worker_refuses_a_bad_price_table_an_unpriced_budget_and_an_unknow
 async def test_the_dev_servers_data_is_private(tmp_path):
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from durable_agents.worker import start_dev_server
+    from tests.support.dev_servers import ui_server
 
     db = tmp_path / ".temporal" / "dev.db"
-    env = await start_dev_server(
-        port=free_port(), ui_port=free_port(), db=db, data_converter=pydantic_data_converter
-    )
+    env, _ = await ui_server(db, pydantic_data_converter)
     try:
         assert (db.parent.stat().st_mode & 0o777, db.stat().st_mode & 0o777) == (0o700, 0o600)
     finally:
@@ -157,7 +154,7 @@ async def test_search_attribute_check_passes_on_a_server_that_has_them(env):
 
 
 async def test_search_attribute_check_names_what_is_missing_and_the_fix():
-    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary())
+    bare = await local_server()
     try:
         with pytest.raises(AgentClientError) as caught:
             await check_search_attributes(bare.client)

@@ -39,7 +39,6 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Fault, Reply, ScriptedModelServer
@@ -48,6 +47,7 @@ from durable_agents.worker import build_worker, temporal_binary
 from tests.integration.test_approval_edges import completion
 from tests.support.agents import assistant, guarded
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
+from tests.support.dev_servers import local_server
 from tests.support.histories import (
     HISTORIES,
     RESULT_IN_NEXT_TASK,
@@ -1301,10 +1301,9 @@ def _recorded(name: str) -> bool:
 
 async def main() -> None:
     os.environ.setdefault("AGENT_WEBHOOK_ALLOW", "127.0.0.1")  # the scenarios' receiver
-    env = await WorkflowEnvironment.start_local(
+    env = await local_server(
         data_converter=pydantic_data_converter,
         search_attributes=search_attributes.ALL,
-        dev_server_existing_path=temporal_binary(),
     )
     try:
         for name, (agent, session, script, actions) in SCENARIOS.items():
