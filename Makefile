@@ -36,7 +36,7 @@ browser:
 test: install browser typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n 3 -m "not chaos_slow and not soak"
+	$(BIN)/pytest -n 3 -m "not chaos_slow and not soak" --durations=15
 
 # mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
 # lays it out: a view of links, since mypy cannot follow the editable install's mapping

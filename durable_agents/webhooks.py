@@ -16,7 +16,11 @@ Where a URL may point: a host name or address `AGENT_WEBHOOK_ALLOW` lists (names
 or CIDR ranges), or, when that is unset, any public address; loopback, private,
 link-local and reserved addresses only when listed. Checked when the worker starts
 (a URL that may not be used refuses the start) and again, with the addresses the
-name resolves to, before every attempt. Redirects are not followed; at most
+name resolves to, before every attempt; the attempt connects to those addresses, never
+looking the name up again (a name that answers a public address to the check and a
+private one to the connection, DNS rebinding, reaches only the address checked), and
+still names the host to the server (`Host`, TLS SNI and the certificate's check).
+Redirects are not followed; at most
 `MAX_RESPONSE_BYTES` of an answer are read, and only its status, `Retry-After` and
 a short excerpt are kept; nothing of it reaches a model.
 """
@@ -30,7 +34,7 @@ import os
 import re
 import socket
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -256,11 +260,17 @@ class WebhookActivities:
 
 
 async def deliver(
-    endpoint: Endpoint, request: DeliveryRequest, allow: AllowList, *, ui: str = ""
+    endpoint: Endpoint,
+    request: DeliveryRequest,
+    allow: AllowList,
+    *,
+    ui: str = "",
+    resolve: Callable[[str], list[str]] = _addresses,
 ) -> DeliveryResult:
-    """Post the event once and say what came of it."""
+    """Post the event once and say what came of it. `resolve`: the addresses a host
+    name stands for (the system's resolver)."""
     host = urllib.parse.urlsplit(endpoint.url).hostname or ""
-    addresses = await asyncio.to_thread(_addresses, host)
+    addresses = await asyncio.to_thread(resolve, host)
     why = allow.problem(host, addresses) if addresses else f"{host} does not resolve"
     if why is not None:
         return _retry_or_give_up(endpoint, request, None, why, None)
@@ -272,15 +282,11 @@ async def deliver(
     body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
     headers = sign(endpoint, request.webhook_id, datetime.now(UTC), body)
     try:
-        # No proxies or .netrc from the environment: the address checked is the one used
-        # (up to DNS answering differently between the check and the connection).
-        async with httpx.AsyncClient(
-            follow_redirects=False, timeout=HTTP_TIMEOUT, trust_env=False
-        ) as http:
-            async with http.stream("POST", endpoint.url, content=body, headers=headers) as answer:
-                excerpt = await _excerpt(answer)
+        answer, excerpt = await _post(endpoint.url, addresses, body, headers)
     except Exception as err:  # no answer (any cause): tried again
-        why = f"{type(err).__name__}: {err}".replace(endpoint.url, _origin(endpoint.url))
+        why = f"{type(err).__name__}: {err}"
+        for url in (endpoint.url, *(_pinned(endpoint.url, a) for a in addresses)):
+            why = why.replace(url, _origin(endpoint.url))
         return _retry_or_give_up(endpoint, request, None, why, None)
     code = answer.status_code
     if 200 <= code < 300:
@@ -292,6 +298,49 @@ async def deliver(
     if 300 <= code < 400:
         said = f"HTTP {code}: redirects are not followed (to {answer.headers.get('location')})"
     return DeliveryResult(outcome="refused", code=code, error=said[:500])
+
+
+async def _post(
+    url: str, addresses: list[str], body: str, headers: dict[str, str]
+) -> tuple[httpx.Response, str]:
+    """POST `body` to `url` at the first of `addresses` (those checked) that takes the
+    connection; the answer and the start of its body. No proxies or .netrc from the
+    environment: the address checked is the one used."""
+    parts = urllib.parse.urlsplit(url)
+    named = {"host": _host_header(parts)}
+    sni = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+    refused: httpx.ConnectError | None = None
+    async with httpx.AsyncClient(
+        follow_redirects=False, timeout=HTTP_TIMEOUT, trust_env=False
+    ) as http:
+        for address in addresses:
+            pinned = _pinned(url, address)
+            try:
+                async with http.stream(
+                    "POST", pinned, content=body, headers={**headers, **named}, extensions=sni
+                ) as answer:
+                    return answer, await _excerpt(answer)
+            except httpx.ConnectError as err:  # refused or unreachable: the next address
+                refused = err
+    raise refused or httpx.ConnectError("no address to connect to")
+
+
+def _pinned(url: str, address: str) -> str:
+    """`url` with its host replaced by `address` (an IP address; IPv6 in brackets, its
+    zone, if any, escaped)."""
+    parts = urllib.parse.urlsplit(url)
+    literal = f"[{address.replace('%', '%25')}]" if ":" in address else address
+    userinfo = parts.netloc.rpartition("@")[0]
+    port = f":{parts.port}" if parts.port else ""
+    netloc = f"{userinfo}@{literal}{port}" if userinfo else f"{literal}{port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _host_header(parts: urllib.parse.SplitResult) -> str:
+    """The `Host` header `parts` (a URL) names: its host and port, without credentials."""
+    host = parts.hostname or ""
+    literal = f"[{host}]" if ":" in host else host
+    return f"{literal}:{parts.port}" if parts.port else literal
 
 
 async def _excerpt(answer: httpx.Response) -> str:

@@ -5,6 +5,10 @@ announces, each once."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import ssl
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -28,11 +32,15 @@ from durable_agents.webhooks import (
     AllowList,
     Endpoint,
     WebhookConfigError,
+    _pinned,
     _retry_after,
     _retry_or_give_up,
+    deliver,
     parse,
     sign,
 )
+from tests.integration.test_deploy_tls import _issue
+from tests.support.webhook_receiver import WebhookReceiver
 
 SECRET = "whsec_" + "c2VjcmV0LWtleS1mb3ItdGVzdHMtMDEyMzQ1Njc4OQ=="
 ENV = {"HOOK": SECRET, "AGENT_WEBHOOK_ALLOW": "127.0.0.1"}
@@ -283,3 +291,75 @@ def test_the_worker_s_startup_line_names_where_an_endpoint_points_not_its_secret
     line = describe({"chat": Endpoint("chat", url, ("run_finished",), (SECRET,))})
     assert line == "worker: webhooks: chat -> https://hooks.example.com:8443 (run_finished)"
     assert "s3cr3t" not in line and SECRET not in line
+
+
+def _request() -> DeliveryRequest:
+    return DeliveryRequest(
+        endpoint="a",
+        webhook_id="r:1",
+        event={"type": "run_finished"},
+        attempt=1,
+        first_try_at=datetime.now(UTC),
+    )
+
+
+async def test_a_delivery_connects_to_the_address_checked_and_names_the_host():
+    # The check's resolver says 127.0.0.1 for a name the system cannot resolve
+    # (.invalid): delivered, so the connection went to the address checked, not to a
+    # second lookup of the name (which may answer another address: DNS rebinding).
+    with WebhookReceiver(SECRET) as receiver:
+        hook = Endpoint("a", f"http://hooks.invalid:{receiver.port}/h", ("x",), (SECRET,))
+        allow = AllowList.parse("127.0.0.0/8")
+        result = await deliver(hook, _request(), allow, resolve=lambda host: ["127.0.0.1"])
+        assert (result.outcome, result.error) == ("delivered", None)
+        [delivery] = receiver.deliveries
+    assert delivery.headers["host"] == f"hooks.invalid:{receiver.port}"
+
+
+async def test_an_address_that_refuses_is_skipped_and_a_refused_check_posts_nothing():
+    with WebhookReceiver(SECRET) as receiver:
+        hook = Endpoint("a", f"http://hooks.invalid:{receiver.port}/h", ("x",), (SECRET,))
+        allow = AllowList.parse("127.0.0.0/8")
+        # nothing listens on 127.0.0.2 (the receiver is bound to 127.0.0.1 only)
+        both = await deliver(hook, _request(), allow, resolve=lambda h: ["127.0.0.2", "127.0.0.1"])
+        assert both.outcome == "delivered" and len(receiver.deliveries) == 1
+        none = await deliver(hook, _request(), allow, resolve=lambda h: ["127.0.0.2"])
+        assert none.outcome == "retry" and "ConnectError" in (none.error or "")
+        assert "/h" not in (none.error or "")  # the path may be a credential
+        # one address of the name is not allowed: nothing is posted, to any of them
+        mixed = await deliver(hook, _request(), allow, resolve=lambda h: ["127.0.0.1", "10.0.0.1"])
+        assert mixed.outcome == "retry" and "10.0.0.1" in (mixed.error or "")
+        assert len(receiver.deliveries) == 1
+
+
+def test_a_pinned_url_keeps_port_path_query_and_brackets_ipv6():
+    assert _pinned("https://h.example:8443/a?b=1", "10.0.0.1") == "https://10.0.0.1:8443/a?b=1"
+    assert _pinned("http://h.example/a", "fe80::1%eth0") == "http://[fe80::1%25eth0]/a"
+    assert _pinned("http://[::1]:9/a", "::1") == "http://[::1]:9/a"
+
+
+async def test_an_https_delivery_to_the_address_checked_still_names_the_host_in_tls(tmp_path):
+    # A TLS server that records the name the client asks for (SNI; Python checks the
+    # certificate against the same name): the host's, not the address connected to.
+    issued, _, _ = _issue(tmp_path, "ca")  # self-signed: the client refuses it after the hello
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(issued.cert, issued.key)
+    asked: list[str | None] = []
+    context.sni_callback = lambda _socket, name, _context: asked.append(name)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve_one() -> None:
+            connection, _ = listener.accept()
+            with contextlib.suppress(ssl.SSLError, OSError):
+                context.wrap_socket(connection, server_side=True).close()
+            connection.close()
+
+        server = threading.Thread(target=serve_one, daemon=True)
+        server.start()
+        hook = Endpoint("a", f"https://hooks.invalid:{port}/h", ("x",), (SECRET,))
+        allow = AllowList.parse("127.0.0.0/8")
+        result = await deliver(hook, _request(), allow, resolve=lambda host: ["127.0.0.1"])
+        server.join(timeout=10)
+    assert asked == ["hooks.invalid"]
+    assert result.outcome == "retry" and "CERTIFICATE_VERIFY_FAILED" in (result.error or "")
