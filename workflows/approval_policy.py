@@ -127,11 +127,26 @@ _MAX_DEPTH = 16
 
 
 def _value_problem(
-    schema: dict[str, Any], value: Any, root: dict[str, Any], depth: int = 0
+    schema: dict[str, Any],
+    value: Any,
+    root: dict[str, Any],
+    depth: int = 0,
+    seen: dict[tuple[int, int], tuple[dict[str, Any], str | None]] | None = None,
 ) -> str | None:
+    """Why `value` does not fit `schema`, or None. `seen`: the answers for the subschemas
+    (by identity, at each depth) already checked against this value: an `anyOf` whose
+    options refer to it again is worked out once per depth, not once per path (three
+    such options 16 deep were 3^16 checks, seconds of a workflow task)."""
     options = schema.get("anyOf")
     if isinstance(options, list) and options and depth < _MAX_DEPTH:
-        problems = [_value_problem(_resolve(root, o), value, root, depth + 1) for o in options]
+        seen = {} if seen is None else seen
+        problems = []
+        for option in options:
+            resolved = _resolve(root, option)
+            key = (id(resolved), depth + 1)  # `resolved` is kept with its answer: ids stay
+            if key not in seen:
+                seen[key] = (resolved, _value_problem(resolved, value, root, depth + 1, seen))
+            problems.append(seen[key][1])
         return None if any(p is None for p in problems) else problems[0]
     expected = schema.get("type")
     if isinstance(expected, str) and expected in _JSON_TYPES and not _JSON_TYPES[expected](value):

@@ -54,6 +54,12 @@ def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> 
     """`spec` with the tools of its MCP servers added (`listed`: server name -> the tools
     it listed, as JSON). Raises ValueError when a name clashes or cannot be used."""
     tools = list(spec.tools)
+    total = len(tools) + sum(
+        len(_allowed(server, listed.get(server.name, []))) for server in spec.mcp_servers
+    )
+    if total > MAX_TOOLS:  # refused before any is read: a server may list 100,000
+        raise ValueError(_too_many(total))
+    names = {t.name for t in tools}  # a set: 10,000 tools listed were 50 million comparisons
     for server in spec.mcp_servers:
         for tool in tool_specs(server, listed.get(server.name, [])):
             if tool.name == BUDGET_TOOL:
@@ -61,28 +67,41 @@ def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> 
                     f"MCP server {server.name!r} has a tool named {BUDGET_TOOL!r}, the name "
                     "of a budget extension request: give the server a prefix"
                 )
-            if any(t.name == tool.name for t in tools):
+            if tool.name in names:
                 raise ValueError(
                     f"MCP server {server.name!r} has a tool {tool.mcp_tool!r} that would be "
                     f"named {tool.name!r}, a name the agent has already: give the server a "
                     "prefix (MCPServer(prefix=...)) or leave the tool out (allow=[...])"
                 )
             tools.append(tool)
-    if len(tools) > MAX_TOOLS:
-        raise ValueError(
-            f"the agent would have {len(tools)} tools, more than model APIs take "
-            f"({MAX_TOOLS}): narrow its MCP servers with allow=[...]"
-        )
+            names.add(tool.name)
     return spec.model_copy(update={"tools": tools})
+
+
+def _too_many(count: int) -> str:
+    return (
+        f"the agent would have {count} tools, more than model APIs take "
+        f"({MAX_TOOLS}): narrow its MCP servers with allow=[...]"
+    )
+
+
+def _allowed(server: MCPServer, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools `server` listed that its `allow` lets the agent have."""
+    if server.allow is None:
+        return listed
+    allow = server.allow
+    return [
+        tool
+        for tool in listed
+        if any(fnmatch.fnmatchcase(str(tool.get("name", "")), g) for g in allow)
+    ]
 
 
 def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec]:
     """The allowed tools of `server` as the agent's tools."""
     found = []
-    for tool in listed:
+    for tool in _allowed(server, listed):
         name = str(tool.get("name", ""))
-        if server.allow is not None and not any(fnmatch.fnmatchcase(name, g) for g in server.allow):
-            continue
         shown = f"{server.prefix}{name}"
         if not TOOL_NAME.match(shown):
             raise ValueError(

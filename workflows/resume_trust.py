@@ -26,6 +26,7 @@ for a decision; `origin.verified_by` names the key.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 
 from durable_agents.workflows import budget, decisions, guardrails, loop, settings
@@ -83,8 +84,8 @@ def reground(
         call.needs_approval = judged.needs_approval
         if _problem(spec, call, position[id(call)], len(made), checked_calls) is not None:
             call.needs_approval = False
-    ids = [c.call_id for c in (reply.tool_calls if reply else [])]
-    repeated = {i for i in ids if ids.count(i) > 1}
+    counted = Counter(c.call_id for c in (reply.tool_calls if reply else []))
+    repeated = {i for i, n in counted.items() if n > 1}  # (ids.count was 10,000² steps)
     asked = {c.call_id for c in open_calls if c.needs_approval and c.call_id not in repeated}
     open_ids = {c.call_id for c in open_calls}
     dropped = [
@@ -94,7 +95,8 @@ def reground(
         and i.call_id in open_ids
         and (verified_by is None or i.call_id not in asked)
     ]
-    result.items = [i for i in result.items if not any(i is d for d in dropped)]
+    gone = {id(d) for d in dropped}
+    result.items = [i for i in result.items if id(i) not in gone]
     why = UNVERIFIED if verified_by is None else NOT_ASKED
     for decision in dropped:
         if decision.via in ("signal", "update", "rule"):

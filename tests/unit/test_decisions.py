@@ -280,3 +280,32 @@ def test_a_rejection_reads_as_sentences_for_the_model(reason, told):
     decisions.apply(state, request, via="update", now=T0)
     [result] = [i for i in state.items if isinstance(i, ToolResult)]
     assert result.content == told
+
+
+class _Counted(dict):
+    """A schema that counts how often its `anyOf` is read (each read: one check of it)."""
+
+    reads = 0
+
+    def get(self, key, default=None):
+        if key == "anyOf":
+            _Counted.reads += 1
+        return super().get(key, default)
+
+
+def test_an_any_of_that_refers_to_itself_is_checked_once_per_depth_not_once_per_path():
+    # An MCP server's schema: N is "one of N, N, or an integer". Each option was checked
+    # along every path, 3^16 checks 16 deep (a workflow task past its deadline for good,
+    # from one edited approval); now once per depth, with the same answer.
+    looping = _Counted(anyOf=[{"$ref": "#/$defs/N"}] * 3 + [{"type": "integer"}])
+    schema = {"type": "object", "properties": {"note": {"$ref": "#/$defs/N"}}, "$defs": {}}
+    schema["$defs"]["N"] = looping
+    tool = ToolSpec(name="update", description="", parameters={"type": "object"})
+    tool.parameters = schema  # as listed (ToolSpec copies a dict it validates)
+    _Counted.reads = 0
+    assert arguments_problem(tool, {"note": "fixed"}) is None  # 16 deep, N checks nothing
+    assert arguments_problem(tool, {"note": 3}) is None
+    assert _Counted.reads <= 2 * 17
+    ints = _Counted(anyOf=[{"type": "integer"}, {"type": "integer"}])
+    tool.parameters = {"type": "object", "properties": {"n": ints}}
+    assert arguments_problem(tool, {"n": "x"}) == "n: expected integer, got str"

@@ -460,3 +460,15 @@ def test_images_reach_the_model_in_each_api_s_own_form_and_only_when_the_agent_s
     assert context.stub(items[2]).attachments == []
     # a state without images writes no `attachments` field (older builds read it)
     assert '"attachments"' not in items[3].model_dump_json()
+
+
+def test_a_server_listing_twenty_thousand_tools_is_refused_before_they_are_read():
+    # Every name was compared with every other (200 million comparisons: a workflow task
+    # past its deadline on every retry); now counted first, and refused.
+    spec = AgentSpec(name="a", instructions="", model="m", mcp_servers=[MCPServer(name="evil")])
+    many = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(20_000)]
+    with pytest.raises(ValueError, match="would have 20000 tools, more than model APIs take"):
+        with_mcp_tools(spec, {"evil": many})
+    narrowed = MCPServer(name="evil", allow=["t1", "t2?"])  # allow counts, not the listing
+    kept = with_mcp_tools(spec.model_copy(update={"mcp_servers": [narrowed]}), {"evil": many})
+    assert [t.name for t in kept.tools] == ["t1", *(f"t2{n}" for n in range(10))]
