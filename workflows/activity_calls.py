@@ -149,8 +149,9 @@ async def listed_mcp_tools(spec: AgentSpec) -> AgentSpec | str:
             _reraise_cancel(err)
             return f"{_CANNOT_LIST} {server.name!r}: {root_message(err)}"
         listed[server.name] = [t.model_dump(mode="json", by_alias=True) for t in tools.tools]
+    whole_names = patches.patched(patches.PATCH_GUARDED_RETURNS)
     try:
-        return mcp_tools.with_mcp_tools(spec, listed)
+        return mcp_tools.with_mcp_tools(spec, listed, whole_names=whole_names)
     except ValueError as err:
         return str(err)
 

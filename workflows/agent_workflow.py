@@ -746,11 +746,14 @@ class AgentWorkflow:
             taken_to = handoffs.target(state, chosen) if chosen is not None else None
             text = handoffs.not_taken(call, chosen or call, taken_to or to_agent)
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        guarded = patches.patched(patches.PATCH_GUARDED_RETURNS)
         try:
             spec = await self._described(to_agent)
         except ApplicationError as err:
             text = f"The handoff to {to_agent} failed: {err.message}"
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        if guarded:
+            spec = mcp_tools.returning(spec, state)
         refused = handoffs.refusal(state, spec)
         if refused is not None:
             text = f"The handoff to {to_agent} is refused: {refused}."

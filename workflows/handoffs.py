@@ -100,6 +100,7 @@ def take(state: RunState, call: ToolCall, spec: AgentSpec, *, now: datetime) -> 
             )
     if state.first_agent is None:
         state.first_agent = state.agent.name
+    mcp_tools.remember_leaving(state)
     tool = state.agent.tool(call.tool)
     state.items.append(
         Handoff(

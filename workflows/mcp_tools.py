@@ -25,15 +25,18 @@ from typing import Any, Literal
 from durable_agents.workflows import decisions
 from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.state import (
+    AGENTS_LEFT_KEPT,
     BUDGET_TOOL,
     IMAGE_TYPES,
     LISTINGS_KEPT,
     MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENTS,
     MAX_RUN_IMAGE_BYTES,
+    MCP_TOOLS_KEPT,
     AgentSpec,
     Attachment,
     MCPServer,
+    MCPToolsLeft,
     RetrySpec,
     RunState,
     ToolListing,
@@ -50,9 +53,13 @@ MAX_TOOLS = 128
 """The most functions OpenAI's APIs take in one request."""
 
 
-def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> AgentSpec:
+def with_mcp_tools(
+    spec: AgentSpec, listed: dict[str, list[dict[str, Any]]], *, whole_names: bool = True
+) -> AgentSpec:
     """`spec` with the tools of its MCP servers added (`listed`: server name -> the tools
-    it listed, as JSON). Raises ValueError when a name clashes or cannot be used."""
+    it listed, as JSON). Raises ValueError when a name clashes or cannot be used.
+    `whole_names`: a name is checked whole (runs before `guarded-returns` let a line
+    break after it pass)."""
     tools = list(spec.tools)
     total = len(tools) + sum(
         len(_allowed(server, listed.get(server.name, []))) for server in spec.mcp_servers
@@ -61,7 +68,7 @@ def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> 
         raise ValueError(_too_many(total))
     names = {t.name for t in tools}  # a set: 10,000 tools listed were 50 million comparisons
     for server in spec.mcp_servers:
-        for tool in tool_specs(server, listed.get(server.name, [])):
+        for tool in tool_specs(server, listed.get(server.name, []), whole_names=whole_names):
             if tool.name == BUDGET_TOOL:
                 raise ValueError(
                     f"MCP server {server.name!r} has a tool named {BUDGET_TOOL!r}, the name "
@@ -97,13 +104,16 @@ def _allowed(server: MCPServer, listed: list[dict[str, Any]]) -> list[dict[str, 
     ]
 
 
-def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec]:
+def tool_specs(
+    server: MCPServer, listed: list[dict[str, Any]], *, whole_names: bool = True
+) -> list[ToolSpec]:
     """The allowed tools of `server` as the agent's tools."""
     found = []
     for tool in _allowed(server, listed):
         name = str(tool.get("name", ""))
         shown = f"{server.prefix}{name}"
-        if not TOOL_NAME.match(shown):
+        usable = TOOL_NAME.fullmatch(shown) if whole_names else TOOL_NAME.match(shown)
+        if not usable:
             raise ValueError(
                 f"MCP server {server.name!r} has a tool named {name!r}, which a model cannot "
                 "be given (names are letters, digits, _ and -, at most 64): leave it out "
@@ -171,6 +181,46 @@ def guarded(fresh: AgentSpec, before: AgentSpec) -> AgentSpec:
             tool = tool.model_copy(update={"needs_approval": True})
         tools.append(tool)
     return fresh.model_copy(update={"tools": tools})
+
+
+def remember_leaving(state: RunState) -> None:
+    """Keep the MCP tools of the agent the run is handing over from (`mcp_tools_left`),
+    for a handoff back to it (`returning`)."""
+    mine = [t for t in state.agent.tools if t.mcp_server is not None]
+    others = [m for m in state.mcp_tools_left if m.agent != state.agent.name]
+    if not state.agent.mcp_servers:
+        state.mcp_tools_left = others
+        return
+    left = MCPToolsLeft(
+        agent=state.agent.name,
+        tools=[t.name for t in mine][:MCP_TOOLS_KEPT],
+        asked=[t.name for t in mine if t.needs_approval][:MCP_TOOLS_KEPT],
+    )
+    state.mcp_tools_left = [*others, left][-AGENTS_LEFT_KEPT:]
+
+
+def returning(spec: AgentSpec, state: RunState) -> AgentSpec:
+    """`spec` (an agent the run hands over to, its MCP tools listed now) as a listing
+    mid-run when the run had this agent before (`guarded`): a tool that asked for
+    approval then still does, and a tool it did not have then needs approval unless
+    the agent's configuration of its server says it does not. A server cannot take an
+    approval away by marking a tool read-only while the run is with another agent."""
+    before = next((m for m in state.mcp_tools_left if m.agent == spec.name), None)
+    if before is None or not spec.mcp_servers:
+        return spec
+    asked = set(before.asked)
+    had = [
+        ToolSpec(
+            name=name,
+            description="",
+            parameters={"type": "object"},
+            needs_approval=name in asked,
+            mcp_server="(earlier)",
+        )
+        for name in before.tools
+    ]
+    earlier = spec.model_copy(update={"tools": [*without_mcp_tools(spec).tools, *had]})
+    return guarded(spec, earlier)
 
 
 def user_messages(state: RunState) -> int:

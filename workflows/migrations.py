@@ -3,7 +3,7 @@
 `MIGRATIONS` maps a released schema version to the step that turns a snapshot
 of that version into one of the next version; `workflows.snapshot.loads`
 applies the steps one by one until the data is at `SCHEMA_VERSION`, then
-validates it. Released: 1.0 to 1.30 (the newest), each minor in turn.
+validates it. Released: 1.0 to 1.31 (the newest), each minor in turn.
 
 Releasing a new version: bump `SCHEMA_VERSION` (and the `schema_version`
 literal) in `workflows/state.py`, register `MIGRATIONS["<old>"] = _<old>_to_<new>`
@@ -212,6 +212,12 @@ def _1_29_to_1_30(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.30"}
 
 
+def _1_30_to_1_31(data: dict[str, Any]) -> dict[str, Any]:
+    """1.31 added `RunState.mcp_tools_left` (a 1.30 run remembers no agent's MCP tools:
+    a handoff back lists them as before): nothing to convert."""
+    return {**data, "schema_version": "1.31"}
+
+
 MIGRATIONS: dict[str, Migration] = {
     "1.0": _1_0_to_1_1,
     "1.1": _1_1_to_1_2,
@@ -243,5 +249,6 @@ MIGRATIONS: dict[str, Migration] = {
     "1.27": _1_27_to_1_28,
     "1.28": _1_28_to_1_29,
     "1.29": _1_29_to_1_30,
+    "1.30": _1_30_to_1_31,
 }
 """Released version -> the step from it to the next version."""

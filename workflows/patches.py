@@ -222,6 +222,12 @@ task, and such arguments could not be written to the run's events."""
 PATCH_LEVEL_2 = "patch-level-2"
 """A level (`LEVELS`): a run started since it asks it first, one marker, and counts
 every patch before it in `ORDER` as asked and true (up to `checked-replies`)."""
+PATCH_GUARDED_RETURNS = "guarded-returns"
+"""A handoff back to an agent the run had before keeps the approvals its MCP tools
+asked then (`mcp_tools.returning`: a tool it did not have then needs approval unless
+its server's configuration says not), and an MCP tool's name is checked whole (a name
+followed by a line break passed). Before, its tools were listed as at a start: a
+server that marked a tool read-only meanwhile took its approval away."""
 
 ORDER: tuple[str, ...] = (
     PATCH_UNIQUE_CALL_IDS,
@@ -275,6 +281,7 @@ ORDER: tuple[str, ...] = (
     PATCH_CHECKED_TOOL_OUTCOMES,
     PATCH_CHECKED_REPLIES,
     PATCH_LEVEL_2,
+    PATCH_GUARDED_RETURNS,
 )
 """Every patch, in the order they were added. A new patch goes at the end, never
 before a level: a run that started with the level asks it when it starts (its own

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.30"
+SCHEMA_VERSION = "1.31"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
 1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
 `AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
@@ -88,6 +88,7 @@ and `tool_listings`.
 1.29 added local tools: `ToolSpec.local`.
 1.30 added tools on task queues of their own: `ToolSpec.task_queue`,
 `queue_timeout_seconds`.
+1.31 added the MCP tools of agents the run handed over from: `RunState.mcp_tools_left`.
 """
 
 REFUSALS_KEPT = 50
@@ -907,6 +908,23 @@ class DefinitionCheck(_Model):
     """The workflow run then (a later one is a continue-as-new)."""
 
 
+MCP_TOOLS_KEPT = 128
+"""Names kept per agent in `MCPToolsLeft` (as many tools as a model takes)."""
+AGENTS_LEFT_KEPT = 50
+"""Agents kept in `RunState.mcp_tools_left` (the newest)."""
+
+
+class MCPToolsLeft(_Model):
+    """An agent's MCP tools when the run handed over from it: a handoff back to it
+    keeps the approvals they asked then (`mcp_tools.returning`). Added in 1.31."""
+
+    agent: str = Field(min_length=1, max_length=200)
+    tools: list[str] = Field([], max_length=MCP_TOOLS_KEPT)
+    """The names of its MCP tools."""
+    asked: list[str] = Field([], max_length=MCP_TOOLS_KEPT)
+    """Of them, those that needed approval."""
+
+
 class Redefinition(_Model):
     """A run that took its agent's changed definition, or could not
     (`RunState.redefinitions`). Added in 1.28."""
@@ -1132,7 +1150,7 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.30"] = "1.30"
+    schema_version: Literal["1.31"] = "1.31"
     """Always SCHEMA_VERSION (older minors are read as it)."""
     run_id: str
     """The workflow id."""
@@ -1226,6 +1244,11 @@ class RunState(_Model):
     )
     """The changed definitions the run took (or could not), the newest
     `REDEFINITIONS_KEPT`. Added in 1.28."""
+    mcp_tools_left: list[MCPToolsLeft] = Field(
+        [], max_length=AGENTS_LEFT_KEPT, exclude_if=lambda m: not m
+    )
+    """The MCP tools of each agent with MCP servers the run handed over from (its latest
+    time): a handoff back keeps the approvals they asked. Added in 1.31."""
     depth: int = Field(0, ge=0, le=100, exclude_if=lambda d: not d)
     """How deeply the run nests under runs that called agents as tools (0: none; a
     child's is its caller's plus one, bounded by `agent_calls.MAX_DEPTH`). Added in 1.22."""

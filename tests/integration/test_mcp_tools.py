@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from durable_agents.client.agent_client import AgentClient
-from durable_agents.workflows import contract
+from durable_agents.workflows import contract, decisions
 from durable_agents.workflows.payloads import DecisionSignal, MessageSignal
 from durable_agents.workflows.state import RunStatus, ToolResult
 from temporalio.api.sdk.v1 import WorkflowMetadata
@@ -31,7 +31,7 @@ from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.histories import payloads_of
-from tests.support.mcp_agents import helpdesk
+from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.runs import free_port, start, state_of, tool_results, wait_for_status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -403,3 +403,49 @@ async def test_an_mcp_tools_image_is_kept_in_the_run_and_sent_to_a_model_that_re
     else:
         assert sent[-1] == told
         assert photo[:200] not in json.dumps(model_server.requests[1])
+
+
+async def test_a_handoff_back_keeps_the_approval_a_server_tried_to_take_away(
+    env, model_server, tmp_path
+):
+    """While the run is with another agent, the server marks `delete_ticket` read-only:
+    handed back, the front desk's call to it still waits for a person (guarded-returns)."""
+    catalog = tmp_path / "catalog.txt"
+    catalog.write_text("lookup_ticket\ndelete_ticket\n")
+    connection = MCPConnection(
+        command=(sys.executable, "-m", "tests.support.mcp_server"),
+        env={"MCP_CATALOG": str(catalog), "PYTHONPATH": str(ROOT)},
+    )
+    delete = Call("tickets_delete_ticket", {"ticket_id": "T1", "reason": "dup"}, "d1")
+    model_server.script(
+        Reply(tool_calls=(Call("transfer_to_backoffice", {}, "h1"),)),
+        Reply(tool_calls=(Call("transfer_to_frontdesk", {}, "h2"),), delay_seconds=3),
+        Reply(tool_calls=(delete, Call("tickets_lookup_ticket", {"ticket_id": "T1"}, "l1"))),
+        Reply(content="done"),
+    )
+    async with serving(
+        env.client,
+        model_server,
+        extra_agents=[frontdesk, backoffice],
+        mcp_servers={"tickets": connection},
+    ) as worker:
+        handle = await start(worker, "delete T1", agent="frontdesk")
+        deadline = time.monotonic() + 30
+        while (await handle.query(contract.QUERY_GET_STATUS, result_type=dict))[
+            "current_agent"
+        ] != ("backoffice"):
+            assert time.monotonic() < deadline, "the run did not hand over to backoffice"
+            await asyncio.sleep(0.1)
+        catalog.write_text("lookup_ticket\ndelete_ticket:read-only\n")  # while it is away
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
+        state = await state_of(handle)
+        assert state.agent.name == "frontdesk"
+        assert [c.call_id for c in decisions.pending_calls(state)] == ["d1"]
+        assert [(m.agent, m.asked) for m in state.mcp_tools_left] == [
+            ("frontdesk", ["tickets_delete_ticket"])
+        ]
+        assert "l1" in tool_results(state)  # read-only before, and still: it ran
+        await handle.signal(
+            contract.SIGNAL_REJECT, DecisionSignal(call_id="d1", approver="ann", reason="no")
+        )
+        assert (await handle.result()).final_output == "done"

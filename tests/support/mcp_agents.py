@@ -4,6 +4,8 @@ whose worker is told how to reach the server."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from durable_agents.workflows.state import RetrySpec
 
 from durable_agents import Agent, MCPServer, ToolContext, tool
@@ -32,3 +34,15 @@ helpdesk = Agent(
 )
 """`tickets_lookup_ticket` needs no approval (read-only), `tickets_delete_ticket` and
 `tickets_failing_tool` do (destructive, unannotated)."""
+
+
+frontdesk = dataclasses.replace(helpdesk, name="frontdesk", handoffs=["backoffice"])
+"""The helpdesk's MCP tools, and a handoff to `backoffice`, which hands back."""
+
+backoffice = Agent(
+    name="backoffice",
+    instructions="You handle what the front desk cannot; hand back when done.",
+    model="test-model",
+    handoffs=["frontdesk"],
+    max_turns=6,
+)

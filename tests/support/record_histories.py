@@ -54,7 +54,7 @@ from tests.support.histories import (
     after_local_tool,
     payloads_of,
 )
-from tests.support.mcp_agents import helpdesk
+from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
@@ -91,6 +91,25 @@ LOOKUP_AND_MAIL = Reply(
 """A local tool's call beside one that waits for approval."""
 
 SCENARIOS = {
+    # v57: frontdesk (MCP tools) hands over to backoffice, which hands back
+    # (guarded-returns, schema 1.31): back, the read-only lookup runs and the delete
+    # waits for ann's approval, as when the run left it.
+    "guarded_returns_v57": (
+        "frontdesk",
+        False,
+        [
+            Reply(tool_calls=(Call("transfer_to_backoffice", {}, "h1"),)),
+            Reply(tool_calls=(Call("transfer_to_frontdesk", {}, "h2"),)),
+            Reply(
+                tool_calls=(
+                    Call("tickets_lookup_ticket", {"ticket_id": "T1"}, "l1"),
+                    Call("tickets_delete_ticket", {"ticket_id": "T1", "reason": "dup"}, "d1"),
+                )
+            ),
+            Reply("done"),
+        ],
+        [(AWAITING, contract.SIGNAL_APPROVE, DecisionSignal(call_id="d1", approver="ann"))],
+    ),
     # v56: a call whose arguments hold an escaped lone surrogate (checked-replies,
     # patch-level-2): answered to the model as malformed, never run; then the answer.
     "checked_replies_v56": (
@@ -709,6 +728,8 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
             ["tests.support.agents", "tests.support.priced_agents"]
         )
         registry.add(helpdesk)  # MCP tools, from the tests' MCP server over stdio
+        registry.add(frontdesk)  # helpdesk's MCP tools and a handoff to backoffice
+        registry.add(backoffice)
         registry.add(placed)  # a tool on a task queue of its own
         for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS]:
             registry.add(agent)

@@ -37,6 +37,7 @@ from durable_agents.workflows.state import (
     ImportedDecision,
     ImportRecord,
     MCPServer,
+    MCPToolsLeft,
     ModelPrice,
     ModelSettings,
     Notices,
@@ -861,6 +862,19 @@ def _golden_1_30() -> RunState:
     return state
 
 
+def _golden_1_31() -> RunState:
+    """1.30's, with what 1.31 added: the MCP tools of an agent the run handed over from."""
+    state = _golden_1_30()
+    state.mcp_tools_left = [
+        MCPToolsLeft(
+            agent="helpdesk",
+            tools=["tickets_lookup_ticket", "tickets_delete_ticket"],
+            asked=["tickets_delete_ticket"],
+        )
+    ]
+    return state
+
+
 _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.0": _golden_1_0,
     "1.1": _golden_1_1,
@@ -893,6 +907,7 @@ _GOLDEN: dict[str, Callable[[], RunState]] = {
     "1.28": _golden_1_28,
     "1.29": _golden_1_29,
     "1.30": _golden_1_30,
+    "1.31": _golden_1_31,
 }
 
 

@@ -6,11 +6,19 @@ reads them, and malformed AGENT_MCP_SERVERS files."""
 from __future__ import annotations
 
 import base64
+from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows.approval_policy import arguments_problem
-from durable_agents.workflows.mcp_tools import outcome, stricter, tool_specs, with_mcp_tools
-from durable_agents.workflows.state import AgentSpec, MCPServer, RetrySpec, ToolSpec
+from durable_agents.workflows.mcp_tools import (
+    outcome,
+    remember_leaving,
+    returning,
+    stricter,
+    tool_specs,
+    with_mcp_tools,
+)
+from durable_agents.workflows.state import AgentSpec, MCPServer, RetrySpec, RunState, ToolSpec
 
 from durable_agents.mcp_connections import MCPConfigError, parse
 
@@ -472,3 +480,54 @@ def test_a_server_listing_twenty_thousand_tools_is_refused_before_they_are_read(
     narrowed = MCPServer(name="evil", allow=["t1", "t2?"])  # allow counts, not the listing
     kept = with_mcp_tools(spec.model_copy(update={"mcp_servers": [narrowed]}), {"evil": many})
     assert [t.name for t in kept.tools] == ["t1", *(f"t2{n}" for n in range(10))]
+
+
+def test_a_name_with_a_line_break_after_it_is_not_a_whole_name():
+    server = MCPServer(name="tickets")
+    listed = [{"name": "delete\n", "inputSchema": {"type": "object"}}]
+    with pytest.raises(ValueError, match="which a model cannot be given"):
+        tool_specs(server, listed)
+    assert [t.name for t in tool_specs(server, listed, whole_names=False)] == ["delete\n"]
+
+
+def test_a_handoff_back_keeps_what_the_agents_mcp_tools_asked_when_it_left():
+    server = MCPServer(name="tickets")
+    read_only = {"readOnlyHint": True}
+    first = [
+        {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": read_only},
+        {"name": "delete", "inputSchema": {"type": "object"}},
+    ]
+    spec = AgentSpec(name="desk", instructions="", model="m", mcp_servers=[server])
+    at = datetime(2026, 11, 26, tzinfo=UTC)
+    state = RunState(
+        run_id="r",
+        agent=with_mcp_tools(spec, {"tickets": first}),
+        max_turns=5,
+        created_at=at,
+        updated_at=at,
+    )
+    remember_leaving(state)
+    # The server now says delete is read-only, and lists a new read-only tool.
+    later = [{**t, "annotations": read_only} for t in first] + [
+        {"name": "purge", "inputSchema": {"type": "object"}, "annotations": read_only}
+    ]
+    back = returning(with_mcp_tools(spec, {"tickets": later}), state)
+    assert {t.name: t.needs_approval for t in back.tools} == {
+        "lookup": False,  # read-only then: still runs without a person
+        "delete": True,  # asked then: still asks
+        "purge": True,  # new since: its annotations are not trusted mid-run
+    }
+    trusting = MCPServer(name="tickets", needs_approval=False)  # the agent's own rule
+    relaxed = spec.model_copy(update={"mcp_servers": [trusting]})
+    assert (
+        not returning(with_mcp_tools(relaxed, {"tickets": later}), state)
+        .tool("purge")
+        .needs_approval
+    )
+    elsewhere = spec.model_copy(update={"name": "other"})  # never left: listed as at a start
+    assert (
+        returning(with_mcp_tools(elsewhere, {"tickets": later}), state)
+        .tool("delete")
+        .needs_approval
+        is False
+    )

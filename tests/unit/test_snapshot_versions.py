@@ -250,6 +250,7 @@ def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
         "1.27": MIGRATIONS["1.27"],
         "1.28": MIGRATIONS["1.28"],
         "1.29": MIGRATIONS["1.29"],
+        "1.30": MIGRATIONS["1.30"],
     }
     migrated = migrate(old, migrations=steps)
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
