@@ -106,8 +106,11 @@ async def _cancel_source(agents: AgentClient, source: RunState, resumed: str) ->
 async def _import_openai(args: argparse.Namespace, agents: AgentClient) -> str:
     text = read_file(args.source)
     state = await agents.read_openai_state(text, agent=args.agent, run_id=args.id, lossy=args.lossy)
-    for item in state.imported.dropped if state.imported is not None else []:
-        print(f"dropped {item.where}: {safe(item.what)}", file=sys.stderr)
+    record = state.imported
+    for item in record.dropped if record is not None else []:
+        print(f"dropped {safe(item.where)}: {safe(item.what)}", file=sys.stderr)
+    if record is not None and record.dropped_omitted:
+        print(f"dropped {record.dropped_omitted} more, not listed", file=sys.stderr)
     run = await agents.import_openai_state(state)
     return StartedRun(run_id=run.id).model_dump_json(indent=2) if args.json else run.id
 

@@ -48,6 +48,7 @@ from durable_agents.workflows.state import (
     UserMessage,
 )
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 SDK_RELEASE = "openai-agents 0.24.0"
 """The release whose run states the mapping was built and tested against."""
@@ -195,28 +196,36 @@ def import_state(
     state.context = header.context
     state.usage = loop.priced(header.usage, spec.price) if spec.price else header.usage
     state.status = RunStatus.AWAITING_APPROVAL if reading.waiting else RunStatus.RUNNING
-    kept = IMPORT_ENTRIES_KEPT
-    state.imported = ImportRecord(
-        schema_version=version,
-        sha256=sha256,
-        agent=header.agent,
-        turn=header.turn,
-        max_turns=header.max_turns,
-        decisions=decisions[:kept],
-        decisions_omitted=max(0, len(decisions) - kept),
-        dropped=reading.dropped[:kept],
-        dropped_omitted=max(0, len(reading.dropped) - kept),
-        at=now,
-    )
     try:  # read back as the workflow reads its input: JSON, every check of a snapshot
+        kept = IMPORT_ENTRIES_KEPT
+        state.imported = ImportRecord(
+            schema_version=version,
+            sha256=sha256,
+            agent=header.agent,
+            turn=header.turn,
+            max_turns=header.max_turns,
+            decisions=decisions[:kept],
+            decisions_omitted=max(0, len(decisions) - kept),
+            dropped=reading.dropped[:kept],
+            dropped_omitted=max(0, len(reading.dropped) - kept),
+            at=now,
+        )
         return RunState.model_validate_json(state.model_dump_json())
     except ValidationError as err:
         found = err.errors()[0]
         where = found.get("ctx", {}).get("path") or "$"
         what = f"the run it makes is invalid (at {where} of the durable RunState): {found['msg']}"
         raise ImportRefused([Problem("$", what)]) from None
+    except PydanticSerializationError:
+        what = "holds text JSON cannot carry (a lone surrogate, \\ud800-\\udfff)"
+        raise ImportRefused([Problem("$", what)]) from None
     except (ValueError, RecursionError):
         raise ImportRefused([Problem("$", "nested too deeply to carry over")]) from None
+
+
+MAX_COUNT = 2**31 - 1
+"""The largest turn count a file may give (10^200 would reach every reader of the state,
+some in languages whose integers stop at 2^63)."""
 
 
 @dataclass
@@ -252,20 +261,23 @@ class _Reading:
     """Call ids dropped (lossy): their outputs go too."""
 
     def refuse(self, where: str, what: str, *, droppable: bool = False) -> None:
+        where, what = _carried(where), _carried(what)  # they may quote the file
         self.problems.append(Problem(where, what, droppable))
         if droppable and self.lossy:
             self.dropped.append(DroppedItem(where=where[:200], what=what[:500]))
 
     def header(self, document: dict[str, Any]) -> _Header:
         turn = document.get("current_turn")
-        if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
+        if not isinstance(turn, int) or isinstance(turn, bool) or not 0 <= turn <= MAX_COUNT:
             self.refuse("$.current_turn", "missing, or not a count of model calls")
             turn = 0
         max_turns = document.get("max_turns")
         if max_turns is not None and (
-            not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1
+            not isinstance(max_turns, int)
+            or isinstance(max_turns, bool)
+            or not 1 <= max_turns <= MAX_COUNT
         ):
-            self.refuse("$.max_turns", "not a positive integer or null")
+            self.refuse("$.max_turns", f"not a positive integer up to {MAX_COUNT:,}, or null")
             max_turns = None
         agent = _agent_name(document.get("current_agent"))
         if agent is None:
@@ -289,7 +301,7 @@ class _Reading:
             self.refuse("$.context.context", f"nested deeper than {MAX_CONTEXT_DEPTH} levels")
             tool_context = None
         return _Header(
-            agent=(agent or "?")[:200],
+            agent=_carried(agent or "?")[:200],
             turn=turn,
             max_turns=max_turns,
             context=tool_context,
@@ -317,7 +329,7 @@ class _Reading:
             kind = run_item.get("type")
             if kind == "tool_approval_item":
                 continue  # what waits is read from current_step
-            if kind in _RUN_ITEM_ONLY:
+            if isinstance(kind, str) and kind in _RUN_ITEM_ONLY:
                 self.refuse(where, f"{kind}: {_RUN_ITEM_ONLY[kind]}", droppable=True)
                 continue
             self._item(f"{where}.raw_item", run_item["raw_item"])
@@ -391,7 +403,7 @@ class _Reading:
             else:
                 self.refuse(
                     f"{where}.content[{index}]",
-                    f"a {str(kind)[:50]} part (only text is carried over)",
+                    f"a {str(kind)[:50]!r} part (only text is carried over)",
                     droppable=True,
                 )
         return "".join(texts)
@@ -423,15 +435,24 @@ class _Reading:
             )
             self._gone.add(call_id)
             return
+        reply = self._open(where)
+        if len(reply.tool_calls) >= loop.MAX_CALLS_PER_REPLY:
+            self.refuse(
+                where,
+                f"a reply's call past the {loop.MAX_CALLS_PER_REPLY}th (a run makes at most "
+                f"{loop.MAX_CALLS_PER_REPLY} at once)",
+            )
+            return
         call = ToolCall(call_id=call_id, tool=name, arguments=arguments)
         call.needs_approval = tool.needs_approval
         self._calls[call_id] = call
-        self._open(where).tool_calls.append(call)
+        reply.tool_calls.append(call)
 
     def _output(self, where: str, raw: dict[str, Any]) -> None:
         call_id = raw.get("call_id")
         if isinstance(call_id, str) and call_id not in self._calls and call_id in self._gone:
             self.refuse(where, f"the output of dropped call {call_id!r}", droppable=True)
+            self._close()  # an output ends its reply, kept or not
             return
         if not isinstance(call_id, str) or call_id not in self._calls:
             self.refuse(where, f"an output for call {str(call_id)[:100]!r}, which no item made")
@@ -515,13 +536,17 @@ class _Reading:
                 continue
             kind = raw.get("type")
             if kind != "function_call":
-                what = _SDK_ONLY.get(str(kind), f"an approval of a {str(kind)[:50]}")
-                self.refuse(where, f"{kind}: {what}, which only the SDK runs", droppable=True)
+                what = _SDK_ONLY.get(str(kind), f"an approval of a {str(kind)[:50]!r}")
+                shown = f"{str(kind)[:50]!r}: {what}, which only the SDK runs"
+                self.refuse(where, shown, droppable=True)
                 continue
             call_id = raw.get("call_id")
+            if not isinstance(call_id, str):
+                self.refuse(where, "waits for a call whose id is not text")
+                continue
             if call_id in self._gone:
                 continue  # refused (or dropped) where the call was made
-            call = open_calls.get(call_id) if isinstance(call_id, str) else None
+            call = open_calls.get(call_id)
             if call is None:
                 why = (
                     "which already has an output"
@@ -658,3 +683,9 @@ def _usage(raw: Any) -> Usage:
         cached_input_tokens=detail("input_tokens_details", "cached_tokens"),
         reasoning_tokens=detail("output_tokens_details", "reasoning_tokens"),
     )
+
+
+def _carried(text: str) -> str:
+    """`text` (it may quote the file) with any lone surrogate written as its escape: a
+    refusal or a record of what was dropped must itself be text JSON can carry."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -316,8 +316,8 @@ def _imported(snapshot: RunState) -> list[str]:
     return [
         f"imported from an OpenAI Agents SDK run state {safe(found.schema_version)} "
         f"(its agent {_cut(found.agent)}, turn {found.turn}){SEP}"
-        f"{len(found.decisions)} decisions it recorded, none applied{SEP}"
-        f"{len(found.dropped)} items dropped"
+        f"{len(found.decisions) + found.decisions_omitted} decisions it recorded, "
+        f"none applied{SEP}{len(found.dropped) + found.dropped_omitted} items dropped"
     ]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from agents import RunState as SDKRunState
+from durable_agents.client import render
 from durable_agents.client.openai_agents_export import NotExportable, export_state
 from durable_agents.client.openai_agents_import import (
     SUPPORTED_SCHEMA_VERSIONS,
@@ -19,6 +20,7 @@ from durable_agents.client.openai_agents_import import (
     import_state,
     read_document,
 )
+from durable_agents.workflows import loop
 from durable_agents.workflows.state import (
     AssistantMessage,
     Decision,
@@ -471,3 +473,98 @@ def test_round_trip_keeps_conversation_waiting_calls_and_decisions():
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in ("finished",)])
 def test_every_fixture_the_sdk_wrote_imports_with_lossy(name):
     assert imported(fixture_json(name), lossy=True).status is RunStatus.AWAITING_APPROVAL
+
+
+# --- hostile files (an audit's repros) ------------------------------------------------
+
+
+def _calls(count: int, tool: str = "send_email") -> list[dict[str, Any]]:
+    raw = {"type": "function_call", "name": tool, "arguments": "{}"}
+    return [
+        {"type": "tool_call_item", "raw_item": {**raw, "call_id": f"c{n}"}} for n in range(count)
+    ]
+
+
+def test_a_reply_of_more_calls_than_a_run_makes_is_refused():
+    # 5,000 calls in one reply made a run whose first task outran its deadline for good.
+    document = fixture_json("interrupted-chat")
+    document["generated_items"] = _calls(loop.MAX_CALLS_PER_REPLY + 1)
+    document["current_step"] = {"type": "next_step_run_again"}
+    assert "$.generated_items[64].raw_item: a reply's call past the 64th" in refusal(document)
+    document["generated_items"] = _calls(loop.MAX_CALLS_PER_REPLY)
+    assert len(waiting(imported(document))) == loop.MAX_CALLS_PER_REPLY
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda d: d["generated_items"][0].update(type=["x"]), None),  # an unknown wrapper
+        (
+            lambda d: d["current_step"]["data"]["interruptions"][0]["raw_item"].update(
+                call_id=["call_mail"]
+            ),
+            "waits for a call whose id is not text",
+        ),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused_not_raised(edit, expected):
+    document = fixture_json("interrupted-chat")
+    edit(document)
+    if expected is None:
+        assert waiting(imported(document))  # read as its raw item says
+    else:
+        assert expected in refusal(document)
+
+
+def test_a_lone_surrogate_is_carried_escaped_or_refused_as_what_it_is():
+    document = fixture_json("interrupted-chat")
+    document["current_agent"] = {"name": "\ud800"}
+    assert imported(document).imported.agent == "\\ud800"
+    document = fixture_json("interrupted-chat")
+    document["original_input"] = [
+        {"role": "user", "content": [{"type": "input_text", "text": "hi"}, {"type": "\ud800img"}]}
+    ]
+    [dropped] = imported(document, lossy=True).imported.dropped
+    assert dropped.what == "a '\\ud800img' part (only text is carried over)"
+    document = fixture_json("interrupted-chat")
+    document["original_input"] = "hi \ud800"
+    assert "holds text JSON cannot carry (a lone surrogate" in refusal(document)
+
+
+def test_a_dropped_output_ends_its_reply_as_a_kept_one_does():
+    document = fixture_json("interrupted-chat")
+    said = lambda text: {  # noqa: E731
+        "type": "message_output_item",
+        "raw_item": {"role": "assistant", "content": [{"type": "output_text", "text": text}]},
+    }
+    gone = {"type": "function_call", "name": "web_lookup", "arguments": "{}", "call_id": "x1"}
+    output = {"type": "function_call_output", "call_id": "x1", "output": "r"}
+    document["generated_items"] = [
+        said("Turn one."),
+        {"type": "tool_call_item", "raw_item": gone},
+        {"type": "tool_call_output_item", "raw_item": output},
+        said("Turn two."),
+        *_calls(1),
+    ]
+    document["current_step"] = {"type": "next_step_run_again"}
+    state = imported(document, lossy=True)
+    replies = [i for i in state.items if isinstance(i, AssistantMessage)]
+    assert [(r.turn, r.content) for r in replies] == [(1, "Turn one."), (2, "Turn two.")]
+    assert state.turn == 2
+
+
+def test_what_was_dropped_past_the_kept_entries_is_counted_where_people_read_it():
+    document = fixture_json("interrupted-chat")
+    web = {"type": "tool_call_item", "raw_item": {"type": "web_search_call", "id": "w"}}
+    document["generated_items"] = [web] * 250 + document["generated_items"]
+    record = imported(document, lossy=True).imported
+    assert (len(record.dropped), record.dropped_omitted) == (200, 50)
+    line = render._imported(imported(document, lossy=True))[0]
+    assert line.endswith("250 items dropped")
+
+
+@pytest.mark.parametrize("key", ["current_turn", "max_turns"])
+def test_a_count_no_reader_can_hold_is_refused(key):
+    document = fixture_json("interrupted-chat")
+    document[key] = 10**200
+    assert f"$.{key}" in refusal(document)
