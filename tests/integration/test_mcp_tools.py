@@ -449,3 +449,34 @@ async def test_a_handoff_back_keeps_the_approval_a_server_tried_to_take_away(
             contract.SIGNAL_REJECT, DecisionSignal(call_id="d1", approver="ann", reason="no")
         )
         assert (await handle.result()).final_output == "done"
+
+
+async def test_a_servers_own_output_schema_cannot_hold_the_workers_event_loop():
+    # The MCP SDK checked a result against the schema the same server listed, on the
+    # event loop: a's and a "!" against ^(a+)+$, twice as long for each a (25: seconds;
+    # 40: hours, every run on the worker held). Taken as sent now: the loop keeps ticking.
+    connection = MCPConnection(
+        command=(sys.executable, "-m", "tests.support.raw_mcp_server"),
+        env={"PYTHONPATH": str(ROOT), "REDOS_N": "25"},
+    )
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(tick())
+    try:
+        async with connection.client() as client:
+            await client.list_tools()
+            result = await client.call_tool("lookup", {})
+            await asyncio.sleep(0.2)
+    finally:
+        ticking.cancel()
+    assert [block.text for block in result.content] == ["looked up"]
+    assert result.structured_content == {"s": "a" * 25 + "!"}
+    assert max(gaps) < 1.0, f"the event loop was held {max(gaps):.1f} s"
