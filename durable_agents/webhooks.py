@@ -217,7 +217,8 @@ def _addresses(host: str) -> list[str]:
     except ValueError:
         pass
     try:
-        return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
+        found = (str(info[4][0]) for info in socket.getaddrinfo(host, None))
+        return list(dict.fromkeys(found))  # the system's order of preference, once each
     except OSError:
         return []
 
@@ -307,9 +308,10 @@ async def _post(
     connection; the answer and the start of its body. No proxies or .netrc from the
     environment: the address checked is the one used."""
     parts = urllib.parse.urlsplit(url)
-    named = {"host": _host_header(parts)}
-    sni = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
-    refused: httpx.ConnectError | None = None
+    ascii_host = httpx.URL(url).raw_host.decode("ascii")  # an IDN name as punycode
+    named = {"host": _host_header(ascii_host, parts.port)}
+    sni = {"sni_hostname": ascii_host} if parts.scheme == "https" else {}
+    refused: httpx.ConnectError | httpx.ConnectTimeout | None = None
     async with httpx.AsyncClient(
         follow_redirects=False, timeout=HTTP_TIMEOUT, trust_env=False
     ) as http:
@@ -320,7 +322,7 @@ async def _post(
                     "POST", pinned, content=body, headers={**headers, **named}, extensions=sni
                 ) as answer:
                     return answer, await _excerpt(answer)
-            except httpx.ConnectError as err:  # refused or unreachable: the next address
+            except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # the next address
                 refused = err
     raise refused or httpx.ConnectError("no address to connect to")
 
@@ -336,11 +338,10 @@ def _pinned(url: str, address: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _host_header(parts: urllib.parse.SplitResult) -> str:
-    """The `Host` header `parts` (a URL) names: its host and port, without credentials."""
-    host = parts.hostname or ""
+def _host_header(host: str, port: int | None) -> str:
+    """The `Host` header of a URL's `host` (ASCII) and `port`, without credentials."""
     literal = f"[{host}]" if ":" in host else host
-    return f"{literal}:{parts.port}" if parts.port else literal
+    return f"{literal}:{port}" if port else literal
 
 
 async def _excerpt(answer: httpx.Response) -> str:

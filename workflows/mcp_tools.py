@@ -58,13 +58,14 @@ def with_mcp_tools(
 ) -> AgentSpec:
     """`spec` with the tools of its MCP servers added (`listed`: server name -> the tools
     it listed, as JSON). Raises ValueError when a name clashes or cannot be used.
-    `whole_names`: a name is checked whole (runs before `guarded-returns` let a line
-    break after it pass)."""
+    `whole_names` (the patch `guarded-returns`): a name is checked whole (a line break
+    after it passed before), and too many tools are refused before any is read (a
+    server may list 100,000; before, a bad or clashing name was found first)."""
     tools = list(spec.tools)
     total = len(tools) + sum(
         len(_allowed(server, listed.get(server.name, []))) for server in spec.mcp_servers
     )
-    if total > MAX_TOOLS:  # refused before any is read: a server may list 100,000
+    if whole_names and total > MAX_TOOLS:
         raise ValueError(_too_many(total))
     names = {t.name for t in tools}  # a set: 10,000 tools listed were 50 million comparisons
     for server in spec.mcp_servers:
@@ -82,6 +83,8 @@ def with_mcp_tools(
                 )
             tools.append(tool)
             names.add(tool.name)
+    if len(tools) > MAX_TOOLS:
+        raise ValueError(_too_many(len(tools)))
     return spec.model_copy(update={"tools": tools})
 
 

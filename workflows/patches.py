@@ -317,6 +317,14 @@ def ask_at_start() -> None:
             return
 
 
+def written_at_start() -> list[str]:
+    """The patch markers a run started by this build writes, all when it starts: its
+    level's, then one for each patch added since (none once a newer level folds them)."""
+    level = LEVELS[-1]
+    later = ORDER[_RANK[level] + 1 :]
+    return [level, *(p for p in later if p not in LEVELS and p not in DEPRECATED)]
+
+
 def patched(patch_id: str) -> bool:
     """`workflow.patched(patch_id)`, True for a deprecated patch, and True without a
     marker for a patch before the level the run started with. Every branch on a patch

@@ -908,6 +908,8 @@ class DefinitionCheck(_Model):
     """The workflow run then (a later one is a continue-as-new)."""
 
 
+ToolName = Annotated[str, Field(min_length=1, max_length=200)]
+"""A tool's name, as `ToolSpec.name` takes it."""
 MCP_TOOLS_KEPT = 128
 """Names kept per agent in `MCPToolsLeft` (as many tools as a model takes)."""
 AGENTS_LEFT_KEPT = 50
@@ -919,9 +921,9 @@ class MCPToolsLeft(_Model):
     keeps the approvals they asked then (`mcp_tools.returning`). Added in 1.31."""
 
     agent: str = Field(min_length=1, max_length=200)
-    tools: list[str] = Field([], max_length=MCP_TOOLS_KEPT)
+    tools: list[ToolName] = Field([], max_length=MCP_TOOLS_KEPT)
     """The names of its MCP tools."""
-    asked: list[str] = Field([], max_length=MCP_TOOLS_KEPT)
+    asked: list[ToolName] = Field([], max_length=MCP_TOOLS_KEPT)
     """Of them, those that needed approval."""
 
 

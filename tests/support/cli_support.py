@@ -82,6 +82,7 @@ class _Routed(io.TextIOBase):
         return own if own is not None else self.before
 
     def write(self, text: str) -> int:
+        text.encode("utf-8")  # what the console script's stream cannot write fails here too
         return self._target().write(text)
 
     def flush(self) -> None:
@@ -116,9 +117,11 @@ def _caught_output(out: io.StringIO, err: io.StringIO) -> Iterator[None]:
         _caught.out = _caught.err = None
         with _routing:
             _commands_running -= 1
-            if _commands_running == 0:
-                sys.stdout = sys.stdout.before  # type: ignore[attr-defined]
-                sys.stderr = sys.stderr.before  # type: ignore[attr-defined]
+            if _commands_running == 0:  # (unless something replaced them since)
+                if isinstance(sys.stdout, _Routed):
+                    sys.stdout = sys.stdout.before  # type: ignore[assignment]
+                if isinstance(sys.stderr, _Routed):
+                    sys.stderr = sys.stderr.before  # type: ignore[assignment]
 
 
 async def in_process(*args: str, connection: tuple[str, ...] = ()) -> Outcome:

@@ -18,7 +18,14 @@ from durable_agents.workflows.mcp_tools import (
     tool_specs,
     with_mcp_tools,
 )
-from durable_agents.workflows.state import AgentSpec, MCPServer, RetrySpec, RunState, ToolSpec
+from durable_agents.workflows.state import (
+    AgentSpec,
+    MCPServer,
+    MCPToolsLeft,
+    RetrySpec,
+    RunState,
+    ToolSpec,
+)
 
 from durable_agents.mcp_connections import MCPConfigError, parse
 
@@ -531,3 +538,17 @@ def test_a_handoff_back_keeps_what_the_agents_mcp_tools_asked_when_it_left():
         .needs_approval
         is False
     )
+
+
+def test_runs_before_guarded_returns_find_a_bad_name_before_the_count_as_they_did():
+    spec = AgentSpec(name="a", instructions="", model="m", mcp_servers=[MCPServer(name="s")])
+    listed = [{"name": "bad name"}, *({"name": f"t{i}"} for i in range(200))]
+    with pytest.raises(ValueError, match="has a tool named 'bad name'"):
+        with_mcp_tools(spec, {"s": listed}, whole_names=False)
+    with pytest.raises(ValueError, match="would have 201 tools"):
+        with_mcp_tools(spec, {"s": listed})
+
+
+def test_a_forged_empty_name_in_what_an_agent_left_is_refused_with_the_snapshot():
+    with pytest.raises(ValueError, match="at least 1 character"):
+        MCPToolsLeft.model_validate({"agent": "desk", "tools": [""]})

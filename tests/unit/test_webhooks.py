@@ -363,3 +363,13 @@ async def test_an_https_delivery_to_the_address_checked_still_names_the_host_in_
         server.join(timeout=10)
     assert asked == ["hooks.invalid"]
     assert result.outcome == "retry" and "CERTIFICATE_VERIFY_FAILED" in (result.error or "")
+
+
+async def test_an_internationalised_host_is_named_in_its_ascii_form():
+    with WebhookReceiver(SECRET) as receiver:
+        hook = Endpoint("a", f"http://bücher.invalid:{receiver.port}/h", ("x",), (SECRET,))
+        allow = AllowList.parse("127.0.0.0/8")
+        result = await deliver(hook, _request(), allow, resolve=lambda host: ["127.0.0.1"])
+        assert (result.outcome, result.error) == ("delivered", None)
+        [delivery] = receiver.deliveries
+    assert delivery.headers["host"] == f"xn--bcher-kva.invalid:{receiver.port}"
