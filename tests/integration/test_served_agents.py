@@ -82,6 +82,11 @@ async def test_agentctl_start_of_an_agent_nobody_serves_is_refused_with_what_is_
     worker, model_server
 ):
     ctl = bound_to(worker)
+    # The worker's announcement is seen once it has polled (agentctl in this process
+    # can ask before that; until then a client cannot tell, and starts as asked).
+    async with asyncio.timeout(20):
+        while not await served_agents.announced(worker.client, worker.task_queue):
+            await asyncio.sleep(0.1)
     out = await ctl("start", "nosuch", "hi")
     assert out.code == 1 and out.stdout == ""
     assert out.stderr.strip() == (
