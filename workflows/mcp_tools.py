@@ -204,12 +204,17 @@ def remember_leaving(state: RunState) -> None:
 
 def returning(spec: AgentSpec, state: RunState) -> AgentSpec:
     """`spec` (an agent the run hands over to, its MCP tools listed now) as a listing
-    mid-run when the run had this agent before (`guarded`): a tool that asked for
-    approval then still does, and a tool it did not have then needs approval unless
-    the agent's configuration of its server says it does not. A server cannot take an
-    approval away by marking a tool read-only while the run is with another agent."""
+    mid-run (`guarded`) when the run had this agent before, or has it now (a handoff
+    to itself): a tool that asked for approval then still does, and a tool it did not
+    have then needs approval unless the agent's configuration of its server says it
+    does not. A server cannot take an approval away by marking a tool read-only while
+    the run is with another agent."""
+    if not spec.mcp_servers:
+        return spec
+    if spec.name == state.agent.name:  # a handoff to itself: what it has now
+        return guarded(spec, state.agent)
     before = next((m for m in state.mcp_tools_left if m.agent == spec.name), None)
-    if before is None or not spec.mcp_servers:
+    if before is None:
         return spec
     asked = set(before.asked)
     had = [
