@@ -27,13 +27,15 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_agents import mcp_connections, served_agents, webhooks
+from durable_agents import gate, mcp_connections, served_agents, webhooks
 from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.dataplane.codec import CodecKeys, data_converter, data_converter_from_env
 from durable_agents.dataplane.store_gc import collect_store_garbage
+from durable_agents.gate import GateKeys
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.prices import prices_from_env, unpriced_budgets
 from durable_agents.signing import trust_from_env
@@ -181,6 +183,9 @@ class AgentsPlugin(SimplePlugin):
     whose signed snapshots a resume trusts, and whether unverified snapshots are
     refused (frozen into each run at start and resume); None: from the environment
     (`durable_agents.signing.trust_from_env`).
+    `gate_keys`: the keys that prove an activity execution was scheduled by a run of
+    ours (`durable_agents.gate`); None: from `AGENT_GATE_KEYS` (required when the
+    plugin serves agents: a worker without them is refused).
     """
 
     def __init__(
@@ -199,6 +204,7 @@ class AgentsPlugin(SimplePlugin):
         prices: Mapping[str, ModelPrice] | None = None,
         mcp_servers: Mapping[str, MCPConnection] | None = None,
         webhook_endpoints: Mapping[str, Endpoint] | None = None,
+        gate_keys: GateKeys | None = None,
     ) -> None:
         self.registry = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.trust = trust if trust is not None else trust_from_env()
@@ -216,7 +222,13 @@ class AgentsPlugin(SimplePlugin):
         activities = None
         self._mcp = None
         self._serves = model_client is not None
+        self.gate_keys = gate_keys
         if model_client is not None:
+            if gate_keys is None:
+                try:
+                    self.gate_keys = gate.required_keys()
+                except gate.GateConfigError as err:
+                    raise AgentsPluginError(str(err)) from None
             self._mcp = _mcp_plugin(self.registry, mcp_servers)
             endpoints = _webhook_endpoints(self.registry, webhook_endpoints)
             worker_wide = [
@@ -247,6 +259,7 @@ class AgentsPlugin(SimplePlugin):
             activities=activities,
             workflows=_with_agent_workflow if activities else None,
             workflow_runner=self._runner if activities else None,
+            interceptors=[GateInterceptor(self.gate_keys)] if activities else None,
         )
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:

@@ -34,6 +34,7 @@ import os
 import re
 import socket
 import urllib.parse
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -120,6 +121,8 @@ class AllowList:
         return None
 
 
+_TEST_ID = re.compile(r"test-[0-9a-f]{12}")
+"""The `webhook-id` of a test delivery (`agentctl webhooks test`)."""
 _TRANSLATED = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("2002::/16"))
 """NAT64 and 6to4: public in form, they reach IPv4 addresses that may be private."""
 
@@ -249,7 +252,18 @@ class WebhookActivities:
 
     @activity.defn(name=ACTIVITY_DELIVER_WEBHOOK)
     async def deliver_webhook(self, request: DeliveryRequest) -> DeliveryResult:
-        """One attempt to post `request.event` to its endpoint."""
+        """One attempt to post `request.event` to its endpoint. Run standalone (by
+        `agentctl webhooks test`, or anyone: the activity gate lets that through), it
+        posts the worker's own test event, whatever was asked: the worker signs no body
+        that a run of ours did not write."""
+        if not activity.info().workflow_id:
+            test_id = request.webhook_id if _TEST_ID.fullmatch(request.webhook_id) else None
+            request = request.model_copy(
+                update={
+                    "event": sample_event(request.endpoint),
+                    "webhook_id": test_id or f"test-{uuid.uuid4().hex[:12]}",
+                }
+            )
         endpoint = self._endpoints.get(request.endpoint)
         if endpoint is None:  # a worker of another configuration: another may have it
             known = ", ".join(sorted(self._endpoints)) or "none"

@@ -35,7 +35,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig
 
-from durable_agents import served_agents, webhooks
+from durable_agents import gate, served_agents, webhooks
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
@@ -52,6 +52,8 @@ from durable_agents.dataplane.codec import (
 )
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
 from durable_agents.dev_server_config import dev_server_args
+from durable_agents.gate import GateKeys
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.plugin import (
     SANDBOX_PASSTHROUGH,
@@ -98,6 +100,7 @@ def build_worker(
     mcp_servers: Mapping[str, MCPConnection] | None = None,
     webhook_endpoints: Mapping[str, Endpoint] | None = None,
     deployment: WorkerDeploymentVersion | None = None,
+    gate_keys: GateKeys | None = None,
 ) -> Worker:
     """A worker serving AgentWorkflow and its activities for `registry`'s agents: a
     Temporal Worker with `AgentsPlugin` (see it for `sandbox_passthrough`,
@@ -128,6 +131,7 @@ def build_worker(
         prices=prices,
         mcp_servers=mcp_servers,
         webhook_endpoints=webhook_endpoints,
+        gate_keys=gate_keys,
     )
     versioning = (
         WorkerDeploymentConfig(
@@ -156,21 +160,29 @@ def build_tools_worker(
     task_queue: str,
     drain: timedelta = DRAIN_GRACE,
     plugins: Sequence[Plugin] = (),
+    gate_keys: GateKeys | None = None,
 ) -> Worker:
     """A worker of `task_queue` running only the calls of `registry`'s tools placed on
     it (`@tool(task_queue=...)`): the `run_tool` activity, no workflow, no model; a call
     of any other tool fails (retried: another worker of the queue may run it). `client`
     must carry the runs' data converter (`data_converter_from_env()`: codec and payload
-    store), as `worker.py --tools-only` connects with it."""
+    store), as `worker.py --tools-only` connects with it. `gate_keys`: the workers'
+    keys (`durable_agents.gate`; None: `AGENT_GATE_KEYS`, required): a call runs only
+    when a run of ours scheduled it."""
     problem = placement_problem(registry, task_queue)
     if problem is not None:
         raise WorkerSetupError(problem)
+    try:
+        keys = gate_keys or gate.required_keys()
+    except gate.GateConfigError as err:
+        raise WorkerSetupError(str(err)) from None
     return Worker(
         client,
         task_queue=task_queue,
         activities=[ToolActivities(registry, placed_on=task_queue).run_tool],
         graceful_shutdown_timeout=drain,
         plugins=list(plugins),
+        interceptors=[GateInterceptor(keys)],
     )
 
 
@@ -409,6 +421,18 @@ def _load_callable(spec: str) -> Callable[[dict], object]:
     return found
 
 
+def worker_gate_keys(*, dev: bool) -> GateKeys:
+    """The workers' gate keys (`AGENT_GATE_KEYS`); with `--dev` and none set, the
+    development key (the dev server this worker starts is on this machine)."""
+    try:
+        unset = not any(os.environ.get(v, "").strip() for v in (gate.ENV, gate.ENV + "_FILE"))
+        if dev and unset:
+            return GateKeys.development()
+        return gate.required_keys()
+    except gate.GateConfigError as err:
+        raise WorkerSetupError(str(err)) from None
+
+
 async def serve(args: argparse.Namespace) -> None:
     """Connect (or start the dev server), then run the worker until SIGINT/SIGTERM."""
     if args.tools_only:
@@ -434,6 +458,7 @@ async def serve(args: argparse.Namespace) -> None:
         converter = data_converter_from_env()
         trust = trust_from_env()
         prices = prices_from_env()
+        gate_keys = worker_gate_keys(dev=args.dev)
     except AgentError as err:
         raise WorkerSetupError(err.message) from err
     problem = registry.serving_problem() or unpriced_budgets(registry.agents(), prices)
@@ -490,6 +515,7 @@ async def serve(args: argparse.Namespace) -> None:
                     prices=prices,
                     webhook_endpoints=endpoints,
                     deployment=deployment,
+                    gate_keys=gate_keys,
                 )
                 for queue in queues
             ]
@@ -515,6 +541,7 @@ async def serve(args: argparse.Namespace) -> None:
                 print(f"worker: and each on its own: {', '.join(queues[1:])}", flush=True)
             await warn_if_mixed(client, args.task_queue, workers[0], registry.names())
             print(encryption_status(keys), flush=True)
+            print(f"worker: activity gate: {gate_keys.describe()}", flush=True)
             print(describe_trust(trust), flush=True)
             print(webhooks.describe(endpoints), flush=True)
             print(describe_prices(prices), flush=True)

@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents import gate
 from durable_agents.dev_server_config import dev_server_args
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
@@ -27,6 +28,10 @@ from durable_agents.worker import build_worker
 from tests.support import agents, priced_agents
 from tests.support.approver_keys import WORKER_TRUST
 from tests.support.dev_servers import local_server
+
+# The workers' gate key of this test process (`durable_agents.gate`): workers started
+# in-process and as subprocesses share it through the environment.
+os.environ.setdefault(gate.ENV, gate.new_key_entry("test"))
 
 
 @pytest.fixture(scope="session", autouse=True)

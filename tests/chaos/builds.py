@@ -38,6 +38,7 @@ def replay_breaking_build(where: Path) -> Path:
 
 REPLAY = """
 import asyncio, os, sys
+from durable_agents.gate_interceptor import GateInterceptor
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -46,7 +47,11 @@ import durable_agents.workflows.agent_workflow as code
 
 async def main():
     history = WorkflowHistory.from_json(sys.argv[1], open(sys.argv[2]).read())
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        interceptors=[GateInterceptor(None)],
+        workflows=[AgentWorkflow],
+        data_converter=pydantic_data_converter,
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     print(code.__file__)
     print("fails" if result.replay_failure is not None else "replays")

@@ -40,6 +40,7 @@ from durable_agents.dataplane.codec import (
     EncryptionCodec,
     codec_data_converter,
 )
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import build_worker, temporal_binary
 from tests.support.histories import HISTORIES, recorded_id, replayed_workflows
@@ -286,18 +287,30 @@ async def test_agentctl_export_decrypts_with_the_keys_and_refuses_without(
 async def test_encrypted_history_replays_with_the_codec_converter(env, codec_worker, model_server):
     run_id = await _secret_run(codec_worker, model_server)
     history: WorkflowHistory = await codec_worker.client.get_workflow_handle(run_id).fetch_history()
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=codec_data_converter(KEYS))
+    replayer = Replayer(
+        interceptors=[GateInterceptor(None)],
+        workflows=[AgentWorkflow],
+        data_converter=codec_data_converter(KEYS),
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
     # After a rotation (new primary, old key kept) it still replays.
     rotated = CodecKeys(keys={**KEYS.keys, "k-2027": b"r" * 32}, primary="k-2027")
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=codec_data_converter(rotated))
+    replayer = Replayer(
+        interceptors=[GateInterceptor(None)],
+        workflows=[AgentWorkflow],
+        data_converter=codec_data_converter(rotated),
+    )
     assert (await replayer.replay_workflow(history)).replay_failure is None
 
 
 async def test_histories_recorded_before_encryption_still_replay_with_it_on():
     # Turning encryption on must not break running workflows: plain payloads pass through.
-    replayer = Replayer(workflows=replayed_workflows(), data_converter=codec_data_converter(KEYS))
+    replayer = Replayer(
+        interceptors=[GateInterceptor(None)],
+        workflows=replayed_workflows(),
+        data_converter=codec_data_converter(KEYS),
+    )
     for path in sorted(HISTORIES.glob("*.json")):
         history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

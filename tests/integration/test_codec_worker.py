@@ -16,6 +16,7 @@ import pytest
 from durable_agents.client.agent_client import AgentClient
 from temporalio.client import Client
 
+from durable_agents import gate
 from durable_agents.dataplane.codec import CodecKeys, codec_data_converter
 from durable_agents.testing import Reply
 from tests.integration.test_worker import free_port, run
@@ -28,7 +29,7 @@ def base_env(**extra: str) -> dict[str, str]:
     keep = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_", "TEMPORAL_"))
     }
-    return {**keep, **extra}
+    return {**keep, gate.ENV: os.environ[gate.ENV], **extra}
 
 
 def served_env(env, model_server, **extra: str) -> dict[str, str]:

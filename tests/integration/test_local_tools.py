@@ -16,6 +16,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import agents
@@ -111,7 +112,11 @@ async def test_a_query_answered_while_a_local_tool_runs_leaves_a_history_that_re
         events = json.loads(history.to_json())["events"]
         after = after_local_tool(events)
         shapes.append(after)
-        replayer = Replayer(workflows=replayed_workflows(), data_converter=pydantic_data_converter)
+        replayer = Replayer(
+            interceptors=[GateInterceptor(None)],
+            workflows=replayed_workflows(),
+            data_converter=pydantic_data_converter,
+        )
         replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert replayed.replay_failure is None, replayed.replay_failure
         if after == RESULT_IN_NEXT_TASK:

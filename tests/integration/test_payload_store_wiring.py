@@ -13,6 +13,7 @@ from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.state import RunStatus
 
+from durable_agents import gate
 from durable_agents.testing import Call, Reply
 from tests.integration.test_codec_worker import base_env, read_until, start_worker, stop
 from tests.support.runs import tool_results
@@ -85,7 +86,8 @@ async def test_five_megabyte_tool_output_through_worker_py_and_connect(
     stored = [p for p in results if p.metadata.get("messageType") == REFERENCE]
     assert len(stored) == 1, "the tool's 5 MB outcome did not go to the payload store"
     [outcome] = stored
-    [tool] = await agents.client.data_converter.decode([outcome], [ToolOutcome])
+    [sent] = await agents.client.data_converter.decode([outcome], [dict])
+    tool = ToolOutcome.model_validate(sent[gate.RESULT_FIELD])  # with the gate's tag
     assert (tool.call_id, len(tool.content), tool.is_error) == ("b1", BLOB, False)
     files = stored_files(Path(production_env["AGENT_PAYLOAD_STORE"]))
     assert files, "nothing went to the payload store"

@@ -22,6 +22,7 @@ from durable_agents import AgentClient
 from durable_agents.dataplane.codec import data_converter
 from durable_agents.dataplane.payload_store import PayloadStoreError, external_storage
 from durable_agents.dataplane.store_gc import collect_garbage, references
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import agentctl
@@ -90,7 +91,11 @@ async def test_gc_between_every_step_loses_nothing_a_run_needs(env, model_server
         # Every workflow run of the chain replays from its history and the store.
         executions = [e async for e in worker.client.list_workflows(f'WorkflowId = "{run.id}"')]
         assert len(executions) >= 2  # it continued as new
-        replayer = Replayer(workflows=[AgentWorkflow], data_converter=client.data_converter)
+        replayer = Replayer(
+            interceptors=[GateInterceptor(None)],
+            workflows=[AgentWorkflow],
+            data_converter=client.data_converter,
+        )
         for execution in executions:
             history = await worker.client.get_workflow_handle(
                 run.id, run_id=execution.run_id

@@ -31,6 +31,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
+from durable_agents.gate_interceptor import GateInterceptor
 from tests.support.histories import HISTORIES, recorded_id, replayed_workflows
 
 TABLE = HISTORIES / "PATCHES.md"
@@ -68,6 +69,7 @@ def quiet() -> Runtime:
 class Replays:
     def __init__(self) -> None:
         self._replayer = Replayer(
+            interceptors=[GateInterceptor(None)],
             workflows=replayed_workflows(),
             data_converter=pydantic_data_converter,
             workflow_runner=UnsandboxedWorkflowRunner(),

@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_agents.gate_interceptor import GateInterceptor
 from tests.support.histories import HISTORIES as RECORDED
 from tests.support.histories import (
     RESULT_IN_NEXT_TASK,
@@ -30,7 +31,11 @@ def test_histories_are_recorded():
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
     history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
-    replayer = Replayer(workflows=replayed_workflows(), data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        interceptors=[GateInterceptor(None)],
+        workflows=replayed_workflows(),
+        data_converter=pydantic_data_converter,
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
 

@@ -1,0 +1,208 @@
+"""The activity gate's keys and tags: proof that an activity execution, its result or a
+webhook delivery was made by our own workflow code on a worker holding the keys.
+
+Anyone who may start work in a namespace can run a registered activity directly
+(Temporal's standalone activities), run a worker of their own whose workflow schedules
+our activities on our task queue, or complete a running activity of ours by id. None of
+them holds `AGENT_GATE_KEYS`: every acting activity of ours refuses an execution whose
+header does not carry a tag made with one of those keys over what it is asked
+(namespace, workflow id and run id, activity type, arguments), and a run takes an
+activity's result only when it carries the worker's tag over the same and the result
+(`durable_agents.gate_interceptor` places and checks them).
+
+`AGENT_GATE_KEYS` (or `AGENT_GATE_KEYS_FILE`): `KEY_ID:BASE64` entries separated by
+commas or lines; the first tags, every one verifies. Every worker of a namespace
+(full workers and tools-only workers) holds the same list. To rotate: add the new key
+last on every worker, then move it first, and drop the old one once no activity
+scheduled with it can still be running or retried (its longest schedule-to-close).
+`python -m durable_agents.gate new-key KEY_ID` prints a fresh entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
+
+ENV = "AGENT_GATE_KEYS"
+HEADER = "durable-agents-gate"
+"""The header (activity, child workflow) that carries the tag."""
+RESULT_FIELD = "gated_result"
+"""An activity's result as sent: `{"gated_result": <result>, "gate": <tag>}`."""
+TAG_FIELD = "gate"
+REFUSED = "ActivityRefused"
+"""The type of the non-retryable error an execution without a valid tag fails with."""
+KEY_BYTES = 32
+DEVELOPMENT_KEY_ID = "dev"
+_DEVELOPMENT_KEY = hashlib.sha256(b"durable-agents development gate key").digest()
+_KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,32}")
+
+
+class GateConfigError(ValueError):
+    """The gate keys (environment or file) are unusable; the message names the
+    variable, never key material."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GateKeys:
+    """The named HMAC-SHA256 keys of the workers of a namespace."""
+
+    keys: Mapping[str, bytes] = dataclasses.field(repr=False)
+    """Key id -> key of at least 32 bytes. Every key verifies."""
+    current: str
+    """Id of the key that tags (the first one listed)."""
+
+    def __post_init__(self) -> None:
+        if self.current not in self.keys:
+            raise GateConfigError(f"gate key {self.current!r} is not among the keys")
+        for key_id, key in self.keys.items():
+            if not _KEY_ID.fullmatch(key_id):
+                raise GateConfigError(f"bad gate key id {key_id!r}: use 1-32 of A-Z a-z 0-9 . _ -")
+            if len(key) < KEY_BYTES:
+                raise GateConfigError(
+                    f"gate key {key_id!r} is {len(key)} bytes; it needs at least {KEY_BYTES}"
+                )
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = ENV) -> GateKeys:
+        """Keys from `KEY_ID:BASE64` entries (commas or lines; `#` comments); the first
+        tags."""
+        keys: dict[str, bytes] = {}
+        entries = (e.strip() for line in text.splitlines() for e in line.split("#")[0].split(","))
+        for entry in filter(None, entries):
+            key_id, sep, encoded = (part.strip() for part in entry.partition(":"))
+            if not sep or not key_id or not encoded:
+                raise GateConfigError(f"{source}: each entry must be KEY_ID:BASE64_KEY")
+            if key_id in keys:
+                raise GateConfigError(f"{source}: gate key {key_id!r} is given twice")
+            try:
+                keys[key_id] = base64.b64decode(encoded + "=" * (-len(encoded) % 4), altchars=b"-_")
+            except (binascii.Error, ValueError):
+                raise GateConfigError(f"{source}: gate key {key_id!r} is not base64") from None
+        if not keys:
+            raise GateConfigError(f"{source} holds no keys")
+        return cls(keys=keys, current=next(iter(keys)))
+
+    @classmethod
+    def development(cls) -> GateKeys:
+        """A published key for a dev server on this machine (`worker.py --dev`, the
+        demos): it keeps nobody out; never use it where others can reach the server."""
+        return cls(keys={DEVELOPMENT_KEY_ID: _DEVELOPMENT_KEY}, current=DEVELOPMENT_KEY_ID)
+
+    @property
+    def is_development(self) -> bool:
+        return self.keys.get(self.current) == _DEVELOPMENT_KEY
+
+    def describe(self) -> str:
+        """One line for start-up output: key ids, no key material."""
+        if self.is_development:
+            return "the published development key (keeps nobody out: set AGENT_GATE_KEYS)"
+        others = sorted(k for k in self.keys if k != self.current)
+        also = f"; also verifies {', '.join(others)}" if others else ""
+        return f"HMAC-SHA256, tagging with key {self.current!r}{also}"
+
+
+def keys_from_env(env: Mapping[str, str] | None = None) -> GateKeys | None:
+    """The keys of `AGENT_GATE_KEYS` / `AGENT_GATE_KEYS_FILE`; None when neither is set."""
+    try:
+        secret = secret_from_env(ENV, env=env)
+    except SecretEnvError as err:
+        raise GateConfigError(str(err)) from None
+    return None if secret is None else GateKeys.parse(secret.value, source=secret.source)
+
+
+MISSING = (
+    f"no gate keys: set {ENV} (python -m durable_agents.gate new-key k1) on every worker "
+    "of the namespace, so that only runs of ours can start our activities; "
+    f"`{ENV}=dev` for a dev server only this machine reaches"
+)
+
+
+def required_keys(env: Mapping[str, str] | None = None) -> GateKeys:
+    """The workers' keys from the environment; `dev` names the development key.
+    Raises GateConfigError when none is set."""
+    secret_text = (os.environ if env is None else env).get(ENV, "").strip()
+    if secret_text == DEVELOPMENT_KEY_ID:
+        return GateKeys.development()
+    keys = keys_from_env(env)
+    if keys is None:
+        raise GateConfigError(MISSING)
+    return keys
+
+
+def plain(value: Any) -> Any:
+    """`value` as the JSON both ends agree on: a pydantic model without the fields at
+    their defaults (a worker of a newer build that added a field with a default agrees
+    with an older one), anything else as pydantic writes it."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_defaults=True)
+    return to_jsonable_python(value)
+
+
+def digest(values: Sequence[Any]) -> str:
+    """Hex SHA-256 of the canonical JSON of `values` (sorted keys, ASCII only)."""
+    text = json.dumps([plain(v) for v in values], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _mac(key: bytes, fields: Sequence[str]) -> str:
+    message = "\n".join(f.replace("\\", "\\\\").replace("\n", "\\n") for f in fields)
+    mac = hmac.new(key, message.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def tag(keys: GateKeys, fields: Sequence[str]) -> dict[str, str]:
+    """The tag over `fields` with the current key: `{"k": KEY_ID, "t": MAC}`."""
+    return {"k": keys.current, "t": _mac(keys.keys[keys.current], fields)}
+
+
+def check(keys: GateKeys, given: object, fields: Sequence[str]) -> str | None:
+    """Why `given` is not a tag over `fields` by one of `keys`; None when it is."""
+    if not isinstance(given, dict) or not isinstance(given.get("k"), str):
+        return "no gate tag"
+    key = keys.keys.get(given["k"])
+    if key is None:
+        return f"its gate key {given['k'][:32]!r} is not one of this worker's"
+    mac = given.get("t")
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, fields)):
+        return "its gate tag does not match what it asks"
+    return None
+
+
+def new_key_entry(key_id: str) -> str:
+    """A fresh `KEY_ID:BASE64` entry for AGENT_GATE_KEYS."""
+    entry = f"{key_id}:{base64.urlsafe_b64encode(secrets.token_bytes(KEY_BYTES)).decode()}"
+    GateKeys.parse(entry)  # validates the id
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m durable_agents.gate new-key KEY_ID`: print a fresh key entry."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "new-key":
+        print("usage: python -m durable_agents.gate new-key KEY_ID", file=sys.stderr)
+        return 2
+    try:
+        print(new_key_entry(args[1]))
+    except GateConfigError as err:
+        print(f"gate: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

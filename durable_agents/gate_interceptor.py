@@ -1,0 +1,301 @@
+"""The activity gate as Temporal interceptors (`durable_agents.gate` says why).
+
+On the workflow side, every activity our workers' workflow code schedules carries a
+tag in its `durable-agents-gate` header over what it asks; every child workflow too.
+On the activity side, each acting activity of ours (model, tool, guardrail, agent
+definition, webhook delivery, payload-store collection, and the MCP activities of
+`temporalio-mcp`) refuses, non-retryably, an execution without a valid tag: a
+standalone activity, or one scheduled by a workflow of another worker. Its result
+goes back as `{"gated_result": ..., "gate": TAG}`, and the workflow takes it only with
+a valid tag: a completion sent from outside (`temporal activity complete`) fails the
+workflow task, saying so, instead of reaching the run (an operator resets the run to
+before it). A webhook delivery workflow runs only as a child of the run it reports on,
+started by our workflow code.
+
+A result already taken by a completed workflow task is not checked again on replay
+(it was checked when taken), so a history replays without the keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from pydantic_core import to_json
+from temporalio import activity, workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    ExecuteWorkflowInput,
+    Interceptor,
+    StartActivityInput,
+    StartChildWorkflowInput,
+    StartLocalActivityInput,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
+)
+
+from durable_agents import gate
+from durable_agents.gate import GateKeys
+from durable_agents.workflows import contract
+
+GATED = frozenset(
+    {
+        contract.ACTIVITY_DESCRIBE_AGENT,
+        contract.ACTIVITY_CALL_MODEL,
+        contract.ACTIVITY_RUN_TOOL,
+        contract.ACTIVITY_RUN_GUARDRAIL,
+        contract.ACTIVITY_DELIVER_WEBHOOK,
+        contract.ACTIVITY_COLLECT_STORE_GARBAGE,
+    }
+)
+MCP_PREFIX = "temporalio.mcp."
+"""`temporalio-mcp`'s activities: `temporalio.mcp.<server>.<operation>`."""
+ANSWERS_ANYONE = frozenset({contract.ACTIVITY_DESCRIBE_AGENT, contract.ACTIVITY_DELIVER_WEBHOOK})
+"""Gated activities a client may also run as a standalone activity (`agentctl tools`,
+`agentctl webhooks test`): an agent's definition and MCP tool lists, which every run's
+history shows anyone who may read the namespace, and a webhook delivery that sends
+only the worker's own test event (`WebhookActivities.deliver_webhook`)."""
+CHECKED_CHILDREN = frozenset({contract.WORKFLOW_WEBHOOK_DELIVERY})
+"""Workflows that run only as a child started by our workflow code."""
+_JSON = {"encoding": b"json/plain"}
+
+
+def gated(activity_type: str) -> bool:
+    """An activity of ours that acts: it runs only for a run of ours."""
+    return activity_type in GATED or activity_type.startswith(MCP_PREFIX)
+
+
+def answers_anyone(activity_type: str) -> bool:
+    """A gated activity that may also run standalone (see ANSWERS_ANYONE)."""
+    listing = activity_type.startswith(MCP_PREFIX) and activity_type.endswith(".list-tools")
+    return activity_type in ANSWERS_ANYONE or listing
+
+
+class GateRefused(RuntimeError):
+    """A result not made by our activity: the workflow task fails, nothing is taken."""
+
+
+class GateInterceptor(Interceptor):
+    """The gate on a worker (both sides) and on a replayer (`keys=None`: results taken
+    when replayed are unwrapped unchecked, nothing is tagged, gated activities refused)."""
+
+    def __init__(self, keys: GateKeys | None) -> None:
+        self.keys = keys
+        bound_keys = keys
+
+        class _Bound(_WorkflowInbound):
+            keys = bound_keys
+
+        self._workflow_class = _Bound
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _ActivityInbound(next, self.keys)
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        return self._workflow_class
+
+
+def _header(tag: dict[str, str]) -> Payload:
+    return Payload(metadata=_JSON, data=json.dumps(tag).encode())
+
+
+def _header_tag(headers: Any) -> object:
+    payload = headers.get(gate.HEADER) if headers else None
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload.data)
+    except ValueError:
+        return None
+
+
+def _call_fields(
+    namespace: str, workflow_id: str, run_id: str, kind: str, digest: str
+) -> list[str]:
+    return ["activity", namespace, workflow_id, run_id, kind, digest]
+
+
+def _result_fields(call: list[str], result_digest: str) -> list[str]:
+    return ["result", *call[1:], result_digest]
+
+
+class _ActivityInbound(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, keys: GateKeys | None) -> None:
+        super().__init__(next)
+        self.keys = keys
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        info = activity.info()
+        if not gated(info.activity_type):
+            return await self.next.execute_activity(input)
+        if not info.workflow_id and answers_anyone(info.activity_type):
+            return await self.next.execute_activity(input)  # a client's question
+        call = self._admitted(info, input)
+        result = await self.next.execute_activity(input)
+        sent = json.loads(to_json(result))  # what the payload converter would send
+        assert self.keys is not None  # _admitted refuses without keys
+        mac = gate.tag(self.keys, _result_fields(call, gate.digest([sent])))
+        return {gate.RESULT_FIELD: sent, gate.TAG_FIELD: mac}
+
+    def _admitted(self, info: activity.Info, input: ExecuteActivityInput) -> list[str]:
+        """The tagged fields of this execution; refused unless a run of ours asked."""
+        if not info.workflow_id or not info.workflow_run_id:
+            _refuse(
+                info.activity_type, "it was not scheduled by a workflow (a standalone activity)"
+            )
+        if self.keys is None:
+            _refuse(info.activity_type, "this worker has no gate keys")
+        call = _call_fields(
+            info.workflow_namespace or info.namespace,
+            info.workflow_id,
+            info.workflow_run_id,
+            info.activity_type,
+            gate.digest(input.args),
+        )
+        problem = gate.check(self.keys, _header_tag(input.headers), call)
+        if problem is not None:
+            _refuse(info.activity_type, problem)
+        return call
+
+
+def _refuse(activity_type: str, why: str) -> NoReturn:
+    raise ApplicationError(
+        f"{activity_type} refused: it runs only when a run of this deployment's workers "
+        f"scheduled it ({why})",
+        type=gate.REFUSED,
+        non_retryable=True,
+    )
+
+
+class _WorkflowInbound(WorkflowInboundInterceptor):
+    keys: GateKeys | None = None
+
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        super().init(_WorkflowOutbound(outbound, self.keys))
+
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        info = workflow.info()
+        if info.workflow_type in CHECKED_CHILDREN and self.keys is not None:
+            problem = _not_its_runs(self.keys, info, input)
+            if problem is not None:
+                raise ApplicationError(
+                    f"{info.workflow_type} refused: it runs only as a child started by the "
+                    f"run it reports on ({problem})",
+                    type=gate.REFUSED,
+                    non_retryable=True,
+                )
+        return await self.next.execute_workflow(input)
+
+
+def _child_fields(
+    namespace: str, parent_id: str, parent_run: str, child_id: str, child_type: str, args: Any
+) -> list[str]:
+    return ["child", namespace, parent_id, parent_run, child_id, child_type, gate.digest(args)]
+
+
+def _not_its_runs(keys: GateKeys, info: workflow.Info, input: ExecuteWorkflowInput) -> str | None:
+    parent = info.parent
+    if parent is None:
+        return "it was started directly, not by a run"
+    job = input.args[0] if input.args else None
+    if getattr(job, "run_id", None) != parent.workflow_id:
+        return "its parent is not the run it names"
+    fields = _child_fields(
+        info.namespace,
+        parent.workflow_id,
+        parent.run_id,
+        info.workflow_id,
+        info.workflow_type,
+        input.args,
+    )
+    return gate.check(keys, _header_tag(input.headers), fields)
+
+
+class _WorkflowOutbound(WorkflowOutboundInterceptor):
+    def __init__(self, next: WorkflowOutboundInterceptor, keys: GateKeys | None) -> None:
+        super().__init__(next)
+        self.keys = keys
+
+    def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
+        if not gated(input.activity):
+            return self.next.start_activity(input)
+        take = self._tagged(input)
+        return _Checked(self.next.start_activity(input), take)
+
+    def start_local_activity(self, input: StartLocalActivityInput) -> workflow.ActivityHandle[Any]:
+        if not gated(input.activity):
+            return self.next.start_local_activity(input)
+        take = self._tagged(input)
+        return _Checked(self.next.start_local_activity(input), take)
+
+    async def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
+        if self.keys is not None:
+            info = workflow.info()
+            fields = _child_fields(
+                info.namespace, info.workflow_id, info.run_id, input.id, input.workflow, input.args
+            )
+            input.headers = {**input.headers, gate.HEADER: _header(gate.tag(self.keys, fields))}
+        return await self.next.start_child_workflow(input)
+
+    def _tagged(self, input: StartActivityInput | StartLocalActivityInput) -> Callable[[Any], Any]:
+        """Tags `input` (its header), has its result come raw, and returns how the
+        result is taken."""
+        info = workflow.info()
+        call = _call_fields(
+            info.namespace, info.workflow_id, info.run_id, input.activity, gate.digest(input.args)
+        )
+        if self.keys is not None:
+            input.headers = {**input.headers, gate.HEADER: _header(gate.tag(self.keys, call))}
+        ret_type, input.ret_type = input.ret_type, None
+        keys = self.keys
+
+        def take(value: Any) -> Any:
+            replayed = workflow.unsafe.is_replaying_history_events()
+            wrapped = isinstance(value, dict) and gate.RESULT_FIELD in value
+            if not wrapped and not replayed:
+                raise GateRefused(
+                    f"the result of {input.activity} was not sent by an activity of this "
+                    "deployment's workers (completed from outside?): not taken"
+                )
+            result = value[gate.RESULT_FIELD] if wrapped else value
+            if not replayed:
+                if keys is None:
+                    raise GateRefused("this worker has no gate keys to check activity results")
+                fields = _result_fields(call, gate.digest([result]))
+                problem = gate.check(keys, value.get(gate.TAG_FIELD), fields)
+                if problem is not None:
+                    raise GateRefused(
+                        f"the result of {input.activity} was not made by an activity of this "
+                        f"deployment's workers ({problem}): not taken"
+                    )
+            if ret_type is None:
+                return result
+            payload = Payload(metadata=_JSON, data=json.dumps(result).encode())
+            return workflow.payload_converter().from_payload(payload, ret_type)
+
+        return take
+
+
+class _Checked(workflow.ActivityHandle[Any]):
+    """An activity's handle whose result is taken through the gate; cancelling it
+    cancels the activity as the SDK's handle does."""
+
+    def __init__(self, inner: workflow.ActivityHandle[Any], take: Callable[[Any], Any]) -> None:
+        self._inner = inner
+        super().__init__(self._taken(inner, take))
+
+    @staticmethod
+    async def _taken(inner: workflow.ActivityHandle[Any], take: Callable[[Any], Any]) -> Any:
+        return take(await inner)
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        if not self._inner.done():
+            return self._inner.cancel(msg)
+        return super().cancel(msg)
