@@ -325,7 +325,11 @@ def test_compose_passes_secrets_as_files_never_in_the_environment():
     for name in never:
         assert f"${{{name}" not in text, name  # not interpolated from the host either
     files = {
-        "worker": {"OPENAI_API_KEY_FILE": "openai_api_key", "AGENT_CODEC_KEYS_FILE": "codec_keys"},
+        "worker": {
+            "OPENAI_API_KEY_FILE": "openai_api_key",
+            "AGENT_CODEC_KEYS_FILE": "codec_keys",
+            "AGENT_GATE_KEYS_FILE": "gate_keys",
+        },
         "codec-server": {
             "AGENT_CODEC_KEYS_FILE": "codec_keys",
             "AGENT_CODEC_SERVER_TOKEN_FILE": "codec_server_token",
