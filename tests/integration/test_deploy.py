@@ -151,7 +151,7 @@ def secret_files(pod: dict, container: dict) -> dict[str, tuple[str, str]]:
 def test_secrets_reach_the_pods_as_files_each_only_where_needed():
     found = resources_by_kind()
     wanted = {
-        "agent-worker": {"AGENT_CODEC_KEYS_FILE", "OPENAI_API_KEY_FILE"},
+        "agent-worker": {"AGENT_CODEC_KEYS_FILE", "AGENT_GATE_KEYS_FILE", "OPENAI_API_KEY_FILE"},
         "agent-codec-server": {"AGENT_CODEC_KEYS_FILE", "AGENT_CODEC_SERVER_TOKEN_FILE"},
     }
     for name, files in wanted.items():
@@ -161,7 +161,8 @@ def test_secrets_reach_the_pods_as_files_each_only_where_needed():
         mounted = secret_files(pod, container)
         assert set(mounted) == files, name
         for variable, (secret, key) in mounted.items():
-            assert key == variable.removesuffix("_FILE") or variable == "AGENT_CODEC_KEYS_FILE"
+            keys_file = variable in ("AGENT_CODEC_KEYS_FILE", "AGENT_GATE_KEYS_FILE")
+            assert key == variable.removesuffix("_FILE") or keys_file
             assert key in found[("Secret", secret)]["stringData"], (name, variable)
 
 
