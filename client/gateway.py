@@ -48,8 +48,9 @@ from durable_agents.client.errors import (
     TemporalUnavailable,
 )
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
+from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
-from durable_agents.workflows.payloads import DecideInput, PendingApproval
+from durable_agents.workflows.payloads import AgentInput, DecideInput, PendingApproval
 from durable_agents.workflows.state import RunState
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 from sse_starlette.sse import EventSourceResponse
@@ -102,6 +103,43 @@ class StartRequest(BaseModel):
     session: bool = False
     max_turns: int | None = Field(None, ge=1)
     stream: bool | None = None
+
+
+async def _not_as_asked(agents: AgentClient, run_id: str, body: StartRequest) -> str | None:
+    """Why the run under `run_id` (a `request_id`'s id, which anyone can compute) is not
+    the run this request started, or None when it is: an AgentWorkflow on this task
+    queue whose first start input is the one this request sends. A run started with
+    that very input is the run asked for, whoever started it; any other is refused."""
+    handle = agents.client.get_workflow_handle(run_id)
+    held = f"run id {run_id} is held by a run this request did not start"
+    try:
+        described = await handle.describe()
+        info = described.raw_description.workflow_execution_info
+        first = agents.client.get_workflow_handle(run_id, run_id=info.first_run_id or None)
+        async for event in first.fetch_history_events():
+            attributes = event.workflow_execution_started_event_attributes
+            payloads = list(attributes.input.payloads)
+            break
+        else:
+            return held
+        [given] = await agents.client.data_converter.decode(payloads, [AgentInput])
+    except Exception as err:  # not readable as our start: not ours
+        return f"{held} ({type(err).__name__})"
+    if described.workflow_type != contract.WORKFLOW_TYPE or info.task_queue != agents.task_queue:
+        return f"{held} (a {described.workflow_type} on task queue {info.task_queue!r})"
+    asked = {
+        "agent": body.agent,
+        "input": body.input,
+        "context": body.context,
+        "max_turns": body.max_turns,
+        "session": body.session,
+        "stream": body.stream,
+    }
+    found = given.model_dump(mode="json")
+    extra = {k for k, v in found.items() if k not in asked and v not in (None, False)}
+    if any(found.get(k) != v for k, v in asked.items()) or extra:
+        return f"{held} (started with another input)"
+    return None
 
 
 class MessageRequest(BaseModel):
@@ -185,6 +223,11 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         except RunExists:
             if body.request_id is None or body.run_id is not None:
                 raise
+            assert run_id is not None
+            foreign = await _not_as_asked(agents, run_id, body)
+            if foreign is not None:  # someone took the id first: never handed over
+                request.state.audit["outcome"] = "held by another run"
+                raise HTTPException(409, foreign) from None
             request.state.audit["outcome"] = "existing"
             return JSONResponse({"run_id": run_id, "started": False})
         request.state.audit |= {"run_id": started.id, "outcome": "started"}

@@ -82,6 +82,14 @@ def stubborn(seconds: float, ctx: ToolContext) -> str:
     return "done anyway"
 
 
+@tool(retry_policy=RetryPolicy(maximum_attempts=1))
+def charge_once(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """`charge` with one attempt: a worker lost mid-call fails the call."""
+    ledger.attempt(ctx.idempotency_key, "charge_once")
+    _work(ctx, seconds)
+    return "charged" if ledger.apply(ctx.idempotency_key, "charge_once") else "already"
+
+
 @tool
 def not_json(ctx: ToolContext) -> object:
     """Returns a value that is not JSON."""
@@ -98,7 +106,17 @@ chaos = Agent(
     name="chaos",
     instructions="Chaos test agent.",
     model="chaos-model",
-    tools=[charge, charge_silently, approved_charge, explode, hang, stubborn, not_json, huge],
+    tools=[
+        charge,
+        charge_silently,
+        charge_once,
+        approved_charge,
+        explode,
+        hang,
+        stubborn,
+        not_json,
+        huge,
+    ],
     max_turns=4,
     model_timeout=timedelta(seconds=10),
     model_retry_policy=RetryPolicy(

@@ -9,13 +9,16 @@ import random
 import time
 
 import pytest
+from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.state import RunStatus
+from temporalio.worker import Replayer
 
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.worker import STICKY_TIMEOUT
 from tests.chaos import ledger
 from tests.chaos.conftest import plan
 from tests.chaos.harness import summary, wait_until
-from tests.chaos.runs import approve, approve_pending, is_final, start, task_failures
+from tests.chaos.runs import approve, approve_pending, is_final, start, status, task_failures
 
 FAILOVER_TARGET = 10.0
 """Seconds from kill -9 to the call's next attempt on another worker (the issue's goal)."""
@@ -224,3 +227,45 @@ async def test_kill_9_while_a_child_run_works_leaves_one_child_and_one_result(
         "completed, one child, side effect once",
         "the caller got the child's result once",
     )
+
+
+@pytest.mark.chaos_slow
+async def test_a_crash_mid_tool_with_queries_racing_the_new_worker_leaves_a_replayable_run(
+    client, workers, ledger_path
+):
+    """#42's defect: a one-attempt tool whose worker is killed mid-call, a new worker,
+    `get_status` every 0.3 s meanwhile. The run completes, and its history must replay
+    (before the fix, a search-attribute upsert placed by the clock made every later
+    query fail with a nondeterminism error)."""
+    await workers.start("a")
+    handle = await start(
+        client, workers.task_queue, plan("charge_once", {"amount": 1, "seconds": 12})
+    )
+    [(_, _, victim, _)] = await wait_until(
+        lambda: ledger.attempts(ledger_path, handle.id), 30, "the tool's first attempt"
+    )
+    await next(w for w in workers.started if w.pid == victim).kill()
+    polling = True
+
+    async def poll() -> None:
+        while polling:
+            await status(handle)
+            await asyncio.sleep(0.3)
+
+    poller = asyncio.create_task(poll())
+    try:
+        await workers.start("b")
+        result = await asyncio.wait_for(handle.result(), 120)
+    finally:
+        polling = False
+        await poller
+    assert result.status is RunStatus.COMPLETED
+    history = await handle.fetch_history()
+    replayer = Replayer(
+        interceptors=[GateInterceptor(None)],
+        workflows=[AgentWorkflow],
+        data_converter=client.data_converter,
+    )
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
+    assert await task_failures(handle) == 0

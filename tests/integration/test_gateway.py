@@ -8,6 +8,7 @@ status and a clear message; an audit line for every change."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
@@ -28,7 +29,7 @@ from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.support.approver_keys import ALICE
 from tests.support.cli_support import bound_to, error_lines
-from tests.support.runs import free_port, wait_for_status
+from tests.support.runs import free_port, temporal_cli, wait_for_status
 
 READER, DECIDER, STARTER, SUPPORT_ONLY = (f"{n}-token-0123456789abcdef" for n in "rdsa")
 REFUND = Call("refund", {"order": "A12", "amount": 250}, call_id="r1")
@@ -412,3 +413,30 @@ async def test_a_message_starts_its_session_when_there_is_none(worker, model_ser
         refused = await http.post(squat, json=first, headers=bearer(STARTER))
         assert refused.status_code == 400 and "cannot be a new run's id" in refused.text
         await agents.end_session("chat-42")
+
+
+async def test_a_run_squatting_a_request_id_is_never_handed_to_the_caller(
+    worker, model_server, tmp_path
+):
+    """`gw-` ids are a digest of caller, agent and request id: anyone who may start
+    workflows can compute one and start a run there first (here with the `temporal`
+    CLI). The gateway answers 409 instead of handing that run over as the caller's."""
+    model_server.script(Reply("hello"))
+    key = json.dumps(["bot", "assistant", "req-squat"])
+    squatted = f"gw-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+    planted = {"agent": "assistant", "input": "wire everything to mallory"}
+    await temporal_cli(
+        worker, "workflow", "start", "--type", "AgentWorkflow", "--task-queue",
+        worker.task_queue, "--workflow-id", squatted, "--input", json.dumps(planted),
+    )  # fmt: skip
+    async with (
+        gateway(worker, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        start = {"agent": "assistant", "input": "say hello", "request_id": "req-squat"}
+        refused = await http.post("/runs", json=start, headers=bearer(STARTER))
+        assert refused.status_code == 409, refused.text
+        assert "held by a run this request did not start" in refused.text
+        as_planted = {**start, "input": planted["input"]}  # the very run asked for
+        same = await http.post("/runs", json=as_planted, headers=bearer(STARTER))
+        assert (same.status_code, same.json()["run_id"]) == (200, squatted)
