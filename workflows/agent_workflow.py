@@ -474,7 +474,7 @@ class AgentWorkflow:
                 stream.publish(event)
         if not webhooks:
             return
-        starts, jobs = [], []
+        jobs: list[tuple[DeliveryJob, str]] = []
         for event in announced:
             for endpoint in run_events.endpoints_for(state, event):
                 webhook_id = run_events.webhook_id(state, event["seq"])
@@ -485,27 +485,49 @@ class AgentWorkflow:
                     run_id=state.run_id,
                     event=run_events.addressed(event, endpoint),
                 )
-                jobs.append(job)
-                starts.append(
-                    workflow.start_child_workflow(
-                        contract.WORKFLOW_WEBHOOK_DELIVERY,
-                        job,
-                        id=f"{webhook_id}_{endpoint}",
-                        task_queue=workflow.info().task_queue,
-                        parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                        static_summary=f"webhook {endpoint}: {event['type']} #{event['seq']}",
-                    )
-                )
-        # All at once, so the run waits for one round trip, not one per delivery. A child
-        # already started (the same run and event: a workflow task retried) is fine.
+                jobs.append((job, f"{webhook_id}_{endpoint}"))
+        # All at once, so the run waits for one round trip, not one per delivery. An id
+        # already taken is not this run's delivery (a run starts each once): someone
+        # started a workflow there first. The delivery goes out under another id (the
+        # same webhook-id), once; the run's state says so.
+        taken = await self._start_deliveries(state, jobs)
+        retried = [(job, f"{wid}_{workflow.uuid4().hex[:12]}") for job, wid in taken]
+        for (job, wid), _ in zip(retried, taken, strict=True):
+            note = f"{run_events.ID_TAKEN}: started as {wid}"
+            run_events.record_sending(
+                state, job.endpoint, job.webhook_id, job.event, now=workflow.now(), note=note
+            )
+        for job, _ in await self._start_deliveries(state, retried):
+            why = "its delivery workflow ids were taken by other workflows, twice"
+            run_events.record_not_started(state, job, why, now=workflow.now())
+
+    async def _start_deliveries(
+        self, state: RunState, jobs: list[tuple[DeliveryJob, str]]
+    ) -> list[tuple[DeliveryJob, str]]:
+        """Start a delivery workflow per job (a child, left running when the run ends);
+        the jobs whose id was taken. A start that fails otherwise is recorded."""
+        starts = [
+            workflow.start_child_workflow(
+                contract.WORKFLOW_WEBHOOK_DELIVERY,
+                job,
+                id=child_id,
+                task_queue=workflow.info().task_queue,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=f"webhook {job.endpoint}: {job.event.get('type')} "
+                f"#{job.event.get('seq')}",
+            )
+            for job, child_id in jobs
+        ]
         outcomes = await asyncio.gather(*starts, return_exceptions=True)
-        for job, started in zip(jobs, outcomes, strict=True):
+        taken = []
+        for (job, child_id), started in zip(jobs, outcomes, strict=True):
             if isinstance(started, asyncio.CancelledError):
                 raise started
-            if isinstance(started, Exception) and not isinstance(
-                started, WorkflowAlreadyStartedError
-            ):  # recorded, never in the run's way
+            if isinstance(started, WorkflowAlreadyStartedError):
+                taken.append((job, child_id))
+            elif isinstance(started, Exception):  # recorded, never in the run's way
                 run_events.record_not_started(state, job, str(started), now=workflow.now())
+        return taken
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         colliding = proposed_calls.has_colliding_call_ids(state, reply)

@@ -106,14 +106,30 @@ def endpoints_for(state: RunState, event: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+ID_TAKEN = "its delivery workflow id was taken by another workflow"
+"""How a delivery's entry begins when it was started under another id."""
+
+
 def record_sending(
-    state: RunState, endpoint: str, webhook_id: str, event: dict[str, Any], *, now: datetime
+    state: RunState,
+    endpoint: str,
+    webhook_id: str,
+    event: dict[str, Any],
+    *,
+    now: datetime,
+    note: str | None = None,
 ) -> None:
-    """A delivery starts (its delivery workflow reports how it goes)."""
+    """A delivery starts (its delivery workflow reports how it goes); `note`: what the
+    people who read the run should know of its start."""
     _keep(
         state,
         WebhookDelivery(
-            endpoint=endpoint, webhook_id=webhook_id, event=event["type"], status="sending", at=now
+            endpoint=endpoint,
+            webhook_id=webhook_id,
+            event=event["type"],
+            status="sending",
+            error=note,
+            at=now,
         ),
     )
 
@@ -157,6 +173,8 @@ def record_report(state: RunState, report: DeliveryReport, *, now: datetime) -> 
     except ValueError as err:
         return f"next_try_at: {err}"
     reported = report.model_dump(exclude={"next_try_at"})
+    if reported["error"] is None and known is not None and (known.error or "").startswith(ID_TAKEN):
+        reported["error"] = known.error  # how it was started stays said
     _keep(state, WebhookDelivery(**reported, next_try_at=next_try, at=now))
     return None
 

@@ -29,7 +29,7 @@ from tests.integration.test_mcp_tools import stdio
 from tests.integration.test_webhooks import SECRET, endpoint
 from tests.support import agents
 from tests.support.mcp_agents import helpdesk
-from tests.support.runs import start
+from tests.support.runs import start, state_of
 from tests.support.webhook_receiver import WebhookReceiver
 
 DELETE = {
@@ -249,3 +249,42 @@ async def test_a_model_reply_completed_from_outside_never_becomes_the_output(wor
     await handle.terminate("test over")
     with pytest.raises(WorkflowFailureError):  # terminated: it never completed with it
         await handle.result()
+
+
+async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
+    env, model_server, monkeypatch
+):
+    """Delivery workflow ids are `evt_<execution>_<seq>_<endpoint>`: anyone who sees the
+    run start can hold them with a workflow of their own. The run starts its delivery
+    under another id (the receiver sees the same webhook-id) and says so in its state."""
+    monkeypatch.setenv("AGENT_WEBHOOK_ALLOW", "127.0.0.1")
+    model_server.script(
+        Reply(
+            tool_calls=(Call("send_email", {"to": "a@example.com", "body": "hi"}, "c1"),),
+            delay_seconds=2,
+        ),
+        Reply(content="sent"),
+    )
+    with WebhookReceiver(SECRET) as receiver:
+        hooks = {"approvals": endpoint(receiver.url)}
+        async with serving(env.client, model_server, webhook_endpoints=hooks) as worker:
+            handle = await start(worker, "mail a")
+            execution = handle.first_execution_run_id
+            idle = f"nobody-{uuid.uuid4().hex[:8]}"  # held open: no worker polls it
+            for seq in range(1, 16):
+                await worker.client.start_workflow(
+                    "Squat", id=f"evt_{execution}_{seq}_approvals", task_queue=idle
+                )
+            async with asyncio.timeout(30):
+                while not any(d.event["type"] == "approval_requested" for d in receiver.accepted()):
+                    await asyncio.sleep(0.1)
+            [asked] = [d for d in receiver.accepted() if d.event["type"] == "approval_requested"]
+            assert asked.headers["webhook-id"] == f"evt_{execution}_{asked.event['seq']}"
+            deliveries = (await state_of(handle)).webhook_deliveries
+            noted = [d for d in deliveries if d.error and "was taken by another" in d.error]
+            assert noted, deliveries
+            await handle.terminate("test over")
+            for seq in range(1, 16):
+                await worker.client.get_workflow_handle(
+                    f"evt_{execution}_{seq}_approvals"
+                ).terminate()
