@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 import pydantic_core
 from durable_agents.activities import telemetry
@@ -46,6 +47,8 @@ REASON_CHARS = 2_000
 
 
 ERROR_NOT_PLACED_HERE = "ToolNotPlacedHere"
+ERROR_APPROVAL_KEY_REVOKED = "ApprovalKeyRevoked"
+"""A call approved with a key the tool's worker no longer trusts: not run, not retried."""
 """A tools-only worker was asked for a tool not placed on its queue (or not loaded)."""
 
 
@@ -130,6 +133,15 @@ class ToolActivities:
                 "placed on this queue)",
                 type=ERROR_NOT_PLACED_HERE,
             )
+        revoked = self._revoked(request.approval_keys)
+        if revoked is not None:
+            raise ApplicationError(
+                f"the approval of this call was signed with approver key {revoked[:200]!r}, "
+                "which this worker no longer trusts (not in its AGENT_APPROVER_KEYS, or past "
+                "its not_after): the call did not run",
+                type=ERROR_APPROVAL_KEY_REVOKED,
+                non_retryable=True,
+            )
         telemetry.count_tool_call(found.name if found is not None else None)
         if found is None:
             telemetry.count_tool_failure(None, "unknown_tool")
@@ -151,6 +163,16 @@ class ToolActivities:
         )
         content = _as_text(found.name, await _invoke(found, arguments, ctx))
         return ToolOutcome(call_id=request.call_id, content=content)
+
+    def _revoked(self, approval_keys: list[str]) -> str | None:
+        """The first approver key of `approval_keys` this worker does not trust now."""
+        now = datetime.now(UTC)
+        trusted = {
+            f"{k.key_id} {k.public_key}"
+            for k in self._trust.approver_keys
+            if k.not_after is None or now <= k.not_after
+        }
+        return next((k.split(" ")[0] for k in approval_keys if k not in trusted), None)
 
 
 async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object:

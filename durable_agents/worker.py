@@ -179,7 +179,9 @@ def build_tools_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        activities=[ToolActivities(registry, placed_on=task_queue).run_tool],
+        activities=[
+            ToolActivities(registry, placed_on=task_queue, trust=trust_from_env()).run_tool
+        ],
         graceful_shutdown_timeout=drain,
         plugins=list(plugins),
         interceptors=[GateInterceptor(keys)],

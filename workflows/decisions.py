@@ -586,3 +586,19 @@ def _words(delta: timedelta) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{seconds // size} {unit}"
     return f"{delta.total_seconds():g} s"
+
+
+def signed_approval_keys(state: RunState, call_id: str) -> list[str]:
+    """`KEY_ID PUBLIC_KEY` of the approver keys whose signed approvals of `call_id`
+    this run took (its keys as frozen at start), for the tool's worker to check
+    against the keys it trusts now (`ToolRequest.approval_keys`)."""
+    frozen = {k.key_id: k.public_key for k in state.agent.approver_keys}
+    signed = {
+        i.signed_by
+        for i in state.items
+        if isinstance(i, Decision)
+        and i.call_id == call_id
+        and i.decision == "approve"
+        and i.signed_by is not None
+    }
+    return sorted(f"{key} {frozen.get(key, '?')}" for key in signed)[:16]

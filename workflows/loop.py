@@ -382,6 +382,7 @@ def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
         arguments=call.arguments,
         idempotency_key=call.idempotency_key or idempotency_key(state, call.call_id),
         context=state.context,
+        approval_keys=decisions.signed_approval_keys(state, call.call_id),
     )
 
 

@@ -475,6 +475,12 @@ class ToolRequest(_Payload):
     idempotency_key: str
     """Workflow id + tool call id: stable across retries and continue-as-new."""
     context: JsonValue = None
+    approval_keys: list[str] = Field(
+        default_factory=list, max_length=16, exclude_if=lambda keys: not keys
+    )
+    """`KEY_ID PUBLIC_KEY` of each approver key whose signature approved this call (the
+    run verified it with the keys frozen at its start): the tool's worker refuses the
+    call when one is no longer among its own approver keys (revoked or removed)."""
 
 
 class GuardrailResult(_Payload):

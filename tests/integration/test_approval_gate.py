@@ -9,13 +9,15 @@ import json
 import uuid
 
 import pytest
+from durable_agents.activities.agent import Trust
 from durable_agents.workflows import contract
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import Decision, RunStatus
 
 from durable_agents.testing import Call, Reply
+from tests.conftest import serving
 from tests.support import agents
-from tests.support.approver_keys import ALICE, MALLORY
+from tests.support.approver_keys import ALICE, BOB, MALLORY, WORKER_TRUST
 from tests.support.cli_support import bound_to
 from tests.support.runs import start, state_of, temporal_cli, wait_for_status
 
@@ -382,3 +384,29 @@ async def test_a_decisions_metadata_is_kept_in_the_audit_and_covered_by_its_sign
     assert (await handle.result()).status is RunStatus.COMPLETED
     made = {d.call_id: d for d in (await state_of(handle)).items if isinstance(d, Decision)}
     assert made["p1"].metadata == ticket and made["m1"].metadata == {"ticket": "CHG-9"}
+
+
+# --- 7. revocation reaches running runs ------------------------------------------------------
+
+
+async def test_a_key_removed_from_the_workers_stops_approving_in_a_run_started_before(
+    env, model_server
+):
+    """The run froze alice's key when it started; the workers restart without it. Her
+    signed approval still verifies against the run's keys, but the worker that would
+    run the call no longer trusts her key: the call does not run, the model is told."""
+    queue = f"revoke-{uuid.uuid4().hex[:8]}"
+    async with serving(env.client, model_server, task_queue=queue) as before:
+        handle = await waiting(before, model_server, Call("pay", PAY, "p1"))
+        execution = await execution_of(handle)
+    without_alice = Trust(approver_keys=[BOB.public()], snapshot_keys=WORKER_TRUST.snapshot_keys)
+    async with serving(env.client, model_server, task_queue=queue, trust=without_alice) as after:
+        await signal_from_cli(
+            after, handle.id, "approve", signed(handle.id, "p1", PAY, execution_id=execution)
+        )
+        result = await handle.result()
+        state = await state_of(handle)
+    assert result.status is RunStatus.COMPLETED
+    assert agents.CALLS == []  # never paid
+    [outcome] = [i for i in state.items if i.type == "tool_result" and i.call_id == "p1"]
+    assert outcome.is_error and "no longer trusts" in outcome.content
