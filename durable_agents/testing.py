@@ -99,6 +99,10 @@ class Reply:
     """Streamed: wait this long before each piece."""
     cut_after_chunks: int | None = None
     """Streamed: drop the connection after this many chunks (a stream that breaks off)."""
+    hold_after_pieces: int | None = None
+    """Streamed: after this many pieces, wait until `release` is set (at most 60 s), so a
+    test can see what arrived while the model was still writing."""
+    release: threading.Event | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -524,11 +528,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
+        pieces = 0
         for sent, (event, piece) in enumerate(events):
             if step.cut_after_chunks is not None and sent >= step.cut_after_chunks:
                 self.close_connection = True
                 return
+            if piece and pieces == step.hold_after_pieces and step.release is not None:
+                step.release.wait(60)
             if piece:
+                pieces += 1
                 model._sleep(step.chunk_delay_seconds)
             head = f"event: {event['type']}\n" if named else ""
             self.wfile.write(f"{head}data: {json.dumps(event)}\n\n".encode())

@@ -11,7 +11,9 @@ import asyncio
 import base64
 import dataclasses
 import json
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from durable_agents.workflows import contract
@@ -30,12 +32,17 @@ responder = dataclasses.replace(streamer, name="responder", model_api="responses
 TEXT = "Hello there, this reply is streamed in small pieces."
 
 
-async def follow(agents: AgentClient, run_id: str) -> list[tuple[float, dict]]:
-    """The run's events as they arrive, each with when it arrived."""
+async def follow(
+    agents: AgentClient, run_id: str, *, on_event: Callable[[dict], None] | None = None
+) -> list[tuple[float, dict]]:
+    """The run's events as they arrive, each with when it arrived (`on_event` called
+    with each as it comes)."""
     seen = []
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(60):
         async for event in agents.events(run_id):
             seen.append((time.monotonic(), event))
+            if on_event is not None:
+                on_event(event)
     return seen
 
 
@@ -45,22 +52,33 @@ def of_type(seen, kind: str) -> list[dict]:
 
 @pytest.mark.parametrize("agent", [streamer, responder], ids=["chat", "responses"])
 async def test_text_arrives_before_the_model_call_completes(env, model_server, agent):
-    # 13 chunks 0.35 s apart: 4.5 s of stream, about 9 batches of 0.5 s; at least 3 even
-    # when a loaded machine holds the worker back for seconds (0.2 s apart gave 2, in a run
-    # beside two more pytest processes)
-    model_server.script(Reply(TEXT, chunk_chars=4, chunk_delay_seconds=0.35))
-    async with serving(env.client, model_server, extra_agents=[agent]) as worker:
-        agents = AgentClient(worker.client, task_queue=worker.task_queue)
-        handle = await start(worker, "hi", agent=agent.name)
-        seen = await follow(agents, handle.id)
-        result = await handle.result()
+    # The model writes 4 of its 13 pieces at once, then waits until the test has seen a
+    # text_delta: that delta came while the model was still writing, however slow the
+    # machine. Order and causality only, no clock.
+    release = threading.Event()
+    model_server.script(Reply(TEXT, chunk_chars=4, hold_after_pieces=4, release=release))
+    written_when_seen: list[int] = []
+
+    def seen_one(event: dict) -> None:
+        if event["type"] == "text_delta" and not release.is_set():
+            written_when_seen.append(len(model_server.streamed))
+            release.set()
+
+    try:
+        async with serving(env.client, model_server, extra_agents=[agent]) as worker:
+            agents = AgentClient(worker.client, task_queue=worker.task_queue)
+            handle = await start(worker, "hi", agent=agent.name)
+            seen = await follow(agents, handle.id, on_event=seen_one)
+            result = await handle.result()
+    finally:
+        release.set()
+    assert written_when_seen == [4]  # the model had written 4 pieces of 13, no more
     assert result.final_output == TEXT  # the reply recorded is the whole one
     deltas = of_type(seen, "text_delta")
     assert "".join(d["text"] for d in deltas) == TEXT
-    assert 3 <= len(deltas) < 13  # batched (every 0.5 s), not one per chunk, nor one in all
+    # batched: the 4 pieces written at once are not 4 deltas (13 would be one a piece)
+    assert 2 <= len(deltas) < 13
     assert all((d["turn"], d["attempt"]) == (1, 1) for d in deltas)
-    first = next(t for t, e in seen if e["type"] == "text_delta")
-    assert first < model_server.streamed[-1][0]  # before the model had finished writing
     kinds = [e["type"] for _, e in seen]
     assert kinds.index("text_delta") > kinds.index("turn_started")
     assert max(i for i, k in enumerate(kinds) if k == "text_delta") < kinds.index("model_finished")
