@@ -1,10 +1,9 @@
 """What the approval gate costs: `python -m bench.approval_gate [--flood]`.
 
 Times, in process (the code the workflow runs, without Temporal around it):
-- checking one signed decision (`decisions.check` with `bound=True`: digest of the
+- checking one signed decision (`decisions.check`: digest of the
   call's arguments, binding, Ed25519 verification against the run's keys);
 - the same decision unsigned (digest and binding only);
-- the check before the approval gate (`bound=False`), for contrast.
 Prints the median of several rounds, in microseconds per decision.
 
 `--flood` also sends a waiting run, through a real dev server and a `worker.py`
@@ -56,7 +55,7 @@ def waiting_state() -> RunState:
     return state
 
 
-def per_decision(request: DecideInput, *, bound: bool, rounds: int = 7, n: int = 2000) -> float:
+def per_decision(request: DecideInput, *, rounds: int = 7, n: int = 2000) -> float:
     state = waiting_state()
     if request.signature is None:
         state.agent.tools[0].approval.require_signature = False
@@ -64,7 +63,7 @@ def per_decision(request: DecideInput, *, bound: bool, rounds: int = 7, n: int =
     for _ in range(rounds):
         started = time.perf_counter()
         for _ in range(n):
-            decisions.check(state, request, now=NOW, bound=bound)
+            decisions.check(state, request, now=NOW)
         samples.append((time.perf_counter() - started) / n * 1e6)
     return statistics.median(samples)
 
@@ -78,11 +77,9 @@ def main() -> None:
     }
     signed = DecideInput.model_validate(KEY.sign({**base, **binding}))
     unsigned = DecideInput.model_validate({**base, **binding})
-    plain = DecideInput.model_validate(base)
     print("decision check, median µs per decision (7 rounds of 2,000)")
-    print(f"  signed (Ed25519 verify + binding): {per_decision(signed, bound=True):8.1f}")
-    print(f"  bound, unsigned:                   {per_decision(unsigned, bound=True):8.1f}")
-    print(f"  before the gate (bound=False):     {per_decision(plain, bound=False):8.1f}")
+    print(f"  signed (Ed25519 verify + binding): {per_decision(signed):8.1f}")
+    print(f"  bound, unsigned:                   {per_decision(unsigned):8.1f}")
 
 
 async def flood(signals: int = 24, reason_bytes: int = 1_900_000) -> None:

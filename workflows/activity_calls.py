@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
         guardrails,
         loop,
         mcp_tools,
-        patches,
     )
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
@@ -149,9 +148,8 @@ async def listed_mcp_tools(spec: AgentSpec) -> AgentSpec | str:
             _reraise_cancel(err)
             return f"{_CANNOT_LIST} {server.name!r}: {root_message(err)}"
         listed[server.name] = [t.model_dump(mode="json", by_alias=True) for t in tools.tools]
-    whole_names = patches.patched(patches.PATCH_GUARDED_RETURNS)
     try:
-        return mcp_tools.with_mcp_tools(spec, listed, whole_names=whole_names)
+        return mcp_tools.with_mcp_tools(spec, listed)
     except ValueError as err:
         return str(err)
 
@@ -197,10 +195,8 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
             content=f"Error: the arguments of '{call.tool}' are nested too deeply to send",
             is_error=True,
         )
-    meta = None
-    if patches.patched(patches.PATCH_MCP_IDEMPOTENCY_KEY):
-        key = loop.tool_request(state, call).idempotency_key
-        meta = cast("RequestParamsMeta", {contract.MCP_IDEMPOTENCY_KEY: key})
+    key = loop.tool_request(state, call).idempotency_key
+    meta = cast("RequestParamsMeta", {contract.MCP_IDEMPOTENCY_KEY: key})
     try:
         result = await client.call_tool(spec.mcp_tool or call.tool, arguments, meta=meta)
     except ActivityError as err:
@@ -212,7 +208,7 @@ async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: 
         )
     dumped = result.model_dump(mode="json", by_alias=True)
     images = any(isinstance(b, dict) and b.get("type") == "image" for b in dumped["content"])
-    keep = images and patches.patched(patches.PATCH_MCP_IMAGES)
+    keep = images
     room = MAX_RUN_IMAGE_BYTES - mcp_tools.image_bytes(state) if keep else 0
     return mcp_tools.outcome(call.call_id, call.tool, dumped, keep_images=keep, room=room)
 
@@ -227,11 +223,10 @@ async def run_tool(
     shown = argument_view.redacted(call.arguments, spec.sensitive)  # the UI's summary
     if spec.mcp_server is not None:
         return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
-    if execute is None and spec.local and patches.patched(patches.PATCH_LOCAL_TOOLS):
+    if execute is None and spec.local:
         execute = workflow.execute_local_activity  # `@tool(local=True)`
-    checked = patches.patched(patches.PATCH_CHECKED_TOOL_OUTCOMES)  # before the tool runs
     placed: dict[str, Any] = {}
-    if spec.task_queue is not None and patches.patched(patches.PATCH_TOOL_QUEUES):
+    if spec.task_queue is not None:
         placed = {  # `@tool(task_queue=...)`: its own workers
             "task_queue": spec.task_queue,
             "schedule_to_start_timeout": timedelta(seconds=spec.queue_timeout_seconds),
@@ -251,16 +246,10 @@ async def run_tool(
                 wait_for_cancel=True,
             ),
         )
-        if checked:
-            # The outcome answers this call, and brings what a tool's result can: a
-            # tools-only worker (`@tool(task_queue=...)`) may be anyone's.
-            update: dict[str, Any] = {
-                "call_id": call.call_id,
-                "handoff_to": None,
-                "attachments": [],
-            }
-            outcome = outcome.model_copy(update=update)
-        return outcome
+        # The outcome answers this call, and brings what a tool's result can: a
+        # tools-only worker (`@tool(task_queue=...)`) may be anyone's.
+        update: dict[str, Any] = {"call_id": call.call_id, "handoff_to": None, "attachments": []}
+        return outcome.model_copy(update=update)
     except ActivityError as err:
         if placed and _not_started(err):
             why = (
@@ -291,7 +280,7 @@ def _liveness(
     hears of the cancel at its next heartbeat), so that `cancelled` is true when
     reported and no side effect of the call happens after it."""
     wanted = heartbeat_seconds is not None or retry.budget_seconds is not None
-    if not wanted or not patches.patched(patches.PATCH_HEARTBEATS):
+    if not wanted:
         return {}
     options: dict[str, Any] = {}
     if heartbeat_seconds is not None:
@@ -307,7 +296,7 @@ def _reraise_cancel(err: ActivityError) -> None:
     """The run was cancelled while the activity ran: the SDK reports that as the
     activity's failure; raise it as the cancellation it is, so the run ends
     `cancelled` rather than `failed` (runs started since the patch)."""
-    if isinstance(err.cause, CancelledError) and patches.patched(patches.PATCH_CANCEL_IS_CANCEL):
+    if isinstance(err.cause, CancelledError):
         raise asyncio.CancelledError() from err
 
 

@@ -58,22 +58,14 @@ def child_id(run_id: str, call_id: str) -> str:
     return f"{run_id[: MAX_ID - len(digest) - 2]}/~{digest}"
 
 
-def refusal(
-    state: RunState, call: ToolCall, reply_calls: list[str], *, shared_budget: bool = False
-) -> str | None:
+def refusal(state: RunState, call: ToolCall, reply_calls: list[str]) -> str | None:
     """Why `call` may not run its agent as a child (the caller's model is told), or
-    None. `reply_calls`: the ids of the reply's agent calls, in order. With
-    `shared_budget` (runs since the patch `tree-budgets`), a run with a token budget
-    may: its children get shares of it (`budget_share`)."""
+    None. `reply_calls`: the ids of the reply's agent calls, in order. A run with a
+    token budget may: its children get shares of it (`budget_share`)."""
     if state.depth + 1 > MAX_DEPTH:
         return f"agents called as tools nest at most {MAX_DEPTH} deep; this run is at {state.depth}"
     if call.call_id not in reply_calls[:MAX_CHILDREN_PER_REPLY]:
         return f"one reply may call agents at most {MAX_CHILDREN_PER_REPLY} times"
-    if not shared_budget and (state.token_budget is not None or state.cost_budget is not None):
-        return (
-            "this run has a token or cost budget, which a child run's spending would not "
-            "count against: it cannot call agents as tools"
-        )
     if state.cost_budget is not None:
         return (
             "this run has a cost budget, which a child run's spending could not be held "

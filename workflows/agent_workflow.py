@@ -39,8 +39,6 @@ with workflow.unsafe.imports_passed_through():
         loop,
         mcp_tools,
         metrics,
-        patches,
-        proposed_calls,
         raw_payloads,
         resume_trust,
         run_events,
@@ -103,7 +101,6 @@ class AgentWorkflow:
 
     @workflow.init
     def __init__(self, raw_input: RawValue = raw_payloads.NONE) -> None:
-        patches.ask_at_start()  # before any other patch is asked
         unreadable = raw_payloads.unreadable(raw_input)
         if unreadable is not None and not unreadable[1]:
             # Not the sender's error as far as this worker can tell: a key missing or
@@ -150,20 +147,19 @@ class AgentWorkflow:
         """(A child) a report to the caller is on its way."""
         self._woken_at_step = 0
         """`self._inbox.woken` when the loop chose its step: a wait counts from there."""
-        if patches.patched(patches.PATCH_RUN_EVENTS):
-            carried = self._input.resume_from if self._input is not None else None
-            announced = carried.notices if carried is not None else None
-            self._stream = event_stream.RunStream(
-                self._input.events if self._input is not None else None,
-                announced=announced.seq
-                if announced is not None and workflow.info().continued_run_id
-                else 0,
-            )
+        carried = self._input.resume_from if self._input is not None else None
+        announced = carried.notices if carried is not None else None
+        self._stream = event_stream.RunStream(
+            self._input.events if self._input is not None else None,
+            announced=announced.seq
+            if announced is not None and workflow.info().continued_run_id
+            else 0,
+        )
 
     async def _described(self, agent: str) -> AgentSpec:
         """The agent's spec from a worker that serves it, with its MCP servers' tools."""
         spec = await activity_calls.describe_agent(agent)
-        if spec.mcp_servers and patches.patched(patches.PATCH_MCP_TOOLS):
+        if spec.mcp_servers:
             spec = await activity_calls.with_mcp_tools(spec)
         return spec
 
@@ -179,13 +175,10 @@ class AgentWorkflow:
             self._start_claim = signed_start.claim_of(raw_payloads.as_json(raw))
 
     def _adopt_lenient_input(self) -> None:
-        """Under `PATCH_LENIENT_RESUME`: a `resume_from` another tool wrote (nulls for
-        empty lists, a whole `get_state` answer) loads; the patch is asked only when it
-        changes something, so a run that started fine records no marker."""
+        """A `resume_from` another tool wrote (nulls for empty lists, a whole
+        `get_state` answer) loads."""
         lenient = self._lenient_input
         if self._input is not None or lenient is None:
-            return
-        if not patches.patched(patches.PATCH_LENIENT_RESUME):
             return
         if isinstance(lenient, str):
             self._input_problem = lenient
@@ -259,8 +252,7 @@ class AgentWorkflow:
 
     def _publish_unstarted(self, status: RunStatus, why: str) -> None:
         self._unstarted = (status, why)  # what the queries answer: no state will come
-        if patches.patched(patches.PATCH_PUBLISH_START_FAILURE):
-            visibility.publish_unstarted(self._agent_name or "(unknown)", status, why)
+        visibility.publish_unstarted(self._agent_name or "(unknown)", status, why)
 
     async def _initial_state(self, agent_input: AgentInput) -> RunState:
         snapshot = agent_input.resume_from
@@ -272,10 +264,6 @@ class AgentWorkflow:
             continued = loop.is_continue_as_new(
                 snapshot, run_id=info.workflow_id, continued_run_id=info.continued_run_id
             )
-            if not continued and snapshot.run_id == info.workflow_id:
-                # Runs started before this patch took a snapshot under its own id
-                # for a continue-as-new (no origin, a failed run stayed failed).
-                continued = not patches.patched(patches.PATCH_RESUME_UNDER_OWN_ID)
             state = loop.resume(
                 snapshot,
                 run_id=info.workflow_id,
@@ -283,7 +271,7 @@ class AgentWorkflow:
                 now=workflow.now(),
                 continue_as_new=continued,
             )
-            if continued or not patches.patched(patches.PATCH_VERIFIED_RESUME):
+            if continued:
                 return state
             # Anyone who may start a workflow can write a snapshot: take tools,
             # policies and keys from this worker, and no decision from the snapshot.
@@ -302,7 +290,7 @@ class AgentWorkflow:
             if agent_input.unpause:
                 state.paused = None
             overlay = agent_input.context
-            if overlay is not None and patches.patched(patches.PATCH_CONTEXT_OVERLAY):
+            if overlay is not None:
                 state.context = loop.overlay_context(state.context, overlay)
                 # Decisions were given under the snapshot's context: ask them again.
                 verified = None
@@ -312,8 +300,6 @@ class AgentWorkflow:
                     spec,
                     now=workflow.now(),
                     verified_by=verified,
-                    check_items=patches.patched(patches.PATCH_GUARDRAIL_CHECK_ITEMS),
-                    checked_calls=patches.patched(patches.PATCH_CHECKED_REPLIES),
                 )
             except ValueError as err:
                 raise ApplicationError(
@@ -324,15 +310,9 @@ class AgentWorkflow:
                 ) from None
             return self._stamp_start(state)
         spec = await self._described(agent_input.agent)
-        lifted = agent_input.max_turns is not None and agent_input.max_turns > spec.max_turns
-        lower_only = not lifted or patches.patched(patches.PATCH_MAX_TURNS_LOWER_ONLY)
         try:
             state = loop.new_state(
-                spec,
-                agent_input,
-                run_id=workflow.info().workflow_id,
-                now=workflow.now(),
-                lower_max_turns_only=lower_only,
+                spec, agent_input, run_id=workflow.info().workflow_id, now=workflow.now()
             )
         except ValueError as err:  # model settings the input may not set
             raise ApplicationError(
@@ -343,10 +323,7 @@ class AgentWorkflow:
         state.workflow_runs.append(workflow.info().run_id)
         shared = agent_input.token_budget is not None and (agent_input.depth or 0) > 0
         if (
-            shared
-            and workflow.info().parent is not None
-            and state.agent.on_budget != "stop"
-            and patches.patched(patches.PATCH_TREE_BUDGETS)
+            shared and workflow.info().parent is not None and state.agent.on_budget != "stop"
         ):  # its budget is a share of its caller's: it stops there, it does not ask for more
             state.agent = state.agent.model_copy(update={"on_budget": "stop"})
         return self._stamp_start(state)
@@ -356,16 +333,13 @@ class AgentWorkflow:
         own execution, and who started it if the start is signed; a snapshot's say
         on either counts for nothing."""
         info = workflow.info()
-        if state.agent.mcp_servers and patches.patched(patches.PATCH_MCP_REFRESH):
+        if state.agent.mcp_servers:
             # its tools were just listed: a later session message lists them again
             state.tools_listed_messages = mcp_tools.user_messages(state)
             state.tools_refresh = None
-        if state.agent.definition_updates != "never" and patches.patched(
-            patches.PATCH_DEFINITION_UPDATES
-        ):
+        if state.agent.definition_updates != "never":
             definitions.start(state, workflow_run=info.run_id)
-        bound = patches.patched(patches.PATCH_EXECUTION_BOUND)
-        state.execution_id = info.first_execution_run_id if bound else None
+        state.execution_id = info.first_execution_run_id
         state.started_by = None
         state.start_proof = None
         inherited = self._input.caller_start if self._input is not None else None
@@ -423,12 +397,8 @@ class AgentWorkflow:
     def _seen(self) -> int:
         """What a wait counts changes from: those seen when its step was chosen, so a
         signal that came while the step was prepared (the run awaited announcing it,
-        say: a webhook's receiver approving at once) ends the wait at once. Runs before
-        the patch counted from when the wait began, and slept through it."""
-        now = self._inbox.woken
-        if self._woken_at_step < now and patches.patched(patches.PATCH_WAKE_FROM_STEP):
-            return self._woken_at_step
-        return now
+        say: a webhook's receiver approving at once) ends the wait at once."""
+        return min(self._woken_at_step, self._inbox.woken)
 
     def finished(self, state: RunState) -> None:
         metrics.finished(state.agent.name, state.status.value)
@@ -463,7 +433,7 @@ class AgentWorkflow:
         the event stream, and send them to the webhooks subscribed to them: one
         delivery workflow per event and endpoint, abandoned by the run (it never waits
         for a receiver, and ending or continuing as new loses nothing)."""
-        webhooks = run_events.subscribed(state.agent) and patches.patched(patches.PATCH_WEBHOOKS)
+        webhooks = run_events.subscribed(state.agent)
         if self._stream is None and not webhooks:
             return
         stream = self._stream
@@ -530,33 +500,7 @@ class AgentWorkflow:
         return taken
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
-        colliding = proposed_calls.has_colliding_call_ids(state, reply)
-        unique = not colliding or patches.patched(patches.PATCH_UNIQUE_CALL_IDS)
-        safe = not colliding or patches.patched(patches.PATCH_PROVIDER_SAFE_CALL_IDS)
-        repeated = proposed_calls.has_repeated_keys(reply)
-        malformed = not repeated or patches.patched(patches.PATCH_REPEATED_KEYS)
-        scoped = not decisions.rules_or_held(state) or patches.patched(
-            patches.PATCH_BOUND_DECISIONS
-        )
-        unsafe = proposed_calls.has_unsafe_call_ids(reply)
-        rename = not unsafe or patches.patched(patches.PATCH_RENAME_UNSAFE_IDS)
-        non_finite = proposed_calls.has_non_finite_numbers(reply)
-        finite = not non_finite or patches.patched(patches.PATCH_FINITE_NUMBERS)
-        typed = state.agent.output is None or patches.patched(patches.PATCH_STRUCTURED_OUTPUT)
-        checked = patches.patched(patches.PATCH_CHECKED_REPLIES)
-        loop.record_model_reply(
-            state,
-            reply,
-            now=workflow.now(),
-            unique_ids=unique,
-            safe_ids=safe,
-            repeated_keys_malformed=malformed,
-            scoped_rules=scoped,
-            rename_unsafe_ids=rename,
-            finite_numbers=finite,
-            typed_output=typed,
-            checked=checked,
-        )
+        loop.record_model_reply(state, reply, now=workflow.now())
         metrics.turn(state.agent.name)
         last = loop.last_reply(state)
         if last is not None:
@@ -593,11 +537,9 @@ class AgentWorkflow:
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         """The outcomes of `calls`, and of the calls of the same reply approved while
         they run (each started as its decision comes), in the reply's order; the images
-        they bring within the run's room, together (runs since `checked-tool-outcomes`)."""
-        checked = patches.patched(patches.PATCH_CHECKED_TOOL_OUTCOMES)  # asked before: a
-        # patch first asked after a local tool's result can read False on replay
+        they bring within the run's room, together."""
         outcomes = await self._run_batch(state, calls)
-        return mcp_tools.within_image_room(state, outcomes) if checked else outcomes
+        return mcp_tools.within_image_room(state, outcomes)
 
     async def _run_batch(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         reply = loop.last_reply(state)
@@ -646,10 +588,7 @@ class AgentWorkflow:
         if state.paused is not None:
             return ()
         waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
-        fresh = loop.runnable_calls(state, waiting)
-        if not fresh or not patches.patched(patches.PATCH_START_WHEN_DECIDED):
-            return ()
-        return fresh
+        return tuple(loop.runnable_calls(state, waiting))
 
     async def _run_tool(
         self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]
@@ -657,9 +596,9 @@ class AgentWorkflow:
         self._emit(state, step_events.tool_started(state, call))
         to_agent = handoffs.target(state, call)
         sub_agent = agent_calls.target(state, call)
-        if to_agent is not None and patches.patched(patches.PATCH_HANDOFFS):
+        if to_agent is not None:
             outcome = await self._hand_off(state, call, chosen, to_agent)
-        elif sub_agent is not None and patches.patched(patches.PATCH_AGENT_TOOLS):
+        elif sub_agent is not None:
             outcome = await self._run_agent(state, call, sub_agent, made)
         else:
             outcome = await activity_calls.run_tool(state, call)
@@ -672,15 +611,14 @@ class AgentWorkflow:
         """A call of an agent tool: the agent runs as a child run (`workflows.agent_calls`),
         whose end is the call's result; cancelling this run cancels it. `made`: the ids
         of the reply's agent calls."""
-        budgeted = state.token_budget is not None or state.cost_budget is not None
-        shared = budgeted and patches.patched(patches.PATCH_TREE_BUDGETS)
-        refused = agent_calls.refusal(state, call, made, shared_budget=shared)
+        refused = agent_calls.refusal(state, call, made)
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
-        share = agent_calls.budget_share(state, made) if shared else None
-        signed = state.start_proof is not None and patches.patched(patches.PATCH_TREE_START)
+        budgeted = state.token_budget is not None or state.cost_budget is not None
+        share = agent_calls.budget_share(state, made) if budgeted else None
+        signed = state.start_proof is not None
         resumed = None
-        if state.sub_runs and patches.patched(patches.PATCH_TREE_SNAPSHOTS):
+        if state.sub_runs:
             # exported with this run
             resumed = agent_calls.resumed_child(
                 state, call, agent, signed_start=signed, token_budget=share
@@ -697,7 +635,7 @@ class AgentWorkflow:
             outcome = await self._run_child(state, call, agent, task, child, share)
             tool = state.agent.tool(call.tool)
             failing = tool is not None and tool.on_failure == "fail_run" and outcome.is_error
-            if failing and patches.patched(patches.PATCH_CHILD_FAILURE_POLICY):
+            if failing:
                 self._fail(state, agent_calls.failure(call, agent, child, outcome))
             return outcome
         except GeneratorExit:  # the worker dropped the run from its cache: touch nothing
@@ -733,7 +671,7 @@ class AgentWorkflow:
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")
         self._emit(state, step_events.child_started(call, agent, child))
-        if state.paused is not None and patches.patched(patches.PATCH_TREE_PAUSE):
+        if state.paused is not None:
             # paused while the child was starting: the pause did not reach it then
             pause = PauseSignal(by=state.paused.by or None, reason=state.paused.reason)
             await asyncio.gather(
@@ -768,14 +706,12 @@ class AgentWorkflow:
             taken_to = handoffs.target(state, chosen) if chosen is not None else None
             text = handoffs.not_taken(call, chosen or call, taken_to or to_agent)
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
-        guarded = patches.patched(patches.PATCH_GUARDED_RETURNS)
         try:
             spec = await self._described(to_agent)
         except ApplicationError as err:
             text = f"The handoff to {to_agent} failed: {err.message}"
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
-        if guarded:
-            spec = mcp_tools.returning(spec, state)
+        spec = mcp_tools.returning(spec, state)
         refused = handoffs.refusal(state, spec)
         if refused is not None:
             text = f"The handoff to {to_agent} is refused: {refused}."
@@ -829,17 +765,13 @@ class AgentWorkflow:
         budget = state.agent.history_bytes_per_workflow_run
         if budget is not None and info.get_current_history_size() - self._first_size >= budget:
             return True
-        if info.is_target_worker_deployment_version_changed() and patches.patched(
-            patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW
-        ):  # a new build is current: move to it (versioned workers only)
-            return True
+        if info.is_target_worker_deployment_version_changed():
+            return True  # a new build is current: move to it (versioned workers only)
         return info.is_continue_as_new_suggested()
 
     def _woken(self, state: RunState, seen: int) -> Callable[[], bool]:
         """The condition a wait ends on: a signal or update that changed the state, or
-        (runs started since the patch) a switch falling due while the run waits."""
-        if not patches.patched(patches.PATCH_SWITCH_WHILE_WAITING):
-            return lambda: self._inbox.woken > seen
+        a switch falling due while the run waits."""
         return lambda: self._inbox.woken > seen or self._switch_due(state)
 
     async def _continue_as_new(self, state: RunState) -> None:
@@ -861,11 +793,7 @@ class AgentWorkflow:
         self._published = visibility.catch_up(state, self._published)
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
         version = workflow.info().get_current_deployment_version()  # unversioned: no name
-        if (
-            version is not None
-            and version.deployment_name
-            and patches.patched(patches.PATCH_UPGRADE_AT_CONTINUE_AS_NEW)
-        ):
+        if version is not None and version.deployment_name:
             upgrade = workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
         workflow.continue_as_new(
             AgentInput(
@@ -955,7 +883,7 @@ class AgentWorkflow:
         stream, state = self._stream, self._state
         if name == contract.STREAM_PUBLISH_SIGNAL and stream is not None and state is not None:
             why = stream.take_published(args, state, now=workflow.now())
-            if why is not None and patches.patched(patches.PATCH_ANY_SIGNAL):  # as the inbox
+            if why is not None:  # as the inbox
                 self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
             return
         if state is not None and await self._tree_signal(state, name, args):
@@ -993,10 +921,9 @@ class AgentWorkflow:
                     non_retryable=True,
                 )
             return answer.decision
-        bound = patches.patched(patches.PATCH_BOUND_DECISIONS)
         try:
             decision = decisions.apply(
-                self._started_state(), payload, via="update", now=workflow.now(), bound=bound
+                self._started_state(), payload, via="update", now=workflow.now()
             )
         except errors.DecisionRefused as err:  # the validator ran: should not happen
             raise ApplicationError(
@@ -1016,7 +943,7 @@ class AgentWorkflow:
             state = self._started_state()
             child = tree_approvals.route(state, payload.call_id, payload.run_id)
             if child is None:
-                decisions.check(state, payload, now=workflow.now(), bound=True)
+                decisions.check(state, payload, now=workflow.now())
             elif state.status.is_final:
                 raise errors.DecisionRefused(f"run {state.run_id} has ended ({state.status.value})")
         except errors.DecisionRefused as err:
@@ -1031,13 +958,9 @@ class AgentWorkflow:
         below this one down to it; False: the inbox takes the signal."""
         raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_SUB_RUN_REPORT and raw is not None:
-            if not patches.patched(patches.PATCH_TREE_APPROVALS):
-                return False
             self._take_report(state, raw)
             return True
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
-            if not patches.patched(patches.PATCH_TREE_APPROVALS):
-                return False
             await self._take_forwarded(state, raw)
             return True
         if name not in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) or raw is None:
@@ -1070,8 +993,7 @@ class AgentWorkflow:
             why: str | None = report
         else:
             try:
-                checked = patches.patched(patches.PATCH_CHECKED_TREE_SIGNALS)
-                why = tree_approvals.take_report(state, report, self._children, checked=checked)
+                why = tree_approvals.take_report(state, report, self._children)
             except Exception as err:  # never a failed workflow task: the signal stays
                 why = f"this report cannot be taken ({type(err).__name__})"
         if why is not None or isinstance(report, str):
@@ -1090,9 +1012,7 @@ class AgentWorkflow:
         forwarded = raw_payloads.decode(raw, ForwardedDecision)
         # Answered in the reports to a caller: a run started as a child of some other
         # workflow (depth 0) has none, and would wait for good (and never end).
-        uncalled = workflow.info().parent is None or (
-            state.depth == 0 and patches.patched(patches.PATCH_CHECKED_TREE_SIGNALS)
-        )
+        uncalled = workflow.info().parent is None or state.depth == 0
         if isinstance(forwarded, str) or uncalled:
             why = forwarded if isinstance(forwarded, str) else "this run was not called as a tool"
             self._inbox.refuse_signal(contract.SIGNAL_FORWARDED_DECISION, raw, why)
@@ -1163,7 +1083,7 @@ class AgentWorkflow:
         """Pause (or resume) the children this run waits on too, each as if the signal
         had been sent to it (and so theirs); one that ended meanwhile has nothing to
         pause. Runs without children in flight send nothing."""
-        if not self._children or not patches.patched(patches.PATCH_TREE_PAUSE):
+        if not self._children:
             return
         handles = [workflow.get_external_workflow_handle(c) for c in sorted(self._children)]
         await asyncio.gather(*(h.signal(name, payload) for h in handles), return_exceptions=True)
@@ -1184,8 +1104,6 @@ class AgentWorkflow:
 
         while True:
             await workflow.wait_condition(due)
-            if not patches.patched(patches.PATCH_TREE_APPROVALS):
-                return
             size = tree_approvals.ANSWERS_PER_REPORT
             answers, self._answers = self._answers[:size], self._answers[size:]
             told = tree_approvals.key(state)  # also when the caller is gone: tried once

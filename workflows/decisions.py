@@ -54,12 +54,10 @@ def check(
     *,
     now: datetime,
     model_call_pending: bool = False,
-    bound: bool = True,
 ) -> ToolCall:
     """The pending call `request` would decide; raises DecisionRefused if it cannot.
 
-    With `bound` (False only for runs started before the patch `bound-decisions`), the
-    decision must also match what it names (run, arguments digest, expiry), carry
+    The decision must also match what it names (run, arguments digest, expiry), carry
     a valid signature where given or where the policy requires one, respect the
     policy's `allow_always`, and keep edited arguments within the policy's limits.
     """
@@ -87,11 +85,10 @@ def check(
         tool is None and asked is None
     ):  # a call a resumed snapshot left open, of a tool the agent lacks
         raise DecisionRefused(f"tool call {call_id} names no tool of the agent ({call.tool})")
-    if bound and call not in pending_calls(state):
+    if call not in pending_calls(state):
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is not waiting for a decision")
     policy = tool.approval if tool is not None else state.agent.budget_approval
-    if bound:
-        _check_binding(state, request, call, policy, now=now)
+    _check_binding(state, request, call, policy, now=now)
     if asked is not None and request.always:
         raise DecisionRefused("a budget extension is decided once: `always` is refused")
     if policy.approvers is not None and request.approver not in policy.approvers:
@@ -107,7 +104,7 @@ def check(
             if tool is not None
             else budget.arguments_problem(asked, request.arguments)  # type: ignore[arg-type]
         )
-        if problem is None and bound:
+        if problem is None:
             sensitive = tool.sensitive if tool is not None else []
             problem = limits_problem(
                 _limited(state, policy, asked), request.arguments, sensitive=sensitive
@@ -170,12 +167,10 @@ def _check_separation(state: RunState, call: ToolCall, approver: str) -> None:
         )
 
 
-def apply(
-    state: RunState, request: DecideInput, *, via: Via, now: datetime, bound: bool = True
-) -> Decision:
+def apply(state: RunState, request: DecideInput, *, via: Via, now: datetime) -> Decision:
     """Record a decision (with `always`, also on the pending calls its rule covers)."""
-    call = check(state, request, now=now, bound=bound)
-    signed = request.signature.key_id if bound and request.signature is not None else None
+    call = check(state, request, now=now)
+    signed = request.signature.key_id if request.signature is not None else None
     recorded = Decision(
         call_id=call.call_id,
         decision=request.decision,
@@ -186,7 +181,7 @@ def apply(
         sender=request.sender,
         arguments=request.arguments,
         run_id=request.run_id,
-        arguments_sha256=signed_decisions.call_sha256(call) if bound else None,
+        arguments_sha256=signed_decisions.call_sha256(call),
         expires_at=request.expires_at,
         signed_by=signed,
         always_when=request.always_when,
@@ -200,7 +195,7 @@ def apply(
         budget.extend(state, asked, recorded)
     if request.always:
         for other in pending_calls(state):
-            if other.tool == call.tool and (not bound or covers(state, recorded, other, now=now)):
+            if other.tool == call.tool and covers(state, recorded, other, now=now):
                 record(state, rule_decision(recorded, other, now=now))
     state.updated_at = now
     return recorded
@@ -213,19 +208,18 @@ def receive_signal(
     model_call_pending: bool,
     now: datetime,
     hold_limit: int | None = None,
-    bound: bool = True,
 ) -> Decision | None:
     """Apply a decision signal, or hold, ignore or refuse it (never raises). With
-    `hold_limit`, a signal that would be held past it is refused instead. With
-    `bound`, only a plain rejection is held: an approval, an `always` or a signed
+    `hold_limit`, a signal that would be held past it is refused instead. Only a
+    plain rejection is held: an approval, an `always` or a signed
     decision must name a call that is proposed, so nobody approves unseen arguments."""
     try:
-        check(state, request, model_call_pending=model_call_pending, now=now, bound=bound)
+        check(state, request, model_call_pending=model_call_pending, now=now)
     except _NotYetProposed as err:
         why = None
         if hold_limit is not None and len(state.held_decisions) >= hold_limit:
             why = f"{err}; {hold_limit} decisions are held already"
-        elif bound and (
+        elif (
             request.decision == "approve"
             or request.always
             or request.signature
@@ -251,7 +245,7 @@ def receive_signal(
         why = f"this decision cannot be checked ({type(err).__name__}); it is refused"
         state.refused_decisions.append(_attempt(request, now=now, refused_because=why))
         return None
-    return apply(state, request, via="signal", now=now, bound=bound)
+    return apply(state, request, via="signal", now=now)
 
 
 def malformed_attempt(
@@ -284,13 +278,13 @@ def malformed_attempt(
     )
 
 
-def release_held(state: RunState, *, now: datetime, bound: bool = True) -> None:
+def release_held(state: RunState, *, now: datetime) -> None:
     """After a model reply: apply held signals whose call it proposed, refuse the rest."""
     held, state.held_decisions = state.held_decisions, []
     for attempt in held:
         fields = attempt.model_dump(exclude={"at", "refused_because", "via", "decision"})
         request = DecideInput(**fields, decision=attempt.decision)
-        receive_signal(state, request, model_call_pending=False, now=now, bound=bound)
+        receive_signal(state, request, model_call_pending=False, now=now)
 
 
 def rule_decision(source: Decision, call: ToolCall, *, now: datetime) -> Decision:
@@ -308,12 +302,8 @@ def rule_decision(source: Decision, call: ToolCall, *, now: datetime) -> Decisio
     )
 
 
-def standing_rule(
-    state: RunState, call: ToolCall, *, now: datetime, scoped: bool = False
-) -> Decision | None:
-    """The latest explicit `always` decision that covers `call`, if any: with
-    `scoped` (runs since the patch `bound-decisions`), see `covers`; before it,
-    any such decision on a call of the same tool."""
+def standing_rule(state: RunState, call: ToolCall, *, now: datetime) -> Decision | None:
+    """The latest explicit `always` decision that covers `call` (see `covers`), if any."""
     since = handoffs.latest(state)  # rules given to an earlier agent decide nothing now
     later = state.items[since + 1 :] if since is not None else state.items
     tools = {
@@ -322,9 +312,7 @@ def standing_rule(
     rules = [
         d
         for d in decided(state).values()
-        if d.always
-        and tools.get(d.call_id) == call.tool
-        and (not scoped or covers(state, d, call, now=now))
+        if d.always and tools.get(d.call_id) == call.tool and covers(state, d, call, now=now)
     ]
     return rules[-1] if rules else None
 
@@ -365,12 +353,6 @@ def always_rules_on(state: RunState, tools: set[str]) -> list[str]:
     return [
         d.call_id for d in decided(state).values() if d.always and tool_of.get(d.call_id) in tools
     ]
-
-
-def rules_or_held(state: RunState) -> bool:
-    """Whether the run has an `always` decision or a held one: only then do scoped rules
-    (the patch `bound-decisions`) decide a new reply differently."""
-    return bool(state.held_decisions) or any(d.always for d in decided(state).values())
 
 
 def expire(state: RunState, *, now: datetime) -> ErrorInfo | None:

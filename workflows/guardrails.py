@@ -140,22 +140,18 @@ def failed(spec: GuardrailSpec, why: str) -> GuardrailVerdict:
     return GuardrailVerdict(name=spec.name, tripped=True, reason=f"the guardrail failed: {why}")
 
 
-def unanswered_checks(state: RunState, *, check_items: bool = True) -> list[int]:
+def unanswered_checks(state: RunState) -> list[int]:
     """Indexes of the checks of what the model has not answered yet, or of its final
-    reply: what a resumed snapshot that cannot be verified may not vouch for. With
-    `check_items` (runs since `guardrail-check-items`), also of the checks anywhere
-    that name such an item, or one after themselves: a run records a check right
-    after what it checked, so only a forged one does."""
+    reply: what a resumed snapshot that cannot be verified may not vouch for; also of
+    the checks anywhere that name such an item, or one after themselves: a run records
+    a check right after what it checked, so only a forged one does."""
     reply = _latest_reply(state)
     start = reply if reply is not None else 0
     return [
         index
         for index, item in enumerate(state.items)
         if isinstance(item, GuardrailCheck)
-        and (
-            index >= start
-            or (check_items and item.item is not None and item.item >= min(start, index))
-        )
+        and (index >= start or (item.item is not None and item.item >= min(start, index)))
     ]
 
 

@@ -7,8 +7,7 @@ the run's state exists are kept and applied when it does. Only a signal that
 changes the state wakes the loop (`woken`): refusals, repeated for days by a
 misconfigured service, must not restart its timers each time.
 
-Workflow code (deterministic): time from `workflow.now()`, versioned behaviour
-behind `workflow.patched` (`workflows.patches`).
+Workflow code (deterministic): time from `workflow.now()`.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         limits,
         loop,
         metrics,
-        patches,
         raw_payloads,
         refusals,
         run_events,
@@ -75,10 +73,7 @@ class Inbox:
             if isinstance(early, DecisionAttempt):
                 state.refused_decisions.append(early)
             else:  # held if its call is not known yet: the first model reply may name it
-                bound = patches.patched(patches.PATCH_BOUND_DECISIONS)
-                decisions.receive_signal(
-                    state, early, model_call_pending=True, now=now, bound=bound
-                )
+                decisions.receive_signal(state, early, model_call_pending=True, now=now)
         self._early_decisions.clear()
         state.refused_signals.extend(self._early_refusals)
         trim_refusals(state)
@@ -99,22 +94,15 @@ class Inbox:
             contract.SIGNAL_REJECT: lambda raw: self._decide(raw, "reject"),
             contract.SIGNAL_SEND_MESSAGE: self._send_message,
             contract.SIGNAL_END_SESSION: self._end_session,
+            contract.SIGNAL_PAUSE: self._pause,
+            contract.SIGNAL_RESUME: self._resume,
+            contract.SIGNAL_REFRESH_TOOLS: self._refresh_tools,
+            contract.SIGNAL_WEBHOOK_DELIVERY: self._webhook_delivery,
         }
-        if name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME) and patches.patched(
-            patches.PATCH_PAUSE
-        ):  # before the patch: unknown signals, refused as such
-            handlers[contract.SIGNAL_PAUSE] = self._pause
-            handlers[contract.SIGNAL_RESUME] = self._resume
-        if name == contract.SIGNAL_REFRESH_TOOLS and patches.patched(patches.PATCH_MCP_REFRESH):
-            handlers[contract.SIGNAL_REFRESH_TOOLS] = self._refresh_tools
-        if name == contract.SIGNAL_WEBHOOK_DELIVERY and patches.patched(patches.PATCH_WEBHOOKS):
-            handlers[contract.SIGNAL_WEBHOOK_DELIVERY] = self._webhook_delivery
         handler = handlers.get(name)
         if handler is not None and len(args) <= 1:
             handler(args[0] if args else raw_payloads.NONE)
-        elif patches.patched(patches.PATCH_ANY_SIGNAL):
-            # Before the patch the SDK buffered unknown names, and failed the run's
-            # workflow tasks on extra arguments: no recorded run got past one.
+        else:
             why = (
                 f"{len(args)} arguments; the signal takes one payload"
                 if handler is not None
@@ -130,9 +118,7 @@ class Inbox:
             )
             self._record_refused_decision(self._malformed(decision, raw, why))
             return
-        if (
-            len(name) > limits.MAX_ID_CHARS or len(why) > limits.MAX_REFUSAL_CHARS
-        ) and patches.patched(patches.PATCH_FIELD_LIMITS):
+        if len(name) > limits.MAX_ID_CHARS or len(why) > limits.MAX_REFUSAL_CHARS:
             name, why = limits.clip(name), limits.clip(why, limits.MAX_REFUSAL_CHARS)
         entry = RefusedSignal(
             signal=name,
@@ -150,14 +136,14 @@ class Inbox:
         self, decision: Literal["approve", "reject"], raw: RawValue, why: str
     ) -> DecisionAttempt:
         """The audit entry of a decision signal the run cannot take; ids and reason cut
-        to the limits when they pass them (runs started since the patch)."""
+        to the limits when they pass them."""
         data, now = raw_payloads.as_json(raw), workflow.now()
         attempt = decisions.malformed_attempt(decision, data, why, now=now)
         oversized = (
             max(len(attempt.call_id), len(attempt.approver)) > limits.MAX_ID_CHARS
             or len(attempt.refused_because or "") > limits.MAX_REFUSAL_CHARS
         )
-        if oversized and patches.patched(patches.PATCH_FIELD_LIMITS):
+        if oversized:
             short = limits.clip(why, limits.MAX_REFUSAL_CHARS)
             attempt = decisions.malformed_attempt(
                 decision, data, short, now=now, clip_to=limits.MAX_ID_CHARS
@@ -178,16 +164,13 @@ class Inbox:
         # days by a misconfigured service, must not restart its timers each time.
         payload = raw_payloads.decode(raw, DecisionSignal)
         if isinstance(payload, str):
-            if not patches.patched(patches.PATCH_QUIET_REFUSALS):
-                return  # runs started before it: the SDK dropped such signals
             self._record_refused_decision(self._malformed(decision, raw, payload))
             return
         too_large = limits.decision_problem(payload)
-        if too_large is not None and patches.patched(patches.PATCH_FIELD_LIMITS):
+        if too_large is not None:
             self._record_refused_decision(self._malformed(decision, raw, too_large))
             return
-        bound = patches.patched(patches.PATCH_BOUND_DECISIONS)
-        unbound = _signal_problem(payload, decision, bound=bound)
+        unbound = _signal_problem(payload, decision)
         if unbound is not None:
             self._record_refused_decision(self._malformed(decision, raw, unbound))
             return
@@ -195,7 +178,7 @@ class Inbox:
         request = DecideInput(**sent, decision=decision)
         if self.state is None:
             held = sum(isinstance(d, DecideInput) for d in self._early_decisions)
-            if held >= limits.MAX_HELD and patches.patched(patches.PATCH_FIELD_LIMITS):
+            if held >= limits.MAX_HELD:
                 why = f"the run is starting; {held} decisions are held already"
                 self._record_refused_decision(self._malformed(decision, raw, why))
                 return
@@ -209,14 +192,11 @@ class Inbox:
             request,
             model_call_pending=loop.awaiting_model(self.state),
             now=workflow.now(),
-            hold_limit=(
-                limits.MAX_HELD if crowded and patches.patched(patches.PATCH_FIELD_LIMITS) else None
-            ),
-            bound=bound,
+            hold_limit=limits.MAX_HELD if crowded else None,
         )
         trim_refusals(self.state)
         changed = (len(self.state.items), len(self.state.held_decisions)) != before
-        if changed or not patches.patched(patches.PATCH_QUIET_REFUSALS):
+        if changed:
             self.woken += 1
         if recorded is not None:
             record_wait(self.state, recorded)
@@ -225,16 +205,13 @@ class Inbox:
         """The user's next message in a session (queued while the agent works)."""
         payload = raw_payloads.decode(raw, MessageSignal)
         if isinstance(payload, str):  # none, null or not a message: there is no message
-            if patches.patched(patches.PATCH_ANY_SIGNAL):
-                self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
-            else:  # before the patch the SDK (or this handler) dropped it
-                workflow.logger.warning("send_message without content dropped")
+            self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
             return
         too_large = limits.message_problem(payload.content)
         queue = self.state.queued_messages if self.state is not None else self._early_messages
         if too_large is None and len(queue) >= limits.MAX_QUEUED_MESSAGES:
             too_large = f"{len(queue)} messages are queued already"
-        if too_large is not None and patches.patched(patches.PATCH_FIELD_LIMITS):
+        if too_large is not None:
             self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, too_large)
             return
         self.woken += 1
@@ -334,12 +311,11 @@ class Inbox:
         No payload (or null) ends it too, with a reason of its own."""
         payload = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, EndSessionSignal)
         if isinstance(payload, str):
-            if patches.patched(patches.PATCH_ANY_SIGNAL):
-                self.refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
-            return  # before the patch the SDK dropped it
+            self.refuse_signal(contract.SIGNAL_END_SESSION, raw, payload)
+            return
         given = payload.reason if isinstance(payload, EndSessionSignal) else None
         too_large = limits.reason_problem(given)
-        if too_large is not None and patches.patched(patches.PATCH_FIELD_LIMITS):
+        if too_large is not None:
             self.refuse_signal(contract.SIGNAL_END_SESSION, raw, too_large)
             return
         self.woken += 1
@@ -350,19 +326,8 @@ class Inbox:
             loop.end_session(self.state, reason=reason, now=workflow.now())
 
 
-_BINDING_FIELDS = frozenset(
-    {"decision", "run_id", "arguments_sha256", "expires_at", "always_when", "signature"}
-)
-
-
-def _signal_problem(
-    payload: DecisionSignal, decision: Literal["approve", "reject"], *, bound: bool
-) -> str | None:
-    """Why a decision signal's own fields disagree with it, or None. Before the patch
-    `bound-decisions` the binding fields were unknown fields, refused as such."""
-    given = sorted(_BINDING_FIELDS & payload.model_fields_set)
-    if not bound:
-        return f"unknown fields: {', '.join(given)}" if given else None
+def _signal_problem(payload: DecisionSignal, decision: Literal["approve", "reject"]) -> str | None:
+    """Why a decision signal's own fields disagree with it, or None."""
     if payload.decision is not None and payload.decision != decision:
         return f"the payload says {payload.decision!r} but was sent as {decision!r}"
     if payload.signature is not None and payload.decision is None:
@@ -406,8 +371,8 @@ def _name(payload: PauseSignal | ResumeSignal) -> str:
 
 
 def trim_refusals(state: RunState) -> None:
-    """Keep the refusal audit bounded (runs started since the patch)."""
-    if refusals.over_limit(state) and patches.patched(patches.PATCH_BOUNDED_REFUSALS):
+    """Keep the refusal audit bounded."""
+    if refusals.over_limit(state):
         refusals.trim(state)
 
 

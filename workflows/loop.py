@@ -175,11 +175,9 @@ def new_state(
     *,
     run_id: str,
     now: datetime,
-    lower_max_turns_only: bool = True,
 ) -> RunState:
     """The state of a fresh run: the user's input is the first item. The input's
-    `max_turns` can lower the agent's limit, not lift it (`lower_max_turns_only`:
-    False only for runs started before that rule); its model settings go over the
+    `max_turns` can lower the agent's limit, not lift it; its model settings go over the
     agent's (ValueError if they may not: `workflows.settings`), and its `stream`."""
     wanted = agent_input.max_turns or spec.max_turns
     if agent_input.stream is not None:  # this run's choice over the agent's
@@ -190,7 +188,7 @@ def new_state(
         cost_budget=budget.cost_for_run(spec, agent_input.cost_budget, chosen),
         run_id=run_id,
         agent=spec,
-        max_turns=min(wanted, spec.max_turns) if lower_max_turns_only else wanted,
+        max_turns=min(wanted, spec.max_turns),
         context=agent_input.context,
         session=agent_input.session,
         depth=agent_input.depth or 0,
@@ -436,38 +434,22 @@ def record_model_reply(
     reply: ModelReply,
     *,
     now: datetime,
-    unique_ids: bool = True,
-    safe_ids: bool = True,
-    repeated_keys_malformed: bool = True,
-    scoped_rules: bool = True,
-    rename_unsafe_ids: bool = True,
-    finite_numbers: bool = True,
-    typed_output: bool = True,
-    checked: bool = True,
 ) -> None:
     """Append the model's reply: answer calls that cannot run, decide calls covered
     by an `always` rule, and apply decision signals that were waiting for them.
 
-    With `unique_ids`, a call whose id is empty or already used in the run gets a
-    new one (`workflows.proposed_calls.unique_call_ids`); the model sees the new id
-    with the call and its result, so the conversation stays consistent. With
-    `scoped_rules` (the patch `bound-decisions`), rules cover only the calls
-    `decisions.covers` says, and held decisions are checked as bound ones. With
-    `typed_output` (the patch `structured-output`), a final reply of an agent with an
-    output type is its output only if `call_model` found it valid (`output.settle`).
-    With `checked` (the patch `checked-replies`), calls past `MAX_CALLS_PER_REPLY` and
-    arguments holding a lone surrogate are answered as errors.
+    A call whose id is empty or already used in the run gets a new one
+    (`workflows.proposed_calls.unique_call_ids`); the model sees the new id with the
+    call and its result, so the conversation stays consistent. Rules cover only the
+    calls `decisions.covers` says. A final reply of an agent with an output type is
+    its output only if `call_model` found it valid (`output.settle`). Calls past
+    `MAX_CALLS_PER_REPLY` and arguments holding a lone surrogate are answered as errors.
     """
     state.turn += 1
     if state.agent.price is not None:  # priced here, from the recorded tokens
         reply = reply.model_copy(update={"usage": priced(reply.usage, state.agent.price)})
     state.usage = state.usage.plus(reply.usage)
-    proposed = (
-        unique_call_ids(state, reply, safe=safe_ids, rename_unsafe=rename_unsafe_ids)
-        if unique_ids
-        else reply.tool_calls
-    )
-    calls = [proposed_call(state.agent, c, finite=finite_numbers) for c in proposed]
+    calls = [proposed_call(state.agent, c) for c in unique_call_ids(state, reply)]
     state.items.append(
         AssistantMessage(
             turn=state.turn,
@@ -479,14 +461,8 @@ def record_model_reply(
         )
     )
     for index, call in enumerate(calls):
-        problem = malformed_problem(
-            state.agent,
-            call,
-            repeated_keys=repeated_keys_malformed,
-            finite=finite_numbers,
-            unicode=checked,
-        )
-        if checked and index >= MAX_CALLS_PER_REPLY:
+        problem = malformed_problem(state.agent, call)
+        if index >= MAX_CALLS_PER_REPLY:
             problem = (
                 f"Error: a reply may make at most {MAX_CALLS_PER_REPLY} tool calls; this "
                 f"one (call {index + 1} of {len(calls)}) was not run. Make fewer at once."
@@ -494,12 +470,12 @@ def record_model_reply(
         if problem is not None:
             state.items.append(ToolResult(call_id=call.call_id, content=problem, is_error=True))
         elif call.needs_approval:
-            rule = decisions.standing_rule(state, call, now=now, scoped=scoped_rules)
+            rule = decisions.standing_rule(state, call, now=now)
             if rule is not None:
                 decisions.record(state, decisions.rule_decision(rule, call, now=now))
-    decisions.release_held(state, now=now, bound=scoped_rules)
+    decisions.release_held(state, now=now)
     if not calls:
-        if typed_output and state.agent.output is not None:
+        if state.agent.output is not None:
             output.settle(state, reply.output_check, now=now)
         else:
             state.final_output = reply.content or ""

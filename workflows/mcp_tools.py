@@ -53,23 +53,19 @@ MAX_TOOLS = 128
 """The most functions OpenAI's APIs take in one request."""
 
 
-def with_mcp_tools(
-    spec: AgentSpec, listed: dict[str, list[dict[str, Any]]], *, whole_names: bool = True
-) -> AgentSpec:
+def with_mcp_tools(spec: AgentSpec, listed: dict[str, list[dict[str, Any]]]) -> AgentSpec:
     """`spec` with the tools of its MCP servers added (`listed`: server name -> the tools
-    it listed, as JSON). Raises ValueError when a name clashes or cannot be used.
-    `whole_names` (the patch `guarded-returns`): a name is checked whole (a line break
-    after it passed before), and too many tools are refused before any is read (a
-    server may list 100,000; before, a bad or clashing name was found first)."""
+    it listed, as JSON). Raises ValueError when a name clashes or cannot be used, and
+    when there are too many tools, before any is read (a server may list 100,000)."""
     tools = list(spec.tools)
     total = len(tools) + sum(
         len(_allowed(server, listed.get(server.name, []))) for server in spec.mcp_servers
     )
-    if whole_names and total > MAX_TOOLS:
+    if total > MAX_TOOLS:
         raise ValueError(_too_many(total))
     names = {t.name for t in tools}  # a set: 10,000 tools listed were 50 million comparisons
     for server in spec.mcp_servers:
-        for tool in tool_specs(server, listed.get(server.name, []), whole_names=whole_names):
+        for tool in tool_specs(server, listed.get(server.name, [])):
             if tool.name == BUDGET_TOOL:
                 raise ValueError(
                     f"MCP server {server.name!r} has a tool named {BUDGET_TOOL!r}, the name "
@@ -107,15 +103,14 @@ def _allowed(server: MCPServer, listed: list[dict[str, Any]]) -> list[dict[str, 
     ]
 
 
-def tool_specs(
-    server: MCPServer, listed: list[dict[str, Any]], *, whole_names: bool = True
-) -> list[ToolSpec]:
-    """The allowed tools of `server` as the agent's tools."""
+def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec]:
+    """The allowed tools of `server` as the agent's tools (a name is checked whole: a
+    line break after it does not pass)."""
     found = []
     for tool in _allowed(server, listed):
         name = str(tool.get("name", ""))
         shown = f"{server.prefix}{name}"
-        usable = TOOL_NAME.fullmatch(shown) if whole_names else TOOL_NAME.match(shown)
+        usable = TOOL_NAME.fullmatch(shown)
         if not usable:
             raise ValueError(
                 f"MCP server {server.name!r} has a tool named {name!r}, which a model cannot "

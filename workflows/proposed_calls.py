@@ -38,27 +38,13 @@ def _finite(text: str) -> float:
     return value
 
 
-def has_non_finite_numbers(reply: ModelReply) -> bool:
-    """True if a call of `reply` has arguments that parse only with NaN or Infinity."""
-    for call in reply.tool_calls:
-        try:
-            parse_arguments(call.arguments)
-        except ValueError:
-            try:
-                parse_arguments(call.arguments, finite=False)
-            except ValueError:
-                continue
-            return True
-    return False
-
-
-def proposed_call(spec: AgentSpec, call: ModelToolCall, *, finite: bool = True) -> ToolCall:
+def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
     """The model's call, with whether the tool's approval policy asks for a decision."""
     tool = spec.tool(call.tool)
     needs = False
     if tool is not None and tool.needs_approval:
         try:
-            arguments = parse_arguments(call.arguments, finite=finite)
+            arguments = parse_arguments(call.arguments)
         except ValueError:
             arguments = None
         needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
@@ -67,16 +53,9 @@ def proposed_call(spec: AgentSpec, call: ModelToolCall, *, finite: bool = True) 
     )
 
 
-def malformed_problem(
-    spec: AgentSpec,
-    call: ToolCall,
-    *,
-    repeated_keys: bool = True,
-    finite: bool = True,
-    unicode: bool = True,
-) -> str | None:
-    """Why a call cannot run at all (unknown tool, arguments not a JSON object, or, with
-    `repeated_keys`, an object that names a key twice), or None.
+def malformed_problem(spec: AgentSpec, call: ToolCall, *, unicode: bool = True) -> str | None:
+    """Why a call cannot run at all (unknown tool, arguments not a JSON object, one
+    that names a key twice, or, with `unicode`, holds a lone surrogate), or None.
 
     A repeated key is malformed because readers disagree on it: an approver shown
     `{"amount": 1, ..., "amount": 100000}` may read 1 where the tool gets 100000."""
@@ -84,7 +63,7 @@ def malformed_problem(
         known = ", ".join(t.name for t in spec.tools) or "none"
         return f"Error: unknown tool '{call.tool}'. Available tools: {known}."
     try:
-        arguments = parse_arguments(call.arguments, finite=finite)
+        arguments = parse_arguments(call.arguments)
     except ValueError as err:
         why = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
         return (
@@ -98,7 +77,7 @@ def malformed_problem(
             f"Error: arguments for tool '{call.tool}' hold an escaped lone surrogate "
             "(\\ud800-\\udfff), which is no character. Send text as it is."
         )
-    repeated = repeated_key(call.arguments) if repeated_keys else None
+    repeated = repeated_key(call.arguments)
     if repeated is not None:
         return (
             f"Error: arguments for tool '{call.tool}' name the key {repeated!r} more than "
@@ -130,50 +109,31 @@ def repeated_key(arguments: str) -> str | None:
     return found[0] if found else None
 
 
-def has_repeated_keys(reply: ModelReply) -> bool:
-    """True if a call of `reply` has arguments that name a key twice."""
-    return any(repeated_key(c.arguments) is not None for c in reply.tool_calls)
-
-
-def has_colliding_call_ids(state: RunState, reply: ModelReply) -> bool:
-    """True if a call of `reply` has an empty id or one already used in the run."""
-    return list(unique_call_ids(state, reply, rename_unsafe=False)) != list(reply.tool_calls)
-
-
 SAFE_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 """Call ids kept as the model wrote them; any other id (control or bidi characters
 that would hide text in a terminal, spaces, over 200 characters) is renamed."""
 
 
-def has_unsafe_call_ids(reply: ModelReply) -> bool:
-    """True if a call of `reply` has a non-empty id outside `SAFE_CALL_ID`."""
-    return any(c.call_id and not SAFE_CALL_ID.fullmatch(c.call_id) for c in reply.tool_calls)
-
-
-def unique_call_ids(
-    state: RunState, reply: ModelReply, *, safe: bool = True, rename_unsafe: bool = True
-) -> list[ModelToolCall]:
+def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
     """The reply's calls, each with an id unique in the run.
 
     Call ids key decisions, results and idempotency keys, so they must be unique;
     models and proxies are not always careful (an empty id, an id counted from
     1 again after a restart). A clashing id becomes `<id>_t<turn>_<index>`: letters,
     digits, `_` and `-` only, which every provider accepts back in the conversation
-    (`safe`; runs recorded before that used `<id>~t<turn>.<index>`). With
-    `rename_unsafe`, an id outside `SAFE_CALL_ID` becomes `call_t<turn>_<index>`.
+    and an id outside `SAFE_CALL_ID` becomes `call_t<turn>_<index>`.
     """
     used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
-    sep, dot = ("_", "_") if safe else ("~", ".")
     calls = []
     for index, call in enumerate(reply.tool_calls, start=1):
         call_id = call.call_id
-        unsafe = rename_unsafe and bool(call_id) and not SAFE_CALL_ID.fullmatch(call_id)
+        unsafe = bool(call_id) and not SAFE_CALL_ID.fullmatch(call_id)
         if not call_id or call_id in used or unsafe:
-            base = f"{'call' if unsafe or not call_id else call_id}{sep}t{state.turn}{dot}{index}"
+            base = f"{'call' if unsafe or not call_id else call_id}_t{state.turn}_{index}"
             call_id, n = base, 1
             while call_id in used:
                 n += 1
-                call_id = f"{base}{dot}{n}"
+                call_id = f"{base}_{n}"
             call = call.model_copy(update={"call_id": call_id})
         used.add(call_id)
         calls.append(call)

@@ -51,8 +51,6 @@ def reground(
     *,
     now: datetime,
     verified_by: str | None = None,
-    check_items: bool = True,
-    checked_calls: bool = True,
 ) -> RunState:
     """`state` (a resumed snapshot) on the worker's `spec`; see the module docstring.
     With `verified_by` (the snapshot verified under that snapshot key of the worker),
@@ -82,7 +80,7 @@ def reground(
             spec, ModelToolCall(call_id=call.call_id, tool=call.tool, arguments=call.arguments)
         )
         call.needs_approval = judged.needs_approval
-        if _problem(spec, call, position[id(call)], len(made), checked_calls) is not None:
+        if _problem(spec, call, position[id(call)], len(made)) is not None:
             call.needs_approval = False
     counted = Counter(c.call_id for c in (reply.tool_calls if reply else []))
     repeated = {i for i, n in counted.items() if n > 1}  # (ids.count was 10,000² steps)
@@ -104,7 +102,7 @@ def reground(
     if verified_by is None:
         # What the model has not answered is checked again: a snapshot's word that
         # it passed its guardrails counts for nothing.
-        dropped_checks = set(guardrails.unanswered_checks(result, check_items=check_items))
+        dropped_checks = set(guardrails.unanswered_checks(result))
         result.items = [i for n, i in enumerate(result.items) if n not in dropped_checks]
         for held in result.held_decisions:
             update = {"via": "snapshot", "refused_because": UNVERIFIED, "at": now}
@@ -116,7 +114,7 @@ def reground(
         )
     answered_now: set[str] = set()
     for call in open_calls:
-        problem = _problem(spec, call, position[id(call)], len(made), checked_calls)
+        problem = _problem(spec, call, position[id(call)], len(made))
         if call.call_id in repeated:
             problem = f"Error: the call id {call.call_id!r} names more than one call."
         if problem is not None and call.call_id not in answered_now:
@@ -126,11 +124,11 @@ def reground(
     return RunState.model_validate(result.model_dump())
 
 
-def _problem(spec: AgentSpec, call: ToolCall, index: int, made: int, checked: bool) -> str | None:
+def _problem(spec: AgentSpec, call: ToolCall, index: int, made: int) -> str | None:
     """Why open call `index` (of `made` in its reply) of a resumed snapshot cannot run,
-    as when it was proposed (with `checked`: the patch `checked-replies`)."""
-    problem = malformed_problem(spec, call, unicode=checked)
-    if problem is None and checked and index >= loop.MAX_CALLS_PER_REPLY:
+    as when it was proposed."""
+    problem = malformed_problem(spec, call)
+    if problem is None and index >= loop.MAX_CALLS_PER_REPLY:
         problem = (
             f"Error: a reply may make at most {loop.MAX_CALLS_PER_REPLY} tool calls; this "
             f"one (call {index + 1} of {made}) was not run. Make fewer at once."

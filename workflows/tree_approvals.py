@@ -95,23 +95,20 @@ def report(state: RunState, answers: list[ForwardAnswer]) -> SubRunReport:
     return SubRunReport(run_id=state.run_id, pending=sent, answers=answers[:ANSWERS_PER_REPORT])
 
 
-def take_report(
-    state: RunState, received: SubRunReport, children: set[str], *, checked: bool = False
-) -> str | None:
+def take_report(state: RunState, received: SubRunReport, children: set[str]) -> str | None:
     """Keep what child `received.run_id` reports as pending instead of what it reported
     before; or, changing nothing, why the report cannot be taken: it is not from a
     child this run waits on, or an entry is not one a run reports (its digest is
-    computed here from its arguments, never taken from the report). `checked` (runs
-    since `checked-tree-signals`): also refused, a report over `report`'s own bounds
+    computed here from its arguments, never taken from the report), a report over
+    `report`'s own bounds
     (`REPORT_ARGUMENT_CHARS` of arguments) or with arguments that are not a JSON object
     (a run reports only calls that can wait for a decision, and those have them)."""
     child = received.run_id
     if child not in children:
         return f"{child!r} is not a run this run waits on"
-    if checked:
-        size = sum(len(entry.arguments) for entry in received.pending)
-        if size > REPORT_ARGUMENT_CHARS:
-            return f"its calls carry {size} characters of arguments, over {REPORT_ARGUMENT_CHARS}"
+    size = sum(len(entry.arguments) for entry in received.pending)
+    if size > REPORT_ARGUMENT_CHARS:
+        return f"its calls carry {size} characters of arguments, over {REPORT_ARGUMENT_CHARS}"
     kept = [s for s in state.sub_approvals if s.via != child]
     room = max(SUB_APPROVALS_KEPT - len(kept), 0)
     reported = []
@@ -119,7 +116,7 @@ def take_report(
         try:
             call = ToolCall(call_id=entry.call_id, tool=entry.tool, arguments=entry.arguments)
             digest = signed_decisions.call_sha256(call)
-            if checked and digest is None:
+            if digest is None:
                 return f"call {entry.call_id[:200]!r}: its arguments are not a JSON object"
             if entry.arguments_sha256 not in (None, digest):
                 return f"call {entry.call_id[:200]!r}: its arguments_sha256 is not its arguments'"

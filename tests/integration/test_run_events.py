@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 from durable_agents.client import AgentClientError
-from durable_agents.workflows import contract, event_stream, patches
+from durable_agents.workflows import contract, event_stream
 from durable_agents.workflows.event_models import RUN_EVENT
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
@@ -113,14 +113,11 @@ async def test_seq_stays_monotonic_across_continue_as_new(worker, model_server):
     assert seen[-1]["status"] == "completed" and seen[-1]["turn"] == 4
     # Read once after the end (the last workflow run's log carries the earlier ones).
     assert await collect(agents.events(handle.id, follow=False)) == seen
-    # Each workflow run of the chain asks its patches once, when it starts: its level's
-    # marker and those of the patches added since, in its first task.
+    # No workflow run of the chain writes a patch marker: none is owed before 1.0.
     for run_id in (handle.first_execution_run_id, None):
         run = worker.client.get_workflow_handle(handle.id, run_id=run_id)
         events = json.loads((await run.fetch_history()).to_json())["events"]
-        markers = patch_markers(events)
-        assert [p for p, _ in markers] == patches.written_at_start()
-        assert len({task for _, task in markers}) == 1
+        assert patch_markers(events) == []
 
 
 async def test_a_forged_publish_is_refused_and_adds_no_event(worker, model_server):

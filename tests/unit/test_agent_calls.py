@@ -59,15 +59,13 @@ def test_a_call_without_exactly_an_input_is_answered_not_run():
         assert isinstance(made, str) and '{"input": "<the task, in full>"}' in made
 
 
-def test_nesting_fan_out_and_budgets_are_refused():
+def test_nesting_and_fan_out_are_refused():
     made = [f"c{n}" for n in range(10)]
     assert agent_calls.refusal(state_of(), call("c1"), made) is None
     deep = state_of(depth=agent_calls.MAX_DEPTH)
     assert "nest at most 4 deep" in (agent_calls.refusal(deep, call("c1"), made) or "")
     ninth = agent_calls.refusal(state_of(), call("c8"), made)
     assert "at most 8 times" in (ninth or "")
-    budgeted = state_of(token_budget=1_000)  # runs before the patch `tree-budgets`
-    assert "token or cost budget" in (agent_calls.refusal(budgeted, call("c1"), made) or "")
 
 
 def test_a_token_budget_is_shared_between_the_replys_children_and_counts_what_they_used():
@@ -75,7 +73,7 @@ def test_a_token_budget_is_shared_between_the_replys_children_and_counts_what_th
 
     budgeted = state_of(token_budget=1_000, usage=Usage(total_tokens=100))
     made = ["c1", "c2", "c3"]
-    assert agent_calls.refusal(budgeted, call("c1"), made, shared_budget=True) is None
+    assert agent_calls.refusal(budgeted, call("c1"), made) is None
     assert agent_calls.budget_share(budgeted, made) == 300
     made_ten = [f"c{n}" for n in range(10)]
     assert agent_calls.budget_share(budgeted, made_ten) == 900 // 8  # only 8 run
@@ -84,10 +82,10 @@ def test_a_token_budget_is_shared_between_the_replys_children_and_counts_what_th
     assert budgeted.sub_run_usage == Usage(total_tokens=550)  # no cost: another currency
     assert agent_calls.budget_share(budgeted, made) == (1_000 - 650) // 3
     agent_calls.count_spent(budgeted, Usage(total_tokens=400), 100)  # it overspent: counted
-    spent = agent_calls.refusal(budgeted, call("c1"), made, shared_budget=True)
+    spent = agent_calls.refusal(budgeted, call("c1"), made)
     assert spent == "this run's token budget is spent"
     priced = state_of(cost_budget=5.0)
-    why = agent_calls.refusal(priced, call("c1"), made, shared_budget=True) or ""
+    why = agent_calls.refusal(priced, call("c1"), made) or ""
     assert "cost budget" in why and "another currency" in why
 
 

@@ -494,7 +494,6 @@ def test_a_name_with_a_line_break_after_it_is_not_a_whole_name():
     listed = [{"name": "delete\n", "inputSchema": {"type": "object"}}]
     with pytest.raises(ValueError, match="which a model cannot be given"):
         tool_specs(server, listed)
-    assert [t.name for t in tool_specs(server, listed, whole_names=False)] == ["delete\n"]
 
 
 def _run_of(agent: AgentSpec) -> RunState:
@@ -537,15 +536,6 @@ def test_a_handoff_back_keeps_what_the_agents_mcp_tools_asked_when_it_left():
         .needs_approval
         is False
     )
-
-
-def test_runs_before_guarded_returns_find_a_bad_name_before_the_count_as_they_did():
-    spec = AgentSpec(name="a", instructions="", model="m", mcp_servers=[MCPServer(name="s")])
-    listed = [{"name": "bad name"}, *({"name": f"t{i}"} for i in range(200))]
-    with pytest.raises(ValueError, match="has a tool named 'bad name'"):
-        with_mcp_tools(spec, {"s": listed}, whole_names=False)
-    with pytest.raises(ValueError, match="would have 201 tools"):
-        with_mcp_tools(spec, {"s": listed})
 
 
 def test_a_forged_empty_name_in_what_an_agent_left_is_refused_with_the_snapshot():

@@ -104,7 +104,7 @@ def test_a_report_from_a_run_it_does_not_wait_on_or_with_odd_entries_changes_not
     ["not json", "[1, 2]", '{"a": NaN}', "[" * 50_000 + "]" * 50_000],
     ids=["text", "array", "nan", "nested-past-the-stack"],
 )
-def test_a_checked_run_refuses_a_reported_call_whose_arguments_are_no_json_object(arguments):
+def test_a_reported_call_whose_arguments_are_no_json_object_is_refused(arguments):
     # Anyone may signal a report in a child's name: a run reports only calls that can
     # wait for a decision, and those have a JSON object for arguments.
     state = lead_state()
@@ -112,20 +112,26 @@ def test_a_checked_run_refuses_a_reported_call_whose_arguments_are_no_json_objec
     before = state.model_copy(deep=True)
     odd = item("x1", "L/c1").model_copy(update={"arguments": arguments})
     report = SubRunReport(run_id="L/c1", pending=[odd])
-    why = tree_approvals.take_report(state, report, {"L/c1"}, checked=True)
+    why = tree_approvals.take_report(state, report, {"L/c1"})
     assert why == "call 'x1': its arguments are not a JSON object" and state == before
-    assert tree_approvals.take_report(state, report, {"L/c1"}) is None  # runs before it
 
 
-def test_a_checked_run_refuses_a_report_over_the_bounds_a_run_reports_within():
+def test_a_report_over_the_bounds_a_run_reports_within_is_refused():
     state = lead_state()
     big = item("b1", "L/c1").model_copy(update={"arguments": json.dumps({"to": "x" * 200_000})})
     over = SubRunReport(run_id="L/c1", pending=[big, big.model_copy(update={"call_id": "b2"})])
-    why = tree_approvals.take_report(state, over, {"L/c1"}, checked=True)
+    why = tree_approvals.take_report(state, over, {"L/c1"})
     assert why == "its calls carry 400020 characters of arguments, over 256000"
     assert state.sub_approvals == []
     within = SubRunReport(run_id="L/c1", pending=[big])
-    assert tree_approvals.take_report(state, within, {"L/c1"}, checked=True) is None
+    assert (
+        tree_approvals.take_report(
+            state,
+            within,
+            {"L/c1"},
+        )
+        is None
+    )
 
 
 def test_what_a_caller_shows_of_a_call_below_is_digested_from_its_arguments():
@@ -139,10 +145,11 @@ def test_a_report_is_bounded_in_calls_argument_characters_and_answers():
     spec = mailer.spec()
     state = loop.new_state(spec, AgentInput(agent="mailer", input="go"), run_id="L/c1", now=NOW)
     big = item("b1", "L/c1/x").model_copy(update={"arguments": json.dumps({"to": "x" * 200_000})})
-    reported(state, "L/c1/x", big, big.model_copy(update={"call_id": "b2"}), item("s", "L/c1/x"))
+    reported(state, "L/c1/x", big, item("s", "L/c1/x"))
+    reported(state, "L/c1/y", big.model_copy(update={"call_id": "b2", "run_id": "L/c1/y"}))
     answers = [tree_approvals.refused(f"r{n}", "no") for n in range(60)]
     sent = tree_approvals.report(state, answers)
-    assert [p.call_id for p in sent.pending] == ["b1"]  # the rest show on the run itself
+    assert [p.call_id for p in sent.pending] == ["b1", "s"]  # b2 shows on the run itself
     assert len(sent.answers) == tree_approvals.ANSWERS_PER_REPORT
     cut = tree_approvals.refused("r", "why " * 2_000).refused or ""
     assert len(cut) == tree_approvals.MAX_ANSWER_CHARS and cut.endswith("…")
