@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from durable_agents.client import render, render_events, store_schedule
+from durable_agents.client import cost, render, render_events, store_schedule
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, RunFailed
 from durable_agents.client.operations import LIST_LIMIT, WATCH_INTERVAL, RunSummary, WatchEvent
@@ -109,6 +109,13 @@ async def _follow(
             out.write(render.watch_line(event) + "\n")
         out.flush()
     raise AssertionError("watch ended without a final event")  # pragma: no cover
+
+
+async def cost_of(args: argparse.Namespace, agents: AgentClient) -> str:
+    """`agentctl cost RUN_ID [--json]`."""
+    with agents.translating(args.run_id):
+        found = await cost.run_cost(agents.client, args.run_id)
+    return found.model_dump_json(indent=2) if args.json else cost.render(found)
 
 
 async def tree(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -379,6 +386,10 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     found.add_argument(
         "--limit", type=_positive_int, default=LIST_LIMIT, metavar="N", help="at most N runs"
     )
+    priced = command(
+        "cost", cost_of, "a run's billable Temporal actions by kind, and its history bytes"
+    )
+    priced.add_argument("run_id", metavar="RUN_ID")
     shown = command("tree", tree, "a run and its sub-runs (agents it called as tools), and theirs")
     shown.add_argument("run_id", metavar="RUN_ID")
     follow = command(

@@ -257,15 +257,13 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
         keys = self.keys
 
         def take(value: Any) -> Any:
-            replayed = workflow.unsafe.is_replaying_history_events()
-            wrapped = isinstance(value, dict) and gate.RESULT_FIELD in value
-            if not wrapped and not replayed:
+            if not (isinstance(value, dict) and gate.RESULT_FIELD in value):
                 raise GateRefused(
                     f"the result of {input.activity} was not sent by an activity of this "
                     "deployment's workers (completed from outside?): not taken"
                 )
-            result = value[gate.RESULT_FIELD] if wrapped else value
-            if not replayed:
+            result = value[gate.RESULT_FIELD]
+            if not workflow.unsafe.is_replaying_history_events():
                 if keys is None:
                     raise GateRefused("this worker has no gate keys to check activity results")
                 fields = _result_fields(call, gate.digest([result]))
