@@ -616,6 +616,9 @@ class AgentClient:
                 id=workflow_id,
                 task_queue=queue,
                 static_summary=details.static_summary(agent_input.agent, summary),
+                search_attributes=sa.at_start(agent_input.agent)
+                if "resume_from" not in arg
+                else None,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE
                 if new_id_only
                 else WorkflowIDReusePolicy.ALLOW_DUPLICATE,

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         raw_payloads,
         resume_trust,
         run_events,
+        search_attributes,
         signed_start,
         snapshot_input,
         snapshot_signature,
@@ -128,11 +129,11 @@ class AgentWorkflow:
         self._unstarted: tuple[RunStatus, str] | None = None
         """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
-        self._published: visibility.Published | None = None
+        self._published: visibility.Published | None = visibility.set_at_start()
         self._turn_call = False
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
         self._stream: event_stream.RunStream | None = None
-        """The run's events (`workflows.event_stream`), for runs since the patch."""
+        """The run's events (`workflows.event_stream`)."""
         self._children: set[str] = set()
         """The child runs (agents called as tools) this run waits on now."""
         self._shares: dict[str, int] = {}
@@ -667,6 +668,9 @@ class AgentWorkflow:
                 task_queue=workflow.info().task_queue,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 static_summary=details.static_summary(agent, task.input or "(resumed)"),
+                search_attributes=search_attributes.at_start(agent)
+                if task.resume_from is None
+                else None,
             )
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")

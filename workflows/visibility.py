@@ -20,6 +20,23 @@ Published = Values
 """The values last set."""
 
 
+def set_at_start() -> Published | None:
+    """The values the run's start set (`search_attributes.at_start`), or None: a run
+    started with them upserts only once they change."""
+    given = workflow.info().typed_search_attributes
+    found = (
+        given.get(sa.AGENT_NAME),
+        given.get(sa.AGENT_STATUS),
+        given.get(sa.AGENT_PENDING_APPROVALS),
+        given.get(sa.AGENT_TURN),
+        given.get(sa.AGENT_TOTAL_TOKENS),
+    )
+    if any(v is None for v in found):
+        return None
+    name, status, pending, turn, tokens = found
+    return str(name), str(status), int(pending or 0), int(turn or 0), int(tokens or 0), 0.0
+
+
 def _values(state: RunState) -> Values:
     pending = tree_approvals.pending_count(state)  # with those of runs below it
     status = tree_approvals.shown_status(state).value

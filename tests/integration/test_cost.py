@@ -4,9 +4,11 @@ the real dev server (the counts a Temporal Cloud bill would show for it)."""
 from __future__ import annotations
 
 from durable_agents.workflows import contract
+from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import DecisionSignal
 from durable_agents.workflows.state import RunStatus
 
+from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.runs import start, wait_for_status
@@ -68,3 +70,25 @@ async def test_the_cost_of_a_run_that_does_not_exist_is_one_error_line(worker):
     assert missing.code == 1
     [line] = error_lines(missing.stderr)
     assert "no-such-run" in line and "\x1b" not in line  # escaped, not run by the terminal
+
+
+async def test_a_run_our_client_starts_costs_the_floor_plus_two(worker, model_server):
+    """Started by `AgentClient` (agentctl and the gateway too), a run's search attributes
+    come with its start (free), so N tool turns cost the hand-written loop's 1 + 2N + 1
+    actions plus `describe_agent` and the one upsert that says it ended."""
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)),
+        Reply(tool_calls=(Call("add", {"a": 3, "b": 4}, "a2"),)),
+        Reply(content="10"),
+    )
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    run = await agents.start("assistant", "add up")
+    await agents.result(run.id)
+    found = (await bound_to(worker)("cost", run.id, "--json")).json()
+    assert isinstance(found, dict)
+    floor = 1 + 2 * 2 + 1  # start, two tools, three model calls
+    assert found["actions_total"] == floor + 2
+    assert found["actions_by_kind"]["search_attribute_upserts"] == 1
+    described = await worker.client.get_workflow_handle(run.id).describe()
+    shown = described.typed_search_attributes
+    assert (shown.get(sa.AGENT_STATUS), shown.get(sa.AGENT_TURN)) == ("completed", 3)
