@@ -3,6 +3,7 @@ the real dev server (the counts a Temporal Cloud bill would show for it)."""
 
 from __future__ import annotations
 
+import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import DecisionSignal
@@ -72,23 +73,23 @@ async def test_the_cost_of_a_run_that_does_not_exist_is_one_error_line(worker):
     assert "no-such-run" in line and "\x1b" not in line  # escaped, not run by the terminal
 
 
-async def test_a_run_our_client_starts_costs_the_floor_plus_two(worker, model_server):
+@pytest.mark.parametrize("turns", [2, 10])
+async def test_a_run_our_client_starts_costs_the_floor_plus_two(worker, model_server, turns):
     """Started by `AgentClient` (agentctl and the gateway too), a run's search attributes
     come with its start (free), so N tool turns cost the hand-written loop's 1 + 2N + 1
-    actions plus `describe_agent` and the one upsert that says it ended."""
+    actions plus `describe_agent` and the one upsert that says it ended, whatever N."""
     model_server.script(
-        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)),
-        Reply(tool_calls=(Call("add", {"a": 3, "b": 4}, "a2"),)),
-        Reply(content="10"),
+        *(Reply(tool_calls=(Call("add", {"a": n, "b": 1}, f"a{n}"),)) for n in range(turns)),
+        Reply(content="done"),
     )
     agents = AgentClient(worker.client, task_queue=worker.task_queue)
-    run = await agents.start("assistant", "add up")
+    run = await agents.start("marathon", "add up")
     await agents.result(run.id)
     found = (await bound_to(worker)("cost", run.id, "--json")).json()
     assert isinstance(found, dict)
-    floor = 1 + 2 * 2 + 1  # start, two tools, three model calls
+    floor = 1 + 2 * turns + 1  # the start, N tools, N + 1 model calls
     assert found["actions_total"] == floor + 2
     assert found["actions_by_kind"]["search_attribute_upserts"] == 1
     described = await worker.client.get_workflow_handle(run.id).describe()
     shown = described.typed_search_attributes
-    assert (shown.get(sa.AGENT_STATUS), shown.get(sa.AGENT_TURN)) == ("completed", 3)
+    assert (shown.get(sa.AGENT_STATUS), shown.get(sa.AGENT_TURN)) == ("completed", turns + 1)
