@@ -21,7 +21,6 @@ scheduled with it can still be running or retried (its longest schedule-to-close
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import hashlib
 import hmac
@@ -36,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from durable_agents.dataplane.codec import CodecConfigError, key_entries
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
 
 ENV = "AGENT_GATE_KEYS"
@@ -79,22 +79,12 @@ class GateKeys:
 
     @classmethod
     def parse(cls, text: str, *, source: str = ENV) -> GateKeys:
-        """Keys from `KEY_ID:BASE64` entries (commas or lines; `#` comments); the first
-        tags."""
-        keys: dict[str, bytes] = {}
-        entries = (e.strip() for line in text.splitlines() for e in line.split("#")[0].split(","))
-        for entry in filter(None, entries):
-            key_id, sep, encoded = (part.strip() for part in entry.partition(":"))
-            if not sep or not key_id or not encoded:
-                raise GateConfigError(f"{source}: each entry must be KEY_ID:BASE64_KEY")
-            if key_id in keys:
-                raise GateConfigError(f"{source}: gate key {key_id!r} is given twice")
-            try:
-                keys[key_id] = base64.b64decode(encoded + "=" * (-len(encoded) % 4), altchars=b"-_")
-            except (binascii.Error, ValueError):
-                raise GateConfigError(f"{source}: gate key {key_id!r} is not base64") from None
-        if not keys:
-            raise GateConfigError(f"{source} holds no keys")
+        """Keys from `KEY_ID:BASE64` entries (commas or lines; `#` comments), as the codec's
+        keys are written; the first tags."""
+        try:
+            keys = key_entries(text, source=source, what="gate key")
+        except CodecConfigError as err:
+            raise GateConfigError(err.message) from None
         return cls(keys=keys, current=next(iter(keys)))
 
     @classmethod
@@ -185,7 +175,7 @@ def check(keys: GateKeys, given: object, fields: Sequence[str]) -> str | None:
 
 def new_key_entry(key_id: str) -> str:
     """A fresh `KEY_ID:BASE64` entry for AGENT_GATE_KEYS."""
-    entry = f"{key_id}:{base64.urlsafe_b64encode(secrets.token_bytes(KEY_BYTES)).decode()}"
+    entry = f"{key_id}:{base64.b64encode(secrets.token_bytes(KEY_BYTES)).decode()}"
     GateKeys.parse(entry)  # validates the id
     return entry
 

@@ -148,22 +148,7 @@ class CodecKeys:
     @classmethod
     def parse(cls, text: str, *, primary: str | None = None, source: str = KEYS_ENV) -> CodecKeys:
         """Keys from `kid:BASE64` entries separated by commas or newlines (`#` comments)."""
-        keys: dict[str, bytes] = {}
-        entries = (e.strip() for line in text.splitlines() for e in line.split("#")[0].split(","))
-        for entry in filter(None, entries):
-            key_id, sep, encoded = (part.strip() for part in entry.partition(":"))
-            if not sep or not key_id or not encoded:
-                raise CodecConfigError(f"{source}: each entry must be KEY_ID:BASE64_KEY")
-            if key_id in keys:
-                raise CodecConfigError(f"{source}: codec key {key_id!r} is given twice")
-            try:
-                keys[key_id] = base64.b64decode(encoded, validate=True)
-            except binascii.Error:
-                raise CodecConfigError(
-                    f"{source}: codec key {key_id!r} is not valid base64"
-                ) from None
-        if not keys:
-            raise CodecConfigError(f"{source} holds no keys")
+        keys = key_entries(text, source=source, what="codec key")
         if primary is None:
             if len(keys) > 1:
                 raise CodecConfigError(
@@ -437,6 +422,26 @@ def data_converter(
     if storage is None:
         return converter
     return dataclasses.replace(converter, external_storage=storage)
+
+
+def key_entries(text: str, *, source: str, what: str) -> dict[str, bytes]:
+    """`KEY_ID:BASE64` entries separated by commas or newlines (`#` comments), in order;
+    `what` names a key in errors. Raises CodecConfigError."""
+    keys: dict[str, bytes] = {}
+    entries = (e.strip() for line in text.splitlines() for e in line.split("#")[0].split(","))
+    for entry in filter(None, entries):
+        key_id, sep, encoded = (part.strip() for part in entry.partition(":"))
+        if not sep or not key_id or not encoded:
+            raise CodecConfigError(f"{source}: each entry must be KEY_ID:BASE64_KEY")
+        if key_id in keys:
+            raise CodecConfigError(f"{source}: {what} {key_id!r} is given twice")
+        try:
+            keys[key_id] = base64.b64decode(encoded, validate=True)
+        except binascii.Error:
+            raise CodecConfigError(f"{source}: {what} {key_id!r} is not valid base64") from None
+    if not keys:
+        raise CodecConfigError(f"{source} holds no keys")
+    return keys
 
 
 def new_key_entry(key_id: str) -> str:
