@@ -1,6 +1,6 @@
 """Agents that hand runs over to each other (tests/integration/test_handoffs.py, the
-recorded history `handoff_v32`) and call each other as tools
-(tests/integration/test_agent_tools.py, `agent_tools_v33`)."""
+recorded history `handoff`) and call each other as tools
+(tests/integration/test_agent_tools.py)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ LOOKUP_AND_MAIL = Reply(
 
 SCENARIOS = {
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
-    "local_tool_v45": (
+    "local_tool": (
         "quick",
         False,
         [Reply(tool_calls=(Call("lookup", {"key": "A12"}, "l1"),)), Reply("delivered")],
@@ -90,7 +90,7 @@ SCENARIOS = {
     ),
     # v32: handoffs (schema 1.21): triage hands the run over to billing (a reason with
     # it), whose refund waits for an approval; billing continues as new after its turn.
-    "handoff_v32": (
+    "handoff": (
         "triage",
         False,
         [
@@ -102,7 +102,7 @@ SCENARIOS = {
     ),
     # v29: token streaming (schema 1.19): a streamed tool call and a streamed answer whose
     # first attempt breaks off (its deltas, then `model_retry` and the second attempt's).
-    "streaming_v29": (
+    "streaming": (
         "streamer",
         False,
         [
@@ -115,7 +115,7 @@ SCENARIOS = {
     # v28: run events (run-events): a follower polls the run's event stream while it
     # runs, continues as new (the log carried over) and waits for an approval; a forged
     # stream publish is refused.
-    "run_events_v28": (
+    "run_events": (
         "concierge",
         False,
         [
@@ -131,7 +131,7 @@ SCENARIOS = {
     ),
     # v27: a run with webhooks (schema 1.18): approval requested, decided, run finished,
     # each a delivery workflow started by the run, and their reports.
-    "webhooks_v27": (
+    "webhooks": (
         "assistant",
         False,
         [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("sent")],
@@ -139,7 +139,7 @@ SCENARIOS = {
     ),
     # v23: an agent with MCP tools (mcp-tools): listed at start; the read-only one runs,
     # the destructive one waits for approval and runs once approved.
-    "mcp_tools_v23": (
+    "mcp_tools": (
         "helpdesk",
         False,
         [
@@ -186,7 +186,7 @@ SCENARIOS = {
     ),
     # v7: a run cancelled while its model call is in flight ends cancelled
     # (cancel-during-model-call).
-    "cancel_during_model_call_v7": (
+    "cancel_during_model_call": (
         "assistant",
         False,
         [Reply(content="too late", delay_seconds=3)],
@@ -194,7 +194,7 @@ SCENARIOS = {
     ),
     # v12: structured output (structured-output): a final reply that is not a valid
     # RefundDecision goes back to the model with the error, the next one is the output.
-    "structured_output_v12": (
+    "structured_output": (
         "decider",
         False,
         [
@@ -203,7 +203,7 @@ SCENARIOS = {
         ],
         [],
     ),
-    "guardrail_tripped_v14": (
+    "guardrail_tripped": (
         "guarded",
         False,
         [Reply(content='{"approve": true, "amount": 5000, "reason": null}')],
@@ -211,7 +211,7 @@ SCENARIOS = {
     ),
     # v19: pause and resume (pause-resume): paused while a call awaits approval, the
     # approval arrives while paused (recorded, not acted on), resumed: the tool runs.
-    "pause_resume_v19": (
+    "pause_resume": (
         "assistant",
         False,
         [Reply(tool_calls=(Call("send_email", {"to": "a", "body": "b"}, "c1"),)), Reply("ok")],
@@ -223,7 +223,7 @@ SCENARIOS = {
     ),
     # v2: both workflow runs of a session that continues as new with an approval
     # pending (decided in the second run).
-    "continue_as_new_pending_approval_v2": (
+    "continue_as_new": (
         "concierge",
         True,
         [
@@ -355,18 +355,12 @@ async def record(
         await _act(handle, actions)
         if follower is not None:
             await asyncio.wait_for(follower, timeout=30)
-        if name.endswith("_v1"):  # v1 files hold the first run only
-            first = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
-            path = HISTORIES / f"{name}.json"
-            path.write_text((await first.fetch_history()).to_json())
-            print(f"recorded {path}")
-        else:
-            await _save(client, name, handle)
+        await _save(client, name, handle)
         if name.startswith("webhooks"):  # and the first delivery's own workflow
             first = (await get_state(handle)).webhook_deliveries[0]
             child = client.get_workflow_handle(f"{first.webhook_id}_{first.endpoint}")
             await child.result()
-            path = HISTORIES / f"webhook_delivery_{name.split('_')[-1]}.json"
+            path = HISTORIES / "webhook_delivery.json"
             if path.exists():
                 sys.exit(f"{path} exists: recorded histories are never overwritten")
             path.write_text((await child.fetch_history()).to_json())
@@ -503,21 +497,21 @@ def _recorded(name: str) -> bool:
 
 KEPT = (
     "approvals",  # approve, reject, always
-    "continue_as_new_pending_approval_v2",  # continue-as-new with a call waiting
-    "handoff_v32",
-    "pause_resume_v19",
-    "mcp_tools_v23",
-    "webhooks_v27",  # and its first delivery's own workflow
-    "run_events_v28",
-    "guardrail_tripped_v14",
-    "structured_output_v12",  # a reply that does not match, sent back, then one that does
-    "streaming_v29",
-    "cancel_during_model_call_v7",
-    "local_tool_v45",
+    "continue_as_new",  # continue-as-new with a call waiting
+    "handoff",
+    "pause_resume",
+    "mcp_tools",
+    "webhooks",  # and its first delivery's own workflow
+    "run_events",
+    "guardrail_tripped",
+    "structured_output",  # a reply that does not match, sent back, then one that does
+    "streaming",
+    "cancel_during_model_call",
+    "local_tool",
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
-approval below (`tree_approvals_v34`), the query race around a local tool
-(`query_race_v53`) and a signed start with signed decisions (`execution_bound_v11`)."""
+approval below (`tree_approvals`), the query race around a local tool
+(`query_race`) and a signed start with signed decisions (`signed_start`)."""
 
 
 async def main() -> None:
@@ -532,12 +526,12 @@ async def main() -> None:
             agent, session, script, actions = SCENARIOS[name]
             if not _recorded(name):
                 await record(env.client, name, agent, session, script, actions)
-        if not _recorded("tree_approvals_v34"):
-            await record_tree(env.client, "tree_approvals_v34")
-        if not _recorded("query_race_v53"):
-            await record_query_race(env.client, "query_race_v53")
-        if not _recorded("execution_bound_v11"):
-            await record_signed_start(env.client, "execution_bound_v11")
+        if not _recorded("tree_approvals"):
+            await record_tree(env.client, "tree_approvals")
+        if not _recorded("query_race"):
+            await record_query_race(env.client, "query_race")
+        if not _recorded("signed_start"):
+            await record_signed_start(env.client, "signed_start")
     finally:
         await env.shutdown()
 

@@ -42,7 +42,7 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path):
 def test_the_query_race_history_holds_the_race():
     """Its replay covers the case only if the local tool's result reached the run a
     task after its marker (the task completed early to answer a query)."""
-    events = json.loads((RECORDED / "query_race_v53.json").read_text())["events"]
+    events = json.loads((RECORDED / "query_race.json").read_text())["events"]
     assert after_local_tool(events) == RESULT_IN_NEXT_TASK
 
 
