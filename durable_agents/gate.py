@@ -44,6 +44,8 @@ HEADER = "durable-agents-gate"
 RESULT_FIELD = "gated_result"
 """An activity's result as sent: `{"gated_result": <result>, "gate": <tag>}`."""
 TAG_FIELD = "gate"
+FAILURE_TAG_FIELD = "gate_failure"
+"""The last detail of an activity's failure: `{"gate_failure": <tag>}`."""
 REFUSED = "ActivityRefused"
 """The type of the non-retryable error an execution without a valid tag fails with."""
 KEY_BYTES = 32

@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 from pydantic_core import to_json
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import Payload
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ApplicationErrorCategory
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -141,9 +141,12 @@ class _ActivityInbound(ActivityInboundInterceptor):
         if not info.workflow_id and answers_anyone(info.activity_type):
             return await self.next.execute_activity(input)  # a client's question
         call = self._admitted(info, input)
-        result = await self.next.execute_activity(input)
-        sent = json.loads(to_json(result))  # what the payload converter would send
         assert self.keys is not None  # _admitted refuses without keys
+        try:
+            result = await self.next.execute_activity(input)
+        except Exception as err:  # not a cancel: that is BaseException's
+            raise _tagged_failure(self.keys, call, err) from err
+        sent = json.loads(to_json(result))  # what the payload converter would send
         mac = gate.tag(self.keys, _result_fields(call, gate.digest([sent])))
         return {gate.RESULT_FIELD: sent, gate.TAG_FIELD: mac}
 
@@ -166,6 +169,32 @@ class _ActivityInbound(ActivityInboundInterceptor):
         if problem is not None:
             _refuse(info.activity_type, problem)
         return call
+
+
+def _failure_fields(call: list[str], message: str, kind: str, final: bool) -> list[str]:
+    return ["failure", *call[1:], gate.digest([message, kind, final])]
+
+
+def _tagged_failure(keys: GateKeys, call: list[str], err: Exception) -> ApplicationError:
+    """`err` as the ApplicationError the SDK would send (same message, type, retry
+    behaviour and details), with the workers' tag over it as its last detail: a run
+    takes an activity's failure, which its model may read, only from our activities."""
+    if isinstance(err, ApplicationError):
+        message, kind, final = err.message, err.type or "", err.non_retryable
+        details, delay, category = list(err.details), err.next_retry_delay, err.category
+    else:
+        message, kind, final = str(err), type(err).__name__, False
+        details, delay, category = [], None, ApplicationErrorCategory.UNSPECIFIED
+    mac = gate.tag(keys, _failure_fields(call, message, kind, final))
+    return ApplicationError(
+        message,
+        *details,
+        {gate.FAILURE_TAG_FIELD: mac},
+        type=kind,
+        non_retryable=final,
+        next_retry_delay=delay,
+        category=category,
+    )
 
 
 def _refuse(activity_type: str, why: str) -> NoReturn:
@@ -229,14 +258,14 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
     def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
         if not gated(input.activity):
             return self.next.start_activity(input)
-        take = self._tagged(input)
-        return _Checked(self.next.start_activity(input), take)
+        take, check_failure = self._tagged(input)
+        return _Checked(self.next.start_activity(input), take, check_failure)
 
     def start_local_activity(self, input: StartLocalActivityInput) -> workflow.ActivityHandle[Any]:
         if not gated(input.activity):
             return self.next.start_local_activity(input)
-        take = self._tagged(input)
-        return _Checked(self.next.start_local_activity(input), take)
+        take, check_failure = self._tagged(input)
+        return _Checked(self.next.start_local_activity(input), take, check_failure)
 
     async def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
         if self.keys is not None:
@@ -247,9 +276,11 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
             input.headers = {**input.headers, gate.HEADER: _header(gate.tag(self.keys, fields))}
         return await self.next.start_child_workflow(input)
 
-    def _tagged(self, input: StartActivityInput | StartLocalActivityInput) -> Callable[[Any], Any]:
+    def _tagged(
+        self, input: StartActivityInput | StartLocalActivityInput
+    ) -> tuple[Callable[[Any], Any], Callable[[ActivityError], None]]:
         """Tags `input` (its header), has its result come raw, and returns how the
-        result is taken."""
+        result is taken and how a failure is checked."""
         info = workflow.info()
         call = _call_fields(
             info.namespace, info.workflow_id, info.run_id, input.activity, gate.digest(input.args)
@@ -279,20 +310,65 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
             payload = Payload(metadata=_JSON, data=json.dumps(result).encode())
             return workflow.payload_converter().from_payload(payload, ret_type)
 
-        return take
+        def check_failure(err: ActivityError) -> None:
+            """An application failure is taken (without the tag: what the run's code
+            reads is what the activity raised) only when it carries a valid tag; any
+            other is replaced with a refusal. Timeouts and cancels come from the server."""
+            cause = err.cause
+            if keys is None or not isinstance(cause, ApplicationError):
+                return
+            details = list(cause.details)
+            given = details[-1] if details and isinstance(details[-1], dict) else {}
+            tag = given.get(gate.FAILURE_TAG_FIELD) if len(given) == 1 else None
+            fields = _failure_fields(call, cause.message, cause.type or "", cause.non_retryable)
+            taken: ApplicationError
+            if tag is not None and gate.check(keys, tag, fields) is None:
+                taken = ApplicationError(
+                    cause.message,
+                    *details[:-1],
+                    type=cause.type,
+                    non_retryable=cause.non_retryable,
+                    next_retry_delay=cause.next_retry_delay,
+                    category=cause.category,
+                )
+                taken.__cause__ = cause.__cause__
+            else:
+                taken = ApplicationError(
+                    f"{input.activity} failed, but its failure was not sent by an activity "
+                    "of this deployment's workers: what it said is not taken",
+                    type=gate.REFUSED,
+                    non_retryable=True,
+                )
+            err.__cause__ = taken
+
+        return take, check_failure
 
 
 class _Checked(workflow.ActivityHandle[Any]):
     """An activity's handle whose result is taken through the gate; cancelling it
     cancels the activity as the SDK's handle does."""
 
-    def __init__(self, inner: workflow.ActivityHandle[Any], take: Callable[[Any], Any]) -> None:
+    def __init__(
+        self,
+        inner: workflow.ActivityHandle[Any],
+        take: Callable[[Any], Any],
+        check_failure: Callable[[ActivityError], None],
+    ) -> None:
         self._inner = inner
-        super().__init__(self._taken(inner, take))
+        super().__init__(self._taken(inner, take, check_failure))
 
     @staticmethod
-    async def _taken(inner: workflow.ActivityHandle[Any], take: Callable[[Any], Any]) -> Any:
-        return take(await inner)
+    async def _taken(
+        inner: workflow.ActivityHandle[Any],
+        take: Callable[[Any], Any],
+        check_failure: Callable[[ActivityError], None],
+    ) -> Any:
+        try:
+            value = await inner
+        except ActivityError as err:
+            check_failure(err)
+            raise
+        return take(value)
 
     def cancel(self, msg: Any | None = None) -> bool:
         if not self._inner.done():
