@@ -273,8 +273,7 @@ def _liveness(
     heartbeat_seconds: float | None, retry: RetrySpec, *, wait_for_cancel: bool = False
 ) -> dict[str, Any]:
     """Heartbeat timeout, retry time budget and cancellation of an activity call,
-    as the spec says (runs started since the patch; a spec older than schema 1.2
-    has none of them, so its calls are scheduled as they always were).
+    as the spec says (a spec without them schedules its calls without them).
 
     `wait_for_cancel`: a cancelled run waits until the activity has stopped (it
     hears of the cancel at its next heartbeat), so that `cancelled` is true when
@@ -295,7 +294,7 @@ def _liveness(
 def _reraise_cancel(err: ActivityError) -> None:
     """The run was cancelled while the activity ran: the SDK reports that as the
     activity's failure; raise it as the cancellation it is, so the run ends
-    `cancelled` rather than `failed` (runs started since the patch)."""
+    `cancelled` rather than `failed`."""
     if isinstance(err.cause, CancelledError):
         raise asyncio.CancelledError() from err
 

@@ -415,7 +415,7 @@ class AgentWorkflow:
             self._emit(state, step_events.turn_started(state))
 
     def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
-        """Publish `events` on the run's event stream, numbered (runs since the patch)."""
+        """Publish `events` on the run's event stream, numbered."""
         if self._stream is None:
             return
         for event in events:
@@ -463,7 +463,7 @@ class AgentWorkflow:
         # same webhook-id), once; the run's state says so.
         taken = await self._start_deliveries(state, jobs)
         retried = [(job, f"{wid}_{workflow.uuid4().hex[:12]}") for job, wid in taken]
-        for (job, wid), _ in zip(retried, taken, strict=True):
+        for job, wid in retried:
             note = f"{run_events.ID_TAKEN}: started as {wid}"
             run_events.record_sending(
                 state, job.endpoint, job.webhook_id, job.event, now=workflow.now(), note=note
@@ -969,7 +969,7 @@ class AgentWorkflow:
             return True
         if name not in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) or raw is None:
             return False
-        if not state.sub_approvals:  # nothing below waits (and runs before the patch)
+        if not state.sub_approvals:  # nothing below waits
             return False
         decoded = raw_payloads.decode(raw, DecisionSignal)
         if isinstance(decoded, str):

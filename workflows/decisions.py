@@ -322,7 +322,7 @@ def covers(state: RunState, rule: Decision, call: ToolCall, *, now: datetime) ->
     rule expires, still allowed by the tool's policy (`allow_always`, `approvers`, a
     signature where one is required, the limits), not revoked, and on the same
     arguments or, with `always_when`, on arguments meeting all of its conditions. A
-    rule recorded without a digest (before the patch) covers nothing new."""
+    rule without a digest (a snapshot may carry one) covers nothing new."""
     policy = state.agent.require_tool(call.tool).approval
     if rule.call_id in state.revoked_rules:
         return False
@@ -442,7 +442,7 @@ def decided(state: RunState) -> dict[str, Decision]:
 
 def approves(decision: Decision | None, call: ToolCall) -> bool:
     """Whether `decision` decides `call`: it names the call and, when it is bound to
-    arguments (since the patch `bound-decisions`), to this call's arguments (a second
+    arguments, to this call's arguments (a second
     call under the same id, from a forged snapshot, is not decided by it)."""
     if decision is None:
         return False
