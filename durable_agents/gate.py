@@ -13,8 +13,13 @@ activity's result only when it carries the worker's tag over the same and the re
 `AGENT_GATE_KEYS` (or `AGENT_GATE_KEYS_FILE`): `KEY_ID:BASE64` entries separated by
 commas or lines; the first tags, every one verifies. Every worker of a namespace
 (full workers and tools-only workers) holds the same list. To rotate: add the new key
-last on every worker, then move it first, and drop the old one once no activity
-scheduled with it can still be running or retried (its longest schedule-to-close).
+last on every worker, then move it first, and drop the old one once no run that used
+it is still open: a worker checks the tags in a run's history whenever it replays it
+(a run it must load again refuses results tagged with a key it no longer holds).
+
+A tag also says when the workflow task that made it began; an activity scheduled (or a
+delivery started) more than `gate_interceptor.SCHEDULE_WINDOW` seconds later is a copy
+of an earlier command and is refused.
 `python -m durable_agents.gate new-key KEY_ID` prints a fresh entry.
 """
 

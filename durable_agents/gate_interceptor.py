@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, NoReturn
 
 from pydantic_core import to_json
@@ -56,6 +57,8 @@ GATED = frozenset(
         contract.ACTIVITY_COLLECT_STORE_GARBAGE,
     }
 )
+AT_FIELD = "at"
+"""The header tag's field holding when its workflow task began (whole seconds)."""
 MCP_PREFIX = "temporalio.mcp."
 """`temporalio-mcp`'s activities: `temporalio.mcp.<server>.<operation>`."""
 ANSWERS_ANYONE = frozenset({contract.ACTIVITY_DESCRIBE_AGENT, contract.ACTIVITY_DELIVER_WEBHOOK})
@@ -66,6 +69,15 @@ only the worker's own test event (`WebhookActivities.deliver_webhook`)."""
 CHECKED_CHILDREN = frozenset({contract.WORKFLOW_WEBHOOK_DELIVERY})
 """Workflows that run only as a child started by our workflow code."""
 _JSON = {"encoding": b"json/plain"}
+SCHEDULE_WINDOW = 125
+"""Seconds within which the server must have scheduled an activity (or started a
+delivery) after the workflow task that asked for it began: the server's longest
+workflow task timeout (120 s) and a margin. A poller of our workflow task queue that
+copies an earlier command's header into a task of its own (the same run, so the tag's
+run and arguments match) is refused once this has passed; while it has not, only a
+copy of a command whose activity has already finished can be scheduled (the server
+refuses an activity id still pending), and a delivery never runs twice (its id may not
+be reused)."""
 
 
 def gated(activity_type: str) -> bool:
@@ -105,7 +117,12 @@ class GateInterceptor(Interceptor):
         return self._workflow_class
 
 
-def _header(tag: dict[str, str]) -> Payload:
+def _task_began() -> int:
+    """The whole second (server time) at which the current workflow task began."""
+    return int(workflow.now().timestamp())
+
+
+def _header(tag: dict[str, Any]) -> Payload:
     return Payload(metadata=_JSON, data=json.dumps(tag).encode())
 
 
@@ -120,9 +137,26 @@ def _header_tag(headers: Any) -> object:
 
 
 def _call_fields(
-    namespace: str, workflow_id: str, run_id: str, kind: str, digest: str
+    namespace: str, workflow_id: str, run_id: str, kind: str, digest: str, at: int
 ) -> list[str]:
-    return ["activity", namespace, workflow_id, run_id, kind, digest]
+    return ["activity", namespace, workflow_id, run_id, kind, digest, f"at={at}"]
+
+
+def _issued_at(tag: object) -> int | None:
+    """The whole second (server time) of the workflow task that made `tag`."""
+    at = tag.get(AT_FIELD) if isinstance(tag, dict) else None
+    return at if isinstance(at, int) and not isinstance(at, bool) else None
+
+
+def _late(at: int, scheduled: datetime) -> str | None:
+    """Why a command made at `at` cannot have been scheduled or started at `scheduled`."""
+    offset = scheduled.timestamp() - at
+    if 0 <= offset < SCHEDULE_WINDOW + 1:
+        return None
+    return (
+        f"it was scheduled {offset:.0f} s after the workflow task that asked for it began "
+        f"(at most {SCHEDULE_WINDOW} s): a copy of an earlier command"
+    )
 
 
 def _result_fields(call: list[str], result_digest: str) -> list[str]:
@@ -158,14 +192,21 @@ class _ActivityInbound(ActivityInboundInterceptor):
             )
         if self.keys is None:
             _refuse(info.activity_type, "this worker has no gate keys")
+        given = _header_tag(input.headers)
+        at = _issued_at(given)
+        if at is None:
+            _refuse(info.activity_type, "no gate tag")
         call = _call_fields(
             info.workflow_namespace or info.namespace,
             info.workflow_id,
             info.workflow_run_id,
             info.activity_type,
             gate.digest(input.args),
+            at,
         )
-        problem = gate.check(self.keys, _header_tag(input.headers), call)
+        problem = gate.check(self.keys, given, call)
+        if problem is None and not info.is_local:  # a local activity never leaves the worker
+            problem = _late(at, info.scheduled_time)
         if problem is not None:
             _refuse(info.activity_type, problem)
         return call
@@ -227,9 +268,16 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
 
 
 def _child_fields(
-    namespace: str, parent_id: str, parent_run: str, child_id: str, child_type: str, args: Any
+    namespace: str,
+    parent_id: str,
+    parent_run: str,
+    child_id: str,
+    child_type: str,
+    args: Any,
+    at: int,
 ) -> list[str]:
-    return ["child", namespace, parent_id, parent_run, child_id, child_type, gate.digest(args)]
+    digest = gate.digest(args)
+    return ["child", namespace, parent_id, parent_run, child_id, child_type, digest, f"at={at}"]
 
 
 def _not_its_runs(keys: GateKeys, info: workflow.Info, input: ExecuteWorkflowInput) -> str | None:
@@ -239,6 +287,10 @@ def _not_its_runs(keys: GateKeys, info: workflow.Info, input: ExecuteWorkflowInp
     job = input.args[0] if input.args else None
     if getattr(job, "run_id", None) != parent.workflow_id:
         return "its parent is not the run it names"
+    given = _header_tag(input.headers)
+    at = _issued_at(given)
+    if at is None:
+        return "no gate tag"
     fields = _child_fields(
         info.namespace,
         parent.workflow_id,
@@ -246,8 +298,9 @@ def _not_its_runs(keys: GateKeys, info: workflow.Info, input: ExecuteWorkflowInp
         info.workflow_id,
         info.workflow_type,
         input.args,
+        at,
     )
-    return gate.check(keys, _header_tag(input.headers), fields)
+    return gate.check(keys, given, fields) or _late(at, info.workflow_start_time)
 
 
 class _WorkflowOutbound(WorkflowOutboundInterceptor):
@@ -269,24 +322,33 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
 
     async def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
         if self.keys is not None:
-            info = workflow.info()
+            info, at = workflow.info(), _task_began()
             fields = _child_fields(
-                info.namespace, info.workflow_id, info.run_id, input.id, input.workflow, input.args
+                info.namespace,
+                info.workflow_id,
+                info.run_id,
+                input.id,
+                input.workflow,
+                input.args,
+                at,
             )
-            input.headers = {**input.headers, gate.HEADER: _header(gate.tag(self.keys, fields))}
+            input.headers = {**input.headers, gate.HEADER: _header(self._tag(fields, at))}
         return await self.next.start_child_workflow(input)
+
+    def _tag(self, fields: list[str], at: int) -> dict[str, Any]:
+        assert self.keys is not None
+        return {**gate.tag(self.keys, fields), AT_FIELD: at}
 
     def _tagged(
         self, input: StartActivityInput | StartLocalActivityInput
     ) -> tuple[Callable[[Any], Any], Callable[[ActivityError], None]]:
         """Tags `input` (its header), has its result come raw, and returns how the
         result is taken and how a failure is checked."""
-        info = workflow.info()
-        call = _call_fields(
-            info.namespace, info.workflow_id, info.run_id, input.activity, gate.digest(input.args)
-        )
+        info, at = workflow.info(), _task_began()
+        args = gate.digest(input.args)
+        call = _call_fields(info.namespace, info.workflow_id, info.run_id, input.activity, args, at)
         if self.keys is not None:
-            input.headers = {**input.headers, gate.HEADER: _header(gate.tag(self.keys, call))}
+            input.headers = {**input.headers, gate.HEADER: _header(self._tag(call, at))}
         ret_type, input.ret_type = input.ret_type, None
         keys = self.keys
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, NoReturn, cast
 
 from temporalio import workflow
-from temporalio.common import RawValue
+from temporalio.common import RawValue, WorkflowIDReusePolicy
 from temporalio.exceptions import (
     ApplicationError,
     ChildWorkflowError,
@@ -484,6 +484,7 @@ class AgentWorkflow:
                 id=child_id,
                 task_queue=workflow.info().task_queue,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,  # sent once, ever
                 static_summary=f"webhook {job.endpoint}: {job.event.get('type')} "
                 f"#{job.event.get('seq')}",
             )

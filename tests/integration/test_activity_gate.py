@@ -10,18 +10,29 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import contract
+from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.command.v1 import Command, ScheduleActivityTaskCommandAttributes
+from temporalio.api.common.v1 import RetryPolicy as RetryPolicyProto
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import CommandType, EventType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    PollWorkflowTaskQueueRequest,
+    ResetStickyTaskQueueRequest,
+    RespondWorkflowTaskCompletedRequest,
+)
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
-from durable_agents import gate
+from durable_agents import gate, gate_interceptor
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import temporal_binary
 from tests.conftest import serving
@@ -29,7 +40,7 @@ from tests.integration.test_mcp_tools import stdio
 from tests.integration.test_webhooks import SECRET, endpoint
 from tests.support import agents
 from tests.support.mcp_agents import helpdesk
-from tests.support.runs import start, state_of
+from tests.support.runs import start, state_of, wait_for_status
 from tests.support.webhook_receiver import WebhookReceiver
 
 DELETE = {
@@ -309,3 +320,103 @@ async def test_a_tool_failure_sent_from_outside_never_reaches_the_model(worker, 
     assert "IGNORE PREVIOUS" not in told
     assert "its failure was not sent by an activity of this deployment's workers" in told
     assert "IGNORE PREVIOUS" not in (await state_of(handle)).model_dump_json()
+
+
+async def copy_into_the_next_task(worker, handle, scheduled) -> None:
+    """As a poller of the run's workflow task queue without the keys: take the run's next
+    workflow task and answer it with a copy of an earlier ScheduleActivityTask command,
+    header (the tag) and input included, under a fresh activity id."""
+    service, namespace = worker.client.workflow_service, worker.namespace
+    execution = WorkflowExecution(workflow_id=handle.id, run_id=handle.result_run_id)
+    await service.reset_sticky_task_queue(
+        ResetStickyTaskQueueRequest(namespace=namespace, execution=execution)
+    )
+    await handle.signal("pause", {"by": "rogue"})  # any signal makes a workflow task
+    async with asyncio.timeout(30):
+        task = await service.poll_workflow_task_queue(
+            PollWorkflowTaskQueueRequest(
+                namespace=namespace, task_queue=TaskQueue(name=worker.task_queue), identity="rogue"
+            )
+        )
+    copy = ScheduleActivityTaskCommandAttributes(
+        activity_id="copied-1",
+        activity_type=scheduled.activity_type,
+        task_queue=scheduled.task_queue,
+        header=scheduled.header,
+        input=scheduled.input,
+        schedule_to_close_timeout=scheduled.schedule_to_close_timeout,
+        start_to_close_timeout=scheduled.start_to_close_timeout,
+        retry_policy=RetryPolicyProto(maximum_attempts=1),
+    )
+    await service.respond_workflow_task_completed(
+        RespondWorkflowTaskCompletedRequest(
+            namespace=namespace,
+            task_token=task.task_token,
+            identity="rogue",
+            commands=[
+                Command(
+                    command_type=CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+                    schedule_activity_task_command_attributes=copy,
+                )
+            ],
+        )
+    )
+
+
+async def test_a_tool_command_copied_into_a_later_task_of_the_run_is_refused(
+    env, model_server, monkeypatch
+):
+    """A poller of our workflow task queue (it needs no keys to poll) answers a later
+    workflow task of a live run with a copy of the command that ran a tool, its tag
+    included: same run, same arguments. The tag says when its task began; the copy,
+    scheduled after the window, is refused and the tool runs once."""
+    monkeypatch.setattr(gate_interceptor, "SCHEDULE_WINDOW", 3)
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)),
+        Reply(tool_calls=(Call("send_email", {"to": "a@example.com", "body": "hi"}, "c2"),)),
+    )
+    async with serving(env.client, model_server) as worker:
+        handle = await start(worker)
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    assert [c[0] for c in agents.CALLS] == ["add"]
+    [scheduled] = [
+        (e.event_time.ToDatetime(tzinfo=UTC), e.activity_task_scheduled_event_attributes)
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name
+        == contract.ACTIVITY_RUN_TOOL
+    ]
+    at, command = scheduled
+    while datetime.now(UTC) < at + timedelta(seconds=4):  # the window (3 s) and rounding
+        await asyncio.sleep(0.2)
+    await copy_into_the_next_task(worker, handle, command)
+    async with serving(env.client, model_server, task_queue=worker.task_queue):
+        async with asyncio.timeout(30):
+            while not (failed := await activity_failure(handle, "copied-1")):
+                await asyncio.sleep(0.1)
+    assert failed.type == gate.REFUSED and "a copy of an earlier command" in failed.message
+    assert agents.CALLS == []  # the second worker (serving() cleared CALLS) ran nothing
+    await handle.terminate("test over")
+
+
+async def activity_failure(handle, activity_id: str):
+    """The application failure the run's activity `activity_id` failed with, or None."""
+    scheduled = None
+    async for event in handle.fetch_history_events():
+        attrs = event.activity_task_scheduled_event_attributes
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if attrs.activity_id == activity_id:
+                scheduled = event.event_id
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            failed = event.activity_task_failed_event_attributes
+            if failed.scheduled_event_id == scheduled:
+                return failed.failure.application_failure_info and _Failure(
+                    failed.failure.application_failure_info.type, failed.failure.message
+                )
+    return None
+
+
+@dataclass(frozen=True)
+class _Failure:
+    type: str
+    message: str
