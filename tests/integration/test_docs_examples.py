@@ -121,6 +121,8 @@ async def test_the_tutorials_first_agent_is_the_readmes_and_its_commands_print_w
     text = page("tutorial/first-agent.md")
     [agent] = blocks(text, lang="python")
     assert agent.text == blocks(README.read_text(encoding="utf-8"), lang="python")[0].text
+    serve = [b.text for b in blocks(text, lang="sh") if "worker.py" in b.text]
+    assert serve == [b.text for b in blocks(README.read_text(), lang="sh") if "worker.py" in b.text]
     start, status, pending, approve, result = sh_lines(
         blocks(section(text, "Start a run and approve it"))[0]
     )
