@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser test typecheck chaos soak demo demo-mcp demo-team lint clean
+.PHONY: install browser test typecheck docs chaos soak demo demo-mcp demo-team lint clean
 
 install: $(VENV)/.installed
 
@@ -33,7 +33,7 @@ browser:
 # waits on servers and timers, so on 2 cores this takes about 6 minutes instead of 11.
 # bench.peers' framework peers are not installed here (about 2 minutes): their runners'
 # test (tests/integration/test_bench_peer_runners.py) runs where `make peer-venvs` did.
-test: install browser typecheck
+test: install browser typecheck docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -n 3 -m "not chaos_slow and not soak" --durations=15
@@ -48,6 +48,22 @@ typecheck: install
 	for d in workflows activities client; do ln -s $(CURDIR)/$$d .typecheck/durable_agents/$$d; done
 	cd .typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 		-p durable_agents.workflows
+
+# The docs site (docs/, mkdocs.yml) into site/, strict: a broken link, anchor or API
+# reference fails the build (about 5 s; part of `make test`). Its packages (the `docs`
+# extra, about 15 s to install) come with the first `make docs`, not with `make demo`.
+# mkdocstrings reads the public face from a view of links laid out as the wheel lays the
+# package out (as `make typecheck` does): workflows/, activities/, client/ under durable_agents/.
+docs: $(VENV)/.docs-installed
+	rm -rf .docs-view && mkdir -p .docs-view/durable_agents
+	ln -s $(CURDIR)/durable_agents/*.py .docs-view/durable_agents/
+	ln -s $(CURDIR)/durable_agents/dataplane .docs-view/durable_agents/dataplane
+	for d in workflows activities client; do ln -s $(CURDIR)/$$d .docs-view/durable_agents/$$d; done
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(BIN)/pip install --quiet -c deploy/constraints.txt -e '.[docs]'
+	touch $@
 
 # Long runs (hundreds of turns: the 300-turn session of tests/integration/test_context_window.py;
 # the S3 store against the SDK's own driver at scale, tests/integration/test_payload_store_s3.py;
@@ -76,7 +92,7 @@ lint: install
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) .temporal .pytest_cache .typecheck $(PEER_VENVS)
+	rm -rf $(VENV) .temporal .pytest_cache .typecheck .docs-view site $(PEER_VENVS)
 
 # Benchmarks (README: Benchmarks): about 26 minutes (12 of them the peers), writes bench/RESULTS.md.
 .PHONY: bench

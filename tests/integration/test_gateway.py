@@ -14,7 +14,6 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -29,6 +28,7 @@ from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.support.approver_keys import ALICE
 from tests.support.cli_support import bound_to, error_lines
+from tests.support.doc_blocks import page
 from tests.support.runs import free_port, temporal_cli, wait_for_status
 
 READER, DECIDER, STARTER, SUPPORT_ONLY = (f"{n}-token-0123456789abcdef" for n in "rdsa")
@@ -323,16 +323,18 @@ async def test_agentctl_serve_refuses_to_run_open_or_without_callers(worker):
     assert nobody.code == 1 and "no callers" in error_lines(nobody.stderr)[0]
 
 
-def test_the_readme_callers_file_loads(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Approving over HTTP: the gateway\n", 1)[1]
+def test_the_docs_callers_file_loads(tmp_path):
+    """docs/how-to/gateway.md's callers.json (run end to end, curl and all, by
+    tests/integration/test_docs_examples.py): the desk decides as ann, on my-support only."""
+    section = page("how-to/gateway.md")
     document = section.split("cat > callers.json <<'EOF'\n", 1)[1].split("\nEOF", 1)[0]
     file = tmp_path / "callers.json"
     file.write_text(document)
     env = {"AGENT_GATEWAY_TOKENS": str(file), "DESK_TOKEN": "d" * 48, "BOT_TOKEN": "b" * 48}
     loaded = load_callers(env)
     desk = loaded.find("Bearer " + "d" * 48)
-    assert desk is not None and desk.may("decide", "support") and not desk.may("decide", "x")
+    assert desk is not None and desk.may("decide", "my-support") and not desk.may("decide", "x")
+    assert desk.may_approve_as("ann") and not desk.may_approve_as("bob")
     bot = loaded.find("Bearer " + "b" * 48)
     assert bot is not None and bot.may("start", "anything") and not bot.may("decide")
 

@@ -1,26 +1,21 @@
-"""The README's `temporal` CLI examples, run exactly as written against a real run."""
+"""The docs' `temporal` CLI examples (how-to/approvals.md), run exactly as written
+against a real run."""
 
 from __future__ import annotations
-
-import re
-import shlex
-from pathlib import Path
 
 from durable_agents.workflows.state import Decision, RunStatus
 
 from durable_agents.testing import Call, Reply
+from tests.support.doc_blocks import page, section, temporal_commands
 from tests.support.runs import start, state_of, temporal_cli, wait_for_status
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SECTION = "Approving from any other service (the `temporal` CLI here)"
 
 
-def readme_commands(section: str) -> list[list[str]]:
-    """The `temporal ...` commands of the first sh block under `## {section}`."""
-    text = README.read_text(encoding="utf-8")
-    body = text.split(f"## {section}\n", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", body, re.S).group(1)
-    lines = block.replace("\\\n", " ").splitlines()
-    return [shlex.split(line)[1:] for line in lines if line.startswith("temporal ")]
+def readme_commands(heading: str = SECTION) -> list[list[str]]:
+    """The `temporal ...` commands of the first sh block under `heading` in
+    docs/how-to/approvals.md (they were the README's)."""
+    return temporal_commands(section(page("how-to/approvals.md"), heading))
 
 
 async def test_readme_temporal_cli_examples_decide_a_real_run(worker, model_server):
@@ -28,7 +23,7 @@ async def test_readme_temporal_cli_examples_decide_a_real_run(worker, model_serv
     model_server.script(Reply(tool_calls=emails), Reply(content="done"))
     handle = await start(worker)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    commands = readme_commands("Approving from any other service (the `temporal` CLI here)")
+    commands = readme_commands()
     assert [c[:2] for c in commands] == [
         ["workflow", "query"],
         ["workflow", "signal"],

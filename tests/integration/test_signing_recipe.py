@@ -33,7 +33,7 @@ PAYLOAD = {
     "arguments": {"order": "A12", "amount": 150.0, "note": "\u2028"},
 }
 SIG = "_gn5BOin4T9i1tVFjW9dwQP6wNcef3UQvm2s_8JtFI2VJBqR1cXFUgjrPQAgCziD-utqZittr3Ly1nxR-WtCAw"
-"""The test vector: PAYLOAD signed with the key of seed 00 01 02 ... 1f (also in the README)."""
+"""The test vector: PAYLOAD signed with the key of seed 00 01 02 ... 1f (also in the docs)."""
 
 
 async def node_signs(tmp_path: Path, payload: dict, *start: str) -> dict:

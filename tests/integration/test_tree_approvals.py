@@ -160,7 +160,7 @@ async def test_the_temporal_cli_approves_a_childs_call_through_the_caller(team, 
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "tell ann")).id
     await pending_below(client, run_id, 1)
-    payload = json.dumps({"call_id": "n1", "approver": "ops"})  # as README documents it
+    payload = json.dumps({"call_id": "n1", "approver": "ops"})  # as the docs show it
     await temporal_cli(
         team, "workflow", "signal", "--workflow-id", run_id, "--name", "approve",
         "--input", payload,

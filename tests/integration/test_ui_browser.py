@@ -203,7 +203,7 @@ async def send_signal(page, name: str, payload: str) -> None:
 async def test_operator_approves_from_the_temporal_ui_and_reads_a_refusal_there(
     browser, ui_server, model_server, tmp_path
 ):
-    """README "Approving from the Temporal UI": a decision sent as a signal from the run's
+    """docs/how-to/temporal-ui.md: a decision sent as a signal from the run's
     page; one the run refuses (a call id that is not pending) shows in the run's current
     details, the reason first and nothing of the worker's code; the right one completes
     the run."""

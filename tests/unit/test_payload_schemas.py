@@ -4,6 +4,7 @@ saying what the workflow itself accepts."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import jsonschema
 import pytest
@@ -12,6 +13,7 @@ from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
 
 from schemas import generate
 from tests.integration.test_readme_commands import readme_commands
+from tests.support.doc_blocks import DOCS, README, blocks
 
 
 def test_committed_payload_schemas_are_current():
@@ -30,12 +32,30 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
 def test_the_readme_payloads_fit_their_schemas():
     sent = {
         c[c.index("--name") + 1]: json.loads(c[c.index("--input") + 1])
-        for c in readme_commands("Approving from any other service (the `temporal` CLI here)")
+        for c in readme_commands()
         if "--input" in c
     }
     assert set(sent) == {"approve", "decide", "reject"}
     for name, payload in sent.items():
         validator(name).validate(payload)
+
+
+def test_every_payload_the_readme_and_docs_send_fits_its_schema():
+    """Each `temporal workflow signal|update ... --name NAME --input JSON` line of the
+    README and the docs sends a payload the contract's schema of NAME accepts."""
+    checked = set()
+    for path in (README, *sorted(DOCS.rglob("*.md"))):
+        for block in blocks(path.read_text(encoding="utf-8"), lang="sh"):
+            for line in block.commands():
+                if not line.startswith("temporal workflow ") or "--name" not in line:
+                    continue
+                argv = shlex.split(line.split("  #", 1)[0])
+                if "--input" not in argv or argv[2] not in ("signal", "update"):
+                    continue
+                name = argv[argv.index("--name") + 1]
+                validator(name).validate(json.loads(argv[argv.index("--input") + 1]))
+                checked.add(name)
+    assert {"approve", "reject", "decide", "send_message", "pause", "resume"} <= checked
 
 
 @pytest.mark.parametrize(
