@@ -37,7 +37,7 @@ async def test_cancel_stops_a_running_tool_before_its_side_effect(
 ):
     args = {"amount": 9, "seconds": 20}
     handle, took = await _cancel_mid_tool(client, workers, ledger_path, "charge", args)
-    assert took < 5
+    assert took < args["seconds"]  # ended while the tool would still have been running
     assert ledger.effects(ledger_path, handle.id) == []
     assert len(ledger.attempts(ledger_path, handle.id)) == 1  # not retried either
     report.add(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from durable_agents.client import events
 from durable_agents.workflows.state import RunStatus
 
@@ -16,6 +17,7 @@ from tests.chaos.harness import wait_until
 from tests.chaos.runs import start
 
 
+@pytest.mark.chaos_slow  # 18 s: `make chaos` (tests/integration/test_run_events.py keeps the rest)
 async def test_followers_miss_nothing_across_a_worker_kill(client, workers, ledger_path, report):
     await workers.start("a")
     await workers.start("b")

@@ -190,6 +190,7 @@ async def _pending(handle) -> list:
         return []
 
 
+@pytest.mark.chaos_slow  # 21 s; `make chaos`: kill -9 failover of a tool stays in `make test`
 async def test_kill_9_while_a_child_run_works_leaves_one_child_and_one_result(
     client, workers, ledger_path, report
 ):
