@@ -16,7 +16,6 @@ from temporalio import workflow
 from temporalio.common import RawValue, WorkflowIDReusePolicy
 from temporalio.exceptions import (
     ApplicationError,
-    ChildWorkflowError,
     WorkflowAlreadyStartedError,
 )
 
@@ -29,7 +28,6 @@ with workflow.unsafe.imports_passed_through():
         contract,
         decisions,
         definitions,
-        details,
         driver,
         errors,
         event_stream,
@@ -42,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
         raw_payloads,
         resume_trust,
         run_events,
-        search_attributes,
+        run_tree,
         signed_start,
         snapshot_input,
         snapshot_signature,
@@ -55,17 +53,13 @@ with workflow.unsafe.imports_passed_through():
         AgentInput,
         AgentResult,
         DecideInput,
-        DecisionSignal,
         DeliveryJob,
-        ForwardAnswer,
-        ForwardedDecision,
         GuardrailVerdict,
         ModelReply,
         PauseSignal,
         PendingApproval,
         ResumeSignal,
         StatusView,
-        SubRunReport,
         ToolOutcome,
     )
     from durable_agents.workflows.state import (
@@ -129,23 +123,13 @@ class AgentWorkflow:
         self._unstarted: tuple[RunStatus, str] | None = None
         """How a run that never had a state ended (failed, cancelled), and why."""
         self._inbox = inbox.Inbox()
+        self._tree = run_tree.RunTree(self._inbox, emit=self._emit, publish=self._publish)
+        """The parent/child protocol (`workflows.run_tree`)."""
         self._published: visibility.Published | None = visibility.set_at_start()
         self._turn_call = False
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
         self._stream: event_stream.RunStream | None = None
         """The run's events (`workflows.event_stream`)."""
-        self._children: set[str] = set()
-        """The child runs (agents called as tools) this run waits on now."""
-        self._shares: dict[str, int] = {}
-        """The token-budget shares of the children running now, not counted yet."""
-        self._passed_down: dict[str, tuple[str, ForwardAnswer | None]] = {}
-        """Decisions passed down, by reference: the child, and its answer once it came."""
-        self._answers: list[ForwardAnswer] = []
-        """(A child) answers to decisions passed down by the caller, not sent yet."""
-        self._answers_queued = 0
-        self._answers_sent = 0
-        self._reporting = False
-        """(A child) a report to the caller is on its way."""
         self._woken_at_step = 0
         """`self._inbox.woken` when the loop chose its step: a wait counts from there."""
         carried = self._input.resume_from if self._input is not None else None
@@ -198,7 +182,7 @@ class AgentWorkflow:
         self._state = state
         self._inbox.bind(state)
         if workflow.info().parent is not None and state.depth > 0:  # called as a tool
-            self._reporter = asyncio.create_task(self._report_to_caller(state))
+            self._reporter = asyncio.create_task(self._tree.report_to_caller(state))
         if workflow.info().continued_run_id is None:
             self._emit(state, step_events.run_started(state))
         try:
@@ -601,104 +585,11 @@ class AgentWorkflow:
         if to_agent is not None:
             outcome = await self._hand_off(state, call, chosen, to_agent)
         elif sub_agent is not None:
-            outcome = await self._run_agent(state, call, sub_agent, made)
+            outcome = await self._tree.run_agent(state, call, sub_agent, made, self._fail)
         else:
             outcome = await activity_calls.run_tool(state, call)
         self._emit(state, step_events.tool_finished(call, outcome))
         return outcome
-
-    async def _run_agent(
-        self, state: RunState, call: ToolCall, agent: str, made: list[str]
-    ) -> ToolOutcome:
-        """A call of an agent tool: the agent runs as a child run (`workflows.agent_calls`),
-        whose end is the call's result; cancelling this run cancels it. `made`: the ids
-        of the reply's agent calls."""
-        refused = agent_calls.refusal(state, call, made)
-        if refused is not None:
-            return agent_calls.not_called(call, agent, refused)
-        budgeted = state.token_budget is not None or state.cost_budget is not None
-        share = agent_calls.budget_share(state, made) if budgeted else None
-        signed = state.start_proof is not None
-        resumed = None
-        if state.sub_runs:
-            # exported with this run
-            resumed = agent_calls.resumed_child(
-                state, call, agent, signed_start=signed, token_budget=share
-            )
-        task = resumed or agent_calls.child_input(
-            state, call, agent, token_budget=share, signed_start=signed
-        )
-        if isinstance(task, str):
-            return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
-        child = agent_calls.child_id(state.run_id, call.call_id)
-        self._children.add(child)
-        evicted = False
-        try:
-            outcome = await self._run_child(state, call, agent, task, child, share)
-            tool = state.agent.tool(call.tool)
-            failing = tool is not None and tool.on_failure == "fail_run" and outcome.is_error
-            if failing:
-                self._fail(state, agent_calls.failure(call, agent, child, outcome))
-            return outcome
-        except GeneratorExit:  # the worker dropped the run from its cache: touch nothing
-            evicted = True
-            raise
-        finally:
-            self._children.discard(child)
-            if not evicted and any(s.via == child for s in state.sub_approvals):
-                tree_approvals.forget(state, child)
-                self._publish(state)
-
-    async def _run_child(
-        self,
-        state: RunState,
-        call: ToolCall,
-        agent: str,
-        task: AgentInput,
-        child: str,
-        share: int | None,
-    ) -> ToolOutcome:
-        """Start the child and wait for its end; with `share` (the tokens of the run's
-        budget it was given), count what it used against the run's budget."""
-        try:
-            handle = await workflow.start_child_workflow(
-                contract.WORKFLOW_TYPE,
-                task,
-                id=child,
-                result_type=AgentResult,
-                task_queue=workflow.info().task_queue,
-                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                static_summary=details.static_summary(agent, task.input or "(resumed)"),
-                search_attributes=search_attributes.at_start(agent)
-                if task.resume_from is None
-                else None,
-            )
-        except WorkflowAlreadyStartedError:
-            return agent_calls.failed(call, agent, f"a run with id {child} is running already")
-        self._emit(state, step_events.child_started(call, agent, child))
-        if state.paused is not None:
-            # paused while the child was starting: the pause did not reach it then
-            pause = PauseSignal(by=state.paused.by or None, reason=state.paused.reason)
-            await asyncio.gather(
-                handle.signal(contract.SIGNAL_PAUSE, pause), return_exceptions=True
-            )
-        if share is not None:
-            self._shares[child] = share  # counted once: when it ends, or when this run does
-        try:
-            done = await handle
-        except ChildWorkflowError as err:
-            if self._shares.pop(child, None) is not None:  # what it used is not known
-                unstarted = activity_calls.failure_type(err) == contract.ERROR_INVALID_INPUT
-                agent_calls.count_spent(state, Usage() if unstarted else None, share or 0)
-            return agent_calls.failed(call, agent, activity_calls.root_message(err))
-        except asyncio.CancelledError:
-            if self._shares.pop(child, None) is not None:
-                agent_calls.count_spent(state, None, share or 0)  # cut off: all it was given
-            raise
-        if self._shares.pop(child, None) is not None:
-            used = done.usage.plus(done.sub_run_usage) if done.sub_run_usage else done.usage
-            agent_calls.count_spent(state, used, share or 0)
-        return agent_calls.result(call, agent, done)
 
     async def _hand_off(
         self, state: RunState, call: ToolCall, chosen: ToolCall | None, to_agent: str
@@ -734,9 +625,7 @@ class AgentWorkflow:
             raise ApplicationError(
                 error.message, error.details, type=error.type, non_retryable=True
             )
-        for share in self._shares.values():
-            agent_calls.count_spent(state, None, share)
-        self._shares.clear()
+        self._tree.count_all_given(state)
         loop.fail(state, error, now=workflow.now())
         self._publish(state)
         metrics.finished(state.agent.name, state.status.value)
@@ -791,7 +680,7 @@ class AgentWorkflow:
             self._emit(state, step_events.continued_as_new(state))
             self._stream.release_followers()
         await workflow.wait_condition(
-            lambda: workflow.all_handlers_finished() and not self._reporting
+            lambda: workflow.all_handlers_finished() and not self._tree.reporting
         )
         if self._stream is not None:
             carried = self._stream.carried()
@@ -891,7 +780,7 @@ class AgentWorkflow:
             if why is not None:  # as the inbox
                 self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
             return
-        if state is not None and await self._tree_signal(state, name, args):
+        if state is not None and await self._tree.take_signal(state, name, args):
             return
         paused = state is not None and state.paused is not None
         self._inbox.receive(name, args)
@@ -899,7 +788,7 @@ class AgentWorkflow:
         if pausing and state is not None and (state.paused is not None) != paused:
             # taken by this run (a pause or resume it refused is not passed on)
             raw = args[0] if args else raw_payloads.NONE
-            await self._pass_pause_down(name, inbox.pause_payload(name, raw))
+            await self._tree.pass_pause_down(name, inbox.pause_payload(name, raw))
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
             self._publish(self._state)  # the UI's details say how deliveries go
         elif name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) and self._state:
@@ -918,7 +807,7 @@ class AgentWorkflow:
                 str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
             ) from err
         if child is not None:
-            answer = await self._pass_down(child, payload)
+            answer = await self._tree.pass_down(child, payload)
             if answer.decision is None:
                 raise ApplicationError(
                     answer.refused or "refused",
@@ -956,172 +845,6 @@ class AgentWorkflow:
                 str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
             ) from None
 
-    # --- approvals across a tree of runs (workflows.tree_approvals) -------------------
-
-    async def _tree_signal(self, state: RunState, name: str, args: Sequence[RawValue]) -> bool:
-        """Take a signal of the tree protocol, or pass a decision for a call of a run
-        below this one down to it; False: the inbox takes the signal."""
-        raw = args[0] if len(args) == 1 else None
-        if name == contract.SIGNAL_SUB_RUN_REPORT and raw is not None:
-            self._take_report(state, raw)
-            return True
-        if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
-            await self._take_forwarded(state, raw)
-            return True
-        if name not in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) or raw is None:
-            return False
-        if not state.sub_approvals:  # nothing below waits
-            return False
-        decoded = raw_payloads.decode(raw, DecisionSignal)
-        if isinstance(decoded, str):
-            return False  # the inbox refuses it, as any malformed decision
-        try:
-            child = tree_approvals.route(state, decoded.call_id, decoded.run_id)
-        except errors.DecisionRefused as err:
-            self._inbox.refuse_signal(name, raw, str(err))
-            return True
-        if child is None:
-            return False
-        try:  # as it was sent: a signature covers exactly its fields
-            await workflow.get_external_workflow_handle(child).signal(name, raw)
-        except Exception as err:  # the child ended meanwhile
-            why = f"run {child}, which holds the call, could not be reached: {err}"
-            self._inbox.refuse_signal(name, raw, why)
-        return True
-
-    def _take_report(self, state: RunState, raw: RawValue) -> None:
-        """A child's report: its pending calls replace those it reported before; its
-        answers go to the decisions passed down to it that wait for them. A report that
-        cannot be taken changes nothing and is recorded as refused."""
-        report = raw_payloads.decode(raw, SubRunReport)
-        if isinstance(report, str):
-            why: str | None = report
-        else:
-            try:
-                why = tree_approvals.take_report(state, report, self._children)
-            except Exception as err:  # never a failed workflow task: the signal stays
-                why = f"this report cannot be taken ({type(err).__name__})"
-        if why is not None or isinstance(report, str):
-            self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "refused")
-            return
-        for answer in report.answers:
-            waiting = self._passed_down.get(answer.ref)
-            if waiting is not None and waiting[0] == report.run_id and waiting[1] is None:
-                self._passed_down[answer.ref] = (report.run_id, answer)
-        self._publish(state)
-
-    async def _take_forwarded(self, state: RunState, raw: RawValue) -> None:
-        """(A child) a decision the caller passed down: decided here, or passed further
-        down; the answer goes up in the next report, and the handler ends once it has
-        (so a continue-as-new waits for it)."""
-        forwarded = raw_payloads.decode(raw, ForwardedDecision)
-        # Answered in the reports to a caller: a run started as a child of some other
-        # workflow (depth 0) has none, and would wait for good (and never end).
-        uncalled = workflow.info().parent is None or state.depth == 0
-        if isinstance(forwarded, str) or uncalled:
-            why = forwarded if isinstance(forwarded, str) else "this run was not called as a tool"
-            self._inbox.refuse_signal(contract.SIGNAL_FORWARDED_DECISION, raw, why)
-            return
-        try:
-            answer = await self._decide_below(state, forwarded)
-        except Exception as err:  # never a failed workflow task: the signal stays
-            answer = tree_approvals.refused(
-                forwarded.ref, f"this decision cannot be taken ({type(err).__name__})"
-            )
-        self._answers.append(answer)
-        self._answers_queued += 1
-        mine = self._answers_queued
-        await workflow.wait_condition(lambda: self._answers_sent >= mine)
-
-    async def _decide_below(self, state: RunState, forwarded: ForwardedDecision) -> ForwardAnswer:
-        ref = forwarded.ref
-        request = tree_approvals.decision_of(forwarded)
-        if isinstance(request, str):
-            return tree_approvals.refused(ref, f"invalid decide payload: {request}")
-        too_large = limits.decision_problem(request)
-        if too_large is not None:
-            return tree_approvals.refused(ref, f"invalid decide payload: {too_large}")
-        try:
-            child = tree_approvals.route(state, request.call_id, request.run_id)
-            if child is not None:
-                below = await self._pass_down(child, request)
-                return below.model_copy(update={"ref": ref})
-            decision = decisions.apply(state, request, via="update", now=workflow.now())
-        except errors.DecisionRefused as err:
-            return tree_approvals.refused(ref, str(err))
-        self._inbox.woken += 1
-        inbox.record_wait(state, decision)
-        return ForwardAnswer(ref=ref, decision=decision)
-
-    async def _pass_down(self, child: str, request: DecideInput) -> ForwardAnswer:
-        """Pass a decision down to `child` and wait for its answer (bounded); an answer
-        counts only in a report of that child."""
-        ref = str(workflow.uuid4())
-        self._passed_down[ref] = (child, None)
-        sent = request.model_dump(mode="json", include=request.model_fields_set)
-        try:
-            await workflow.get_external_workflow_handle(child).signal(
-                contract.SIGNAL_FORWARDED_DECISION, ForwardedDecision(ref=ref, decision=sent)
-            )
-            await workflow.wait_condition(
-                lambda: self._passed_down[ref][1] is not None or child not in self._children,
-                timeout=tree_approvals.ANSWER_TIMEOUT,
-                timeout_summary=f"decision passed down to {child}",
-            )
-        except TimeoutError:
-            waited = int(tree_approvals.ANSWER_TIMEOUT.total_seconds())
-            why = (
-                f"run {child}, which holds the call, did not answer within {waited} s; the "
-                "decision may still apply there (its pending calls tell)"
-            )
-            return tree_approvals.refused(ref, why)
-        except Exception as err:  # the child ended meanwhile
-            why = f"run {child}, which holds the call, could not be reached: {err}"
-            return tree_approvals.refused(ref, why)
-        finally:
-            _, answer = self._passed_down.pop(ref, (child, None))
-        if answer is None:
-            return tree_approvals.refused(ref, f"run {child} ended before it answered")
-        return answer
-
-    async def _pass_pause_down(self, name: str, payload: PauseSignal | ResumeSignal) -> None:
-        """Pause (or resume) the children this run waits on too, each as if the signal
-        had been sent to it (and so theirs); one that ended meanwhile has nothing to
-        pause. Runs without children in flight send nothing."""
-        if not self._children:
-            return
-        handles = [workflow.get_external_workflow_handle(c) for c in sorted(self._children)]
-        await asyncio.gather(*(h.signal(name, payload) for h in handles), return_exceptions=True)
-
-    async def _report_to_caller(self, state: RunState) -> None:
-        """(A run called as a tool) Tell the caller of the calls waiting in this run and
-        below it whenever they change, with the answers to decisions it passed down.
-        One report at a time, so they arrive in order."""
-        parent = workflow.info().parent
-        assert parent is not None
-        caller = workflow.get_external_workflow_handle(parent.workflow_id)
-        told: tree_approvals.Key | None = None if workflow.info().continued_run_id else ()
-
-        def due() -> bool:
-            return bool(self._answers) or (
-                not state.status.is_final and tree_approvals.key(state) != told
-            )
-
-        while True:
-            await workflow.wait_condition(due)
-            size = tree_approvals.ANSWERS_PER_REPORT
-            answers, self._answers = self._answers[:size], self._answers[size:]
-            told = tree_approvals.key(state)  # also when the caller is gone: tried once
-            self._reporting = True
-            try:
-                report = tree_approvals.report(state, answers)
-                await caller.signal(contract.SIGNAL_SUB_RUN_REPORT, report)
-            except Exception:  # the caller has ended: nobody is left to tell
-                pass
-            finally:
-                self._reporting = False
-                self._answers_sent += len(answers)
-
     # The pause and resume updates need no patch: a refused update leaves nothing in
     # history, and an accepted one exists only in histories of this code or later.
 
@@ -1130,7 +853,7 @@ class AgentWorkflow:
         """Pause the run (as the `pause` signal), and the runs below it that it waits
         on, and get its status back."""
         self._pause_or_resume(payload or PauseSignal())
-        await self._pass_pause_down(contract.SIGNAL_PAUSE, payload or PauseSignal())
+        await self._tree.pass_pause_down(contract.SIGNAL_PAUSE, payload or PauseSignal())
         return loop.status_view(self._started_state())
 
     @pause.validator
@@ -1142,7 +865,7 @@ class AgentWorkflow:
         """Let a paused run go on (as the `resume` signal), and the runs below it that it
         waits on, and get its status back."""
         self._pause_or_resume(payload or ResumeSignal())
-        await self._pass_pause_down(contract.SIGNAL_RESUME, payload or ResumeSignal())
+        await self._tree.pass_pause_down(contract.SIGNAL_RESUME, payload or ResumeSignal())
         return loop.status_view(self._started_state())
 
     @resume.validator
