@@ -78,8 +78,8 @@ PURE = [
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
 plain functions and data that run (and are tested) without Temporal. The others
-face Temporal: the workflow classes and their run tree, the signal inbox and activity calls, visibility
-and metrics, raw payloads, the patches (`workflow.patched`)."""
+face Temporal: the workflow classes and their run tree, the signal inbox and activity
+calls, visibility and metrics, raw payloads, the patches (`workflow.patched`)."""
 
 
 def forbidden_calls(tree: ast.AST) -> list[str]:
