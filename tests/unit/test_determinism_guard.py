@@ -63,6 +63,7 @@ PURE = [
     if p.stem
     not in {
         "agent_workflow",
+        "run_start",
         "run_tree",
         "activity_calls",
         "inbox",
@@ -78,8 +79,8 @@ PURE = [
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
 plain functions and data that run (and are tested) without Temporal. The others
-face Temporal: the workflow classes and their run tree, the signal inbox and activity
-calls, visibility and metrics, raw payloads, the patches (`workflow.patched`)."""
+face Temporal: the workflow classes, how a run begins and its run tree, the signal
+inbox and activity calls, visibility and metrics, raw payloads, the patches."""
 
 
 def forbidden_calls(tree: ast.AST) -> list[str]:
