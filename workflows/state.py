@@ -185,7 +185,7 @@ class ToolSpec(_Model):
     heartbeat_timeout_seconds: float | None = Field(None, gt=0)
     """The tool's activity heartbeats while it runs; an attempt silent this long
     (its worker died) is retried at once, and a cancel reaches it. None: no
-    heartbeat timeout (runs of builds before 1.2)."""
+    heartbeat timeout."""
     sensitive: list[str] = []
     """Top-level argument names whose values are kept out of sight: redacted in the
     UI's details, activity summaries and logs, and shown by `agentctl` as
@@ -631,9 +631,9 @@ class Decision(_Model):
     approver: StrictStr = Field(min_length=1)
     reason: StrictStr | None = None
     always: StrictBool = False
-    """Apply the same decision to later calls of this tool in the run: since 1.3 only
-    to calls with the same arguments, or that meet `always_when` (and before
-    `expires_at`); decisions recorded before it cover every call of the tool."""
+    """Apply the same decision to later calls of this tool in the run: only to calls
+    with the same arguments (`arguments_sha256`), or that meet `always_when` (and
+    before `expires_at`); one without `arguments_sha256` covers every call of the tool."""
     via: Literal["signal", "update", "rule", "timeout"]
     """How it was made: a signal, the `decide` update, an earlier `always`
     decision of `approver`, or the approval deadline passing."""
@@ -670,8 +670,7 @@ class GuardrailCheck(_Model):
     tripped: StrictBool
     reason: StrictStr | None = None
     item: int | None = Field(None, ge=0)
-    """Index in `items` of what it checked; None: the latest such item before it
-    (checks recorded before 1.8)."""
+    """Index in `items` of what it checked; None: the latest such item before it."""
     at: AwareDatetime
 
 
@@ -1142,7 +1141,7 @@ class RunState(_Model):
     continue-as-new; a resume or fork, or a new run reusing the workflow id, gets
     its own). A decision naming another one is refused, and a signed decision must
     name it, so one captured from an earlier run under the same workflow id cannot
-    be replayed into this one. None: runs started before 1.4."""
+    be replayed into this one. None: not recorded (decisions bind to the workflow id only)."""
     started_by: Starter | None = None
     """The owner of the key that signed the run's start input; None: an unsigned
     start (anyone who may start workflows)."""
@@ -1168,7 +1167,7 @@ class RunState(_Model):
     tools_listed_messages: int | None = Field(None, ge=0)
     """User messages in the conversation when the run's MCP tools were last listed: a
     session message after them has them listed again before the model answers it.
-    None: no MCP servers, or a run started before 1.16 (listed again on request only)."""
+    None: no MCP servers, or not counted (listed again on request only)."""
     tools_refresh: ToolsRefresh | None = None
     """A request to list the MCP tools again, until it is done."""
     tool_listings: list[ToolListing] = Field([], max_length=LISTINGS_KEPT)
