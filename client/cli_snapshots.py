@@ -77,7 +77,7 @@ async def _cancel_source(agents: AgentClient, source: RunState, resumed: str) ->
     if source.execution_id is None:
         raise AgentClientError(
             f"resumed as {resumed}, but the snapshot does not say which execution it came "
-            f"from (schema before 1.4): {by_hand}"
+            f"from: {by_hand}"
         )
     handle = agents.client.get_workflow_handle(
         source.run_id, first_execution_run_id=source.execution_id

@@ -1,13 +1,14 @@
 """Write the JSON Schema of the current snapshot version and of the contract's payloads:
 `python -m schemas.generate [--check]`.
 
-`schemas/runstate-<version>.schema.json` is the published schema of a released
-version and never changes in substance: if the model no longer produces it,
-the model changed without a version bump and this refuses to overwrite it.
-Only documentation (titles and descriptions) may be refreshed. `--check`
-writes nothing and fails unless the committed file is up to date and every
-released version (`released_versions`) has its schema committed, each minor
-version only adding optional fields to the previous minor of its major.
+`schemas/runstate-<version>.schema.json` is the published schema of a version.
+Until a release ships the current version (`SCHEMA_RELEASED`), it follows the model
+and is rewritten with it. A released version's schema never changes in substance: if
+the model no longer produces it, the model changed without a version bump and this
+refuses to overwrite it; only documentation (titles and descriptions) may be
+refreshed. `--check` writes nothing and fails unless the committed files are up to
+date and every released version (`released_versions`) has its schema committed, each
+minor version only adding optional fields to the previous minor of its major.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from durable_agents.workflows import state
 from durable_agents.workflows.migrations import MIGRATIONS
 from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
 from durable_agents.workflows.snapshot import json_schema
 from durable_agents.workflows.state import SCHEMA_VERSION
 
 SCHEMA_DIR = Path(__file__).resolve().parent
-DRIFT = "RunState changed without a schema version bump: bump SCHEMA_VERSION and add a migration"
+DRIFT = (
+    "RunState changed, but this schema version is released: bump SCHEMA_VERSION and add a migration"
+)
 
 
 _VERSIONED = {"$id", "title"}
@@ -38,7 +42,8 @@ def schema_path(version: str = SCHEMA_VERSION) -> Path:
 
 
 def released_versions() -> list[str]:
-    """Every released version, oldest first: each one a migration starts from, and the newest."""
+    """Every version with a committed schema, oldest first: each one a migration starts
+    from, and the current one (released or not yet)."""
     return sorted({*MIGRATIONS, SCHEMA_VERSION}, key=_version)
 
 
@@ -63,7 +68,7 @@ def non_additive_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         for key in _VERSIONED:
             schema.pop(key, None)
         schema.get("properties", {}).pop("schema_version", None)
-        nested = schema.get("$defs", {}).get("RunState", {})  # a sub-run's (1.24 on)
+        nested = schema.get("$defs", {}).get("RunState", {})  # a sub-run's
         nested.get("properties", {}).pop("schema_version", None)
     return _changes(old, new, "")
 
@@ -101,6 +106,12 @@ def release_problems() -> list[str]:
             problems.append(f"{path.name} is missing: every released version keeps its schema")
             continue
         committed[version] = json.loads(path.read_text(encoding="utf-8"))
+    known = {schema_path(version).name for version in released_versions()}
+    problems += [
+        f"{path.name}: no such version (neither current nor migrated from): remove it"
+        for path in sorted(SCHEMA_DIR.glob("runstate-*.schema.json"))
+        if path.name not in known
+    ]
     versions = list(committed)
     for older, newer in itertools.pairwise(versions):
         if _version(older)[0] != _version(newer)[0]:
@@ -182,7 +193,7 @@ def _write_current(path: Path, *, check: bool) -> int:
     text = render(schema)
     if path.exists():
         committed = json.loads(path.read_text(encoding="utf-8"))
-        if substance(committed) != substance(schema):
+        if state.SCHEMA_RELEASED and substance(committed) != substance(schema):
             print(f"{path.name}: {DRIFT}", file=sys.stderr)
             return 1
         if path.read_text(encoding="utf-8") == text:

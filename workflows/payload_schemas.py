@@ -22,7 +22,7 @@ from durable_agents.workflows.payloads import (
     ResumeSignal,
     StatusView,
 )
-from durable_agents.workflows.state import Decision
+from durable_agents.workflows.state import SCHEMA_VERSION, Decision
 from durable_agents.workflows.state_pages import StatePart, StateQuery, StateView
 from pydantic import TypeAdapter
 
@@ -54,16 +54,17 @@ PAYLOADS: dict[str, tuple[Any, str]] = {
 }
 """Payload name (file `schemas/payloads/<name>.schema.json`) → (type, what it is).
 A snapshot file's schema (RunState with its integrity block) is
-`schemas/runstate-<version>.schema.json`."""
+`schemas/runstate-<SCHEMA_VERSION>.schema.json`."""
 
 
 def payload_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema (2020-12) of the named payload; KeyError for an unknown name."""
+    """The JSON Schema (2020-12) of the named payload; KeyError for an unknown name. Its
+    `$id` names the one schema version of the contract (`SCHEMA_VERSION`), as RunState's."""
     model, title = PAYLOADS[name]
     schema = TypeAdapter(model).json_schema(mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"urn:durable-agents:payload:{name}",
+        "$id": f"urn:durable-agents:payload:{name}:{SCHEMA_VERSION}",
         **schema,
         "title": title,
     }

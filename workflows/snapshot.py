@@ -40,11 +40,15 @@ from durable_agents.workflows.state import (
 )
 from pydantic import ValidationError
 
-_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+_VERSION = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")  # bounded: int() of it is cheap
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _SIGNATURE = re.compile(r"[A-Za-z0-9_-]{86}")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+PRE_RELEASE_MAJOR = 1
+"""Snapshots of this major or older were written by builds before the first release
+(schema 0.x and 1.0 to 1.31): never read, with a message saying so."""
 
 
 class SnapshotError(ValueError):
@@ -230,13 +234,15 @@ def _refuse_constant(name: str) -> None:
 
 
 def _check_version(data: dict[str, Any]) -> str:
+    """The snapshot's version, if this build reads it (as is or by `MIGRATIONS`); else
+    SnapshotError, in one line naming the version and the one this build reads."""
     if "schema_version" not in data:
         raise SnapshotError("$", "schema_version is missing")
     version = data["schema_version"]
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
         raise SnapshotError(
             "$.schema_version",
-            f'expected "MAJOR.MINOR" such as "{SCHEMA_VERSION}", got {json.dumps(version)}',
+            f'expected "MAJOR.MINOR" such as "{SCHEMA_VERSION}", got {_shown(version)}',
         )
     theirs, ours = _version(version), _version(SCHEMA_VERSION)
     if theirs > ours:
@@ -244,7 +250,25 @@ def _check_version(data: dict[str, Any]) -> str:
         raise SnapshotError(
             None, f"snapshot schema {version} is newer than this reader ({reader}); upgrade"
         )
+    if version != SCHEMA_VERSION and version not in MIGRATIONS:
+        raise _unreadable(version)
     return version
+
+
+def _unreadable(version: str) -> SnapshotError:
+    """The refusal of an older `version` no migration starts from."""
+    if _version(version)[0] <= PRE_RELEASE_MAJOR:
+        why = "was written by a pre-release build"
+    else:
+        why = "is not supported (no migration to a newer one)"
+    reads = f"this build reads {SCHEMA_VERSION}"
+    return SnapshotError(None, f"snapshot schema {version} {why}; {reads}")
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """`value` as JSON, cut to `limit` characters: an error message stays one short line."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _version(version: str) -> tuple[int, int]:
@@ -336,24 +360,25 @@ def migrate(
     while version != SCHEMA_VERSION:
         step = steps.get(version)
         if step is None:
-            raise SnapshotError(
-                None, f"snapshot schema {version} is not supported (no migration to a newer one)"
-            )
+            raise _unreadable(version)
         data = step(copy.deepcopy(data))
         produced = data.get("schema_version")
         if not isinstance(produced, str) or _version(produced) <= _version(version):
             raise RuntimeError(f"the migration from {version} produced version {produced!r}")
         version = produced
     subs = data.get("sub_runs")
-    if isinstance(subs, list) and subs:  # each sub-run's state, in turn (1.24 on)
+    if isinstance(subs, list) and subs:  # each sub-run's state, in turn
         data = {**data, "sub_runs": [_migrated_sub(sub, steps) for sub in subs]}
     return data
 
 
 def _migrated_sub(sub: Any, steps: dict[str, Migration]) -> Any:
     state = sub.get("state") if isinstance(sub, dict) else None
-    if not isinstance(state, dict) or not isinstance(state.get("schema_version"), str):
+    if not isinstance(state, dict):
         return sub  # validation says what is wrong with it
+    version = state.get("schema_version")
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        return sub
     return {**sub, "state": migrate(state, migrations=steps)}
 
 

@@ -15,10 +15,9 @@ import base64
 import binascii
 from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from durable_agents.workflows import state_checks
-from durable_agents.workflows.migrations import MIGRATIONS
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -32,64 +31,17 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-SCHEMA_VERSION = "1.31"
-"""The RunState schema this code writes ("MAJOR.MINOR"; minor = additive).
-1.1 added `ToolCall.idempotency_key`, `RetrySpec.non_retryable_error_types`,
-`AgentSpec.history_bytes_per_workflow_run` and `sender` on decisions.
-1.2 added heartbeat timeouts (`ToolSpec.heartbeat_timeout_seconds`,
-`AgentSpec.model_heartbeat_timeout_seconds`), `RetrySpec.budget_seconds`, the
-bounded audit of refusals (`refused_decisions_dropped`, `refused_signals`,
-`refused_signals_dropped`).
-1.3 added the approval gate's bindings: `ApprovalPolicy.require_signature`,
-`allow_always` and `limits`, `AgentSpec.approver_keys`, and on decisions (and
-decision attempts) `run_id`, `arguments_sha256`, `expires_at`, `signed_by`,
-`always_when`; `DecisionAttempt.via`; `RunState.revoked_rules`;
-`AgentSpec.snapshot_keys` and `refuse_unverified_snapshots`.
-1.4 added `RunState.execution_id` and `execution_id` on decisions (and decision
-attempts), the signed start (`RunState.started_by`), `ApprovalPolicy.separate_duties`
-and `ToolSpec.sensitive`.
-1.5 added structured output: `AgentSpec.output` and `output_retries`,
-`UserMessage.feedback`, the status `output_invalid`.
-1.6 added model settings: `AgentSpec.model_settings`, `RunState.model_settings`.
-1.7 added guardrails: `AgentSpec.input_guardrails` and `output_guardrails`, the
-`GuardrailCheck` item, the status `guardrail_tripped`.
-1.8 added `GuardrailCheck.item`, and the token ledger and budget: `Usage.cached_input_tokens` and
-`reasoning_tokens`, `AssistantMessage.usage`, `AgentSpec.token_budget`,
-`RunState.token_budget`, the status `budget_exceeded`.
-1.9 added the Responses API: `AgentSpec.model_api`, `AssistantMessage.reasoning`.
-1.10 added prices and cost budgets: `AgentSpec.price` and `cost_budget`, `Usage.cost`,
-`RunState.cost_budget`.
-1.11 added budget extensions: `AgentSpec.on_budget` and `budget_approval`, the
-`BudgetRequest` item.
-1.12 added pause: `RunState.paused` and `pause_log`, the status `paused`.
-1.13 added context management: `AgentSpec.context_policy`, the `Compaction` item,
-`RunState.context_overflow`.
-1.14 added `metadata` on decisions (and decision attempts).
-1.15 added MCP servers (`AgentSpec.mcp_servers`) and MCP tools (`ToolSpec.mcp_server`,
-`ToolSpec.mcp_tool`).
-1.16 added listing MCP tools again: `RunState.tools_listed_messages`, `tools_refresh`
-and `tool_listings`.
-1.17 added images from tools: `ToolResult.attachments`, `AgentSpec.send_tool_images`.
-1.18 added webhooks: `AgentSpec.webhooks`, `ToolSpec.webhooks`, `RunState.notices` and
-`webhook_deliveries`.
-1.19 added token streaming: `AgentSpec.stream`.
-1.20 added runs imported from the OpenAI Agents SDK: `RunState.imported`.
-1.21 added handoffs: `ToolSpec.handoff`, the `Handoff` item.
-1.22 added agents as tools: `ToolSpec.runs_agent`, `RunState.depth`, and
-`RunState.first_agent`.
-1.23 added approvals across a tree of runs: `RunState.sub_approvals`.
-1.24 added snapshots of a tree of runs: `RunState.sub_runs`.
-1.25 added budgets shared with agents called as tools: `RunState.sub_run_usage`.
-1.26 added `ToolSpec.on_failure` (agents called as tools), `ToolSpec.input_filter` and
-`Handoff.input_filter` (handoffs).
-1.27 added the signed start a tree's runs check: `RunState.start_proof`.
-1.28 added changed definitions reaching runs in flight: `AgentSpec.definition_updates`,
-`RunState.definition_checked` and `redefinitions`.
-1.29 added local tools: `ToolSpec.local`.
-1.30 added tools on task queues of their own: `ToolSpec.task_queue`,
-`queue_timeout_seconds`.
-1.31 added the MCP tools of agents the run handed over from: `RunState.mcp_tools_left`.
-"""
+SCHEMA_VERSION = "2.0"
+"""The RunState schema this code writes ("MAJOR.MINOR"; minor = additive, major =
+breaking). One version per release (DESIGN.md, RunState); nothing is released yet,
+so every snapshot of this build is 2.0 and nothing older is read (the 1.x versions
+of pre-release builds are refused, `workflows.snapshot`)."""
+
+SCHEMA_RELEASED = False
+"""Whether a release has shipped `SCHEMA_VERSION`. Until it does, its committed schema
+and golden fixtures follow the model (`python -m schemas.generate`, `python -m
+tests.support.snapshot_golden` rewrite them); from then on they are frozen, and a
+change to RunState needs a new version and a migration (`workflows.migrations`)."""
 
 REFUSALS_KEPT = 50
 """Newest entries kept in `refused_decisions` and in `refused_signals`; older ones
@@ -97,9 +49,6 @@ are dropped and counted, so a flood of bad signals cannot grow the state."""
 
 PREVIEW_CHARS = 200
 """Characters of a refused signal's payload kept in its audit entry."""
-
-
-_OLDER_MINORS = {v for v in MIGRATIONS if v.split(".")[0] == SCHEMA_VERSION.split(".")[0]}
 
 
 class _Model(BaseModel):
@@ -117,13 +66,13 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
     MAX_TURNS_EXCEEDED = "max_turns_exceeded"
     OUTPUT_INVALID = "output_invalid"
-    """The final reply never matched the agent's output type (1.5)."""
+    """The final reply never matched the agent's output type."""
     GUARDRAIL_TRIPPED = "guardrail_tripped"
-    """An input or output guardrail stopped the run (1.7)."""
+    """An input or output guardrail stopped the run."""
     BUDGET_EXCEEDED = "budget_exceeded"
-    """The next model call could have passed the run's token budget (1.8)."""
+    """The next model call could have passed the run's token budget."""
     PAUSED = "paused"
-    """An operator paused the run: no new model, tool or guardrail call starts (1.12)."""
+    """An operator paused the run: no new model, tool or guardrail call starts."""
 
     @property
     def is_final(self) -> bool:
@@ -155,11 +104,11 @@ class RetrySpec(_Model):
     """Attempts in all, the first included; 1 means no retry."""
     non_retryable_error_types: list[str] = []
     """Error types (a tool's exception class name, an ApplicationError type) never
-    retried. Added in 1.1."""
+    retried."""
     budget_seconds: float | None = Field(None, gt=0)
     """Retries stop once this long has passed since the call was first scheduled
     (Temporal's schedule-to-close timeout), whichever of it and `maximum_attempts`
-    comes first; None: attempts alone bound them. Added in 1.2."""
+    comes first; None: attempts alone bound them."""
 
 
 class ApprovalCondition(_Model):
@@ -184,18 +133,18 @@ class ApprovalPolicy(_Model):
     """At the deadline: reject the call (the model is told why) or fail the run."""
     require_signature: bool = False
     """Only decisions signed with one of the agent's approver keys (Ed25519) count;
-    the approver is the key's owner. Added in 1.3."""
+    the approver is the key's owner."""
     allow_always: bool = True
-    """Whether a decision may set `always` (a standing rule for later calls). Added in 1.3."""
+    """Whether a decision may set `always` (a standing rule for later calls)."""
     limits: list[ApprovalCondition] = []
     """Conditions every call's arguments must meet, the model's and an approver's
     edit alike (e.g. `amount <= 1000`): a call outside them is answered to the model
     as refused, an edit outside them is refused. A condition that cannot be
-    evaluated does not hold. Added in 1.3."""
+    evaluated does not hold."""
     separate_duties: bool = False
     """Whoever started the run may not approve its calls: approvals must be signed,
     the run's start must be signed (`RunState.started_by`), and the two keys must
-    belong to different owners. Added in 1.4."""
+    belong to different owners."""
 
 
 EventType = Literal[
@@ -212,7 +161,7 @@ EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 
 class WebhookSubscription(_Model):
     """Which run events go to a webhook endpoint the worker knows by name
-    (`AGENT_WEBHOOKS`; its URL and secret never enter a run). Added in 1.18."""
+    (`AGENT_WEBHOOKS`; its URL and secret never enter a run)."""
 
     endpoint: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     events: list[EventType] = Field(min_length=1, max_length=len(EVENT_TYPES))
@@ -236,55 +185,53 @@ class ToolSpec(_Model):
     heartbeat_timeout_seconds: float | None = Field(None, gt=0)
     """The tool's activity heartbeats while it runs; an attempt silent this long
     (its worker died) is retried at once, and a cancel reaches it. None: no
-    heartbeat timeout (runs of builds before 1.2). Added in 1.2."""
+    heartbeat timeout."""
     sensitive: list[str] = []
     """Top-level argument names whose values are kept out of sight: redacted in the
     UI's details, activity summaries and logs, and shown by `agentctl` as
     `<sensitive, N chars>` unless asked (`--show-sensitive`). They stay in the
-    run's (encrypted) payloads. Added in 1.4."""
+    run's (encrypted) payloads."""
     mcp_server: str | None = Field(None, min_length=1, max_length=200)
-    """The MCP server the tool is on (`AgentSpec.mcp_servers`); None: a `@tool` function.
-    Added in 1.15."""
+    """The MCP server the tool is on (`AgentSpec.mcp_servers`); None: a `@tool` function."""
     mcp_tool: str | None = Field(None, min_length=1, max_length=200)
     """The tool's name on its MCP server (`name` may carry the server's prefix)."""
     webhooks: list[WebhookSubscription] | None = Field(None, exclude_if=lambda w: w is None)
     """Where this tool's approval events go instead of the agent's (`AgentSpec.webhooks`);
-    None: the agent's. Added in 1.18."""
+    None: the agent's."""
     handoff: str | None = Field(None, min_length=1, max_length=200, exclude_if=lambda h: h is None)
     """The agent this tool hands the run over to (`transfer_to_<agent>`): calling it
-    switches the run's agent from the next model call. None: a tool. Added in 1.21."""
+    switches the run's agent from the next model call. None: a tool."""
     runs_agent: str | None = Field(
         None, min_length=1, max_length=200, exclude_if=lambda a: a is None
     )
     """The agent a call of this tool runs, as a run of its own (a child workflow whose
-    final output is the call's result: `Agent.as_tool`). None: a tool. Added in 1.22."""
+    final output is the call's result: `Agent.as_tool`). None: a tool."""
     on_failure: Literal["tool_error", "fail_run"] | None = Field(
         None, exclude_if=lambda f: f is None
     )
     """(An agent called as a tool) what a child that does not complete does to the run
     that called it: `tool_error` (None: the same), its model is told; `fail_run`, the
-    run fails too. Added in 1.26."""
+    run fails too."""
     input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
     """(A handoff) what the new agent's model is sent of the conversation before the
     handoff: None, all of it; `remove_tools`, without tool calls and results (the
-    run keeps them). Added in 1.26."""
+    run keeps them)."""
     task_queue: str | None = Field(
         None, min_length=1, max_length=200, exclude_if=lambda q: q is None
     )
-    """The task queue the tool's calls go to (`@tool(task_queue=...)`); None: the run's.
-    Added in 1.30."""
+    """The task queue the tool's calls go to (`@tool(task_queue=...)`); None: the run's."""
     queue_timeout_seconds: float = Field(60.0, gt=0, exclude_if=lambda s: s == 60.0)
     """(`task_queue`) how long a call waits for a worker of that queue to start it; then
-    the model is told none serves it. Added in 1.30."""
+    the model is told none serves it."""
     local: bool = Field(False, exclude_if=lambda local: not local)
     """The tool runs as a local activity, in the worker that runs the run's workflow task
     (`@tool(local=True)`): no activity task through the server, no heartbeat; its
-    attempts are retried with the workflow task. Added in 1.29."""
+    attempts are retried with the workflow task."""
 
 
 class MCPServer(_Model):
     """An MCP server whose tools an agent uses (`Agent(mcp_servers=[...])`); the worker
-    knows how to reach it (`AGENT_MCP_SERVERS`). Added in 1.15."""
+    knows how to reach it (`AGENT_MCP_SERVERS`)."""
 
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$")
     allow: list[str] | None = Field(None, max_length=200)
@@ -306,7 +253,7 @@ class MCPServer(_Model):
 
 
 class GuardrailSpec(_Model):
-    """A guardrail as frozen into a run: enough to run it as an activity. Added in 1.7."""
+    """A guardrail as frozen into a run: enough to run it as an activity."""
 
     name: str = Field(min_length=1, max_length=200)
     kind: Literal["input", "output"]
@@ -330,8 +277,7 @@ class ApproverKey(_Model):
 
 class ModelSettings(_Model):
     """How the model is asked: sampling and tool-use settings, sent with every model call
-    of a run. Unset fields (None) are not sent, so the endpoint's defaults apply.
-    Added in 1.6."""
+    of a run. Unset fields (None) are not sent, so the endpoint's defaults apply."""
 
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, ge=0, le=1)
@@ -359,7 +305,7 @@ class ModelSettings(_Model):
 class OutputSpec(_Model):
     """The type of an agent's final output, as the model is asked for it: a strict JSON
     Schema, named, and its digest (which build's type it was, for a reader of a
-    snapshot taken by another build). Added in 1.5."""
+    snapshot taken by another build)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """The type's name (`RefundDecision`; `list_str` for `list[str]`)."""
@@ -375,7 +321,7 @@ class OutputSpec(_Model):
 class ContextPolicy(_Model):
     """How much of a long conversation the model is sent (`workflows.context`): past
     `max_input_tokens` (estimated) the run compacts what the model sees, never what
-    it keeps. Added in 1.13."""
+    it keeps."""
 
     max_input_tokens: int = Field(ge=256)
     """The most input tokens a model call should send (below the model's window)."""
@@ -409,7 +355,7 @@ class AgentSpec(_Model):
     model_retry: RetrySpec = RetrySpec(maximum_attempts=8, maximum_interval_seconds=60.0)
     """Retries of transient model failures (429, 5xx, timeouts, connection errors)."""
     model_heartbeat_timeout_seconds: float | None = Field(None, gt=0)
-    """As `ToolSpec.heartbeat_timeout_seconds`, for model calls. Added in 1.2."""
+    """As `ToolSpec.heartbeat_timeout_seconds`, for model calls."""
     tool_output_limit: int = Field(64_000, ge=1)
     """Characters of one tool result the model is shown; the rest is cut, with a
     marker saying so (the run state keeps the whole output)."""
@@ -419,66 +365,65 @@ class AgentSpec(_Model):
     """Model calls after which the run continues as new (earlier if Temporal suggests it)."""
     history_bytes_per_workflow_run: int | None = Field(None, ge=1)
     """History size after which the run continues as new; None: Temporal's own
-    suggestion decides (its server limit `limit.historySize.suggestContinueAsNew`).
-    Added in 1.1."""
+    suggestion decides (its server limit `limit.historySize.suggestContinueAsNew`)."""
     approver_keys: list[ApproverKey] = []
     """Public keys of the approvers whose signed decisions this run accepts, from the
-    worker's configuration when the run started or resumed. Added in 1.3."""
+    worker's configuration when the run started or resumed."""
     snapshot_keys: list[ApproverKey] = []
     """Public keys whose Ed25519-signed snapshots a resume trusts with the decisions
     they carry (`workflows.snapshot_signature`), from the worker's configuration
-    (`owner`: who exports with it). Added in 1.3."""
+    (`owner`: who exports with it)."""
     refuse_unverified_snapshots: bool = False
     """The worker refuses to resume a snapshot that does not verify under
-    `snapshot_keys` (the run fails as invalid input). Added in 1.3."""
+    `snapshot_keys` (the run fails as invalid input)."""
     output: OutputSpec | None = None
-    """The type the final output must have; None: free text. Added in 1.5."""
+    """The type the final output must have; None: free text."""
     output_retries: int = Field(2, ge=0, le=10)
     """Final replies that do not match `output` sent back to the model with the
-    validation error before the run ends `output_invalid`. Added in 1.5."""
+    validation error before the run ends `output_invalid`."""
     model_settings: ModelSettings = ModelSettings()
-    """The agent's own model settings. Added in 1.6."""
+    """The agent's own model settings."""
     input_guardrails: list[GuardrailSpec] = []
-    """Checks on each message of the user, before the model sees it. Added in 1.7."""
+    """Checks on each message of the user, before the model sees it."""
     output_guardrails: list[GuardrailSpec] = []
-    """Checks on the final output, before the run ends or waits. Added in 1.7."""
+    """Checks on the final output, before the run ends or waits."""
     token_budget: int | None = Field(None, ge=1)
     """Tokens (input and output, as the provider counts them) a run may spend; None:
-    no budget. Added in 1.8."""
+    no budget."""
     model_api: ModelAPIName | None = None
-    """The API model calls speak; None: the worker's default. Added in 1.9."""
+    """The API model calls speak; None: the worker's default."""
     price: ModelPrice | None = None
     """What the agent's model costs, from the worker's price table when the run started
-    or resumed; None: not priced (costs stay 0). Added in 1.10."""
+    or resumed; None: not priced (costs stay 0)."""
     cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
-    """Money (in `price.currency`) a run may spend; None: no budget. Added in 1.10."""
+    """Money (in `price.currency`) a run may spend; None: no budget."""
     on_budget: Literal["stop", "ask"] = "stop"
     """At a budget: end the run `budget_exceeded`, or ask a person to extend it (a
-    `BudgetRequest`, decided like a tool call). Added in 1.11."""
+    `BudgetRequest`, decided like a tool call)."""
     budget_approval: ApprovalPolicy = ApprovalPolicy()
     """Who may extend a budget, signed or not, and how long a request waits (its
-    `limits` cap the budget an approver may set). Added in 1.11."""
+    `limits` cap the budget an approver may set)."""
     context_policy: ContextPolicy | None = None
     """How the conversation is cut to the model's window (`Agent(context=...)`);
-    None: all of it is sent. Added in 1.13."""
+    None: all of it is sent."""
     mcp_servers: list[MCPServer] = []
     """MCP servers whose tools the agent uses: listed when a run starts or resumes and
-    kept in `tools` for the run (`workflows.mcp_tools`). Added in 1.15."""
+    kept in `tools` for the run (`workflows.mcp_tools`)."""
     stream: bool = Field(False, exclude_if=lambda stream: not stream)
     """The model is called with streaming and its text and tool arguments are published
     as they come (`text_delta` run events); the reply recorded is the same. Added in
     1.19."""
     send_tool_images: bool = Field(False, exclude_if=lambda send: not send)
     """The model is sent the images tools return (`ToolResult.attachments`; for a model
-    that reads images); False: a line saying what each is. Added in 1.17."""
+    that reads images); False: a line saying what each is."""
     webhooks: list[WebhookSubscription] = Field([], exclude_if=lambda w: not w)
     """Where the run's events go: the agent's subscriptions and the worker's
-    (`AGENT_WEBHOOKS`), by endpoint name. Added in 1.18."""
+    (`AGENT_WEBHOOKS`), by endpoint name."""
     definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
     """When a changed definition of the agent (on the workers of the day) reaches a run
     already in flight: never (the run keeps the one it started with), at the next
     session message, or at each continue-as-new; only at a point where no call and no
-    budget request is open (`workflows.definitions`). Added in 1.28."""
+    budget request is open (`workflows.definitions`)."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, or None if the agent has no such tool."""
@@ -505,12 +450,12 @@ class Usage(_Model):
     output_tokens: int = 0
     total_tokens: int = 0
     cached_input_tokens: int = 0
-    """Of `input_tokens`, those the provider served from its prompt cache. Added in 1.8."""
+    """Of `input_tokens`, those the provider served from its prompt cache."""
     reasoning_tokens: int = 0
-    """Of `output_tokens`, those spent reasoning (not in the reply). Added in 1.8."""
+    """Of `output_tokens`, those spent reasoning (not in the reply)."""
     cost: float = Field(0.0, ge=0, allow_inf_nan=False)
     """What the tokens cost at the run's price (`AgentSpec.price`, its currency); 0
-    without one. Added in 1.10."""
+    without one."""
 
     def plus(self, other: Usage) -> Usage:
         """The sum of two usages."""
@@ -522,7 +467,7 @@ _COUNTS = tuple(Usage.model_fields)
 
 class ModelPrice(_Model):
     """What a million tokens of one model cost, by kind (a worker's price table,
-    `AGENT_PRICES`). Reasoning tokens are output tokens and cost as such. Added in 1.10."""
+    `AGENT_PRICES`). Reasoning tokens are output tokens and cost as such."""
 
     input: float = Field(ge=0, allow_inf_nan=False)
     """Per million input tokens not served from the prompt cache."""
@@ -558,7 +503,7 @@ class ToolCall(_Model):
     """The key `run_tool` gets for this call, recorded when the call is carried
     open into another run (resume or fork): the key of the run that proposed it,
     kept across any number of resumes, so a tool that deduplicates by key runs
-    it once. None: this run's id + the call id. (Added in 1.1.)"""
+    it once. None: this run's id + the call id."""
 
 
 class UserMessage(_Model):
@@ -568,13 +513,13 @@ class UserMessage(_Model):
     content: str
     feedback: bool = False
     """Written by the run, not the user: why the previous reply was not the agent's
-    output type (it does not start a new exchange). Added in 1.5."""
+    output type (it does not start a new exchange)."""
 
 
 class ReasoningItem(_Model):
     """The model's reasoning behind a reply, as the Responses API returns it: kept so
     the next call can carry it on (`store=False`: the provider keeps nothing, the
-    run does). Added in 1.9."""
+    run does)."""
 
     id: str = Field(min_length=1, max_length=200)
     summary: list[str] = []
@@ -594,10 +539,9 @@ class AssistantMessage(_Model):
     at: AwareDatetime
     """Workflow time at which the reply was recorded."""
     usage: Usage | None = None
-    """What this model call used, as the provider reported it. Added in 1.8."""
+    """What this model call used, as the provider reported it."""
     reasoning: list[ReasoningItem] = []
-    """The reasoning behind this reply (Responses API), passed back on later calls.
-    Added in 1.9."""
+    """The reasoning behind this reply (Responses API), passed back on later calls."""
 
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -622,7 +566,7 @@ _MAGIC = {
 
 class Attachment(_Model):
     """An image a tool returned (an MCP tool's image block), kept whole: the run's state
-    holds it, history a payload-store reference to it. Added in 1.17."""
+    holds it, history a payload-store reference to it."""
 
     kind: Literal["image"] = "image"
     mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
@@ -675,7 +619,7 @@ class ToolResult(_Model):
         [], max_length=MAX_ATTACHMENTS, exclude_if=lambda found: not found
     )
     """Images the tool returned (`content` says what each is); written only when there
-    are some. Added in 1.17."""
+    are some."""
 
 
 class Decision(_Model):
@@ -687,39 +631,38 @@ class Decision(_Model):
     approver: StrictStr = Field(min_length=1)
     reason: StrictStr | None = None
     always: StrictBool = False
-    """Apply the same decision to later calls of this tool in the run: since 1.3 only
-    to calls with the same arguments, or that meet `always_when` (and before
-    `expires_at`); decisions recorded before it cover every call of the tool."""
+    """Apply the same decision to later calls of this tool in the run: only to calls
+    with the same arguments (`arguments_sha256`), or that meet `always_when` (and
+    before `expires_at`); one without `arguments_sha256` covers every call of the tool."""
     via: Literal["signal", "update", "rule", "timeout"]
     """How it was made: a signal, the `decide` update, an earlier `always`
     decision of `approver`, or the approval deadline passing."""
     sender: StrictStr | None = None
-    """The program that sent it, as it said (`agentctl`, a service's name). Added in 1.1."""
+    """The program that sent it, as it said (`agentctl`, a service's name)."""
     arguments: dict[str, JsonValue] | None = None
     """Arguments edited by the approver; they replace the model's for this call."""
     run_id: StrictStr | None = None
-    """The run the decision named (checked against this run). Added in 1.3."""
+    """The run the decision named (checked against this run)."""
     arguments_sha256: StrictStr | None = None
     """Digest of the call's arguments as proposed (what the decision was bound to):
-    hex SHA-256 of their RFC 8785 canonical JSON. Added in 1.3."""
+    hex SHA-256 of their RFC 8785 canonical JSON."""
     expires_at: StrictStr | None = None
     """RFC 3339 time after which the decision (and an `always` rule it made) no longer
-    applies. Added in 1.3."""
+    applies."""
     signed_by: StrictStr | None = None
-    """Id of the approver key whose signature was verified; None: unsigned. Added in 1.3."""
+    """Id of the approver key whose signature was verified; None: unsigned."""
     always_when: list[ApprovalCondition] | None = None
     """With `always`: the rule covers later calls whose arguments meet all of these;
-    None: only calls with the same arguments (`arguments_sha256`). Added in 1.3."""
+    None: only calls with the same arguments (`arguments_sha256`)."""
     execution_id: StrictStr | None = None
-    """The run execution the decision named (`RunState.execution_id`). Added in 1.4."""
+    """The run execution the decision named (`RunState.execution_id`)."""
     metadata: dict[str, JsonValue] | None = None
-    """The sender's own data that came with the decision (a ticket id). Added in 1.14."""
+    """The sender's own data that came with the decision (a ticket id)."""
     at: AwareDatetime
 
 
 class GuardrailCheck(_Model):
-    """A guardrail's verdict on what comes before it (a user message, a final reply).
-    Added in 1.7."""
+    """A guardrail's verdict on what comes before it (a user message, a final reply)."""
 
     type: Literal["guardrail_check"] = "guardrail_check"
     kind: Literal["input", "output"]
@@ -727,15 +670,14 @@ class GuardrailCheck(_Model):
     tripped: StrictBool
     reason: StrictStr | None = None
     item: int | None = Field(None, ge=0)
-    """Index in `items` of what it checked; None: the latest such item before it
-    (checks recorded before 1.8). Added in 1.8."""
+    """Index in `items` of what it checked; None: the latest such item before it."""
     at: AwareDatetime
 
 
 class RefusedSignal(_Model):
     """A signal the run could not use: an unknown name, a payload that is not the
     signal's, or more than one argument. Decision signals are audited in
-    `refused_decisions` instead. Added in 1.2."""
+    `refused_decisions` instead."""
 
     signal: StrictStr
     """The signal's name, as sent."""
@@ -764,21 +706,21 @@ class DecisionAttempt(_Model):
     reason: StrictStr | None = None
     always: StrictBool = False
     sender: StrictStr | None = None
-    """The program that sent it, as it said. Added in 1.1."""
+    """The program that sent it, as it said."""
     arguments: dict[str, JsonValue] | None = None
     run_id: StrictStr | None = None
     arguments_sha256: StrictStr | None = None
     expires_at: StrictStr | None = None
     signature: Signature | None = None
     always_when: list[ApprovalCondition] | None = None
-    """The binding fields the sender gave (see `Decision`). Added in 1.3."""
+    """The binding fields the sender gave (see `Decision`)."""
     execution_id: StrictStr | None = None
-    """As `Decision.execution_id`. Added in 1.4."""
+    """As `Decision.execution_id`."""
     metadata: dict[str, JsonValue] | None = None
-    """As `Decision.metadata` (not kept on a refused one). Added in 1.14."""
+    """As `Decision.metadata` (not kept on a refused one)."""
     via: Literal["signal", "snapshot"] = "signal"
     """`snapshot`: a decision carried in a resumed snapshot that could not be
-    verified, dropped rather than trusted. Added in 1.3."""
+    verified, dropped rather than trusted."""
     at: AwareDatetime
     """Workflow time at which the signal was handled."""
     refused_because: str | None = None
@@ -788,7 +730,7 @@ class DecisionAttempt(_Model):
 class BudgetRequest(_Model):
     """The run reached a budget and asks to extend it (`AgentSpec.on_budget="ask"`):
     pending like a tool call of `BUDGET_TOOL` whose arguments name the new budget,
-    approved or rejected with the same signals and update. Added in 1.11."""
+    approved or rejected with the same signals and update."""
 
     type: Literal["budget_request"] = "budget_request"
     call_id: str = Field(pattern=r"^budget/[1-9][0-9]{0,8}$")
@@ -807,7 +749,7 @@ class BudgetRequest(_Model):
 
 class Compaction(_Model):
     """What the model is sent instead of older items from here on (`workflows.context`):
-    the run keeps every item; this records what was replaced by what. Added in 1.13."""
+    the run keeps every item; this records what was replaced by what."""
 
     type: Literal["compaction"] = "compaction"
     turn: int = Field(ge=1)
@@ -835,7 +777,7 @@ class Compaction(_Model):
 class Handoff(_Model):
     """The run went on with another agent (a handoff tool's call, `ToolSpec.handoff`):
     its instructions, tools, model, settings and output type from the next model call;
-    the conversation carries over. Added in 1.21."""
+    the conversation carries over."""
 
     type: Literal["handoff"] = "handoff"
     call_id: str = Field(min_length=1)
@@ -848,7 +790,7 @@ class Handoff(_Model):
     """The call's arguments (its `reason`, if it has one), as the model gave them."""
     input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
     """What the new agent's model is sent of the conversation before this handoff
-    (`ToolSpec.input_filter`). Added in 1.26."""
+    (`ToolSpec.input_filter`)."""
     at: AwareDatetime
 
 
@@ -870,7 +812,7 @@ Item = Annotated[
 
 
 class Pause(_Model):
-    """Who paused a run, why and when (`pause` signal or update). Added in 1.12."""
+    """Who paused a run, why and when (`pause` signal or update)."""
 
     by: str | None = Field(None, max_length=200)
     reason: str | None = Field(None, max_length=2_000)
@@ -878,7 +820,7 @@ class Pause(_Model):
 
 
 class PauseEvent(_Model):
-    """One pause or resume of a run, for the audit (`RunState.pause_log`). Added in 1.12."""
+    """One pause or resume of a run, for the audit (`RunState.pause_log`)."""
 
     action: Literal["pause", "resume"]
     by: str | None = Field(None, max_length=200)
@@ -892,7 +834,7 @@ PAUSES_KEPT = 50
 
 class ToolsRefresh(_Model):
     """A request to list the run's MCP tools again before its next model call (the
-    `refresh_tools` signal). Added in 1.16."""
+    `refresh_tools` signal)."""
 
     by: str | None = Field(None, max_length=200)
     at: AwareDatetime
@@ -900,7 +842,7 @@ class ToolsRefresh(_Model):
 
 class DefinitionCheck(_Model):
     """When the run last looked for a changed definition of its agent
-    (`RunState.definition_checked`). Added in 1.28."""
+    (`RunState.definition_checked`)."""
 
     messages: int = Field(ge=0)
     """The user's messages in the conversation then (a later one is a new message)."""
@@ -918,7 +860,7 @@ AGENTS_LEFT_KEPT = 50
 
 class MCPToolsLeft(_Model):
     """An agent's MCP tools when the run handed over from it: a handoff back to it
-    keeps the approvals they asked then (`mcp_tools.returning`). Added in 1.31."""
+    keeps the approvals they asked then (`mcp_tools.returning`)."""
 
     agent: str = Field(min_length=1, max_length=200)
     tools: list[ToolName] = Field([], max_length=MCP_TOOLS_KEPT)
@@ -929,7 +871,7 @@ class MCPToolsLeft(_Model):
 
 class Redefinition(_Model):
     """A run that took its agent's changed definition, or could not
-    (`RunState.redefinitions`). Added in 1.28."""
+    (`RunState.redefinitions`)."""
 
     at: AwareDatetime
     turn: int = Field(ge=0)
@@ -951,7 +893,7 @@ REDEFINITIONS_KEPT = 20
 
 class ToolListing(_Model):
     """One listing of the run's MCP tools after it started, for the audit
-    (`RunState.tool_listings`). Added in 1.16."""
+    (`RunState.tool_listings`)."""
 
     at: AwareDatetime
     turn: int = Field(ge=0)
@@ -980,7 +922,7 @@ LISTINGS_KEPT = 50
 
 class Notices(_Model):
     """What the run has announced as events (`workflows.run_events`), so that each is
-    announced once, across continue-as-new and worker restarts. Added in 1.18."""
+    announced once, across continue-as-new and worker restarts."""
 
     seq: int = Field(0, ge=0)
     """The number of the newest event (events are numbered from 1)."""
@@ -992,7 +934,7 @@ class Notices(_Model):
 
 class WebhookDelivery(_Model):
     """How one event's delivery to one endpoint goes (`RunState.webhook_deliveries`),
-    as its delivery workflow reports it. Added in 1.18."""
+    as its delivery workflow reports it."""
 
     endpoint: str = Field(min_length=1, max_length=100)
     webhook_id: str = Field(min_length=1, max_length=300)
@@ -1030,7 +972,7 @@ class RunOrigin(_Model):
     verified_by: str | None = None
     """Id of the snapshot key whose Ed25519 signature the worker verified when the run
     resumed (its decisions were kept); None: not verified, its decisions on open calls
-    were dropped (`workflows.resume_trust`). Added in 1.3."""
+    were dropped (`workflows.resume_trust`)."""
 
 
 class Starter(_Model):
@@ -1052,7 +994,7 @@ class StartProof(_Model):
     with the `start_signature` minus `sig`) and the Ed25519 signature over it, of the
     run at the top of a tree of runs. A run called as a tool checks it itself (the
     key, the signature, and that the signed workflow id is its tree's root, as Temporal
-    says) before it records who started it. Added in 1.27."""
+    says) before it records who started it."""
 
     key_id: str = Field(min_length=1, max_length=200)
     workflow_id: str = Field(min_length=1, max_length=1_000)
@@ -1062,7 +1004,7 @@ class StartProof(_Model):
 
 class ImportedDecision(_Model):
     """A decision an imported OpenAI Agents SDK run state had recorded: kept for the
-    audit, never applied (an unsigned file cannot approve anything). Added in 1.20."""
+    audit, never applied (an unsigned file cannot approve anything)."""
 
     call_id: str | None = Field(None, min_length=1, max_length=200)
     """The call it decided; None: a rule for every call of `tool` (the SDK's `always`)."""
@@ -1074,7 +1016,7 @@ class ImportedDecision(_Model):
 
 class DroppedItem(_Model):
     """Something of an imported run state that only the SDK can run, dropped because
-    the person importing it said so (`--lossy`). Added in 1.20."""
+    the person importing it said so (`--lossy`)."""
 
     where: str = Field(min_length=1, max_length=200)
     """Its JSON path in the imported file."""
@@ -1086,7 +1028,7 @@ IMPORT_ENTRIES_KEPT = 200
 
 
 class ImportRecord(_Model):
-    """Where an imported run came from (`agentctl import-openai`). Added in 1.20."""
+    """Where an imported run came from (`agentctl import-openai`)."""
 
     format: Literal["openai-agents"] = "openai-agents"
     schema_version: str = Field(min_length=1, max_length=20)
@@ -1118,7 +1060,7 @@ class SubApproval(_Model):
     """A call waiting for a decision in a run below this one (an agent called as a
     tool, or one that agent called), as the child run this run waits on last reported
     it (`workflows.tree_approvals`). Shown with the run's own pending calls; a decision
-    for it is passed down to `via`. Added in 1.23."""
+    for it is passed down to `via`."""
 
     via: str = Field(min_length=1, max_length=200)
     """The child run (workflow id) that reported it: the one a decision goes to."""
@@ -1143,7 +1085,7 @@ children: `agent_calls.MAX_CHILDREN_PER_REPLY`)."""
 class SubRunSnapshot(_Model):
     """An unfinished child run (an agent called as a tool) exported with its caller: the
     caller resumed from the snapshot resumes the child from `state` for the call
-    `call_id`, instead of starting the agent afresh. Added in 1.24."""
+    `call_id`, instead of starting the agent afresh."""
 
     call_id: str = Field(min_length=1, max_length=200)
     state: RunState
@@ -1152,8 +1094,8 @@ class SubRunSnapshot(_Model):
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
-    schema_version: Literal["1.31"] = "1.31"
-    """Always SCHEMA_VERSION (older minors are read as it)."""
+    schema_version: Literal["2.0"] = "2.0"
+    """Always SCHEMA_VERSION."""
     run_id: str
     """The workflow id."""
     agent: AgentSpec
@@ -1185,105 +1127,96 @@ class RunState(_Model):
     """Decision signals that could not apply, with the reason: the audit of
     refusals (the newest `REFUSALS_KEPT`)."""
     refused_decisions_dropped: int = Field(0, ge=0)
-    """Older refused decisions dropped from `refused_decisions`. Added in 1.2."""
+    """Older refused decisions dropped from `refused_decisions`."""
     refused_signals: list[RefusedSignal] = []
-    """Other signals that could not be used (the newest `REFUSALS_KEPT`). Added in 1.2."""
+    """Other signals that could not be used (the newest `REFUSALS_KEPT`)."""
     refused_signals_dropped: int = Field(0, ge=0)
-    """Older entries dropped from `refused_signals`. Added in 1.2."""
+    """Older entries dropped from `refused_signals`."""
     revoked_rules: list[str] = []
     """Call ids of `always` decisions whose rule no longer decides later calls: they
     came with a resumed snapshot, which cannot vouch for them
-    (`workflows.resume_trust`). Added in 1.3."""
+    (`workflows.resume_trust`)."""
     execution_id: str | None = None
     """Temporal's run id of the first workflow execution of this run (kept across
     continue-as-new; a resume or fork, or a new run reusing the workflow id, gets
     its own). A decision naming another one is refused, and a signed decision must
     name it, so one captured from an earlier run under the same workflow id cannot
-    be replayed into this one. None: runs started before 1.4. Added in 1.4."""
+    be replayed into this one. None: not recorded (decisions bind to the workflow id only)."""
     started_by: Starter | None = None
     """The owner of the key that signed the run's start input; None: an unsigned
-    start (anyone who may start workflows). Added in 1.4."""
+    start (anyone who may start workflows)."""
     start_proof: StartProof | None = Field(None, exclude_if=lambda p: p is None)
     """The signed start `started_by` was checked against, kept for the runs this run
-    calls as tools (its own, or, for such a run, its tree's root's). Added in 1.27."""
+    calls as tools (its own, or, for such a run, its tree's root's)."""
     model_settings: ModelSettings = ModelSettings()
     """The settings every model call of this run is sent with: the agent's, with the
-    start input's on top, fixed when the run started (a resume keeps them). Added in 1.6."""
+    start input's on top, fixed when the run started (a resume keeps them)."""
     token_budget: int | None = Field(None, ge=1)
-    """The run's token budget: the agent's, or lower if the start input asked. Added in 1.8."""
+    """The run's token budget: the agent's, or lower if the start input asked."""
     cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
     """The run's cost budget (in `agent.price.currency`): the agent's, or lower if the
-    start input asked. Added in 1.10."""
+    start input asked."""
     paused: Pause | None = None
     """Set while an operator has the run paused (a resumed snapshot stays paused unless
-    the resume says otherwise). Added in 1.12."""
+    the resume says otherwise)."""
     pause_log: list[PauseEvent] = Field([], max_length=PAUSES_KEPT)
-    """Who paused and resumed the run, and when: the newest `PAUSES_KEPT`. Added in 1.12."""
+    """Who paused and resumed the run, and when: the newest `PAUSES_KEPT`."""
     context_overflow: int | None = Field(None, ge=1)
     """The model call the provider refused as longer than its window: it is made again
-    once, after a compaction. Added in 1.13."""
+    once, after a compaction."""
     tools_listed_messages: int | None = Field(None, ge=0)
     """User messages in the conversation when the run's MCP tools were last listed: a
     session message after them has them listed again before the model answers it.
-    None: no MCP servers, or a run started before 1.16 (listed again on request only).
-    Added in 1.16."""
+    None: no MCP servers, or not counted (listed again on request only)."""
     tools_refresh: ToolsRefresh | None = None
-    """A request to list the MCP tools again, until it is done. Added in 1.16."""
+    """A request to list the MCP tools again, until it is done."""
     tool_listings: list[ToolListing] = Field([], max_length=LISTINGS_KEPT)
     """The MCP tool listings after the start, and what each changed: the newest
-    `LISTINGS_KEPT`. Added in 1.16."""
+    `LISTINGS_KEPT`."""
     notices: Notices | None = Field(None, exclude_if=lambda n: n is None)
-    """The run events announced so far (runs with webhooks). Added in 1.18."""
+    """The run events announced so far (runs with webhooks)."""
     webhook_deliveries: list[WebhookDelivery] = Field(
         [], max_length=DELIVERIES_KEPT, exclude_if=lambda d: not d
     )
-    """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes. Added in 1.18."""
+    """The newest `DELIVERIES_KEPT` webhook deliveries and how each goes."""
     definition_checked: DefinitionCheck | None = Field(None, exclude_if=lambda c: c is None)
     """When the run last looked for a changed definition of its agent (agents with
-    `definition_updates`); None: it never looks. Added in 1.28."""
+    `definition_updates`); None: it never looks."""
     redefinitions: list[Redefinition] = Field(
         [], max_length=REDEFINITIONS_KEPT, exclude_if=lambda r: not r
     )
     """The changed definitions the run took (or could not), the newest
-    `REDEFINITIONS_KEPT`. Added in 1.28."""
+    `REDEFINITIONS_KEPT`."""
     mcp_tools_left: list[MCPToolsLeft] = Field(
         [], max_length=AGENTS_LEFT_KEPT, exclude_if=lambda m: not m
     )
     """The MCP tools of each agent with MCP servers the run handed over from (its latest
-    time): a handoff back keeps the approvals they asked. Added in 1.31."""
+    time): a handoff back keeps the approvals they asked."""
     depth: int = Field(0, ge=0, le=100, exclude_if=lambda d: not d)
     """How deeply the run nests under runs that called agents as tools (0: none; a
-    child's is its caller's plus one, bounded by `agent_calls.MAX_DEPTH`). Added in 1.22."""
+    child's is its caller's plus one, bounded by `agent_calls.MAX_DEPTH`)."""
     first_agent: str | None = Field(
         None, min_length=1, max_length=200, exclude_if=lambda a: a is None
     )
     """The agent the run had when it first handed over (its `AgentName` from then on);
-    None: it has not, or it was resumed since (a snapshot cannot say). Added in 1.22."""
+    None: it has not, or it was resumed since (a snapshot cannot say)."""
     imported: ImportRecord | None = Field(None, exclude_if=lambda i: i is None)
-    """Set when the run was imported from another framework's run state. Added in 1.20."""
+    """Set when the run was imported from another framework's run state."""
     sub_approvals: list[SubApproval] = Field(
         [], max_length=SUB_APPROVALS_KEPT, exclude_if=lambda s: not s
     )
     """Calls waiting for a decision in the runs below this one that it waits on, as they
-    reported them; forgotten when that child ends. Added in 1.23."""
+    reported them; forgotten when that child ends."""
     sub_run_usage: Usage | None = Field(None, exclude_if=lambda u: u is None)
     """What the runs this run called as tools used, counted as each ended (one that
     failed: the whole token budget it was given); it counts against the run's token
-    budget. None: no such run yet. Added in 1.25."""
+    budget. None: no such run yet."""
     sub_runs: list[SubRunSnapshot] = Field([], max_length=SUB_RUNS_KEPT, exclude_if=lambda s: not s)
     """(A snapshot) the unfinished children of its open agent calls, each resumed with
     the caller (`AgentClient.export` writes them); a run drops one once it has resumed
-    it. Added in 1.24."""
+    it."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
-
-    @field_validator("schema_version", mode="before")
-    @classmethod
-    def _older_minor(cls, version: Any) -> Any:
-        """An older minor version of this major reads as the current one: minors only
-        add optional fields (enforced by `schemas.generate`), so such a state is valid
-        as is, e.g. one a running workflow carried over before an upgrade."""
-        return SCHEMA_VERSION if version in _OLDER_MINORS else version
 
     @model_validator(mode="after")
     def _check_consistency(self) -> RunState:

@@ -29,8 +29,8 @@ from tests.support.cli_support import (
 from tests.support.snapshot_golden import fixture_path
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
-FIXTURE = fixture_path("1.4")
-"""A released golden snapshot; it reads as the newest version."""
+FIXTURE = fixture_path("single")
+"""A golden snapshot of this schema version."""
 
 
 def resigned(doc: dict) -> dict:
@@ -51,12 +51,20 @@ def ctl(worker) -> Ctl:
 def test_validate_prints_the_verdict_without_a_server(capsys) -> None:
     assert run_main(["--address", UNREACHABLE, "validate", str(FIXTURE)]) == 0
     assert capsys.readouterr().out.strip() == (
-        f"valid, schema 1.4 (migrated to {SCHEMA_VERSION}), run support-7, 10 items, status failed"
+        f"valid, schema {SCHEMA_VERSION}, run support-7, 20 items, status output_invalid"
     )
-    assert run_main(["validate", str(fixture_path("1.0"))]) == 0
-    assert capsys.readouterr().out.strip() == (
-        f"valid, schema 1.0 (migrated to {SCHEMA_VERSION}), run support-7, 10 items, status failed"
-    )
+
+
+def test_validate_refuses_a_pre_release_snapshot_in_one_line(tmp_path, capsys) -> None:
+    old = tmp_path / "old.json"
+    pre_release = json.loads(FIXTURE.read_text()) | {"schema_version": "1.31"}
+    old.write_text(json.dumps(resigned(pre_release)))
+    for command in (["validate"], ["resume", "--address", UNREACHABLE]):
+        assert run_main([*command, str(old)]) == 1
+        assert error_lines(capsys.readouterr().err) == [
+            "agentctl: error: snapshot schema 1.31 was written by a pre-release build; "
+            f"this build reads {SCHEMA_VERSION}"
+        ]
 
 
 def test_what_a_file_says_reaches_the_terminal_escaped(tmp_path, capsys) -> None:
@@ -112,14 +120,14 @@ def test_output_that_cannot_be_written_is_a_clear_error(tmp_path, capsys) -> Non
     [
         ('"approver": "alice"', "snapshot was modified after export (digest mismatch)"),
         ('"turn": 2,', "snapshot was modified after export (digest mismatch)"),
-        ('"schema_version": "1.4"', "snapshot schema 2.0 is newer than this reader (1.x); upgrade"),
+        ('"schema_version": "2.0"', "snapshot schema 9.0 is newer than this reader (2.x); upgrade"),
     ],
 )
 def test_validate_refuses_a_tampered_file(edit, message, tmp_path, capsys) -> None:
     replacement = {
         '"approver": "alice"': '"approver": "mallory"',
         '"turn": 2,': '"turn": 3,',
-        '"schema_version": "1.4"': '"schema_version": "2.0"',
+        '"schema_version": "2.0"': '"schema_version": "9.0"',
     }[edit]
     target = tmp_path / "tampered.json"
     target.write_text(FIXTURE.read_text().replace(edit, replacement, 1))
@@ -320,7 +328,7 @@ async def test_seal_refuses_content_that_is_not_a_snapshot(tmp_path: Path) -> No
     for text, problem in [
         ("[1]", "a snapshot is a JSON object"),
         ("{nope", "not valid JSON"),
-        ('{"schema_version": "1.14", "turn": "3"}', "invalid snapshot at $"),
+        ('{"schema_version": "2.0", "turn": "3"}', "invalid snapshot at $"),
     ]:
         bad.write_text(text)
         out = await agentctl("seal", str(bad), "-o", str(tmp_path / "out.json"))

@@ -125,4 +125,4 @@ def test_the_snapshot_of_a_responses_run_loads_in_this_build():
 def _golden() -> str:
     from tests.support.snapshot_golden import golden_text
 
-    return golden_text("1.9")
+    return golden_text("single")

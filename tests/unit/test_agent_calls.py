@@ -186,7 +186,7 @@ def test_a_snapshot_whose_sub_runs_nest_deeper_than_runs_do_is_refused():
 
     from tests.support.snapshot_golden import golden_text
 
-    doc = json.loads(golden_text("1.24"))
+    doc = json.loads(golden_text("tree"))
     del doc["integrity"]
     child = doc["sub_runs"][0]["state"]
     nested = child

@@ -15,12 +15,21 @@ from durable_agents.workflows.state import (
     ApprovalPolicy,
     BudgetRequest,
     ErrorInfo,
+    RunState,
 )
 
 from durable_agents import Agent, ModelSettings, tool
 from tests.support.snapshot_golden import golden_state, golden_text, sign
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _before_any_request() -> RunState:
+    """The golden run before it asked for a budget: its requests and their decisions gone."""
+    state = golden_state("single")
+    state.items = [i for i in state.items if not getattr(i, "call_id", "").startswith("budget/")]
+    assert not any(isinstance(i, BudgetRequest) for i in state.items)
+    return state
 
 
 @tool
@@ -74,7 +83,7 @@ def test_a_cost_edit_is_a_finite_amount_the_next_call_fits_in(value, problem):
 
 
 def test_a_run_asks_for_its_budget_again_or_what_the_next_call_needs():
-    state = golden_state("1.10")
+    state = _before_any_request()
     state.token_budget, state.agent.token_budget = 600, 600
     state.usage.total_tokens = 500
     over = ErrorInfo(type="BudgetExceeded", message="m", details={"next_call_bound": 300.4})
@@ -95,7 +104,7 @@ def test_a_run_asks_for_its_budget_again_or_what_the_next_call_needs():
 
 
 def test_a_run_asks_within_the_limits_or_not_at_all():
-    state = golden_state("1.10")
+    state = _before_any_request()
     state.token_budget, state.agent.token_budget = 600, 600
     state.usage.total_tokens = 500
     cap = ApprovalCondition(field="token_budget", op="<=", value=1000)
@@ -109,7 +118,7 @@ def test_a_run_asks_within_the_limits_or_not_at_all():
 
 
 def _golden_doc() -> dict:
-    return json.loads(golden_text("1.11"))
+    return json.loads(golden_text("single"))
 
 
 def _index(doc: dict, call_id: str, kind: str) -> int:

@@ -190,7 +190,7 @@ def _forged_document(kind: str) -> dict:
         items = [{"type": "user_message", "content": "q"}, honest, {**forged, "item": 3}, reply]
         ended = {"status": "failed", "final_output": "SSN 123-45-6789"}
     return {
-        "schema_version": "1.30",
+        "schema_version": "2.0",
         "run_id": "src",
         "agent": agent,
         "turn": 1,

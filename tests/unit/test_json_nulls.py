@@ -113,6 +113,6 @@ def test_the_lenient_reading_never_raises_whatever_it_is_given():
     for _ in range(5_000):  # deeper than pydantic and the JSON writer go
         inner["x"] = {}
         inner = inner["x"]
-    for resume in ({"context": deep}, {"items": [deep]}, {"schema_version": "1.14", "agent": deep}):
+    for resume in ({"context": deep}, {"items": [deep]}, {"schema_version": "2.0", "agent": deep}):
         found = lenient_input({"agent": "a", "input": "", "resume_from": resume}, AgentInput)
         assert isinstance(found, str) and found, found

@@ -159,7 +159,7 @@ INPUT = TypeAdapter(SnapshotInput)
 
 def test_an_exported_file_is_accepted_as_workflow_input_with_its_digest_checked():
     assert INPUT.validate_json(golden_text()) == golden_state()
-    assert INPUT.validate_json(golden_text("1.0")) == golden_state("1.0")  # migrated
+    assert INPUT.validate_json(golden_text("paused")) == golden_state("paused")
     with pytest.raises(ValidationError) as raised:
         INPUT.validate_json(edited(set_at("items.3.decision", "reject"), resign=False))
     [error] = raised.value.errors()
@@ -194,8 +194,13 @@ def test_run_state_refuses_naive_timestamps_in_any_input():
         RunState.model_validate(built | {"created_at": datetime(2026, 3, 1, 9)})
 
 
-def test_older_minor_states_read_as_the_current_version():
-    """A state a running workflow carried over before an upgrade (1.0) still decodes."""
-    content = json.loads(golden_text("1.0"))
+def test_workflow_input_of_a_pre_release_version_is_refused_in_one_line():
+    content = json.loads(golden_text())
     del content["integrity"]
-    assert RunState.model_validate_json(json.dumps(content)) == golden_state("1.0")
+    with pytest.raises(ValidationError) as raised:
+        INPUT.validate_python(content | {"schema_version": "1.31"})
+    assert raised.value.errors()[0]["msg"] == (
+        "snapshot schema 1.31 was written by a pre-release build; this build reads 2.0"
+    )
+    with pytest.raises(ValidationError, match=r"Input should be '2\.0'"):
+        RunState.model_validate(content | {"schema_version": "1.31"})

@@ -27,10 +27,13 @@ from tests.support.snapshot_golden import (
 _MAJOR, _MINOR = SCHEMA_VERSION.split(".")
 NEXT_MINOR = f"{_MAJOR}.{int(_MINOR) + 1}"
 
+_HUGE_NUMBER = "9" * 100_000 + ".0"
+_HUGE_TEXT = "2.0 " * 250_000
+
 REFUSALS = [
     case(
-        lambda: edited(set_at("schema_version", "2.0")),
-        "snapshot schema 2.0 is newer than this reader (1.x); upgrade",
+        lambda: edited(set_at("schema_version", "9.0")),
+        "snapshot schema 9.0 is newer than this reader (2.x); upgrade",
         "newer-major",
     ),
     case(
@@ -50,15 +53,43 @@ REFUSALS = [
             f'"MAJOR.MINOR" such as "{SCHEMA_VERSION}", got ' + json.dumps(v),
             f"malformed-version-{v}",
         )
-        for v in ["1", "1.0.0", "v1.0", "01.0", "1.x", 1.0, None]
+        for v in ["1", "2.0.0", "v2.0", "02.0", "2.x", "", " 2.0", "2.0\n", 2.0, 2, None, True]
     ),
     case(
-        lambda: edited(set_at("schema_version", "0.9")),
-        "snapshot schema 0.9 is not supported (no migration to a newer one)",
-        "old-version-without-migration",
+        lambda: edited(set_at("schema_version", ["2.0"])),
+        'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as '
+        f'"{SCHEMA_VERSION}", got ["2.0"]',
+        "malformed-version-list",
     ),
     case(
-        lambda: '{\n  "schema_version": "1.0",\n}',
+        lambda: edited(set_at("schema_version", {"major": 2, "minor": 0})),
+        'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as '
+        f'"{SCHEMA_VERSION}", got {{"major": 2, "minor": 0}}',
+        "malformed-version-object",
+    ),
+    case(
+        lambda: edited(set_at("schema_version", _HUGE_NUMBER)),
+        'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as '
+        f'"{SCHEMA_VERSION}", got "{"9" * 39}... (100004 characters)',
+        "huge-version-number",
+    ),
+    case(
+        lambda: edited(set_at("schema_version", _HUGE_TEXT)),
+        'invalid snapshot at $.schema_version: expected "MAJOR.MINOR" such as '
+        f'"{SCHEMA_VERSION}", got "{_HUGE_TEXT[:39]}... (1000002 characters)',
+        "huge-version-text",
+    ),
+    *(
+        case(
+            lambda v=v: edited(set_at("schema_version", v)),
+            f"snapshot schema {v} was written by a pre-release build; "
+            f"this build reads {SCHEMA_VERSION}",
+            f"pre-release-{v}",
+        )
+        for v in ["1.31", "1.0", "0.9", "1.999999"]
+    ),
+    case(
+        lambda: '{\n  "schema_version": "2.0",\n}',
         "snapshot is not valid JSON: "
         "Expecting property name enclosed in double quotes at line 3, column 1",
         "invalid-json",
@@ -69,17 +100,17 @@ REFUSALS = [
         "not-an-object",
     ),
     case(
-        lambda: '{"schema_version": "1.0", "schema_version": "1.0"}',
+        lambda: '{"schema_version": "2.0", "schema_version": "2.0"}',
         "snapshot is not valid JSON: duplicate key 'schema_version'",
         "duplicate-key",
     ),
     case(
-        lambda: '{"schema_version": "1.0", "turn": NaN}',
+        lambda: '{"schema_version": "2.0", "turn": NaN}',
         "snapshot is not valid JSON: NaN is not a JSON number",
         "nan",
     ),
     case(
-        lambda: b'{"schema_version": "1.0\xff"}',
+        lambda: b'{"schema_version": "2.0\xff"}',
         "snapshot is not UTF-8 text (byte 23)",
         "not-utf8",
     ),

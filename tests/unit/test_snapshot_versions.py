@@ -1,5 +1,6 @@
-"""Snapshot versions: a golden fixture and a committed JSON schema per released version,
-minor versions only adding optional fields, and migrations."""
+"""Snapshot versions: the one schema version and its golden fixtures (one per shape an
+export writes), the committed JSON Schema, and the migration machinery (an empty chain
+until a release), proved with steps registered by the tests only."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from typing import Any
 
 import jsonschema
 import pytest
-from durable_agents.workflows import guardrails, handoffs, loop
+from durable_agents.workflows import guardrails, handoffs, loop, snapshot, state
 from durable_agents.workflows.migrations import MIGRATIONS
 from durable_agents.workflows.payloads import GuardrailVerdict
-from durable_agents.workflows.snapshot import dumps, json_schema, loads, migrate, validate
+from durable_agents.workflows.snapshot import (
+    SnapshotError,
+    dumps,
+    json_schema,
+    loads,
+    migrate,
+    validate,
+)
 from durable_agents.workflows.state import (
     SCHEMA_VERSION,
     AssistantMessage,
@@ -21,59 +29,93 @@ from durable_agents.workflows.state import (
 )
 
 from schemas import generate
+from tests.support import snapshot_golden
 from tests.support.snapshot_golden import (
-    RELEASED,
+    FIXTURES,
+    SHAPES,
     at,
     fixture_path,
     golden_state,
     golden_text,
+    rewritten,
     sign,
 )
 
-# --- golden fixtures and schemas, one per released version ---------------------------
+# --- the version ----------------------------------------------------------------------
 
 
-def test_every_released_version_has_a_committed_schema_and_golden_fixture():
-    assert RELEASED == generate.released_versions() and RELEASED[-1] == SCHEMA_VERSION
-    for version in RELEASED:
-        assert fixture_path(version).exists(), f"no golden fixture for {version}"
-        assert generate.schema_path(version).exists(), f"no committed schema for {version}"
-        assert json.loads(golden_text(version))["schema_version"] == version
-    assert generate.release_problems() == []
+def test_there_is_one_schema_version_and_no_migration_until_a_release():
+    assert SCHEMA_VERSION == "2.0" and MIGRATIONS == {} and not state.SCHEMA_RELEASED
+    assert generate.released_versions() == [SCHEMA_VERSION]
+    assert sorted(p.name for p in generate.SCHEMA_DIR.glob("runstate-*.schema.json")) == [
+        f"runstate-{SCHEMA_VERSION}.schema.json"
+    ]
 
 
-@pytest.mark.parametrize("version", RELEASED)
-def test_golden_fixture_loads_as_the_state_it_was_made_from(version: str):
-    """On a version bump, make `golden_state(v)` what v migrates to; never touch a fixture."""
-    assert loads(golden_text(version)) == golden_state(version)
+# --- golden fixtures, one per shape ---------------------------------------------------
 
 
-@pytest.mark.parametrize("version", RELEASED)
-def test_golden_fixture_is_valid_against_its_committed_json_schema(version: str):
-    schema = json.loads(generate.schema_path(version).read_text(encoding="utf-8"))
+def test_every_shape_has_its_fixture_and_no_other_runstate_fixture_is_kept():
+    committed = sorted(p.name for p in FIXTURES.glob("runstate-*.json"))
+    assert committed == sorted(fixture_path(shape).name for shape in SHAPES)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_golden_fixture_loads_and_is_written_back_exactly(shape: str):
+    text = golden_text(shape)
+    assert json.loads(text)["schema_version"] == SCHEMA_VERSION
+    assert dumps(loads(text)) == text, "run python -m tests.support.snapshot_golden"
+    assert rewritten(text) == text
+
+
+def test_a_fixture_behind_the_model_is_rewritten_as_this_build_writes_it():
+    doc = json.loads(golden_text("single"))
+    del doc["session"]  # as before the field was added: it gets its default
+    stale = json.dumps(sign(doc), indent=2)
+    assert stale != golden_text("single")
+    assert rewritten(stale) == golden_text("single")
+
+
+def test_the_fixtures_are_not_rewritten_once_the_version_is_released(monkeypatch, capsys):
+    monkeypatch.setattr(snapshot_golden, "SCHEMA_RELEASED", True)
+    assert snapshot_golden.main() == 1
+    assert "is released: its fixtures never change" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_golden_fixture_is_valid_against_the_committed_json_schema(shape: str):
+    schema = json.loads(generate.schema_path().read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
-    validator.validate(json.loads(golden_text(version)))
-    edited = json.loads(golden_text(version)) | {"turn": "2"}
+    validator.validate(json.loads(golden_text(shape)))
+    edited = json.loads(golden_text(shape)) | {"turn": "2"}
     with pytest.raises(jsonschema.ValidationError, match="'2' is not of type 'integer'"):
         validator.validate(edited)
 
 
-@pytest.mark.parametrize("version", RELEASED)
-def test_golden_fixture_resumes_where_it_failed(version: str):
+def test_the_shapes_are_a_single_run_a_tree_and_a_paused_run():
+    single, tree, paused = (golden_state(shape) for shape in ("single", "tree", "paused"))
+    assert not single.sub_runs and not single.sub_approvals and single.depth == 0
+    assert [s.call_id for s in tree.sub_runs] == ["c9"] and tree.sub_approvals
+    assert tree.sub_runs[0].state.run_id == "support-7/c9"
+    assert paused.status == RunStatus.PAUSED and paused.paused is not None
+    assert paused.paused.by == "oncall" and not paused.sub_runs
+
+
+@pytest.mark.parametrize("shape", ["single", "tree"])
+def test_golden_fixture_resumes_where_it_failed(shape: str):
     state = loop.resume(
-        loads(golden_text(version)), run_id="support-8", workflow_run="wr-8", now=at(100)
+        loads(golden_text(shape)), run_id="support-8", workflow_run="wr-8", now=at(100)
     )
     assert state.status == RunStatus.RUNNING and state.error is None
     assert state.origin == RunOrigin(run_id="support-7", turn=2, mode="resume")
     step = loop.next_step(state)
-    if state.paused is not None:  # 1.12: it resumes paused, and goes on once unpaused
-        assert isinstance(step, loop.AwaitResume)
-        assert loop.unpause(state, now=at(100)) is None
-        step = loop.next_step(state)
-    # 1.7+: the message the resume adds is checked first; 1.21+: so is the request the
-    # agent answering since the handoff took over
-    checks = 2 if handoffs.latest(state) is not None else 1
-    for _ in range(checks if state.agent.input_guardrails else 0):
+    assert isinstance(step, loop.AwaitResume)  # it resumes paused, and goes on once unpaused
+    assert loop.unpause(state, now=at(100)) is None
+    step = loop.next_step(state)
+    # the message the resume adds is checked first, and so is the request of the agent
+    # answering since the handoff took over
+    assert handoffs.latest(state) is not None and state.agent.input_guardrails
+    for _ in range(2):
         assert isinstance(step, loop.CheckGuardrails) and step.kind == "input"
         verdicts = [GuardrailVerdict(name="g", tripped=False)]
         guardrails.record(state, "input", verdicts, now=at(100), item=step.item)
@@ -81,8 +123,16 @@ def test_golden_fixture_resumes_where_it_failed(version: str):
     assert isinstance(step, loop.CallModel) and step.request.turn == 3
 
 
+def test_the_paused_fixture_resumes_paused_and_waits_for_its_decision():
+    source = golden_state("paused")
+    state = loop.resume(source, run_id="assistant-2", workflow_run="wr-2", now=at(100))
+    assert isinstance(loop.next_step(state), loop.AwaitResume)
+    assert loop.unpause(state, now=at(100)) is None
+    assert loop.next_step(state) == loop.AwaitDecisions(("call_email",))
+
+
 def test_golden_fixture_covers_every_item_type_and_decision_record():
-    state = loads(golden_text())
+    state = loads(golden_text("single"))
     assert {i.type for i in state.items} == {
         "user_message",
         "assistant_message",
@@ -100,15 +150,7 @@ def test_golden_fixture_covers_every_item_type_and_decision_record():
     policy = state.agent.tool("refund").approval  # type: ignore[union-attr]
     assert policy.when and policy.approvers and policy.timeout
     calls = [c for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls]
-    assert any(c.idempotency_key for c in calls)  # new in 1.1
-
-
-@pytest.mark.parametrize("version", RELEASED)
-def test_golden_fixture_is_written_back_as_the_newest_version(version: str):
-    rewritten = dumps(loads(golden_text(version)))
-    assert json.loads(rewritten)["schema_version"] == SCHEMA_VERSION
-    if version == SCHEMA_VERSION:
-        assert rewritten == golden_text(version)
+    assert any(c.idempotency_key for c in calls)
 
 
 def test_golden_fixture_has_exactly_the_fields_of_the_schema():
@@ -117,10 +159,13 @@ def test_golden_fixture_has_exactly_the_fields_of_the_schema():
     assert set(schema["required"]) <= set(doc)
 
 
+# --- the committed JSON Schema ----------------------------------------------------------
+
+
 def test_committed_schema_matches_the_model():
     committed = json.loads(generate.schema_path().read_text(encoding="utf-8"))
-    assert generate.substance(committed) == generate.substance(json_schema()), generate.DRIFT
-    assert committed == json_schema(), "schema docs changed: run python -m schemas.generate"
+    assert committed == json_schema(), "run python -m schemas.generate"
+    assert committed["$id"] == f"urn:durable-agents:runstate:{SCHEMA_VERSION}"
 
 
 def test_json_schema_is_deterministic_and_requires_integrity():
@@ -128,15 +173,10 @@ def test_json_schema_is_deterministic_and_requires_integrity():
     assert "integrity" in json_schema()["required"]
 
 
-def test_released_minor_versions_only_add_optional_fields():
-    old, new = (json.loads(generate.schema_path(v).read_text()) for v in ("1.0", "1.1"))
-    assert generate.non_additive_changes(old, new) == []
-
-
 def test_a_minor_version_that_does_more_than_add_optional_fields_is_caught():
     old = json_schema()
     new = json.loads(json.dumps(old))
-    new["$id"], new["properties"]["schema_version"]["const"] = "urn:x:1.2", "1.2"
+    new["$id"], new["properties"]["schema_version"]["const"] = "urn:x:2.1", "2.1"
     usage = new["$defs"]["Usage"]["properties"]
     new["$defs"]["ToolCall"]["properties"]["note"] = {"type": "string", "default": ""}
     assert generate.non_additive_changes(old, new) == []  # optional field, new version: fine
@@ -154,12 +194,35 @@ def test_a_minor_version_that_does_more_than_add_optional_fields_is_caught():
 
 
 def test_generate_check_fails_when_a_released_version_lacks_its_schema(monkeypatch, capsys):
-    monkeypatch.setitem(MIGRATIONS, "0.9", lambda d: {**d, "schema_version": "1.0"})
+    monkeypatch.setitem(MIGRATIONS, "1.99", lambda d: {**d, "schema_version": "2.0"})
     assert generate.main(["--check"]) == 1
-    assert "runstate-0.9.schema.json is missing" in capsys.readouterr().err
+    assert "runstate-1.99.schema.json is missing" in capsys.readouterr().err
 
 
-def test_generate_refuses_to_overwrite_a_released_schema_that_changed(tmp_path, capsys):
+def test_generate_check_fails_on_a_schema_of_no_version(monkeypatch, tmp_path):
+    monkeypatch.setattr(generate, "SCHEMA_DIR", tmp_path)
+    generate.schema_path().write_text(generate.render(json_schema()), encoding="utf-8")
+    assert generate.release_problems() == []
+    (tmp_path / "runstate-1.31.schema.json").write_text("{}", encoding="utf-8")
+    assert generate.release_problems() == [
+        "runstate-1.31.schema.json: no such version (neither current nor migrated from): remove it"
+    ]
+
+
+def test_generate_rewrites_the_schema_of_a_version_not_released_yet(tmp_path):
+    path = tmp_path / "runstate.schema.json"
+    schema = json_schema()
+    schema["properties"]["turn"]["minimum"] = 1
+    path.write_text(generate.render(schema), encoding="utf-8")
+    assert generate.main(["--check"], path=path) == 1
+    assert generate.main([], path=path) == 0
+    assert json.loads(path.read_text(encoding="utf-8")) == json_schema()
+
+
+def test_generate_refuses_to_overwrite_a_released_schema_that_changed(
+    monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setattr(state, "SCHEMA_RELEASED", True)
     path = tmp_path / "runstate.schema.json"
     schema = json_schema()
     schema["properties"]["turn"]["minimum"] = 1
@@ -169,7 +232,8 @@ def test_generate_refuses_to_overwrite_a_released_schema_that_changed(tmp_path, 
     assert json.loads(path.read_text(encoding="utf-8")) == schema
 
 
-def test_generate_refreshes_documentation_only(tmp_path):
+def test_generate_refreshes_the_documentation_of_a_released_schema(monkeypatch, tmp_path):
+    monkeypatch.setattr(state, "SCHEMA_RELEASED", True)
     path = tmp_path / "runstate.schema.json"
     schema = json_schema()
     schema["description"] = "old words"
@@ -179,120 +243,102 @@ def test_generate_refreshes_documentation_only(tmp_path):
     assert generate.main(["--check"], path=path) == 0
 
 
-# --- migrations -----------------------------------------------------------------------
+# --- migrations (machinery proved with steps the tests register) -------------------------
 
 
-def _from_0_8(doc: dict[str, Any]) -> dict[str, Any]:
-    """Fake 0.8 -> 0.9: the items were called `conversation`."""
+def _from_1_98(doc: dict[str, Any]) -> dict[str, Any]:
+    """Made-up 1.98 -> 1.99: the items were called `conversation`."""
     new = {k: v for k, v in doc.items() if k != "conversation"}
-    return new | {"schema_version": "0.9", "items": doc["conversation"]}
+    return new | {"schema_version": "1.99", "items": doc["conversation"]}
 
 
-def _from_0_9(doc: dict[str, Any]) -> dict[str, Any]:
-    """Fake 0.9 -> 1.0: `parent_run` became `origin`."""
+def _from_1_99(doc: dict[str, Any]) -> dict[str, Any]:
+    """Made-up 1.99 -> 2.0: `parent_run` became `origin`."""
     new = {k: v for k, v in doc.items() if k != "parent_run"}
     parent = doc["parent_run"]
-    origin = None if parent is None else {"run_id": parent, "turn": 0, "mode": "resume"}
-    return new | {"schema_version": "1.0", "origin": origin}
+    origin = None if parent is None else {"run_id": parent, "turn": 2, "mode": "resume"}
+    return new | {"schema_version": "2.0", "origin": origin}
 
 
-def _old_0_8() -> dict[str, Any]:
-    doc = json.loads(golden_text("1.0"))
+def _old_1_98() -> dict[str, Any]:
+    doc = json.loads(golden_text("single"))
     del doc["integrity"]
     doc["conversation"] = doc.pop("items")
     doc["parent_run"] = doc.pop("origin")["run_id"]
-    return sign(doc | {"schema_version": "0.8"})
+    return sign(doc | {"schema_version": "1.98"})
 
 
-def test_older_snapshots_migrate_step_by_step_and_are_written_as_the_newest(monkeypatch):
-    monkeypatch.setitem(MIGRATIONS, "0.8", _from_0_8)
-    monkeypatch.setitem(MIGRATIONS, "0.9", _from_0_9)
-    text = json.dumps(_old_0_8())
-    assert loads(text) == golden_state("1.0")  # 0.8 -> 0.9 -> 1.0 -> ... -> the newest
-    migrated = f"valid, schema 0.8 (migrated to {SCHEMA_VERSION}), run support-7"
+def test_a_registered_chain_migrates_step_by_step_and_writes_the_newest(monkeypatch):
+    text = json.dumps(_old_1_98())
+    with pytest.raises(SnapshotError, match=r"^snapshot schema 1\.98 was written by a pre-release"):
+        loads(text)  # no step from it: refused
+    monkeypatch.setitem(MIGRATIONS, "1.98", _from_1_98)
+    monkeypatch.setitem(MIGRATIONS, "1.99", _from_1_99)
+    assert loads(text) == golden_state("single")  # 1.98 -> 1.99 -> 2.0
+    migrated = f"valid, schema 1.98 (migrated to {SCHEMA_VERSION}), run support-7"
     assert validate(text).startswith(migrated)
-    assert dumps(loads(text)) == dumps(golden_state("1.0"))
+    assert dumps(loads(text)) == golden_text("single")
+
+
+def test_a_chain_with_a_gap_is_refused_where_it_breaks(monkeypatch):
+    monkeypatch.setitem(MIGRATIONS, "1.98", _from_1_98)  # no step from 1.99
+    with pytest.raises(SnapshotError) as raised:
+        loads(json.dumps(_old_1_98()))
+    assert str(raised.value) == (
+        "snapshot schema 1.99 was written by a pre-release build; "
+        f"this build reads {SCHEMA_VERSION}"
+    )
 
 
 def test_migrate_is_pure_and_takes_its_table_as_a_parameter():
-    old = _old_0_8()
+    old = _old_1_98()
     before = json.dumps(old)
-    steps = {
-        "0.8": _from_0_8,
-        "0.9": _from_0_9,
-        "1.0": MIGRATIONS["1.0"],
-        "1.1": MIGRATIONS["1.1"],
-        "1.2": MIGRATIONS["1.2"],
-        "1.3": MIGRATIONS["1.3"],
-        "1.4": MIGRATIONS["1.4"],
-        "1.5": MIGRATIONS["1.5"],
-        "1.6": MIGRATIONS["1.6"],
-        "1.7": MIGRATIONS["1.7"],
-        "1.8": MIGRATIONS["1.8"],
-        "1.9": MIGRATIONS["1.9"],
-        "1.10": MIGRATIONS["1.10"],
-        "1.11": MIGRATIONS["1.11"],
-        "1.12": MIGRATIONS["1.12"],
-        "1.13": MIGRATIONS["1.13"],
-        "1.14": MIGRATIONS["1.14"],
-        "1.15": MIGRATIONS["1.15"],
-        "1.16": MIGRATIONS["1.16"],
-        "1.17": MIGRATIONS["1.17"],
-        "1.18": MIGRATIONS["1.18"],
-        "1.19": MIGRATIONS["1.19"],
-        "1.20": MIGRATIONS["1.20"],
-        "1.21": MIGRATIONS["1.21"],
-        "1.22": MIGRATIONS["1.22"],
-        "1.23": MIGRATIONS["1.23"],
-        "1.24": MIGRATIONS["1.24"],
-        "1.25": MIGRATIONS["1.25"],
-        "1.26": MIGRATIONS["1.26"],
-        "1.27": MIGRATIONS["1.27"],
-        "1.28": MIGRATIONS["1.28"],
-        "1.29": MIGRATIONS["1.29"],
-        "1.30": MIGRATIONS["1.30"],
-    }
-    migrated = migrate(old, migrations=steps)
+    migrated = migrate(old, migrations={"1.98": _from_1_98, "1.99": _from_1_99})
     assert migrated["schema_version"] == SCHEMA_VERSION and "origin" in migrated
     assert json.dumps(old) == before
+    assert MIGRATIONS == {}
 
 
-def test_a_step_that_edits_its_argument_in_place_does_not_reach_the_caller():
+def _next_minor(monkeypatch) -> str:
+    """Pretend this build writes 2.1 (for `migrate`, which works on plain dicts)."""
+    monkeypatch.setattr(snapshot, "SCHEMA_VERSION", "2.1")
+    return "2.1"
+
+
+def test_a_step_that_edits_its_argument_in_place_does_not_reach_the_caller(monkeypatch):
+    newer = _next_minor(monkeypatch)
+
     def careless(doc: dict[str, Any]) -> dict[str, Any]:
         doc["items"][0]["content"] = "changed by the step"
         doc["agent"]["tools"].clear()
-        doc["schema_version"] = "1.1"
+        doc["schema_version"] = newer
         return doc
 
-    original = json.loads(golden_text("1.0"))
+    original = json.loads(golden_text("single"))
     del original["integrity"]
     before = json.dumps(original)
-    migrated = migrate(original, migrations={**MIGRATIONS, "1.0": careless})
+    migrated = migrate(original, migrations={"2.0": careless})
     assert json.dumps(original) == before
     assert migrated["items"][0]["content"] == "changed by the step"
+    assert migrated["schema_version"] == newer
 
 
 def test_a_migration_that_does_not_move_forward_is_a_bug():
-    with pytest.raises(RuntimeError, match=r"the migration from 0\.9 produced version '0\.9'"):
-        migrate({"schema_version": "0.9"}, migrations={"0.9": lambda d: dict(d)})
+    with pytest.raises(RuntimeError, match=r"the migration from 1\.99 produced version '1\.99'"):
+        migrate({"schema_version": "1.99"}, migrations={"1.99": lambda d: dict(d)})
 
 
-def test_a_later_migration_reaches_the_states_of_sub_runs_too():
-    from durable_agents.workflows.state import SCHEMA_VERSION as CURRENT
-
-    doc = json.loads(golden_text(CURRENT))
+def test_a_migration_reaches_the_states_of_sub_runs_too(monkeypatch):
+    newer = _next_minor(monkeypatch)
+    doc = json.loads(golden_text("tree"))
     del doc["integrity"]
-    old = dict(doc, schema_version="1.23")
-    old["sub_runs"] = [
-        {**sub, "state": {**sub["state"], "schema_version": "1.23"}} for sub in doc["sub_runs"]
-    ]
     seen: list[str] = []
 
     def step(data: dict[str, Any]) -> dict[str, Any]:
         seen.append(data["run_id"])
-        return {**data, "schema_version": CURRENT}
+        return {**data, "schema_version": newer}
 
-    migrated = migrate(old, migrations={**MIGRATIONS, "1.23": step})
+    migrated = migrate(doc, migrations={"2.0": step})
     assert seen == [doc["run_id"], doc["sub_runs"][0]["state"]["run_id"]]
-    assert migrated["sub_runs"][0]["state"]["schema_version"] == CURRENT
-    assert old["sub_runs"][0]["state"]["schema_version"] == "1.23"  # the input is untouched
+    assert migrated["sub_runs"][0]["state"]["schema_version"] == newer
+    assert doc["sub_runs"][0]["state"]["schema_version"] == SCHEMA_VERSION  # input untouched
