@@ -118,7 +118,7 @@ class InboxFeed:
         self._policies: dict[tuple[str, str | None], dict[str, ApprovalPolicy] | None] = {}
         self.counts: Counter[str] = Counter()
         """Calls made so far: `visibility` (list calls), `queries` (pending queries),
-        `state_reads` (`get_state`, once per run)."""
+        `state_reads` (`get_state`, once per run); `reads` done."""
 
     async def current(self) -> InboxView:
         """The latest read, read again first when it is older than `interval`."""
@@ -135,6 +135,7 @@ class InboxFeed:
             started = self._clock()
             try:
                 view = await self._read()
+                self.counts["reads"] += 1
             except Exception as err:  # Temporal down: say so, keep the last calls shown
                 log.warning("inbox: reading waiting calls failed: %s", err)
                 view = self.view.model_copy(update={"error": f"cannot read the runs: {err}"})

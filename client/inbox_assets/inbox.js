@@ -353,6 +353,11 @@
     const file = input.files && input.files[0];
     input.value = ""; // the file's bytes are not kept by the input either
     if (!file) return;
+    if (!window.isSecureContext || !crypto.subtle) {
+      $("key-state").textContent =
+        "Signing needs a secure page: open the inbox over https (or on the loopback address).";
+      return;
+    }
     try {
       const data = JSON.parse(await file.text());
       if (typeof data.key_id !== "string" || typeof data.owner !== "string" || typeof data.private_key !== "string") {
