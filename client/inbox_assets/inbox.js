@@ -136,6 +136,7 @@
 
   function render(view) {
     if (view.error) setConnection(`The gateway cannot read the runs: ${safe(view.error)}`, true);
+    else setConnection("Live: new calls appear here by themselves.");
     const list = $("calls");
     const keep = new Set();
     let previous = null;

@@ -91,20 +91,31 @@ class Served:
     callers: Callers
 
 
-@asynccontextmanager
-async def gateway(served_agents: AgentClient, known: Callers, **inbox) -> AsyncIterator[str]:
-    port = free_port()
-    app = gateway_app(served_agents, known, **inbox)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+async def serve_app(app, port: int) -> tuple[uvicorn.Server, asyncio.Task]:
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     async with asyncio.timeout(10):
         while not server.started:
             await asyncio.sleep(0.02)
+    return server, task
+
+
+async def stop(server: uvicorn.Server, task: asyncio.Task) -> None:
+    server.should_exit = True  # open feeds are cut after timeout_graceful_shutdown
+    await task
+
+
+@asynccontextmanager
+async def gateway(served_agents: AgentClient, known: Callers, **inbox) -> AsyncIterator[str]:
+    port = free_port()
+    running = await serve_app(gateway_app(served_agents, known, **inbox), port)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
-        await task
+        await stop(*running)
 
 
 @pytest.fixture(scope="module")
@@ -433,3 +444,25 @@ async def test_the_inbox_refuses_requests_that_are_not_a_signed_in_approvers(ser
             await framing.set_content(f'<iframe src="{url}/inbox"></iframe>')
         assert [f.url for f in framing.frames[1:]] != [f"{url}/inbox"]
         await framing.context.close()
+
+
+async def test_the_page_says_when_the_feed_drops_and_catches_up_when_it_returns(served, browser):
+    s = served.scripts
+    mail = Call("send_email", {"to": "ops@example.com", "body": "later"}, call_id="d1")
+    s.by_input["inbox: while offline"] = [Reply(tool_calls=(mail,)), Reply("mailed")]
+    port = free_port()
+    app = gateway_app(served.agents, served.callers, feed=InboxFeed(served.agents))
+    running = await serve_app(app, port)
+    page = await signed_in(browser, f"http://127.0.0.1:{port}", DESK)
+    connection = page.locator("#connection")
+    await stop(*running)
+    await expect(connection).to_contain_text("Connection lost")
+    run_id = (await served.agents.start("assistant", "inbox: while offline")).id
+    await expect(call_of(page, "d1")).to_have_count(0)
+    running = await serve_app(app, port)  # the same sessions: still signed in
+    await expect(connection).to_contain_text("Live")
+    await expect(call_of(page, "d1")).to_have_count(1)  # caught up, no reload
+    await served.agents.cancel(run_id)
+    await expect(call_of(page, "d1")).to_have_count(0)
+    await page.context.close()
+    await stop(*running)
