@@ -50,6 +50,8 @@ DESK, READER = "desk-token-0123456789abcdef", "reader-token-0123456789abcdef"
 HOSTILE = "<img src=x onerror=alert(1)></script>\u202eevil"
 FIGURES = Path("/tmp/inbox-figures.json")
 """Where the end-to-end test writes its measurements (page weight, latency, cost)."""
+SCREENSHOT = Path("/tmp/inbox-screenshot.png")
+"""The inbox with four calls waiting, at phone width, where a person can look at it."""
 
 
 def callers(tmp_path: Path) -> Callers:
@@ -218,6 +220,7 @@ async def test_an_approver_decides_calls_of_several_runs_from_the_inbox(served, 
         await expect(call_of(page, call_id)).to_have_count(1)  # without a reload
     child = f"{runs['lead']}/c1"
     await expect(page.locator("#count")).to_have_text("4")
+    await page.screenshot(path=SCREENSHOT, full_page=True)
 
     # Figures: how long after the run asked each row appeared (its `requested_at` is
     # the workflow's clock, the same machine's); what the open inbox costs per read
