@@ -369,7 +369,9 @@ async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
         lifespan="off",
     )
     who = "no authentication" if callers is None else f"{len(callers)} callers"
-    print(f"agentctl serve: http://{args.host}:{args.port} ({who})", file=sys.stderr, flush=True)
+    where = f"http://{args.host}:{args.port}"
+    line = f"agentctl serve: {where} ({who}); approval inbox: {where}/inbox"
+    print(line, file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
     return ""
 
@@ -419,7 +421,10 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         help="only events after this seq (with --follow; alone: the events kept now, then exit)",
     )
     gate = command(
-        "serve", serve, "serve the HTTP gateway: runs, approvals and live events over HTTP"
+        "serve",
+        serve,
+        "serve the HTTP gateway: runs, approvals and live events over HTTP, and the "
+        "approval inbox (a web page, /inbox)",
     )
     gate.add_argument("--host", default="127.0.0.1", help="address to listen on")
     gate.add_argument(

@@ -16,6 +16,8 @@ Routes (and the scope a caller needs), as README "Approving over HTTP" and
 - `GET /runs/{id}/events` (read): server-sent events (`id:` the `seq`), after
   `Last-Event-ID`; 204 for an ended run with nothing newer.
 - `GET /healthz`, `GET /openapi.json`: open.
+- `/inbox`: the approval inbox, a web page (`client.inbox`); a browser signed in there
+  sends decisions here with its session cookie and CSRF token instead of a token.
 
 Errors are JSON, `{"error": {"code", "message"}}`. Every POST, refused ones too, is
 logged as one JSON line (logger `durable_agents.gateway.audit`, `_Audited`).
@@ -48,6 +50,9 @@ from durable_agents.client.errors import (
     TemporalUnavailable,
 )
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
+from durable_agents.client.inbox import InboxHeaders, inbox_routes, session_caller
+from durable_agents.client.inbox_feed import InboxFeed
+from durable_agents.client.inbox_sessions import Sessions
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import AgentInput, DecideInput, PendingApproval
@@ -163,14 +168,27 @@ class DecisionRequest(DecideInput):
     arguments_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  # type: ignore[assignment]
 
 
-def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
+def gateway_app(
+    agents: AgentClient,
+    callers: Callers | None,
+    *,
+    sessions: Sessions | None = None,
+    feed: InboxFeed | None = None,
+) -> Starlette:
     """The gateway over `agents`; `callers` None: no authentication (loopback only,
-    checked by `agentctl serve`)."""
+    checked by `agentctl serve`). `sessions` and `feed`: the inbox's (`client.inbox`;
+    default: new ones)."""
     hubs: dict[str, _Hub] = {}
+    sessions = sessions or Sessions()
+    feed = feed or InboxFeed(agents)
 
     def caller_of(request: Request) -> Caller:
         if callers is None:
             return ANONYMOUS
+        if "authorization" not in request.headers:  # a browser signed in to the inbox?
+            signed_in = session_caller(request, sessions)
+            if signed_in is not None:
+                return signed_in
         found = callers.find(request.headers.get("authorization"))
         if found is None:
             raise HTTPException(
@@ -320,7 +338,10 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         if idempotency is not None:  # one caller's key never answers another's request
             key = json.dumps([caller.name, holder, idempotency])
             idempotency = f"{OWN_IDS}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
-        recorded = await agents.send_decision(run_id, payload, request_id=idempotency)
+        try:
+            recorded = await agents.send_decision(run_id, payload, request_id=idempotency)
+        finally:  # decided or refused: every open inbox reads again now
+            feed.poke()
         request.state.audit["outcome"] = "recorded"
         return _json(recorded.model_dump(mode="json"))
 
@@ -356,8 +377,9 @@ def gateway_app(agents: AgentClient, callers: Callers | None) -> Starlette:
         Route("/runs/{run_id:path}/decisions", decide, methods=["POST"]),
         Route("/runs/{run_id:path}/events", events),
         Route("/runs/{run_id:path}", status),
+        *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed),
     ]
-    middleware = [Middleware(_Audited)]
+    middleware = [Middleware(_Audited), Middleware(InboxHeaders)]
     if callers is None:  # open on loopback: no other site's page may reach it by name
         hosts = ["127.0.0.1", "localhost", "[::1]", "::1"]
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=hosts))

@@ -57,6 +57,9 @@ async def test_the_wheel_holds_one_namespace_and_works_on_its_own(tmp_path):
         "workflows/agent_workflow.py",
         "activities/model_api.py",
         "client/cli.py",
+        "client/inbox_assets/inbox.html",  # the approval inbox's page ships in the wheel
+        "client/inbox_assets/inbox.js",
+        "client/inbox_assets/inbox.css",
         "plugin.py",
         "testing.py",
         "worker.py",
