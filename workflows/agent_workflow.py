@@ -13,10 +13,9 @@ from datetime import datetime, timedelta
 from typing import Any, NoReturn, cast
 
 from temporalio import workflow
-from temporalio.common import RawValue, WorkflowIDReusePolicy
+from temporalio.common import RawValue
 from temporalio.exceptions import (
     ApplicationError,
-    WorkflowAlreadyStartedError,
 )
 
 # Plain-data modules with no side effects: pass them through the sandbox so
@@ -25,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         activity_calls,
         agent_calls,
+        announcements,
         contract,
         decisions,
         definitions,
@@ -38,7 +38,6 @@ with workflow.unsafe.imports_passed_through():
         mcp_tools,
         metrics,
         raw_payloads,
-        run_events,
         run_start,
         run_tree,
         state_pages,
@@ -50,7 +49,6 @@ with workflow.unsafe.imports_passed_through():
         AgentInput,
         AgentResult,
         DecideInput,
-        DeliveryJob,
         GuardrailVerdict,
         ModelReply,
         PauseSignal,
@@ -104,8 +102,6 @@ class AgentWorkflow:
         self._published: visibility.Published | None = visibility.set_at_start()
         self._turn_call = False
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
-        self._stream: event_stream.RunStream | None = None
-        """The run's events (`workflows.event_stream`)."""
         self._woken_at_step = 0
         """`self._inbox.woken` when the loop chose its step: a wait counts from there."""
         given = self._begin.input
@@ -117,6 +113,9 @@ class AgentWorkflow:
             if announced is not None and workflow.info().continued_run_id
             else 0,
         )
+        """The run's events (`workflows.event_stream`)."""
+        self._events = announcements.Announcer(self._stream)
+        """Events published and sent to webhooks (`workflows.announcements`)."""
 
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
@@ -124,7 +123,7 @@ class AgentWorkflow:
         try:
             state = await self._begin.start(self._publish_unstarted)
         except ApplicationError:
-            await self._release_followers()
+            await self._events.release_followers()
             raise
         self._state = state
         self._inbox.bind(state)
@@ -138,15 +137,15 @@ class AgentWorkflow:
             loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
-            await self._announce(state)
-            await self._release_followers()
+            await self._events.announce(state)
+            await self._events.release_followers()
             raise
         except ApplicationError:
-            await self._announce(state)  # the run failed: its end is an event too
-            await self._release_followers()
+            await self._events.announce(state)  # the run failed: its end is an event too
+            await self._events.release_followers()
             raise
-        await self._announce(state)
-        await self._release_followers()
+        await self._events.announce(state)
+        await self._events.release_followers()
         return AgentResult(
             status=state.status,
             final_output=state.final_output,
@@ -187,7 +186,7 @@ class AgentWorkflow:
     async def before_step(self, state: RunState, step: loop.Step) -> None:
         if state.sub_runs:  # a snapshot's children of calls that got a result: not resumed
             agent_calls.prune_sub_runs(state)
-        await self._announce(state)
+        await self._events.announce(state)
         if loop.may_continue_as_new(step) and self._switch_due(state):
             await self._continue_as_new(state)
         self._turn_call = isinstance(step, loop.CallModel)  # not a summary (loop.Summarize)
@@ -195,91 +194,7 @@ class AgentWorkflow:
             self._emit(state, step_events.turn_started(state))
 
     def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
-        """Publish `events` on the run's event stream, numbered."""
-        if self._stream is None:
-            return
-        for event in events:
-            seq = self._stream.next_seq
-            self._stream.publish(step_events.stamped(state, event, seq=seq, now=workflow.now()))
-
-    async def _release_followers(self) -> None:
-        """The run ends: followers waiting for events get what there is and go."""
-        if self._stream is None:
-            return
-        self._stream.release_followers()
-        await workflow.wait_condition(workflow.all_handlers_finished)
-
-    async def _announce(self, state: RunState) -> None:
-        """Publish the approval, pause and end events since the last announcement on
-        the event stream, and send them to the webhooks subscribed to them: one
-        delivery workflow per event and endpoint, abandoned by the run (it never waits
-        for a receiver, and ending or continuing as new loses nothing)."""
-        webhooks = run_events.subscribed(state.agent)
-        if self._stream is None and not webhooks:
-            return
-        stream = self._stream
-        first = stream.next_seq if stream is not None else None
-        announced = run_events.due(state, now=workflow.now(), first_seq=first)
-        if stream is not None:
-            for event in announced:
-                stream.publish(event)
-        if not webhooks:
-            return
-        jobs: list[tuple[DeliveryJob, str]] = []
-        for event in announced:
-            for endpoint in run_events.endpoints_for(state, event):
-                webhook_id = run_events.webhook_id(state, event["seq"])
-                run_events.record_sending(state, endpoint, webhook_id, event, now=workflow.now())
-                job = DeliveryJob(
-                    endpoint=endpoint,
-                    webhook_id=webhook_id,
-                    run_id=state.run_id,
-                    event=run_events.addressed(event, endpoint),
-                )
-                jobs.append((job, f"{webhook_id}_{endpoint}"))
-        # All at once, so the run waits for one round trip, not one per delivery. An id
-        # already taken is not this run's delivery (a run starts each once): someone
-        # started a workflow there first. The delivery goes out under another id (the
-        # same webhook-id), once; the run's state says so.
-        taken = await self._start_deliveries(state, jobs)
-        retried = [(job, f"{wid}_{workflow.uuid4().hex[:12]}") for job, wid in taken]
-        for job, wid in retried:
-            note = f"{run_events.ID_TAKEN}: started as {wid}"
-            run_events.record_sending(
-                state, job.endpoint, job.webhook_id, job.event, now=workflow.now(), note=note
-            )
-        for job, _ in await self._start_deliveries(state, retried):
-            why = "its delivery workflow ids were taken by other workflows, twice"
-            run_events.record_not_started(state, job, why, now=workflow.now())
-
-    async def _start_deliveries(
-        self, state: RunState, jobs: list[tuple[DeliveryJob, str]]
-    ) -> list[tuple[DeliveryJob, str]]:
-        """Start a delivery workflow per job (a child, left running when the run ends);
-        the jobs whose id was taken. A start that fails otherwise is recorded."""
-        starts = [
-            workflow.start_child_workflow(
-                contract.WORKFLOW_WEBHOOK_DELIVERY,
-                job,
-                id=child_id,
-                task_queue=workflow.info().task_queue,
-                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,  # sent once, ever
-                static_summary=f"webhook {job.endpoint}: {job.event.get('type')} "
-                f"#{job.event.get('seq')}",
-            )
-            for job, child_id in jobs
-        ]
-        outcomes = await asyncio.gather(*starts, return_exceptions=True)
-        taken = []
-        for (job, child_id), started in zip(jobs, outcomes, strict=True):
-            if isinstance(started, asyncio.CancelledError):
-                raise started
-            if isinstance(started, WorkflowAlreadyStartedError):
-                taken.append((job, child_id))
-            elif isinstance(started, Exception):  # recorded, never in the run's way
-                run_events.record_not_started(state, job, str(started), now=workflow.now())
-        return taken
+        self._events.emit(state, *events)
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         loop.record_model_reply(state, reply, now=workflow.now())
@@ -471,15 +386,12 @@ class AgentWorkflow:
         one that arrives during the switch makes Temporal retry this workflow
         task with it applied, so it lands in the state that is carried over.
         """
-        carried = None
-        if self._stream is not None:
-            self._emit(state, step_events.continued_as_new(state))
-            self._stream.release_followers()
+        self._emit(state, step_events.continued_as_new(state))
+        self._stream.release_followers()
         await workflow.wait_condition(
             lambda: workflow.all_handlers_finished() and not self._tree.reporting
         )
-        if self._stream is not None:
-            carried = self._stream.carried()
+        carried = self._stream.carried()
         self._published = visibility.catch_up(state, self._published)
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
         version = workflow.info().get_current_deployment_version()  # unversioned: no name
@@ -530,15 +442,14 @@ class AgentWorkflow:
         """The model's reply; a call that failed for good fails the run, unless it was
         longer than the model's window and the run compacts and calls again (None)."""
         request = step.request
-        if state.agent.stream and self._stream is not None and self._turn_call:  # the reply
+        if state.agent.stream and self._turn_call:  # the reply
             key = str(workflow.uuid4())
             self._stream.expect_deltas(key, turn=request.turn)
             request = request.model_copy(update={"stream_key": key})
         try:
             reply = await activity_calls.call_model(state.agent, request)
         finally:
-            if self._stream is not None:
-                self._stream.close_deltas()
+            self._stream.close_deltas()
         if isinstance(reply, ErrorInfo):
             if loop.model_failed(state, reply, now=workflow.now()):
                 return None
@@ -571,7 +482,7 @@ class AgentWorkflow:
         what the run cannot use is recorded as refused (`workflows.inbox`).
         """
         stream, state = self._stream, self._state
-        if name == contract.STREAM_PUBLISH_SIGNAL and stream is not None and state is not None:
+        if name == contract.STREAM_PUBLISH_SIGNAL and state is not None:
             why = stream.take_published(args, state, now=workflow.now())
             if why is not None:  # as the inbox
                 self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)

@@ -63,6 +63,7 @@ PURE = [
     if p.stem
     not in {
         "agent_workflow",
+        "announcements",
         "run_start",
         "run_tree",
         "activity_calls",

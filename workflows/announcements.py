@@ -1,0 +1,104 @@
+"""What a run announces: its events, numbered, on its event stream (Workflow Streams,
+`workflows.event_stream`), and the approval, pause and end events sent to the webhooks
+subscribed to them, one delivery workflow per event and endpoint
+(`workflows.webhook_delivery`; `workflows.run_events` holds the pure part).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agents.workflows import contract, event_stream, run_events, step_events
+    from durable_agents.workflows.payloads import DeliveryJob
+    from durable_agents.workflows.state import RunState
+
+
+class Announcer:
+    """Publishes a run's events and starts its webhook deliveries."""
+
+    def __init__(self, stream: event_stream.RunStream) -> None:
+        self._stream = stream
+
+    def emit(self, state: RunState, *events: dict[str, Any]) -> None:
+        """Publish `events` on the run's event stream, numbered."""
+        for event in events:
+            seq = self._stream.next_seq
+            self._stream.publish(step_events.stamped(state, event, seq=seq, now=workflow.now()))
+
+    async def release_followers(self) -> None:
+        """The run ends: followers waiting for events get what there is and go."""
+        self._stream.release_followers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    async def announce(self, state: RunState) -> None:
+        """Publish the approval, pause and end events since the last announcement on
+        the event stream, and send them to the webhooks subscribed to them: one
+        delivery workflow per event and endpoint, abandoned by the run (it never waits
+        for a receiver, and ending or continuing as new loses nothing)."""
+        webhooks = run_events.subscribed(state.agent)
+        announced = run_events.due(state, now=workflow.now(), first_seq=self._stream.next_seq)
+        for event in announced:
+            self._stream.publish(event)
+        if not webhooks:
+            return
+        jobs: list[tuple[DeliveryJob, str]] = []
+        for event in announced:
+            for endpoint in run_events.endpoints_for(state, event):
+                webhook_id = run_events.webhook_id(state, event["seq"])
+                run_events.record_sending(state, endpoint, webhook_id, event, now=workflow.now())
+                job = DeliveryJob(
+                    endpoint=endpoint,
+                    webhook_id=webhook_id,
+                    run_id=state.run_id,
+                    event=run_events.addressed(event, endpoint),
+                )
+                jobs.append((job, f"{webhook_id}_{endpoint}"))
+        # All at once, so the run waits for one round trip, not one per delivery. An id
+        # already taken is not this run's delivery (a run starts each once): someone
+        # started a workflow there first. The delivery goes out under another id (the
+        # same webhook-id), once; the run's state says so.
+        taken = await self._start_deliveries(state, jobs)
+        retried = [(job, f"{wid}_{workflow.uuid4().hex[:12]}") for job, wid in taken]
+        for job, wid in retried:
+            note = f"{run_events.ID_TAKEN}: started as {wid}"
+            run_events.record_sending(
+                state, job.endpoint, job.webhook_id, job.event, now=workflow.now(), note=note
+            )
+        for job, _ in await self._start_deliveries(state, retried):
+            why = "its delivery workflow ids were taken by other workflows, twice"
+            run_events.record_not_started(state, job, why, now=workflow.now())
+
+    async def _start_deliveries(
+        self, state: RunState, jobs: list[tuple[DeliveryJob, str]]
+    ) -> list[tuple[DeliveryJob, str]]:
+        """Start a delivery workflow per job (a child, left running when the run ends);
+        the jobs whose id was taken. A start that fails otherwise is recorded."""
+        starts = [
+            workflow.start_child_workflow(
+                contract.WORKFLOW_WEBHOOK_DELIVERY,
+                job,
+                id=child_id,
+                task_queue=workflow.info().task_queue,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,  # sent once, ever
+                static_summary=f"webhook {job.endpoint}: {job.event.get('type')} "
+                f"#{job.event.get('seq')}",
+            )
+            for job, child_id in jobs
+        ]
+        outcomes = await asyncio.gather(*starts, return_exceptions=True)
+        taken = []
+        for (job, child_id), started in zip(jobs, outcomes, strict=True):
+            if isinstance(started, asyncio.CancelledError):
+                raise started
+            if isinstance(started, WorkflowAlreadyStartedError):
+                taken.append((job, child_id))
+            elif isinstance(started, Exception):  # recorded, never in the run's way
+                run_events.record_not_started(state, job, str(started), now=workflow.now())
+        return taken
