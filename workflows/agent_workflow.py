@@ -10,13 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import (
-    ApplicationError,
-)
+from temporalio.exceptions import ApplicationError
 
 # Plain-data modules with no side effects: pass them through the sandbox so
 # pydantic does not rebuild every model for each workflow run.
@@ -30,7 +28,6 @@ with workflow.unsafe.imports_passed_through():
         definitions,
         driver,
         errors,
-        event_stream,
         handoffs,
         inbox,
         limits,
@@ -39,9 +36,11 @@ with workflow.unsafe.imports_passed_through():
         metrics,
         raw_payloads,
         run_start,
+        run_switch,
         run_tree,
         state_pages,
         step_events,
+        tool_batch,
         tree_approvals,
         visibility,
     )
@@ -66,11 +65,6 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         Usage,
     )
-
-
-def _ended(task: asyncio.Task[Any]) -> bool:
-    """The task finished, with a result or a failure (not cancelled)."""
-    return task.done() and not task.cancelled()
 
 
 # Outside the workflow sandbox (`sandboxed=False`, as our other workflows): every module
@@ -99,23 +93,18 @@ class AgentWorkflow:
         self._inbox = inbox.Inbox()
         self._tree = run_tree.RunTree(self._inbox, emit=self._emit, publish=self._publish)
         """The parent/child protocol (`workflows.run_tree`)."""
+        self._tools = tool_batch.ToolBatch(
+            self._inbox, self._tree, emit=self._emit, fail=self._fail
+        )
+        """Runs a reply's tool calls (`workflows.tool_batch`)."""
         self._published: visibility.Published | None = visibility.set_at_start()
         self._turn_call = False
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
         self._woken_at_step = 0
         """`self._inbox.woken` when the loop chose its step: a wait counts from there."""
-        given = self._begin.input
-        carried = given.resume_from if given is not None else None
-        announced = carried.notices if carried is not None else None
-        self._stream = event_stream.RunStream(
-            given.events if given is not None else None,
-            announced=announced.seq
-            if announced is not None and workflow.info().continued_run_id
-            else 0,
-        )
-        """The run's events (`workflows.event_stream`)."""
-        self._events = announcements.Announcer(self._stream)
+        self._events = announcements.Announcer.for_input(self._begin.input)
         """Events published and sent to webhooks (`workflows.announcements`)."""
+        self._stream = self._events.stream
 
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
@@ -137,15 +126,12 @@ class AgentWorkflow:
             loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
-            await self._events.announce(state)
-            await self._events.release_followers()
+            await self._events.close(state)
             raise
         except ApplicationError:
-            await self._events.announce(state)  # the run failed: its end is an event too
-            await self._events.release_followers()
+            await self._events.close(state)  # the run failed: its end is an event too
             raise
-        await self._events.announce(state)
-        await self._events.release_followers()
+        await self._events.close(state)
         return AgentResult(
             status=state.status,
             final_output=state.final_output,
@@ -159,10 +145,7 @@ class AgentWorkflow:
         visibility.publish_unstarted(self._begin.agent_name or "(unknown)", status, why)
 
     async def _drive(self, state: RunState) -> None:
-        info = workflow.info()
-        self._first_turn = state.turn
-        self._first_length = info.get_current_history_length()
-        self._first_size = info.get_current_history_size()
+        self._switch = run_switch.Switch.from_here(state)
         await driver.drive(state, self)
 
     # --- driver.LoopIO: the loop's steps, performed with Temporal ------------------
@@ -187,7 +170,7 @@ class AgentWorkflow:
         if state.sub_runs:  # a snapshot's children of calls that got a result: not resumed
             agent_calls.prune_sub_runs(state)
         await self._events.announce(state)
-        if loop.may_continue_as_new(step) and self._switch_due(state):
+        if loop.may_continue_as_new(step) and self._switch.due(state):
             await self._continue_as_new(state)
         self._turn_call = isinstance(step, loop.CallModel)  # not a summary (loop.Summarize)
         if self._turn_call:
@@ -232,99 +215,7 @@ class AgentWorkflow:
         return list(await asyncio.gather(*checks))
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
-        """The outcomes of `calls`, and of the calls of the same reply approved while
-        they run (each started as its decision comes), in the reply's order; the images
-        they bring within the run's room, together."""
-        outcomes = await self._run_batch(state, calls)
-        return mcp_tools.within_image_room(state, outcomes)
-
-    async def _run_batch(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
-        reply = loop.last_reply(state)
-        proposed = reply.tool_calls if reply is not None else list(calls)
-        chosen = handoffs.taken(state, proposed)
-        made = agent_calls.agent_call_ids(state, proposed)
-        started = {c.call_id for c in calls}
-        waiting = any(c.call_id not in started for c in loop.unanswered_calls(state))
-        if not waiting or chosen is not None:  # a handoff answers the others "not run"
-            return list(
-                await asyncio.gather(*(self._run_tool(state, c, chosen, made) for c in calls))
-            )
-        tasks = [asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in calls]
-        try:
-            while not all(t.done() for t in tasks):
-                fresh = self._decided_meanwhile(state, started)
-                if fresh:
-                    started.update(c.call_id for c in fresh)
-                    tasks += [
-                        asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in fresh
-                    ]
-                    continue
-
-                def moved(
-                    seen: int = self._inbox.woken,
-                    ended: int = sum(map(_ended, tasks)),
-                    running: tuple[asyncio.Task[ToolOutcome], ...] = tuple(tasks),
-                ) -> bool:  # a decision, or one more call ended
-                    return self._inbox.woken > seen or sum(map(_ended, running)) > ended
-
-                await workflow.wait_condition(moved)
-                failed = next((t for t in tasks if _ended(t) and t.exception()), None)
-                if failed is not None:  # as a gather: the first failure, the others run on
-                    raise cast(BaseException, failed.exception())
-        except asyncio.CancelledError:
-            for task in tasks:  # as a gather: every call is cancelled, and waited for
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        order = {c.call_id: n for n, c in enumerate(proposed)}
-        return sorted((t.result() for t in tasks), key=lambda o: order.get(o.call_id, len(order)))
-
-    def _decided_meanwhile(self, state: RunState, started: set[str]) -> tuple[ToolCall, ...]:
-        """The calls of the reply approved since the batch began, to start now (none
-        while the run is paused: nothing new starts then)."""
-        if state.paused is not None:
-            return ()
-        waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
-        return tuple(loop.runnable_calls(state, waiting))
-
-    async def _run_tool(
-        self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]
-    ) -> ToolOutcome:
-        self._emit(state, step_events.tool_started(state, call))
-        to_agent = handoffs.target(state, call)
-        sub_agent = agent_calls.target(state, call)
-        if to_agent is not None:
-            outcome = await self._hand_off(state, call, chosen, to_agent)
-        elif sub_agent is not None:
-            outcome = await self._tree.run_agent(state, call, sub_agent, made, self._fail)
-        else:
-            outcome = await activity_calls.run_tool(state, call)
-        self._emit(state, step_events.tool_finished(call, outcome))
-        return outcome
-
-    async def _hand_off(
-        self, state: RunState, call: ToolCall, chosen: ToolCall | None, to_agent: str
-    ) -> ToolOutcome:
-        """A handoff call: the first of its reply is taken (the agent it names, as a
-        worker serves it now, comes back in the outcome: `loop.record_tool_outcomes`
-        switches to it); the others, one whose agent no worker serves and one that
-        would break the run's budgets are answered to the model."""
-        if chosen is None or call.call_id != chosen.call_id:
-            taken_to = handoffs.target(state, chosen) if chosen is not None else None
-            text = handoffs.not_taken(call, chosen or call, taken_to or to_agent)
-            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
-        try:
-            spec = await run_start.described(to_agent)
-        except ApplicationError as err:
-            text = f"The handoff to {to_agent} failed: {err.message}"
-            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
-        spec = mcp_tools.returning(spec, state)
-        refused = handoffs.refusal(state, spec)
-        if refused is not None:
-            text = f"The handoff to {to_agent} is refused: {refused}."
-            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
-        self._emit(state, step_events.handoff(state, call, to_agent))
-        return ToolOutcome(call_id=call.call_id, content=handoffs.result(to_agent), handoff_to=spec)
+        return await self._tools.run(state, calls)
 
     def _fail(self, state: RunState, error: ErrorInfo) -> NoReturn:
         """End the run failed with `error` (its state, search attributes and metrics
@@ -342,14 +233,6 @@ class AgentWorkflow:
         metrics.finished(state.agent.name, state.status.value)
         raise ApplicationError(error.message, error.details, type=error.type, non_retryable=True)
 
-    async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
-        await self._await_decisions(state, step)
-        return True
-
-    async def await_input(self, state: RunState) -> bool:
-        await self._await_input(state)
-        return True
-
     async def await_resume(self, state: RunState) -> bool:
         """Wait until a signal or update changes the state (a resume, a decision, a
         message: each is recorded, and the loop looks again) or a switch falls due.
@@ -358,26 +241,10 @@ class AgentWorkflow:
         await workflow.wait_condition(self._woken(state, self._seen()), timeout_summary="paused")
         return True
 
-    def _switch_due(self, state: RunState) -> bool:
-        """This workflow run used its turn or history-size budget, or Temporal suggests
-        continue-as-new. Never before its history has grown: a state carried over
-        that is already past a limit would otherwise switch again and again."""
-        info = workflow.info()
-        if state.turn - self._first_turn >= state.agent.turns_per_workflow_run:
-            return True
-        if info.get_current_history_length() <= self._first_length:
-            return False
-        budget = state.agent.history_bytes_per_workflow_run
-        if budget is not None and info.get_current_history_size() - self._first_size >= budget:
-            return True
-        if info.is_target_worker_deployment_version_changed():
-            return True  # a new build is current: move to it (versioned workers only)
-        return info.is_continue_as_new_suggested()
-
     def _woken(self, state: RunState, seen: int) -> Callable[[], bool]:
         """The condition a wait ends on: a signal or update that changed the state, or
         a switch falling due while the run waits."""
-        return lambda: self._inbox.woken > seen or self._switch_due(state)
+        return lambda: self._inbox.woken > seen or self._switch.due(state)
 
     async def _continue_as_new(self, state: RunState) -> None:
         """Carry the whole state into a new workflow run of the same workflow id.
@@ -408,7 +275,7 @@ class AgentWorkflow:
             initial_versioning_behavior=upgrade,
         )
 
-    async def _await_input(self, state: RunState) -> None:
+    async def await_input(self, state: RunState) -> bool:
         """Wait for the session's next message, an end, or the idle timeout."""
         idle = state.agent.session_idle_timeout
         try:
@@ -419,8 +286,9 @@ class AgentWorkflow:
             )
         except TimeoutError:
             loop.end_session(state, reason=f"idle for {idle}", now=workflow.now())
+        return True
 
-    async def _await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> None:
+    async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
         """Wait for a decision, or until the earliest approval deadline passes."""
         deadlines = [d for _, d in decisions.deadlines(state)]
         timeout = max(min(deadlines) - workflow.now(), timedelta(0)) if deadlines else None
@@ -437,6 +305,7 @@ class AgentWorkflow:
                 self._publish(state)
                 metrics.finished(state.agent.name, state.status.value)
                 raise ApplicationError(error.message, error.details, type=error.type) from None
+        return True
 
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
         """The model's reply; a call that failed for good fails the run, unless it was
@@ -466,8 +335,6 @@ class AgentWorkflow:
     def _publish(self, state: RunState) -> None:
         """Keep the UI's current details and the search attributes current."""
         self._published = visibility.publish(state, last=self._published)
-
-    # --- decisions -----------------------------------------------------------
 
     # --- signals ------------------------------------------------------------------
 
@@ -536,7 +403,7 @@ class AgentWorkflow:
 
     @decide.validator
     def _validate_decide(self, payload: DecideInput) -> None:
-        # Validators never replay: no patch. A refusal is final: non-retryable, typed.
+        # A refusal is final: non-retryable, typed (validators never replay).
         try:
             too_large = limits.decision_problem(payload)
             if too_large is not None:
@@ -551,9 +418,6 @@ class AgentWorkflow:
             raise ApplicationError(
                 str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
             ) from None
-
-    # The pause and resume updates need no patch: a refused update leaves nothing in
-    # history, and an accepted one exists only in histories of this code or later.
 
     @workflow.update(name=contract.UPDATE_PAUSE)
     async def pause(self, payload: PauseSignal | None = None) -> StatusView:
@@ -581,14 +445,7 @@ class AgentWorkflow:
 
     def _check_pause(self, payload: PauseSignal | ResumeSignal) -> None:
         """Refuse a pause or resume the run cannot take, leaving no trace in history."""
-        if self._state is None:
-            raise ApplicationError(
-                "the run is still starting: try again in a moment (or send the signal, "
-                "which is applied once it has started)",
-                type=contract.ERROR_PAUSE_REFUSED,
-                non_retryable=True,
-            )
-        problem = loop.pause_problem(self._state, pausing=isinstance(payload, PauseSignal))
+        problem = inbox.pause_refusal(self._state, payload)
         if problem is not None:
             raise ApplicationError(problem, type=contract.ERROR_PAUSE_REFUSED, non_retryable=True)
 

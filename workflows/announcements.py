@@ -15,7 +15,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import contract, event_stream, run_events, step_events
-    from durable_agents.workflows.payloads import DeliveryJob
+    from durable_agents.workflows.payloads import AgentInput, DeliveryJob
     from durable_agents.workflows.state import RunState
 
 
@@ -23,17 +23,37 @@ class Announcer:
     """Publishes a run's events and starts its webhook deliveries."""
 
     def __init__(self, stream: event_stream.RunStream) -> None:
-        self._stream = stream
+        self.stream = stream
+        """The run's events (`workflows.event_stream`)."""
+
+    @classmethod
+    def for_input(cls, given: AgentInput | None) -> Announcer:
+        """The announcer of a run started with `given`: the events a continued run
+        carried over, numbered on from where it left them."""
+        carried = given.resume_from if given is not None else None
+        announced = carried.notices if carried is not None else None
+        continued = announced is not None and workflow.info().continued_run_id
+        return cls(
+            event_stream.RunStream(
+                given.events if given is not None else None,
+                announced=announced.seq if continued and announced is not None else 0,
+            )
+        )
+
+    async def close(self, state: RunState) -> None:
+        """The run ends: its last events go out and its followers are let go."""
+        await self.announce(state)
+        await self.release_followers()
 
     def emit(self, state: RunState, *events: dict[str, Any]) -> None:
         """Publish `events` on the run's event stream, numbered."""
         for event in events:
-            seq = self._stream.next_seq
-            self._stream.publish(step_events.stamped(state, event, seq=seq, now=workflow.now()))
+            seq = self.stream.next_seq
+            self.stream.publish(step_events.stamped(state, event, seq=seq, now=workflow.now()))
 
     async def release_followers(self) -> None:
         """The run ends: followers waiting for events get what there is and go."""
-        self._stream.release_followers()
+        self.stream.release_followers()
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def announce(self, state: RunState) -> None:
@@ -42,9 +62,9 @@ class Announcer:
         delivery workflow per event and endpoint, abandoned by the run (it never waits
         for a receiver, and ending or continuing as new loses nothing)."""
         webhooks = run_events.subscribed(state.agent)
-        announced = run_events.due(state, now=workflow.now(), first_seq=self._stream.next_seq)
+        announced = run_events.due(state, now=workflow.now(), first_seq=self.stream.next_seq)
         for event in announced:
-            self._stream.publish(event)
+            self.stream.publish(event)
         if not webhooks:
             return
         jobs: list[tuple[DeliveryJob, str]] = []

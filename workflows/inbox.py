@@ -383,3 +383,13 @@ def record_wait(state: RunState, decision: Decision) -> None:
     call = next((c for c in calls if c.call_id == decision.call_id), None)
     if reply is not None and call is not None:
         metrics.approval_wait(state.agent.name, call.tool, decision.at - reply.at)
+
+
+def pause_refusal(state: RunState | None, payload: PauseSignal | ResumeSignal) -> str | None:
+    """Why the `pause` or `resume` update is refused (None: it is taken)."""
+    if state is None:
+        return (
+            "the run is still starting: try again in a moment (or send the signal, "
+            "which is applied once it has started)"
+        )
+    return loop.pause_problem(state, pausing=isinstance(payload, PauseSignal))

@@ -2,8 +2,7 @@
 state (a 1.9 MB `reason` five times over is 7.6 MB carried across every
 continue-as-new and export). Together they keep what senders can add under 1 MB:
 20 queued messages of 32,000 characters, 50 held decisions of 16 KB of arguments.
-Pure: the inbox and the `decide` validator apply them; runs started before the
-limits (`patches.PATCH_FIELD_LIMITS`) keep what they took.
+Pure: the inbox and the `decide` validator apply them.
 """
 
 from __future__ import annotations

@@ -63,8 +63,10 @@ PURE = [
     if p.stem
     not in {
         "agent_workflow",
+        "tool_batch",
         "announcements",
         "run_start",
+        "run_switch",
         "run_tree",
         "activity_calls",
         "inbox",

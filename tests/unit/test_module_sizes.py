@@ -9,8 +9,8 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 11_800
-OVER_BUDGET = {"state.py": 1_236, "agent_workflow.py": 642, "loop.py": 674}
+FOLDER_LINES = 11_870
+OVER_BUDGET = {"state.py": 1_236, "loop.py": 674}
 """Modules not yet split, and the most lines each may have until it is."""
 
 

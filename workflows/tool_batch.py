@@ -1,0 +1,145 @@
+"""A reply's tool calls, performed: each as an activity, an agent called as a tool as a
+child run (`workflows.run_tree`), a handoff as the switch to another agent; the calls
+of the same reply approved while others run are started as their decisions come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, cast
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agents.workflows import (
+        activity_calls,
+        agent_calls,
+        handoffs,
+        inbox,
+        loop,
+        mcp_tools,
+        run_start,
+        run_tree,
+        step_events,
+    )
+    from durable_agents.workflows.payloads import ToolOutcome
+    from durable_agents.workflows.state import RunState, ToolCall
+
+
+def _ended(task: asyncio.Task[Any]) -> bool:
+    """The task finished, with a result or a failure (not cancelled)."""
+    return task.done() and not task.cancelled()
+
+
+class ToolBatch:
+    """Runs the tool calls of a run's replies."""
+
+    def __init__(
+        self,
+        signals: inbox.Inbox,
+        tree: run_tree.RunTree,
+        *,
+        emit: Callable[[RunState, dict[str, Any]], None],
+        fail: run_tree.Fail,
+    ) -> None:
+        self._inbox = signals
+        self._tree = tree
+        self._emit = emit
+        self._fail = fail
+
+    async def run(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
+        """The outcomes of `calls`, and of the calls of the same reply approved while
+        they run (each started as its decision comes), in the reply's order; the images
+        they bring within the run's room, together."""
+        outcomes = await self._run_batch(state, calls)
+        return mcp_tools.within_image_room(state, outcomes)
+
+    async def _run_batch(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
+        reply = loop.last_reply(state)
+        proposed = reply.tool_calls if reply is not None else list(calls)
+        chosen = handoffs.taken(state, proposed)
+        made = agent_calls.agent_call_ids(state, proposed)
+        started = {c.call_id for c in calls}
+        waiting = any(c.call_id not in started for c in loop.unanswered_calls(state))
+        if not waiting or chosen is not None:  # a handoff answers the others "not run"
+            return list(
+                await asyncio.gather(*(self._run_tool(state, c, chosen, made) for c in calls))
+            )
+        tasks = [asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in calls]
+        try:
+            while not all(t.done() for t in tasks):
+                fresh = self._decided_meanwhile(state, started)
+                if fresh:
+                    started.update(c.call_id for c in fresh)
+                    tasks += [
+                        asyncio.create_task(self._run_tool(state, c, chosen, made)) for c in fresh
+                    ]
+                    continue
+
+                def moved(
+                    seen: int = self._inbox.woken,
+                    ended: int = sum(map(_ended, tasks)),
+                    running: tuple[asyncio.Task[ToolOutcome], ...] = tuple(tasks),
+                ) -> bool:  # a decision, or one more call ended
+                    return self._inbox.woken > seen or sum(map(_ended, running)) > ended
+
+                await workflow.wait_condition(moved)
+                failed = next((t for t in tasks if _ended(t) and t.exception()), None)
+                if failed is not None:  # as a gather: the first failure, the others run on
+                    raise cast(BaseException, failed.exception())
+        except asyncio.CancelledError:
+            for task in tasks:  # as a gather: every call is cancelled, and waited for
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        order = {c.call_id: n for n, c in enumerate(proposed)}
+        return sorted((t.result() for t in tasks), key=lambda o: order.get(o.call_id, len(order)))
+
+    def _decided_meanwhile(self, state: RunState, started: set[str]) -> tuple[ToolCall, ...]:
+        """The calls of the reply approved since the batch began, to start now (none
+        while the run is paused: nothing new starts then)."""
+        if state.paused is not None:
+            return ()
+        waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
+        return tuple(loop.runnable_calls(state, waiting))
+
+    async def _run_tool(
+        self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]
+    ) -> ToolOutcome:
+        self._emit(state, step_events.tool_started(state, call))
+        to_agent = handoffs.target(state, call)
+        sub_agent = agent_calls.target(state, call)
+        if to_agent is not None:
+            outcome = await self._hand_off(state, call, chosen, to_agent)
+        elif sub_agent is not None:
+            outcome = await self._tree.run_agent(state, call, sub_agent, made, self._fail)
+        else:
+            outcome = await activity_calls.run_tool(state, call)
+        self._emit(state, step_events.tool_finished(call, outcome))
+        return outcome
+
+    async def _hand_off(
+        self, state: RunState, call: ToolCall, chosen: ToolCall | None, to_agent: str
+    ) -> ToolOutcome:
+        """A handoff call: the first of its reply is taken (the agent it names, as a
+        worker serves it now, comes back in the outcome: `loop.record_tool_outcomes`
+        switches to it); the others, one whose agent no worker serves and one that
+        would break the run's budgets are answered to the model."""
+        if chosen is None or call.call_id != chosen.call_id:
+            taken_to = handoffs.target(state, chosen) if chosen is not None else None
+            text = handoffs.not_taken(call, chosen or call, taken_to or to_agent)
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        try:
+            spec = await run_start.described(to_agent)
+        except ApplicationError as err:
+            text = f"The handoff to {to_agent} failed: {err.message}"
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        spec = mcp_tools.returning(spec, state)
+        refused = handoffs.refusal(state, spec)
+        if refused is not None:
+            text = f"The handoff to {to_agent} is refused: {refused}."
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        self._emit(state, step_events.handoff(state, call, to_agent))
+        return ToolOutcome(call_id=call.call_id, content=handoffs.result(to_agent), handoff_to=spec)
