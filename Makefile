@@ -33,10 +33,12 @@ browser:
 # waits on servers and timers, so on 2 cores this takes about 6 minutes instead of 11.
 # bench.peers' framework peers are not installed here (about 2 minutes): their runners'
 # test (tests/integration/test_bench_peer_runners.py) runs where `make peer-venvs` did.
+# PYTHONDONTWRITEBYTECODE is cleared: the worker and agentctl processes the tests start
+# then import our package from bytecode written once, not compiled anew each time.
 test: install browser typecheck docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n 3 -m "not chaos_slow and not soak" --durations=15
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 3 -m "not chaos_slow and not soak" --durations=15
 
 # mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
 # lays it out: a view of links, since mypy cannot follow the editable install's mapping
