@@ -161,7 +161,8 @@ class ToolActivities:
             agent=request.agent,
             context=request.context,
         )
-        content = _as_text(found.name, await _invoke(found, arguments, ctx))
+        raw = request.arguments or "{}"
+        content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
         return ToolOutcome(call_id=request.call_id, content=content)
 
     def _revoked(self, approval_keys: list[str]) -> str | None:
@@ -175,7 +176,7 @@ class ToolActivities:
         return next((k.split(" ")[0] for k in approval_keys if k not in trusted), None)
 
 
-async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object:
+async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext, raw: str) -> object:
     """Run the tool within its attempt's start-to-close timeout; count any failure once.
 
     The server times an attempt out on its own, but a tool that does not heartbeat never
@@ -184,7 +185,7 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object
     deadline = asyncio.timeout(_attempt_limit())
     try:
         async with deadline, heartbeating(ctx.progress):
-            return await found.invoke(arguments, ctx)
+            return await found.invoke(arguments, ctx, raw)
     except BaseException as err:  # CancelledError too: cancels, shutdown
         if deadline.expired():
             telemetry.count_tool_failure(found.name, telemetry.TIMED_OUT)
