@@ -14,6 +14,7 @@ from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
+from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
     ACTIVITY_RUN_GUARDRAIL,
@@ -154,6 +155,10 @@ class ToolActivities:
         except ValidationError as err:
             telemetry.count_tool_failure(found.name, "invalid_arguments")
             return _error(request, f"Error: invalid arguments for '{found.name}': {problems(err)}")
+        problem = _schema_problem(found, arguments)
+        if problem is not None:
+            telemetry.count_tool_failure(found.name, "invalid_arguments")
+            return _error(request, f"Error: invalid arguments for '{found.name}': {problem}")
         ctx = ToolContext(
             idempotency_key=request.idempotency_key,
             run_id=request.run_id,
@@ -195,6 +200,15 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext, raw: str)
             ) from err
         telemetry.count_tool_failure(found.name, telemetry.failure_reason(err, default=RAISED))
         raise
+
+
+def _schema_problem(found: Tool, arguments: BaseModel) -> str | None:
+    """Why arguments do not fit a schema given as is (`Tool.parameters_schema`), checked
+    as the workflow checks an edited call's; None also for a tool with a pydantic model
+    (which validated them)."""
+    if found.parameters_schema is None:
+        return None
+    return arguments_problem(found.spec(), arguments.model_dump())
 
 
 def _attempt_limit() -> float | None:
