@@ -286,6 +286,7 @@ class Agent:
             approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
             runs_agent=self.name,
             on_failure=None if on_failure == "tool_error" else on_failure,
+            target=self,
         )
 
     def tool(self, name: str) -> Tool | None:

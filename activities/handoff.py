@@ -59,6 +59,7 @@ def handoff(
         retry_policy=DEFAULT_TOOL_RETRY,
         handoff=name,
         input_filter=input_filter,
+        target=None if isinstance(agent, str) else agent,
     )
 
 

@@ -15,15 +15,29 @@ class AgentRegistry:
 
     def __init__(self, agents: Iterable[Agent] = ()) -> None:
         self._agents: dict[str, Agent] = {}
+        self._reached: set[str] = set()
+        """Names registered only because an added agent reaches them."""
         for agent in agents:
             self.add(agent)
 
     def add(self, agent: Agent) -> None:
-        """Register an agent; two agents may not share a name."""
+        """Register an agent and the agents it reaches as objects (the `Agent` given to
+        a handoff or whose `as_tool` it calls, and theirs in turn), so a module that
+        exposes one entry agent serves them all. Two agents added may not share a name;
+        an agent only reached never displaces one added (an older copy of it, say)."""
         existing = self._agents.get(agent.name)
-        if existing is not None and existing is not agent:
+        if existing is not None and existing is not agent and agent.name not in self._reached:
             raise ValueError(f"two agents are called '{agent.name}'")
         self._agents[agent.name] = agent
+        self._reached.discard(agent.name)
+        pending = [agent]
+        while pending:
+            for tool in pending.pop().all_tools():
+                found = tool.target
+                if isinstance(found, Agent) and found.name not in self._agents:
+                    self._agents[found.name] = found
+                    self._reached.add(found.name)
+                    pending.append(found)
 
     def get(self, name: str) -> Agent | None:
         """The agent called `name`, or None."""
@@ -88,7 +102,8 @@ class AgentRegistry:
 
     @classmethod
     def from_modules(cls, module_names: Iterable[str]) -> AgentRegistry:
-        """Import each module and register every Agent defined at its top level."""
+        """Import each module and register every Agent defined at its top level, and the
+        agents each reaches (`add`)."""
         registry = cls()
         for module_name in module_names:
             try:

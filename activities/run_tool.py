@@ -14,6 +14,7 @@ from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
+from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
     ACTIVITY_RUN_GUARDRAIL,
@@ -154,6 +155,10 @@ class ToolActivities:
         except ValidationError as err:
             telemetry.count_tool_failure(found.name, "invalid_arguments")
             return _error(request, f"Error: invalid arguments for '{found.name}': {problems(err)}")
+        problem = _schema_problem(found, arguments)
+        if problem is not None:
+            telemetry.count_tool_failure(found.name, "invalid_arguments")
+            return _error(request, f"Error: invalid arguments for '{found.name}': {problem}")
         ctx = ToolContext(
             idempotency_key=request.idempotency_key,
             run_id=request.run_id,
@@ -161,7 +166,8 @@ class ToolActivities:
             agent=request.agent,
             context=request.context,
         )
-        content = _as_text(found.name, await _invoke(found, arguments, ctx))
+        raw = request.arguments or "{}"
+        content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
         return ToolOutcome(call_id=request.call_id, content=content)
 
     def _revoked(self, approval_keys: list[str]) -> str | None:
@@ -175,7 +181,7 @@ class ToolActivities:
         return next((k.split(" ")[0] for k in approval_keys if k not in trusted), None)
 
 
-async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object:
+async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext, raw: str) -> object:
     """Run the tool within its attempt's start-to-close timeout; count any failure once.
 
     The server times an attempt out on its own, but a tool that does not heartbeat never
@@ -184,7 +190,7 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object
     deadline = asyncio.timeout(_attempt_limit())
     try:
         async with deadline, heartbeating(ctx.progress):
-            return await found.invoke(arguments, ctx)
+            return await found.invoke(arguments, ctx, raw)
     except BaseException as err:  # CancelledError too: cancels, shutdown
         if deadline.expired():
             telemetry.count_tool_failure(found.name, telemetry.TIMED_OUT)
@@ -194,6 +200,15 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext) -> object
             ) from err
         telemetry.count_tool_failure(found.name, telemetry.failure_reason(err, default=RAISED))
         raise
+
+
+def _schema_problem(found: Tool, arguments: BaseModel) -> str | None:
+    """Why arguments do not fit a schema given as is (`Tool.parameters_schema`), checked
+    as the workflow checks an edited call's; None also for a tool with a pydantic model
+    (which validated them)."""
+    if found.parameters_schema is None:
+        return None
+    return arguments_problem(found.spec(), arguments.model_dump())
 
 
 def _attempt_limit() -> float | None:

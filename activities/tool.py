@@ -14,7 +14,7 @@ import functools
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, get_type_hints
@@ -124,6 +124,19 @@ class Tool:
     `LOCAL_TOOL_MAX_TIMEOUT`, retried with the workflow task. For fast tools that read
     rather than act; never one that needs approval (README: "Local tools")."""
 
+    parameters_schema: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The JSON Schema the model sees, given as is (a tool defined by another framework:
+    `durable_agents.openai_agents`); `arguments` then only checks that the arguments are
+    a JSON object. None: `arguments`' own schema."""
+    invoke_json: Callable[[str, ToolContext], Awaitable[Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Runs a call from its arguments' JSON text (the other framework validates them),
+    instead of `fn` with validated arguments. None: `fn`."""
+    target: Any = field(default=None, repr=False, compare=False)
+    """(`handoff`, `runs_agent`) the `Agent` object the tool names, when it was given one:
+    a worker serving an agent serves the agents it reaches (`AgentRegistry.add`)."""
+
     def __post_init__(self) -> None:
         if self.task_queue is not None:
             queue = self.task_queue
@@ -169,7 +182,11 @@ class Tool:
         return derive(
             ToolSpec,
             self,
-            parameters=self.arguments.model_json_schema(),
+            parameters=(
+                self.parameters_schema
+                if self.parameters_schema is not None
+                else self.arguments.model_json_schema()
+            ),
             needs_approval=self.approval is not None,
             approval=self.approval or ApprovalPolicy(),
             retry=retry_spec(self.retry_policy),
@@ -178,8 +195,11 @@ class Tool:
             webhooks=list(self.webhooks) if self.webhooks is not None else None,
         )
 
-    async def invoke(self, arguments: BaseModel, ctx: ToolContext) -> Any:
-        """Call the function with validated arguments (sync functions run in a thread)."""
+    async def invoke(self, arguments: BaseModel, ctx: ToolContext, raw: str = "{}") -> Any:
+        """Call the function with validated arguments (sync functions run in a thread);
+        a tool with `invoke_json` is given the arguments' JSON text `raw` instead."""
+        if self.invoke_json is not None:
+            return await self.invoke_json(raw, ctx)
         kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
