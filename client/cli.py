@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from durable_agents.client import cli_ops, cli_snapshots, render, snapshots
+from durable_agents.client import cli_ops, cli_snapshots, render, snapshots, start_checks
 from durable_agents.client.agent_client import CONFIRM_SECONDS, AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
@@ -119,6 +119,9 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
         )
     ).id
     started = StartedRun(run_id=run_id)
+    warning = await start_checks.unpolled_warning(agents.client, run_id)
+    if warning is not None:  # stderr: stdout stays the id (or the JSON) scripts read
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     if args.wait:
         started.result = await agents.result(run_id)
     if args.json:
