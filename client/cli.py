@@ -22,7 +22,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from durable_agents.client import cli_ops, cli_snapshots, render, snapshots, start_checks
+from durable_agents.client import (
+    cli_ops,
+    cli_snapshots,
+    refusals,
+    render,
+    snapshots,
+    start_checks,
+)
 from durable_agents.client.agent_client import CONFIRM_SECONDS, AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
@@ -186,11 +193,15 @@ def _sent(args: argparse.Namespace, signal: str, text: str, *, confirmed: bool =
 async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
     view = await agents.status(args.run_id)
     retrying = [] if view.status.is_final else await agents.retrying(args.run_id)
-    if args.json:  # the get_status answer, and the calls being retried
+    refused = await refusals.last_refusal(agents, args.run_id)
+    if args.json:  # the get_status answer, the calls being retried, the last refusal
         retries = [r.model_dump(mode="json") for r in retrying]
-        return json.dumps({**view.model_dump(mode="json"), "retrying": retries}, indent=2)
+        last = refused and refused.model_dump(mode="json")
+        shown = {**view.model_dump(mode="json"), "retrying": retries, "last_refused_signal": last}
+        return json.dumps(shown, indent=2)
     lines = [render.status(args.run_id, view, definition=True), *map(render.retry_line, retrying)]
-    return "\n".join(lines + [render.webhook_line(d) for d in view.webhooks])
+    lines += [render.webhook_line(d) for d in view.webhooks]
+    return "\n".join(lines + ([refusals.line(refused)] if refused else []))
 
 
 async def _tools(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -222,7 +233,9 @@ async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
     state = await agents.state(args.run_id)
     if args.json:  # the whole record, as `export` writes it
         return state.model_dump_json(indent=2)
-    return render.state(state, reveal=args.show_sensitive)
+    refused = refusals.last_of(state)
+    shown = render.state(state, reveal=args.show_sensitive)
+    return shown + (f"\n{refusals.line(refused)}" if refused else "")
 
 
 async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:

@@ -3,11 +3,15 @@ server and a real worker (issue 43, "Mistakes say so at once")."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
-from durable_agents.testing import Reply
-from tests.support.cli_support import agentctl, bound_to
+from durable_agents.testing import Call, Reply
+from tests.support.cli_support import agentctl, bound_to, wait_for_status
+from tests.support.runs import temporal_cli
+
+EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
 
 
 async def test_start_on_a_queue_no_worker_polls_warns_on_stderr_and_exits_0(worker) -> None:
@@ -35,3 +39,36 @@ async def test_start_on_a_polled_queue_says_nothing_more(worker, model_server) -
     assert started.code == 0, started.stderr
     assert started.stderr == ""
     assert "hello" in started.stdout
+
+
+async def test_status_and_state_show_the_last_refused_signal_with_its_reason(
+    worker, model_server
+) -> None:
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
+    ctl = bound_to(worker, process=True)
+    run_id = (await ctl("start", "assistant", "mail a@b.c")).stdout.strip()
+    await wait_for_status(ctl, run_id, "awaiting_approval")
+    quiet = json.loads((await ctl("status", run_id, "--json")).stdout)
+    assert quiet["last_refused_signal"] is None
+    said = await temporal_cli(
+        worker, "workflow", "signal", "--workflow-id", run_id, "--name", "approve",
+        "--input", '{"call_id": "call_nope", "approver": "go-service"}',
+    )  # fmt: skip
+    assert "succeeded" in said.lower()  # the sender is told nothing more
+
+    status = json.loads((await ctl("status", run_id, "--json")).stdout)
+    last = status["last_refused_signal"]
+    assert (last["signal"], last["call_id"], last["approver"]) == (
+        "approve",
+        "call_nope",
+        "go-service",
+    )
+    assert "call_nope" in last["refused_because"]
+    assert status["pending_approvals"] == 1  # additive: the get_status fields stay
+    human = (await ctl("status", run_id)).stdout.splitlines()
+    assert human[-1].startswith("  last refused signal: approve (call call_nope, by go-service)")
+    assert last["refused_because"].split()[0] in human[-1]
+    state = (await ctl("state", run_id)).stdout.splitlines()
+    assert state[-1] == human[-1]
+    await ctl("approve", run_id, "call_email")
+    await wait_for_status(ctl, run_id, "completed")
