@@ -29,6 +29,7 @@ from durable_agents.client import (
     render,
     snapshots,
     start_checks,
+    ui_links,
 )
 from durable_agents.client.agent_client import CONFIRM_SECONDS, AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
@@ -241,11 +242,15 @@ async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
 async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.all:
         found = await agents.pending_all()
+        target = agents.client.service_client.config.target_host
+        ui = ui_links.ui_address(args.ui, address=target)
+        link = ui and ui_links.waiting_runs(ui, agents.client.namespace)
         if args.json:
             if not args.show_sensitive:
                 found.approvals = [render.masked_item(a) for a in found.approvals]
-            return found.model_dump_json(indent=2)
-        return render.pending_across_runs(found, reveal=args.show_sensitive)
+            return json.dumps({**found.model_dump(mode="json"), "ui_url": link}, indent=2)
+        shown = render.pending_across_runs(found, reveal=args.show_sensitive)
+        return shown + (f"\nin the Temporal UI: {link}" if link else "")
     pending = await agents.pending(args.run_id)
     if args.json:
         shown = pending if args.show_sensitive else [render.masked_item(p) for p in pending]
@@ -603,6 +608,13 @@ def build_parser() -> argparse.ArgumentParser:
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")
     pending.add_argument("--show-sensitive", action="store_true", help=reveal_help)
+    pending.add_argument(
+        "--ui",
+        metavar="URL",
+        help="(--all) the Temporal UI's address, for a link to the runs waiting for a "
+        f"decision (default: ${ui_links.UI_ENV}; {ui_links.DEV_UI} when --address is the "
+        "dev server's default, localhost:7233; otherwise no link)",
+    )
     keygen = offline("keygen", _keygen, "make an approver key for signed decisions")
     keygen.add_argument(
         "--owner", required=True, type=_non_empty, help="the approver it speaks for"
