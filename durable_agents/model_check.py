@@ -68,9 +68,8 @@ async def check_endpoint(client: AsyncOpenAI, *, timeout: float = CHECK_SECONDS)
 
 def _message(err: openai.APIStatusError) -> str:
     body = err.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"]
-    return err.message
+    said = body.get("message") if isinstance(body, dict) else None
+    return said if isinstance(said, str) else err.message
 
 
 class OneLineFailures(logging.Filter):
