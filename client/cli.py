@@ -22,7 +22,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from durable_agents.client import cli_ops, cli_snapshots, render, snapshots
+from durable_agents.client import (
+    cli_ops,
+    cli_snapshots,
+    refusals,
+    render,
+    snapshots,
+    start_checks,
+    ui_links,
+)
 from durable_agents.client.agent_client import CONFIRM_SECONDS, AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
 from durable_agents.client.confirmed_signal import send_decision
@@ -119,6 +127,9 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
         )
     ).id
     started = StartedRun(run_id=run_id)
+    warning = await start_checks.unpolled_warning(agents.client, run_id)
+    if warning is not None:  # stderr: stdout stays the id (or the JSON) scripts read
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     if args.wait:
         started.result = await agents.result(run_id)
     if args.json:
@@ -183,11 +194,15 @@ def _sent(args: argparse.Namespace, signal: str, text: str, *, confirmed: bool =
 async def _status(args: argparse.Namespace, agents: AgentClient) -> str:
     view = await agents.status(args.run_id)
     retrying = [] if view.status.is_final else await agents.retrying(args.run_id)
-    if args.json:  # the get_status answer, and the calls being retried
+    refused = await refusals.last_refusal(agents, args.run_id)
+    if args.json:  # the get_status answer, the calls being retried, the last refusal
         retries = [r.model_dump(mode="json") for r in retrying]
-        return json.dumps({**view.model_dump(mode="json"), "retrying": retries}, indent=2)
+        last = refused and refused.model_dump(mode="json")
+        shown = {**view.model_dump(mode="json"), "retrying": retries, "last_refused_signal": last}
+        return json.dumps(shown, indent=2)
     lines = [render.status(args.run_id, view, definition=True), *map(render.retry_line, retrying)]
-    return "\n".join(lines + [render.webhook_line(d) for d in view.webhooks])
+    lines += [render.webhook_line(d) for d in view.webhooks]
+    return "\n".join(lines + ([refusals.line(refused)] if refused else []))
 
 
 async def _tools(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -219,17 +234,23 @@ async def _state(args: argparse.Namespace, agents: AgentClient) -> str:
     state = await agents.state(args.run_id)
     if args.json:  # the whole record, as `export` writes it
         return state.model_dump_json(indent=2)
-    return render.state(state, reveal=args.show_sensitive)
+    refused = refusals.last_of(state)
+    shown = render.state(state, reveal=args.show_sensitive)
+    return shown + (f"\n{refusals.line(refused)}" if refused else "")
 
 
 async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.all:
         found = await agents.pending_all()
+        target = agents.client.service_client.config.target_host
+        ui = ui_links.ui_address(args.ui, address=target)
+        link = ui and ui_links.waiting_runs(ui, agents.client.namespace)
         if args.json:
             if not args.show_sensitive:
                 found.approvals = [render.masked_item(a) for a in found.approvals]
-            return found.model_dump_json(indent=2)
-        return render.pending_across_runs(found, reveal=args.show_sensitive)
+            return json.dumps({**found.model_dump(mode="json"), "ui_url": link}, indent=2)
+        shown = render.pending_across_runs(found, reveal=args.show_sensitive)
+        return shown + (f"\nin the Temporal UI: {link}" if link else "")
     pending = await agents.pending(args.run_id)
     if args.json:
         shown = pending if args.show_sensitive else [render.masked_item(p) for p in pending]
@@ -587,6 +608,13 @@ def build_parser() -> argparse.ArgumentParser:
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")
     pending.add_argument("--show-sensitive", action="store_true", help=reveal_help)
+    pending.add_argument(
+        "--ui",
+        metavar="URL",
+        help="(--all) the Temporal UI's address, for a link to the runs waiting for a "
+        f"decision (default: ${ui_links.UI_ENV}; {ui_links.DEV_UI} when --address is the "
+        "dev server's default, localhost:7233; otherwise no link)",
+    )
     keygen = offline("keygen", _keygen, "make an approver key for signed decisions")
     keygen.add_argument(
         "--owner", required=True, type=_non_empty, help="the approver it speaks for"

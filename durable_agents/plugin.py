@@ -56,7 +56,7 @@ HEARTBEAT_THROTTLE = timedelta(seconds=1)
 """Longest a heartbeat is held back by the SDK (its default: 80% of the heartbeat
 timeout, which leaves a 5 s timeout one late beat from expiring)."""
 
-SANDBOX_PASSTHROUGH = ("durable_agents", "cryptography")
+SANDBOX_PASSTHROUGH = ("durable_agents", "cryptography", "openai", "httpx", "httpx2")
 """Imported once per process instead of once per workflow run by a sandboxed workflow
 (our own workflows are `sandboxed=False`; a user's workflows on the same worker that
 import our package are sandboxed): our package is plain
@@ -66,7 +66,16 @@ checks it, statically, since the sandbox no longer does). Re-importing it held
 ~0.2 MB per cached run and its import CPU at every run start (bench/RESULTS.md, 3).
 `cryptography` (Ed25519 verification of signed decisions and snapshots) is a native
 extension: re-imported inside the sandbox, a failed verification aborted the worker
-process (its Rust code raising an exception class from a second module copy)."""
+process (its Rust code raising an exception class from a second module copy).
+`openai` and the HTTP client it is built on (`httpx`; `httpx2` in some builds): a
+user's workflow module that imports them at the top (beside the activities that call
+the model) failed the worker's workflow validation, `RestrictedWorkflowAccessError:
+Cannot access urllib.request.Request.__mro_entries__` (their import subclasses
+`urllib.request.Request`, which the sandbox restricts). Passed through, they are
+imported once, outside the sandbox; workflow code must still not call them (no I/O).
+Measured: with these, a workflow module importing `openai`, `httpx2`, `anyio`,
+`jiter`, `pydantic`, `aiohttp`, `standardwebhooks`, `opentelemetry` or
+`google.protobuf` at the top validates (tests/integration/test_plugin.py)."""
 
 _SDK_DEFAULTS = {
     "sticky_queue_schedule_to_start_timeout": timedelta(seconds=10),

@@ -59,6 +59,9 @@ __all__ = [
 COMPLETIONS_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
 ENDPOINTS = {COMPLETIONS_PATH: "chat_completions", RESPONSES_PATH: "responses"}
+MODELS_PATH = "/v1/models"
+SCRIPTED_MODEL = "scripted"
+"""The one model `GET /models` lists (a scripted reply answers whatever model is asked)."""
 EXHAUSTED = "scripted model: script exhausted"
 
 
@@ -152,8 +155,14 @@ class ScriptedModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         context_window: int | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.responder = responder
+        self.api_key = api_key
+        """Requests bearing another key are refused with HTTP 401, as a real API
+        refuses a wrong key (None: any key, or none, is taken)."""
+        self.model_listings = 0
+        """`GET /models` requests answered (a worker's check at start: no tokens)."""
         """Answers when the script is empty (None: answer HTTP 500 `EXHAUSTED`)."""
         self.context_window = context_window
         """Requests estimated past this many tokens are refused (None: no limit)."""
@@ -446,10 +455,29 @@ class _Handler(BaseHTTPRequestHandler):
         """No per-request logging to stderr."""
 
     def do_GET(self) -> None:
-        self._send_error(404, f"no route for GET {self.path}", "not_found")
+        if not self.path.split("?")[0].endswith(MODELS_PATH):
+            self._send_error(404, f"no route for GET {self.path}", "not_found")
+            return
+        if self._refused_key():
+            return
+        model = self.server.model
+        with model._lock:
+            model.model_listings += 1
+        listed = {"object": "list", "data": [{"id": SCRIPTED_MODEL, "object": "model"}]}
+        self._send_json(200, listed)
+
+    def _refused_key(self) -> bool:
+        """Answer 401 when the server wants a key and the request bears another."""
+        wanted = self.server.model.api_key
+        if wanted is None or self.headers.get("authorization") == f"Bearer {wanted}":
+            return False
+        self._send_error(401, "Incorrect API key provided", "invalid_api_key")
+        return True
 
     def do_POST(self) -> None:
         model = self.server.model
+        if self._refused_key():
+            return
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
         path = self.path.split("?")[0]

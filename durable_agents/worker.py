@@ -35,7 +35,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig
 
-from durable_agents import gate, served_agents, webhooks
+from durable_agents import gate, model_check, served_agents, webhooks
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
@@ -547,11 +547,18 @@ async def serve(args: argparse.Namespace) -> None:
             print(describe_trust(trust), flush=True)
             print(webhooks.describe(endpoints), flush=True)
             print(describe_prices(prices), flush=True)
+            checking = asyncio.create_task(say_model_endpoint(openai_client))
             await stop.wait()
+            checking.cancel()
             print(
                 f"worker: draining (running activities get {args.drain_seconds:g}s to finish)",
                 flush=True,
             )
+
+
+async def say_model_endpoint(openai_client: AsyncOpenAI) -> None:
+    """One line on the model endpoint (`model_check`), while the worker serves."""
+    print(await model_check.check_endpoint(openai_client), flush=True)
 
 
 async def warn_if_mixed(
@@ -783,6 +790,9 @@ def configure_logging(env: Mapping[str, str]) -> None:
             f"AGENT_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {level!r}"
         )
     logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
+    if level != "DEBUG":  # one line per failed attempt; DEBUG keeps the tracebacks
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(model_check.OneLineFailures())
 
 
 def main(argv: list[str] | None = None) -> int:

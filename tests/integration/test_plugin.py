@@ -177,3 +177,52 @@ async def test_codec_and_payload_store_given_to_the_plugin_build_its_converter(t
     assert isinstance(plugin.converter.payload_codec, EncryptionCodec)
     with pytest.raises(AgentsPluginError, match="either data_converter or codec/payload_store"):
         AgentsPlugin(codec=keys, data_converter=pydantic_data_converter)
+
+
+SHOP = """
+from datetime import timedelta
+
+import openai  # at the top, not passed through: what a user's module does
+from temporalio import activity, workflow
+
+from durable_agents import Agent, tool
+
+
+@activity.defn
+async def price(item: str) -> str:
+    return f"{item}: 3 EUR (openai {bool(openai.__version__)})"
+
+
+@workflow.defn
+class Shop:
+    @workflow.run
+    async def run(self, item: str) -> str:
+        return await workflow.execute_activity(
+            price, item, start_to_close_timeout=timedelta(seconds=10)
+        )
+"""
+
+SHOP_APP = APP.replace("from greeter import Greeter, greet", "from shop import Shop, price")
+SHOP_APP = SHOP_APP.replace(
+    "workflows=[Greeter], activities=[greet]", "workflows=[Shop], activities=[price]"
+)
+SHOP_APP = SHOP_APP.replace('Greeter.run, "ann"', 'Shop.run, "tea"')
+
+
+async def test_a_user_workflow_module_that_imports_openai_at_the_top_runs_with_the_plugin(
+    env, model_server, tmp_path: Path
+):
+    (tmp_path / "shop.py").write_text(textwrap.dedent(SHOP))
+    (tmp_path / "app.py").write_text(textwrap.dedent(SHOP_APP))
+    model_server.script(Reply(tool_calls=(Call("shout", {"text": "hi"}),)), Reply(content="HI"))
+    address = env.client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "app.py", address, model_server.base_url, "user-shop",
+        cwd=tmp_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()  # was: Failed validating workflow Shop
+    assert "RestrictedWorkflowAccessError" not in err.decode()
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    assert answer["greeting"] == "tea: 3 EUR (openai True)"
+    assert answer["agent"]["status"] == "completed" and answer["agent"]["final_output"] == "HI"
