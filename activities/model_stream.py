@@ -3,6 +3,9 @@
 activity to its workflow, through Workflow Streams' publish signal
 (`WorkflowStreamClient.from_within_activity`), batched every `INTERVAL`.
 
+Each batch carries the workers' gate tag (`durable_agents.stream_gate`): the run takes
+only batches our model calls made, never one sent from outside.
+
 The deltas are a preview: the run records the activity's result, the whole reply, so
 replay and snapshots never depend on them. Publishing never fails the model call: a
 batch that cannot be sent (the run ended, the server is unreachable) is logged and
@@ -12,13 +15,17 @@ the reply goes on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from datetime import timedelta
 from typing import Any
 
 from durable_agents.workflows import contract
 from temporalio import activity
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.workflow_streams import PublishInput, WorkflowStreamClient
+
+from durable_agents import gate, stream_gate
 
 INTERVAL = timedelta(milliseconds=500)
 """How often the deltas written since the last batch are sent (one signal each)."""
@@ -36,7 +43,9 @@ class Deltas:
         self._key = key
         self._interval = (interval or INTERVAL).total_seconds()
         self._attempt = activity.info().attempt
-        self._client = WorkflowStreamClient.from_within_activity(max_retry_duration=GIVE_UP)
+        self._client = WorkflowStreamClient(
+            _TaggingHandle.of_this_run(), client=activity.client(), max_retry_duration=GIVE_UP
+        )
         """Sent by `_send` (the client's own flusher is not started)."""
         self._topic = self._client.topic(contract.EVENTS_TOPIC)
         self._pending: dict[tuple[str, str] | None, list[str]] = {}
@@ -83,3 +92,34 @@ class Deltas:
 
     def _item(self, kind: str, **fields: Any) -> dict[str, Any]:
         return {"type": kind, "key": self._key, "attempt": self._attempt, **fields}
+
+
+class _TaggingHandle(WorkflowHandle[Any, Any]):
+    """The handle of this activity's run, whose publish signals carry the workers' tag
+    over the batch (`durable_agents.stream_gate`); without the keys (an activity the
+    gate did not admit), untagged: the run refuses them."""
+
+    @classmethod
+    def of_this_run(cls) -> _TaggingHandle:
+        info = activity.info()
+        if not info.workflow_id or not info.workflow_run_id:
+            raise RuntimeError("a model call streams only to the run that scheduled it")
+        return cls(activity.client(), info.workflow_id, run_id=info.workflow_run_id)
+
+    async def signal(self, signal: Any, arg: Any = None, **options: Any) -> None:
+        keys = stream_gate.KEYS.get()
+        if signal != contract.STREAM_PUBLISH_SIGNAL or not isinstance(arg, PublishInput):
+            raise TypeError("only the stream's publish signal is sent here")
+        body: dict[str, Any] = dataclasses.asdict(arg)
+        if keys is not None:
+            info = activity.info()
+            body[gate.TAG_FIELD] = stream_gate.tag_batch(
+                keys,
+                namespace=info.workflow_namespace or info.namespace,
+                workflow_id=self.id,
+                run_id=self.run_id or "",
+                publisher_id=arg.publisher_id,
+                sequence=arg.sequence,
+                items=arg.items,
+            )
+        await super().signal(signal, body, **options)

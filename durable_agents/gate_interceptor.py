@@ -34,6 +34,7 @@ from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
     ExecuteWorkflowInput,
+    HandleSignalInput,
     Interceptor,
     StartActivityInput,
     StartChildWorkflowInput,
@@ -43,7 +44,7 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from durable_agents import gate
+from durable_agents import gate, stream_gate
 from durable_agents.gate import GateKeys
 from durable_agents.workflows import contract
 
@@ -176,10 +177,13 @@ class _ActivityInbound(ActivityInboundInterceptor):
             return await self.next.execute_activity(input)  # a client's question
         call = self._admitted(info, input)
         assert self.keys is not None  # _admitted refuses without keys
+        streaming = stream_gate.KEYS.set(self.keys)  # its streamed text is tagged
         try:
             result = await self.next.execute_activity(input)
         except Exception as err:  # not a cancel: that is BaseException's
             raise _tagged_failure(self.keys, call, err) from err
+        finally:
+            stream_gate.KEYS.reset(streaming)
         sent = json.loads(to_json(result))  # what the payload converter would send
         mac = gate.tag(self.keys, _result_fields(call, gate.digest([sent])))
         return {gate.RESULT_FIELD: sent, gate.TAG_FIELD: mac}
@@ -265,6 +269,24 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
                     non_retryable=True,
                 )
         return await self.next.execute_workflow(input)
+
+    async def handle_signal(self, input: HandleSignalInput) -> None:
+        """A publish signal reaches the run with the gate's verdict on its batch as its
+        last argument (`durable_agents.stream_gate`)."""
+        if input.signal == contract.STREAM_PUBLISH_SIGNAL and len(input.args) == 2:
+            name, sent = input.args  # the dynamic handler's: the name, the raw arguments
+            info = workflow.info()
+            said = stream_gate.verdict(
+                self.keys,
+                sent,
+                namespace=info.namespace,
+                workflow_id=info.workflow_id,
+                run_id=info.run_id,
+            )
+            input = HandleSignalInput(
+                signal=input.signal, args=[name, [*sent, said]], headers=input.headers
+            )
+        await self.next.handle_signal(input)
 
 
 def _child_fields(

@@ -46,7 +46,11 @@ STREAM_POLL = "__temporal_workflow_stream_poll"
 """Workflow Streams' poll: an update (a follower waits for new events) and a query
 (a read that waits for nothing, and works on a run that has ended)."""
 STREAM_PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
-"""Workflow Streams' publish signal: refused by a run (only the run writes events)."""
+"""Workflow Streams' publish signal: a run takes only the batches of its model call under
+way, tagged with the workers' gate keys (`durable_agents.stream_gate`)."""
+STREAM_VERDICT = "stream_gate"
+"""The gate's verdict, appended to a publish signal's arguments: `{"stream_gate": "taken"
+| "unchecked" | "refused", "why"?: str}`; a publish without it is refused."""
 
 ACTIVITY_DESCRIBE_AGENT = "describe_agent"
 ACTIVITY_CALL_MODEL = "call_model"

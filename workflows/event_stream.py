@@ -2,10 +2,10 @@
 on topic `events`, published by the workflow only, bounded, and carried across
 continue-as-new. Workflow code (deterministic).
 
-The stream's own publish signal is taken by the run (`take_published`): it accepts
-only the deltas of the model call under way, from the `call_model` activity that
-holds that call's key (`ModelRequest.stream_key`), and numbers and stamps them
-itself; anything else is refused (recorded in `refused_signals`). A delta is a
+The stream's own publish signal is taken by the run (`take_published`): it accepts only
+batches the gate found tagged by a model call of ours (`durable_agents.stream_gate`)
+with deltas of the model call under way (its `ModelRequest.stream_key`, not a secret),
+and numbers and stamps them itself; anything else is refused (in `refused_signals`). A delta is a
 preview of what the model writes, never what the run records: the reply the run
 records is the activity's result. Followers poll with the stream's update (or its query,
 for a run that has ended); at most `FOLLOWERS` polls wait at once, so followers never
@@ -29,14 +29,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
@@ -170,7 +163,13 @@ class RunStream:
     ) -> str | None:
         """Publish the deltas of a publish signal (numbered, stamped); why it is
         refused, or None. A batch sent again (the activity retried its signal) and the
-        late deltas of an earlier call are dropped."""
+        late deltas of an earlier call are dropped. The gate's verdict comes last: a
+        batch is taken when it says so (or, on a replayer without keys, unchecked)."""
+        *args, said = args or [raw_payloads.NONE]
+        verdict = raw_payloads.as_json(said)
+        given = verdict if isinstance(verdict, dict) else {}
+        if given.get(contract.STREAM_VERDICT) not in ("taken", "unchecked"):
+            return str(given.get("why", "the gate did not check it"))
         if len(args) != 1:
             return f"{len(args)} arguments; the signal takes one payload"
         try:

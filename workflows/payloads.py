@@ -411,8 +411,8 @@ class ModelRequest(_Payload):
     """The API to speak (the agent's `model_api`); None: the worker's default."""
     stream_key: str | None = Field(None, exclude_if=lambda key: key is None)
     """Stream the reply: publish its text and tool arguments as they come, each delta
-    carrying this key (the run takes only this call's); None: no streaming. Left out
-    when None, so a request reads on a worker of an earlier build."""
+    naming the call by this key (a correlation id, not a secret: batches are tagged
+    with the gate keys); None: no streaming. Left out when None (earlier builds)."""
 
 
 class OutputRef(_Payload):

@@ -134,9 +134,10 @@ async def test_a_forged_publish_is_refused_and_adds_no_event(worker, model_serve
     await handle.signal(contract.STREAM_PUBLISH_SIGNAL, "garbage")
     state = await state_of(handle)
     refused = [r for r in state.refused_signals if r.signal == contract.STREAM_PUBLISH_SIGNAL]
-    assert [r.refused_because.split(":")[0] for r in refused] == [
-        "not a delta",
-        "not a Workflow Streams publish",
+    gate = "not published by a model call of this deployment's workers"
+    assert [r.refused_because for r in refused] == [
+        f"{gate} (no gate tag)",
+        f"{gate} (not a batch)",
     ]
     events = await collect(agents.events(handle.id, follow=False))
     assert types(events)[-1] == "approval_requested"
