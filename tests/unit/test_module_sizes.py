@@ -9,12 +9,12 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 11_984
-"""Raised once, from 11,800, by the split of `state.py` (issue 42): the three modules it
-became carry their own imports, and `state.py` re-exports every name it used to hold
-(about 150 lines) until the importers outside `workflows/` import them from where they
-now live; lower it then."""
-OVER_BUDGET = {"agent_workflow.py": 642, "loop.py": 674}
+FOLDER_LINES = 12_006
+"""Raised once, from 11,800, by the splits of `state.py` and `loop.py` (issue 42): the
+modules they became carry their own imports, and `state.py` re-exports every name it
+used to hold (about 150 lines) until the importers outside `workflows/` import them from
+where they now live; lower it then."""
+OVER_BUDGET = {"agent_workflow.py": 642}
 """Modules not yet split, and the most lines each may have until it is."""
 
 
