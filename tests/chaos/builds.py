@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.chaos.harness import ROOT
 
 UNGUARDED = "await workflow.sleep(timedelta(milliseconds=1))  # build B: unguarded"
-ANCHOR = "        await self._announce(state)\n        if loop.may_continue_as_new(step)"
+ANCHOR = "        await self._events.announce(state)\n        if loop.may_continue_as_new(step)"
 
 
 def replay_breaking_build(where: Path) -> Path:
@@ -29,8 +29,8 @@ def replay_breaking_build(where: Path) -> Path:
     text = loop_code.read_text()
     assert text.count(ANCHOR) == 1, "the loop changed: move build B's change"
     changed = ANCHOR.replace(
-        "        await self._announce(state)\n",
-        f"        await self._announce(state)\n        {UNGUARDED}\n",
+        "        await self._events.announce(state)\n",
+        f"        await self._events.announce(state)\n        {UNGUARDED}\n",
     )
     loop_code.write_text(text.replace(ANCHOR, changed))
     return where
