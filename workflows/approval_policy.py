@@ -9,7 +9,7 @@ import operator
 from collections.abc import Callable, Collection
 from typing import Any
 
-from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy, ToolSpec
+from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy, ToolSpec
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from durable_agents.workflows.state import Usage
+from durable_agents.workflows.run_items import Usage
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 

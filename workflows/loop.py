@@ -1,16 +1,15 @@
 """The agent loop as pure functions of RunState.
 
 No Temporal, no I/O, no clock: the caller passes `now`. `next_step` looks at
-the state and says what must happen next; the `record_*` functions fold the
+the state and says what must happen next (a step: `workflows.steps`, re-exported
+here); the `record_*` functions fold the
 outcome of a step back into the state (decisions: `workflows.decisions`). The workflow only
 performs the steps, so this module can be tested and replayed on its own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
 from durable_agents.workflows import (
     budget,
@@ -43,8 +42,6 @@ from durable_agents.workflows.state import (
     PAUSES_KEPT,
     AgentSpec,
     AssistantMessage,
-    BudgetRequest,
-    Compaction,
     ErrorInfo,
     ModelPrice,
     Pause,
@@ -57,114 +54,22 @@ from durable_agents.workflows.state import (
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.steps import AskBudget as AskBudget
+from durable_agents.workflows.steps import AwaitDecisions as AwaitDecisions
+from durable_agents.workflows.steps import AwaitInput as AwaitInput
+from durable_agents.workflows.steps import AwaitResume as AwaitResume
+from durable_agents.workflows.steps import CallModel as CallModel
+from durable_agents.workflows.steps import CheckGuardrails as CheckGuardrails
+from durable_agents.workflows.steps import Compact as Compact
+from durable_agents.workflows.steps import Finish as Finish
+from durable_agents.workflows.steps import ListTools as ListTools
+from durable_agents.workflows.steps import Redefine as Redefine
+from durable_agents.workflows.steps import RunTools as RunTools
+from durable_agents.workflows.steps import Step as Step
+from durable_agents.workflows.steps import Summarize as Summarize
+from durable_agents.workflows.steps import may_continue_as_new as may_continue_as_new
+from durable_agents.workflows.steps import status_for as status_for
 from pydantic import JsonValue
-
-# --- steps ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CallModel:
-    """Ask the model for the next reply."""
-
-    request: ModelRequest
-
-
-@dataclass(frozen=True)
-class RunTools:
-    """Run these calls (approved or needing no approval), concurrently."""
-
-    calls: tuple[ToolCall, ...]
-
-
-@dataclass(frozen=True)
-class AwaitDecisions:
-    """Wait until a decision arrives for any of these calls."""
-
-    call_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class AskBudget:
-    """The next model call could pass a budget and the agent asks to extend it: record
-    the request (`budget.ask`), then wait for its decision."""
-
-    request: BudgetRequest
-
-
-@dataclass(frozen=True)
-class Compact:
-    """Record a compaction that needs no model call (`context.record`)."""
-
-    compaction: Compaction
-
-
-@dataclass(frozen=True)
-class Summarize:
-    """Have the model summarize the older conversation (`request`), then record the
-    compaction with it."""
-
-    compaction: Compaction
-    request: ModelRequest
-
-
-@dataclass(frozen=True)
-class ListTools:
-    """List the run's MCP tools again before the next model call: a session message
-    arrived since they were listed, or someone asked (`workflows.mcp_tools`)."""
-
-    reason: Literal["session_message", "requested"]
-
-
-@dataclass(frozen=True)
-class Redefine:
-    """Ask a worker for the agent's definition before going on, and take it if it
-    changed (the agent declares when: `workflows.definitions`)."""
-
-    reason: Literal["session_message", "continue_as_new"]
-
-
-@dataclass(frozen=True)
-class AwaitResume:
-    """An operator paused the run: wait until it is resumed (or ended)."""
-
-
-@dataclass(frozen=True)
-class AwaitInput:
-    """A session waits for the user's next message."""
-
-
-@dataclass(frozen=True)
-class Finish:
-    """The run is over, with this status."""
-
-    status: RunStatus
-
-
-@dataclass(frozen=True)
-class CheckGuardrails:
-    """Run the agent's guardrails of `kind` on `value` (`workflows.guardrails`)."""
-
-    kind: Literal["input", "output"]
-    value: JsonValue
-    item: int | None = None
-    """Index in `items` of what is checked."""
-
-
-Step = (
-    CallModel
-    | RunTools
-    | AwaitDecisions
-    | AwaitInput
-    | Finish
-    | CheckGuardrails
-    | AskBudget
-    | AwaitResume
-    | Compact
-    | Summarize
-    | ListTools
-    | Redefine
-)
-
 
 # --- starting ----------------------------------------------------------------
 
@@ -399,25 +304,6 @@ def idempotency_key(state: RunState, call_id: str) -> str:
         if any(c.call_id == call_id for c in reply.tool_calls):
             return f"{origin.run_id}:{call_id}"
     return f"{state.run_id}:{call_id}"
-
-
-def status_for(step: Step) -> RunStatus:
-    """The status a run has while it performs `step`."""
-    if isinstance(step, Finish):
-        return step.status
-    if isinstance(step, AwaitDecisions):
-        return RunStatus.AWAITING_APPROVAL
-    if isinstance(step, AwaitInput):
-        return RunStatus.AWAITING_INPUT
-    if isinstance(step, AwaitResume):
-        return RunStatus.PAUSED
-    return RunStatus.RUNNING
-
-
-def may_continue_as_new(step: Step) -> bool:
-    """Whether the run may switch to a new workflow run before performing `step`:
-    never while a reply's tool calls are to be executed or once it has ended."""
-    return isinstance(step, CallModel | AwaitDecisions | AwaitInput | AwaitResume | Summarize)
 
 
 # --- folding outcomes back in ------------------------------------------------------

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import signed_decisions
+from durable_agents.workflows.agent_spec import ApproverKey
 from durable_agents.workflows.canonical import canonical_json
-from durable_agents.workflows.state import ApproverKey
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,396 @@
+"""The agent as it was defined when a run started, frozen into the run's state
+(`RunState.agent`): its tools and their approval policies, guardrails, model settings
+and prices, output type, context policy, MCP servers, webhooks and the keys it
+trusts. Later code changes do not leak into a run (`workflows.definitions` says when
+a changed definition may).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Literal, get_args
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+
+if TYPE_CHECKING:
+    from durable_agents.workflows.run_items import Usage
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrySpec(_Model):
+    """A bounded retry policy in plain JSON (mapped onto Temporal's RetryPolicy)."""
+
+    initial_interval_seconds: float = Field(1.0, gt=0)
+    """Delay before the first retry."""
+    backoff_coefficient: float = Field(2.0, ge=1)
+    """Each further delay is the previous one times this."""
+    maximum_interval_seconds: float = Field(30.0, gt=0)
+    """Upper bound on the delay between attempts."""
+    maximum_attempts: int = Field(3, ge=1)
+    """Attempts in all, the first included; 1 means no retry."""
+    non_retryable_error_types: list[str] = []
+    """Error types (a tool's exception class name, an ApplicationError type) never
+    retried."""
+    budget_seconds: float | None = Field(None, gt=0)
+    """Retries stop once this long has passed since the call was first scheduled
+    (Temporal's schedule-to-close timeout), whichever of it and `maximum_attempts`
+    comes first; None: attempts alone bound them."""
+
+
+class ApprovalCondition(_Model):
+    """`arguments[field] <op> value`, evaluated on the model's arguments."""
+
+    field: str = Field(min_length=1)
+    op: Literal["==", "!=", ">", ">=", "<", "<=", "in", "not_in"]
+    value: JsonValue
+
+
+class ApprovalPolicy(_Model):
+    """When a call needs a decision, who may decide, and how long it may wait."""
+
+    when: list[ApprovalCondition] = []
+    """Approval is needed if any condition holds; empty: always. A condition that
+    cannot be evaluated (missing field, incomparable types) counts as holding."""
+    approvers: list[str] | None = None
+    """Only these approvers may decide; None: anyone."""
+    timeout: timedelta | None = Field(None, gt=timedelta(0))
+    """How long a call may wait for a decision (a durable timer); None: forever."""
+    on_timeout: Literal["reject", "fail"] = "reject"
+    """At the deadline: reject the call (the model is told why) or fail the run."""
+    require_signature: bool = False
+    """Only decisions signed with one of the agent's approver keys (Ed25519) count;
+    the approver is the key's owner."""
+    allow_always: bool = True
+    """Whether a decision may set `always` (a standing rule for later calls)."""
+    limits: list[ApprovalCondition] = []
+    """Conditions every call's arguments must meet, the model's and an approver's
+    edit alike (e.g. `amount <= 1000`): a call outside them is answered to the model
+    as refused, an edit outside them is refused. A condition that cannot be
+    evaluated does not hold."""
+    separate_duties: bool = False
+    """Whoever started the run may not approve its calls: approvals must be signed,
+    the run's start must be signed (`RunState.started_by`), and the two keys must
+    belong to different owners."""
+
+
+EventType = Literal[
+    "approval_requested",
+    "approval_decided",
+    "approval_expired",
+    "run_finished",
+    "paused",
+    "resumed",
+]
+"""The run events a webhook can be sent (`workflows.run_events`)."""
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+
+
+class WebhookSubscription(_Model):
+    """Which run events go to a webhook endpoint the worker knows by name
+    (`AGENT_WEBHOOKS`; its URL and secret never enter a run)."""
+
+    endpoint: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    events: list[EventType] = Field(min_length=1, max_length=len(EVENT_TYPES))
+
+
+class ToolSpec(_Model):
+    """A tool as frozen into a run at start: enough to call and police it."""
+
+    name: str = Field(min_length=1)
+    description: str
+    parameters: dict[str, JsonValue]
+    """JSON Schema of the tool's arguments (made by pydantic from its type hints)."""
+    needs_approval: bool = False
+    """Calls may need an approve/reject decision before they run (see `approval`)."""
+    approval: ApprovalPolicy = ApprovalPolicy()
+    """The approval policy, used when `needs_approval` is true."""
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of the tool's activity."""
+    retry: RetrySpec = RetrySpec()
+    """How often a raising tool is tried before its error goes to the model."""
+    heartbeat_timeout_seconds: float | None = Field(None, gt=0)
+    """The tool's activity heartbeats while it runs; an attempt silent this long
+    (its worker died) is retried at once, and a cancel reaches it. None: no
+    heartbeat timeout."""
+    sensitive: list[str] = []
+    """Top-level argument names whose values are kept out of sight: redacted in the
+    UI's details, activity summaries and logs, and shown by `agentctl` as
+    `<sensitive, N chars>` unless asked (`--show-sensitive`). They stay in the
+    run's (encrypted) payloads."""
+    mcp_server: str | None = Field(None, min_length=1, max_length=200)
+    """The MCP server the tool is on (`AgentSpec.mcp_servers`); None: a `@tool` function."""
+    mcp_tool: str | None = Field(None, min_length=1, max_length=200)
+    """The tool's name on its MCP server (`name` may carry the server's prefix)."""
+    webhooks: list[WebhookSubscription] | None = Field(None, exclude_if=lambda w: w is None)
+    """Where this tool's approval events go instead of the agent's (`AgentSpec.webhooks`);
+    None: the agent's."""
+    handoff: str | None = Field(None, min_length=1, max_length=200, exclude_if=lambda h: h is None)
+    """The agent this tool hands the run over to (`transfer_to_<agent>`): calling it
+    switches the run's agent from the next model call. None: a tool."""
+    runs_agent: str | None = Field(
+        None, min_length=1, max_length=200, exclude_if=lambda a: a is None
+    )
+    """The agent a call of this tool runs, as a run of its own (a child workflow whose
+    final output is the call's result: `Agent.as_tool`). None: a tool."""
+    on_failure: Literal["tool_error", "fail_run"] | None = Field(
+        None, exclude_if=lambda f: f is None
+    )
+    """(An agent called as a tool) what a child that does not complete does to the run
+    that called it: `tool_error` (None: the same), its model is told; `fail_run`, the
+    run fails too."""
+    input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
+    """(A handoff) what the new agent's model is sent of the conversation before the
+    handoff: None, all of it; `remove_tools`, without tool calls and results (the
+    run keeps them)."""
+    task_queue: str | None = Field(
+        None, min_length=1, max_length=200, exclude_if=lambda q: q is None
+    )
+    """The task queue the tool's calls go to (`@tool(task_queue=...)`); None: the run's."""
+    queue_timeout_seconds: float = Field(60.0, gt=0, exclude_if=lambda s: s == 60.0)
+    """(`task_queue`) how long a call waits for a worker of that queue to start it; then
+    the model is told none serves it."""
+    local: bool = Field(False, exclude_if=lambda local: not local)
+    """The tool runs as a local activity, in the worker that runs the run's workflow task
+    (`@tool(local=True)`): no activity task through the server, no heartbeat; its
+    attempts are retried with the workflow task."""
+
+
+class MCPServer(_Model):
+    """An MCP server whose tools an agent uses (`Agent(mcp_servers=[...])`); the worker
+    knows how to reach it (`AGENT_MCP_SERVERS`)."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$")
+    allow: list[str] | None = Field(None, max_length=200)
+    """Names or globs (`fnmatch`) of the server's tools the agent may use; None: all."""
+    prefix: str = Field("", max_length=50, pattern=r"^[A-Za-z0-9_-]*$")
+    """Put before each tool's name (the model sees `prefix + name`)."""
+    needs_approval: bool | list[str] | None = None
+    """True: every tool needs approval; False: none; names or globs: those do (the
+    others as their annotations say); None: as the server's annotations say (read-only:
+    no approval; destructive or unannotated: approval). The agent's word wins."""
+    approval: ApprovalPolicy = ApprovalPolicy()
+    """The policy of the calls that need approval."""
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
+    retry: RetrySpec | None = None
+    """How often a failing call is tried before its error goes to the model. None: a
+    tool the server calls read-only or idempotent is tried 3 times, any other once (an
+    attempt that timed out may still be running: trying again could do it twice)."""
+
+
+class GuardrailSpec(_Model):
+    """A guardrail as frozen into a run: enough to run it as an activity."""
+
+    name: str = Field(min_length=1, max_length=200)
+    kind: Literal["input", "output"]
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of its activity."""
+    retry: RetrySpec = RetrySpec()
+    """How often it is tried; one that still fails counts as tripped."""
+
+
+class ApproverKey(_Model):
+    """An Ed25519 public key whose signatures count as decisions of `owner`."""
+
+    key_id: str = Field(min_length=1, max_length=200)
+    owner: str = Field(min_length=1, max_length=200)
+    """The approver the key speaks for (what `approvers` lists)."""
+    public_key: str = Field(pattern=r"^[A-Za-z0-9_-]{43}$")
+    """The raw 32-byte public key, base64url without padding."""
+    not_after: AwareDatetime | None = None
+    """Signatures made with it are refused after this time; None: no end."""
+
+
+class ModelSettings(_Model):
+    """How the model is asked: sampling and tool-use settings, sent with every model call
+    of a run. Unset fields (None) are not sent, so the endpoint's defaults apply."""
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    max_output_tokens: int | None = Field(None, ge=1)
+    """Most tokens one reply may have (Chat Completions: `max_completion_tokens`)."""
+    tool_choice: str | None = Field(None, min_length=1, max_length=64)
+    """`auto`, `none`, `required` (some tool), or the name of one of the agent's tools."""
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    seed: int | None = None
+    stop: list[str] | None = Field(None, min_length=1, max_length=4)
+    metadata: dict[str, str] | None = Field(None, max_length=16)
+    extra_headers: dict[str, str] | None = Field(None, max_length=32)
+    """HTTP headers for an OpenAI-compatible endpoint. The agent's to set: a start
+    input may not (it could redirect what the worker's key pays for)."""
+    extra_body: dict[str, JsonValue] | None = Field(None, max_length=32)
+    """Request-body parameters of an OpenAI-compatible endpoint, merged in last. The
+    agent's to set, like `extra_headers`."""
+
+    def is_empty(self) -> bool:
+        """Nothing set: the endpoint's defaults."""
+        return not self.model_dump(exclude_none=True)
+
+
+class OutputSpec(_Model):
+    """The type of an agent's final output, as the model is asked for it: a strict JSON
+    Schema, named, and its digest (which build's type it was, for a reader of a
+    snapshot taken by another build)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The type's name (`RefundDecision`; `list_str` for `list[str]`)."""
+    json_schema: dict[str, JsonValue]
+    """The strict JSON Schema the reply must match (an object at the root)."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Hex SHA-256 of the RFC 8785 canonical JSON of `json_schema`."""
+    wrapped: bool = False
+    """The type is not an object (`int`, `list[str]`, a union): the schema is an object
+    whose one property `output` holds the value, and the output is that value."""
+
+
+class ContextPolicy(_Model):
+    """How much of a long conversation the model is sent (`workflows.context`): past
+    `max_input_tokens` (estimated) the run compacts what the model sees, never what
+    it keeps."""
+
+    max_input_tokens: int = Field(ge=256)
+    """The most input tokens a model call should send (below the model's window)."""
+    strategy: Literal["stub_tool_outputs", "summarize"] = "stub_tool_outputs"
+    """`stub_tool_outputs`: older tool results are sent as one-line stubs;
+    `summarize`: the conversation before the recent turns is sent as a summary the
+    model writes of it (a model call of its own)."""
+    keep_recent_turns: int = Field(4, ge=1, le=1_000)
+    """Replies (with their tool results) always sent as they are."""
+
+
+ModelAPIName = Literal["chat_completions", "responses"]
+"""The provider APIs a model call can speak (`activities.model_api`)."""
+
+
+DefinitionUpdates = Literal["never", "next_message", "continue_as_new"]
+"""`AgentSpec.definition_updates`: when a changed agent definition reaches a run."""
+
+
+class AgentSpec(_Model):
+    """The agent as it was when the run started (later code changes do not leak in)."""
+
+    name: str = Field(min_length=1)
+    instructions: str
+    model: str = Field(min_length=1)
+    tools: list[ToolSpec] = []
+    max_turns: int = Field(10, ge=1)
+    """Default limit of model calls answering one user message."""
+    model_timeout_seconds: float = Field(120.0, gt=0)
+    """Start-to-close timeout of one model call attempt."""
+    model_retry: RetrySpec = RetrySpec(maximum_attempts=8, maximum_interval_seconds=60.0)
+    """Retries of transient model failures (429, 5xx, timeouts, connection errors)."""
+    model_heartbeat_timeout_seconds: float | None = Field(None, gt=0)
+    """As `ToolSpec.heartbeat_timeout_seconds`, for model calls."""
+    tool_output_limit: int = Field(64_000, ge=1)
+    """Characters of one tool result the model is shown; the rest is cut, with a
+    marker saying so (the run state keeps the whole output)."""
+    session_idle_timeout: timedelta | None = Field(None, gt=timedelta(0))
+    """A session waiting this long for the next message ends; None: it waits forever."""
+    turns_per_workflow_run: int = Field(100, ge=1)
+    """Model calls after which the run continues as new (earlier if Temporal suggests it)."""
+    history_bytes_per_workflow_run: int | None = Field(None, ge=1)
+    """History size after which the run continues as new; None: Temporal's own
+    suggestion decides (its server limit `limit.historySize.suggestContinueAsNew`)."""
+    approver_keys: list[ApproverKey] = []
+    """Public keys of the approvers whose signed decisions this run accepts, from the
+    worker's configuration when the run started or resumed."""
+    snapshot_keys: list[ApproverKey] = []
+    """Public keys whose Ed25519-signed snapshots a resume trusts with the decisions
+    they carry (`workflows.snapshot_signature`), from the worker's configuration
+    (`owner`: who exports with it)."""
+    refuse_unverified_snapshots: bool = False
+    """The worker refuses to resume a snapshot that does not verify under
+    `snapshot_keys` (the run fails as invalid input)."""
+    output: OutputSpec | None = None
+    """The type the final output must have; None: free text."""
+    output_retries: int = Field(2, ge=0, le=10)
+    """Final replies that do not match `output` sent back to the model with the
+    validation error before the run ends `output_invalid`."""
+    model_settings: ModelSettings = ModelSettings()
+    """The agent's own model settings."""
+    input_guardrails: list[GuardrailSpec] = []
+    """Checks on each message of the user, before the model sees it."""
+    output_guardrails: list[GuardrailSpec] = []
+    """Checks on the final output, before the run ends or waits."""
+    token_budget: int | None = Field(None, ge=1)
+    """Tokens (input and output, as the provider counts them) a run may spend; None:
+    no budget."""
+    model_api: ModelAPIName | None = None
+    """The API model calls speak; None: the worker's default."""
+    price: ModelPrice | None = None
+    """What the agent's model costs, from the worker's price table when the run started
+    or resumed; None: not priced (costs stay 0)."""
+    cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Money (in `price.currency`) a run may spend; None: no budget."""
+    on_budget: Literal["stop", "ask"] = "stop"
+    """At a budget: end the run `budget_exceeded`, or ask a person to extend it (a
+    `BudgetRequest`, decided like a tool call)."""
+    budget_approval: ApprovalPolicy = ApprovalPolicy()
+    """Who may extend a budget, signed or not, and how long a request waits (its
+    `limits` cap the budget an approver may set)."""
+    context_policy: ContextPolicy | None = None
+    """How the conversation is cut to the model's window (`Agent(context=...)`);
+    None: all of it is sent."""
+    mcp_servers: list[MCPServer] = []
+    """MCP servers whose tools the agent uses: listed when a run starts or resumes and
+    kept in `tools` for the run (`workflows.mcp_tools`)."""
+    stream: bool = Field(False, exclude_if=lambda stream: not stream)
+    """The model is called with streaming and its text and tool arguments are published
+    as they come (`text_delta` run events); the reply recorded is the same. Added in
+    1.19."""
+    send_tool_images: bool = Field(False, exclude_if=lambda send: not send)
+    """The model is sent the images tools return (`ToolResult.attachments`; for a model
+    that reads images); False: a line saying what each is."""
+    webhooks: list[WebhookSubscription] = Field([], exclude_if=lambda w: not w)
+    """Where the run's events go: the agent's subscriptions and the worker's
+    (`AGENT_WEBHOOKS`), by endpoint name."""
+    definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
+    """When a changed definition of the agent (on the workers of the day) reaches a run
+    already in flight: never (the run keeps the one it started with), at the next
+    session message, or at each continue-as-new; only at a point where no call and no
+    budget request is open (`workflows.definitions`)."""
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool called `name`, or None if the agent has no such tool."""
+        return next((t for t in self.tools if t.name == name), None)
+
+    def guardrails(self, kind: Literal["input", "output"]) -> list[GuardrailSpec]:
+        """The agent's guardrails of `kind`, in order."""
+        return self.input_guardrails if kind == "input" else self.output_guardrails
+
+    def require_tool(self, name: str) -> ToolSpec:
+        """The tool called `name`, for a call known to name one (the loop answers
+        calls of unknown tools itself, so they never run or wait for approval)."""
+        found = self.tool(name)
+        if found is None:
+            raise LookupError(f"agent {self.name} has no tool {name!r}")
+        return found
+
+
+class ModelPrice(_Model):
+    """What a million tokens of one model cost, by kind (a worker's price table,
+    `AGENT_PRICES`). Reasoning tokens are output tokens and cost as such."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    """Per million input tokens not served from the prompt cache."""
+    output: float = Field(ge=0, allow_inf_nan=False)
+    """Per million output tokens (reasoning included)."""
+    cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Per million input tokens served from the prompt cache; None: as `input`."""
+    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    """ISO 4217 code of the prices (and of a cost budget against them)."""
+
+    def cost(self, usage: Usage) -> float:
+        """What `usage`'s tokens cost at this price."""
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        per_million = (
+            (usage.input_tokens - cached) * self.input
+            + cached * cached_price
+            + usage.output_tokens * self.output
+        )
+        return per_million / 1_000_000
