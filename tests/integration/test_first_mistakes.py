@@ -12,7 +12,7 @@ from durable_agents.client import ui_links
 from durable_agents.client.agent_client import PENDING_QUERY
 
 from durable_agents.testing import Call, Reply
-from tests.support.cli_support import agentctl, bound_to, wait_for_status
+from tests.support.cli_support import Ctl, agentctl, bound_to, wait_for_status
 from tests.support.runs import temporal_cli
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
@@ -45,13 +45,19 @@ async def test_start_on_a_polled_queue_says_nothing_more(worker, model_server) -
     assert "hello" in started.stdout
 
 
-async def test_status_and_state_show_the_last_refused_signal_with_its_reason(
-    worker, model_server
-) -> None:
+async def run_waiting_for_approval(worker, model_server) -> tuple[Ctl, str]:
+    """agentctl as a process, and a run it started that waits for an approval."""
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
     ctl = bound_to(worker, process=True)
     run_id = (await ctl("start", "assistant", "mail a@b.c")).stdout.strip()
     await wait_for_status(ctl, run_id, "awaiting_approval")
+    return ctl, run_id
+
+
+async def test_status_and_state_show_the_last_refused_signal_with_its_reason(
+    worker, model_server
+) -> None:
+    ctl, run_id = await run_waiting_for_approval(worker, model_server)
     quiet = json.loads((await ctl("status", run_id, "--json")).stdout)
     assert quiet["last_refused_signal"] is None
     said = await temporal_cli(
@@ -81,10 +87,7 @@ async def test_status_and_state_show_the_last_refused_signal_with_its_reason(
 async def test_pending_all_links_to_the_ui_list_of_runs_waiting_for_a_decision(
     worker, model_server
 ) -> None:
-    model_server.script(Reply(tool_calls=(EMAIL,)), Reply(content="done"))
-    ctl = bound_to(worker, process=True)
-    run_id = (await ctl("start", "assistant", "mail a@b.c")).stdout.strip()
-    await wait_for_status(ctl, run_id, "awaiting_approval")
+    ctl, run_id = await run_waiting_for_approval(worker, model_server)
     listed = await ctl("pending", "--all", "--ui", "http://ui.example:8233/")
     assert listed.code == 0, listed.stderr
     link = listed.stdout.strip().splitlines()[-1].removeprefix("in the Temporal UI: ")
