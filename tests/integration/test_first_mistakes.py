@@ -3,6 +3,7 @@ server and a real worker (issue 43, "Mistakes say so at once")."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import urllib.parse
@@ -12,7 +13,7 @@ from durable_agents.client import ui_links
 from durable_agents.client.agent_client import PENDING_QUERY
 
 from durable_agents.testing import Call, Reply
-from tests.support.cli_support import Ctl, agentctl, bound_to, wait_for_status
+from tests.support.cli_support import AGENTCTL, Ctl, agentctl, bound_to, wait_for_status
 from tests.support.runs import temporal_cli
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
@@ -109,3 +110,32 @@ def test_the_ui_address_comes_from_the_option_the_environment_or_the_dev_default
     assert ui_links.ui_address(None, address="a:1", env=env) == "https://ui.corp"
     assert ui_links.ui_address(None, address="localhost:7233", env={}) == "http://localhost:8233"
     assert ui_links.ui_address(None, address="temporal.corp:7233", env={}) is None
+
+
+async def test_result_says_what_the_run_waits_for_before_it_waits(worker, model_server) -> None:
+    ctl, run_id = await run_waiting_for_approval(worker, model_server)
+    connection = ("--address", worker.address, "--namespace", worker.namespace)
+    waiting = await asyncio.create_subprocess_exec(
+        AGENTCTL, *connection, "result", run_id,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert waiting.stderr is not None
+    line = (await asyncio.wait_for(waiting.stderr.readline(), timeout=60)).decode()
+    assert line.startswith(f"agentctl: waiting for run {run_id} to end (awaiting_approval"), line
+    assert f"1 call waits for a decision: agentctl pending {run_id}" in line
+    assert line.rstrip().endswith("Ctrl-C stops the wait, not the run"), line
+
+    approved = await ctl("approve", run_id, "call_email", "--as", "desk")
+    assert approved.code == 0, approved.stderr
+    stdout, rest = await asyncio.wait_for(waiting.communicate(), timeout=60)
+    assert waiting.returncode == 0, rest
+    assert "done" in stdout.decode()  # the result, once the approval let the run end
+
+
+async def test_result_of_an_ended_run_prints_no_note(worker, model_server) -> None:
+    model_server.script(Reply(content="hello"))
+    ctl = bound_to(worker, process=True)
+    run_id = (await ctl("start", "assistant", "hi", "--wait")).stdout.splitlines()[0]
+    shown = await ctl("result", run_id)
+    assert (shown.code, shown.stderr) == (0, "")
+    assert "hello" in shown.stdout
