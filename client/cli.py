@@ -382,6 +382,9 @@ async def _pending_call(
 
 
 async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
+    note = await start_checks.waiting_note(agents.client, args.run_id)
+    if note is not None:  # stderr: stdout stays the result scripts read
+        print(f"{PROG}: {note}", file=sys.stderr, flush=True)
     result = await agents.result(args.run_id)
     return result.model_dump_json(indent=2) if args.json else render.result(result)
 
