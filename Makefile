@@ -35,7 +35,9 @@ browser:
 # Three pytest processes (pytest-xdist), each with its own dev server. Measured on the
 # 2-core reference machine from a fresh clone (2026-12-07): pytest 346 s for 1,742 tests,
 # the whole target 450 s with the venv's install; the machine is CPU-bound meanwhile
-# (80% busy; four processes measured no faster than three).
+# (80% busy; four processes measured no faster than three). --dist worksteal: an idle
+# process takes tests queued for a busy one (with xdist's default, one process was seen
+# running the last 130 s alone while two stood idle).
 # bench.peers' framework peers are not installed here (about 2 minutes): their runners'
 # test (tests/integration/test_bench_peer_runners.py) runs where `make peer-venvs` did.
 # The set-up steps run side by side (apt's Chromium while uv fills the venv; mypy beside the
@@ -46,7 +48,7 @@ test:
 	@$(MAKE) --no-print-directory -j4 install browser typecheck docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 3 -m "not chaos_slow and not soak" --durations=15
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 3 --dist worksteal -m "not chaos_slow and not soak" --durations=15
 
 # mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
 # lays it out: a view of links, since mypy cannot follow the editable install's mapping

@@ -587,7 +587,11 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, text in (
         ("status", _status, "show a run's status"),
         ("state", _state, "show a run's conversation and state"),
-        ("result", _result, "wait for a run to end and show its result"),
+        (
+            "result",
+            _result,
+            "wait for a run to end and show its result (stderr says first what it waits for)",
+        ),
     ):
         command(name, fn, text).add_argument("run_id", metavar="RUN_ID")
     reveal_help = "show the values of arguments the tool marks sensitive (hidden by default)"
