@@ -1,0 +1,264 @@
+"""Steering a run while it works (issue 48), against the real dev server, worker and
+scripted model: a session message's `while_busy` (queue, interrupt, reject) while a tool
+runs and while the model call runs; the `interrupt` update during a model call and
+during an approval wait; two messages at once; what the next model request holds, what
+the tool heard, what the state, events and UI say; hostile input to each entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+from durable_agents.client import (
+    AgentClientError,
+    InterruptRefused,
+    MessageRefused,
+    RunNotFound,
+)
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import InterruptResult, StatusView
+from durable_agents.workflows.state import RunStatus, ToolResult
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from durable_agents import AgentClient
+from durable_agents.testing import Call, Reply
+from tests.conftest import serving
+from tests.support import steer_agents
+from tests.support.cli_support import bound_to
+from tests.support.runs import start, state_of, temporal_cli, wait_for_status
+
+HOLD = Call("hold", {"key": "k1"}, call_id="h1")
+EMAIL = Call("send_email", {"to": "ann", "body": "hi"}, call_id="e1")
+
+
+@pytest.fixture
+async def steering(env, model_server):
+    """A worker serving the steering agents (`tests.support.steer_agents`)."""
+    steer_agents.reset()
+    async with serving(env.client, model_server, extra_agents=steer_agents.STEER_AGENTS) as running:
+        yield running
+    steer_agents.RELEASED.add("*")  # nothing still holding outlives the test
+    steer_agents.RELEASED.update(steer_agents.STARTED)
+
+
+def agents_of(worker) -> AgentClient:
+    return AgentClient(worker.client, task_queue=worker.task_queue)
+
+
+def messages(request: dict) -> list[tuple[str, str]]:
+    """(role, what) of each message of a chat-completions request, system left out:
+    a user's or tool's content, an assistant's call ids."""
+    found = []
+    for m in request["messages"]:
+        if m["role"] == "assistant":
+            calls = ",".join(c["id"] for c in m.get("tool_calls") or [])
+            found.append(("assistant", calls or m.get("content") or ""))
+        elif m["role"] == "tool":
+            found.append((f"tool:{m['tool_call_id']}", m["content"]))
+        elif m["role"] != "system":
+            found.append((m["role"], m["content"]))
+    return found
+
+
+async def requests_made(model_server, count: int, timeout: float = 30) -> None:
+    async with asyncio.timeout(timeout):
+        while len(model_server.requests) < count:
+            await asyncio.sleep(0.02)
+
+
+async def test_an_interrupting_message_stops_the_running_tool_and_is_answered(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(HOLD,)), Reply("on it: the new thing"))
+    agents = agents_of(steering)
+    handle = await start(steering, "do the slow thing", agent="steerable", session=True)
+    await steer_agents.started("k1")
+    assert await agents.message(handle.id, "stop, do the new thing", while_busy="interrupt")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    assert steer_agents.STOPPED == ["h1"]  # the cancel reached the tool
+    sent = messages(model_server.requests[1])
+    assert [role for role, _ in sent] == ["user", "assistant", "tool:h1", "user"]
+    assert sent[2][1].startswith("Interrupted by a new message while it ran: the tool was stopped")
+    assert sent[3] == ("user", "stop, do the new thing")
+    state = await state_of(handle)
+    result = next(i for i in state.items if isinstance(i, ToolResult))
+    assert result.interrupted and result.is_error
+    [record] = state.interruptions
+    assert (record.via, record.model_call, record.turn) == ("message", False, 1)
+    assert [(c.call_id, c.tool, c.was) for c in record.calls] == [("h1", "hold", "running")]
+    events = [e async for e in agents.events(handle.id, follow=False)]
+    [shown] = [e for e in events if e["type"] == "interrupted"]
+    assert shown["calls"][0]["was"] == "running" and shown["via"] == "message"
+    kinds = [e["type"] for e in events]
+    assert kinds.index("tool_started") < kinds.index("interrupted") < kinds.index("turn_started", 2)
+    await agents.end_session(handle.id)
+
+
+async def test_an_interrupting_message_cuts_the_model_call_and_the_next_request_holds_both(
+    steering, model_server
+):
+    model_server.script(Reply("too late", delay_seconds=60), Reply("both answered"))
+    agents = agents_of(steering)
+    handle = await start(steering, "first", agent="impatient", session=True)
+    await requests_made(model_server, 1)
+    await agents.message(handle.id, "second")  # the agent's default: interrupt (signal)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    assert messages(model_server.requests[1]) == [("user", "first"), ("user", "second")]
+    state = await state_of(handle)
+    [record] = state.interruptions
+    assert record.model_call and record.calls == [] and record.turn == 0
+    assert state.final_output == "both answered" and state.turn == 1
+    await agents.end_session(handle.id)
+
+
+async def test_a_queued_message_waits_for_the_tool_and_a_rejected_one_changes_nothing(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(HOLD,)), Reply("done"), Reply("and the rest"))
+    agents = agents_of(steering)
+    handle = await start(steering, "slow", agent="steerable", session=True)
+    await steer_agents.started("k1")
+    with pytest.raises(MessageRefused, match=r"working on turn 2 .*while_busy=reject"):
+        await agents.message(handle.id, "not now", while_busy="reject")
+    await handle.signal(
+        contract.SIGNAL_SEND_MESSAGE, {"content": "nor now", "while_busy": "reject"}
+    )
+    assert await agents.message(handle.id, "after it", while_busy="queue")
+    state = await state_of(handle)
+    [refused] = [r for r in state.refused_signals if r.signal == "send_message"]
+    assert "while_busy=reject" in refused.refused_because
+    assert state.queued_messages == ["after it"] and state.interruptions == []
+    steer_agents.RELEASED.add("k1")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    assert steer_agents.STOPPED == []  # never cancelled: it finished
+    sent = messages(model_server.requests[1])
+    assert sent[2:] == [("tool:h1", "released k1"), ("user", "after it")]
+    assert all("now" not in text for _, text in sent)
+    await agents.end_session(handle.id)
+
+
+async def test_the_interrupt_update_during_a_model_call_ends_a_single_run_interrupted(
+    steering, model_server
+):
+    model_server.script(Reply("too slow", delay_seconds=60))
+    handle = await start(steering, "think hard", agent="steerable")
+    await requests_made(model_server, 1)
+    done = await bound_to(steering)("interrupt", handle.id, "--reason", "wrong task", "--json")
+    assert done.code == 0, done.stderr
+    answer = InterruptResult.model_validate_json(done.stdout)
+    assert answer.status.status is RunStatus.INTERRUPTED
+    assert answer.interruption is not None and answer.interruption.model_call
+    assert answer.interruption.via == "update" and answer.interruption.reason == "wrong task"
+    assert (await handle.result()).status is RunStatus.INTERRUPTED
+    described = (await handle.describe()).raw_description.workflow_execution_info
+    status = described.search_attributes.indexed_fields["AgentStatus"].data
+    assert json.loads(status) == "interrupted"
+    again = await bound_to(steering)("interrupt", handle.id)
+    assert again.code != 0 and "has already ended" in again.stderr
+    listed = await bound_to(steering)("list", "--status", "interrupted", "--json")
+    assert listed.code == 0 and handle.id in listed.stdout
+
+
+async def test_the_interrupt_update_during_an_approval_wait_withdraws_the_call(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply("dropped the email"))
+    agents = agents_of(steering)
+    handle = await start(steering, "mail ann", agent="steerable", session=True)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    done = await agents.interrupt(handle.id, by="oncall", reason="not that one")
+    assert done.status.status is RunStatus.AWAITING_INPUT
+    assert done.interruption is not None
+    [call] = done.interruption.calls
+    assert (call.call_id, call.was) == ("e1", "awaiting_approval")
+    assert "by oncall: not that one" in call.note and "withdrawn" in call.note
+    assert await agents.pending(handle.id) == []
+    state = await state_of(handle)
+    assert [i.call_id for i in state.items if isinstance(i, ToolResult) and i.interrupted] == ["e1"]
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert "**Interrupted** by `oncall`" in metadata.current_details
+    assert "withdrawn `e1`" in metadata.current_details
+    shown = await bound_to(steering)("state", handle.id)
+    assert "tool interrupted [e1]" in shown.stdout
+    assert "e1 withdrawn (waited for approval)" in shown.stdout
+    events = [e async for e in agents.events(handle.id, follow=False)]
+    [gone] = [e for e in events if e["type"] == "approval_expired"]
+    assert gone["call_id"] == "e1" and gone["via"] == "interrupted"
+    with pytest.raises(Exception, match="e1"):  # withdrawn: no decision can run it now
+        await agents.decide(handle.id, "e1", "approve", approver="ann")
+    await agents.message(handle.id, "write to bob instead")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    sent = messages(model_server.requests[1])
+    assert sent[1:] == [
+        ("assistant", "e1"),
+        ("tool:e1", call.note),
+        ("user", "write to bob instead"),
+    ]
+    await agents.end_session(handle.id)
+
+
+async def test_two_interrupting_messages_at_once_are_both_answered_after_one_interruption(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(HOLD,)), Reply("both"))
+    agents = agents_of(steering)
+    handle = await start(steering, "slow", agent="impatient", session=True)
+    await steer_agents.started("k1")
+    await asyncio.gather(
+        handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "one"}),
+        handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "two"}),
+    )
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    sent = messages(model_server.requests[1])
+    assert sorted(sent[3:]) == [("user", "one"), ("user", "two")]
+    state = await state_of(handle)
+    assert len(state.interruptions) == 1 and steer_agents.STOPPED == ["h1"]
+    await agents.end_session(handle.id)
+
+
+async def test_hostile_and_pointless_steering_is_refused_with_why(steering, model_server):
+    model_server.script(Reply("hello"))
+    agents = agents_of(steering)
+    handle = await start(steering, "hi", agent="steerable", session=True)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    with pytest.raises(InterruptRefused, match="waits for the user's next message"):
+        await agents.interrupt(handle.id)
+    with pytest.raises(WorkflowUpdateFailedError):  # not a policy: refused, nothing kept
+        await handle.execute_update(
+            contract.UPDATE_SEND_MESSAGE, {"content": "x", "while_busy": "sometimes"}
+        )
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(
+            contract.UPDATE_INTERRUPT, {"reason": "r" * 3_000}, result_type=InterruptResult
+        )
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(contract.UPDATE_INTERRUPT, {"by": "x", "halt_everything": True})
+    await temporal_cli(
+        steering, "workflow", "signal", "--workflow-id", handle.id, "--name", "send_message",
+        "--input", '{"content": "y", "while_busy": 7}',
+    )  # fmt: skip
+    with pytest.raises(MessageRefused, match="32,000"):
+        await agents.message(handle.id, "z" * 40_000, while_busy="queue")
+    state = await state_of(handle)
+    assert [r.signal for r in state.refused_signals] == ["send_message"]
+    assert state.queued_messages == [] and state.interruptions == []
+    assert [i.content for i in state.items if i.type == "user_message"] == ["hi"]
+    with pytest.raises(RunNotFound):
+        await agents.interrupt(f"nobody-{uuid.uuid4().hex[:8]}")
+    elsewhere = await Client.connect(
+        steering.address, namespace="elsewhere", data_converter=pydantic_data_converter
+    )
+    with pytest.raises(AgentClientError, match="elsewhere"):  # ids are a namespace's own
+        await AgentClient(elsewhere, task_queue=steering.task_queue).interrupt(handle.id)
+    view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
+    assert view.status is RunStatus.AWAITING_INPUT
+    await agents.end_session(handle.id)
+    await handle.result()
+    with pytest.raises(InterruptRefused, match="has already ended"):
+        await agents.interrupt(handle.id)
+    with pytest.raises(MessageRefused, match="has already ended"):
+        await agents.message(handle.id, "late", while_busy="interrupt")
