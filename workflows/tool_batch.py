@@ -78,6 +78,8 @@ class ToolBatch:
                 late = self._late.get(call.call_id)
                 child = agent_calls.child_id(state.run_id, call.call_id)
                 below = child if agent_calls.target(state, call) is not None else None
+                if below is not None and late is not None and late.is_error:
+                    late = None  # the child's end as the cancel made it (a cancelled run)
                 pending.notes[call.call_id] = interrupts.stopped_note(
                     pending, state.agent.tool(call.tool), late, below
                 )

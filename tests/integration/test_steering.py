@@ -21,7 +21,7 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import InterruptResult, StatusView
 from durable_agents.workflows.state import RunStatus, ToolResult
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agents import AgentClient
@@ -29,6 +29,7 @@ from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import steer_agents
 from tests.support.cli_support import bound_to
+from tests.support.multi_agents import NOTICES, by_model
 from tests.support.runs import start, state_of, temporal_cli, wait_for_status
 
 HOLD = Call("hold", {"key": "k1"}, call_id="h1")
@@ -262,3 +263,44 @@ async def test_hostile_and_pointless_steering_is_refused_with_why(steering, mode
         await agents.interrupt(handle.id)
     with pytest.raises(MessageRefused, match="has already ended"):
         await agents.message(handle.id, "late", while_busy="interrupt")
+
+
+async def test_interrupting_a_caller_cancels_the_agent_it_called_as_a_tool(team, model_server):
+    model_server.responder = by_model(
+        {
+            "lead-model": [Reply(tool_calls=(Call("ask_mailer", {"input": "notify"}, "c1"),))],
+            "mail-model": [Reply(tool_calls=(Call("notify", {"to": "x", "text": "y"}, "n1"),))],
+        }
+    )
+    agents = agents_of(team)
+    run_id = (await agents.start("lead", "go")).id
+    child = team.client.get_workflow_handle(f"{run_id}/c1")
+    await wait_for_status(child, RunStatus.AWAITING_APPROVAL)
+    assert [p.call_id for p in await agents.pending(run_id)] == ["n1"]  # seen from the top
+    done = await agents.interrupt(run_id, reason="never mind")
+    assert done.status.status is RunStatus.INTERRUPTED
+    assert done.interruption is not None
+    [call] = done.interruption.calls
+    assert call.was == "running" and f"its run {run_id}/c1 was cancelled" in call.note
+    # the child was cancelled and waited for before the interrupt was answered
+    assert (await child.describe()).status is WorkflowExecutionStatus.CANCELED
+    assert await agents.pending(run_id) == [] and NOTICES == []
+
+
+async def test_a_paused_session_takes_an_interrupting_message_and_answers_it_once_resumed(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(HOLD,)), Reply("answered"))
+    agents = agents_of(steering)
+    handle = await start(steering, "slow", agent="steerable", session=True)
+    await steer_agents.started("k1")
+    await agents.pause(handle.id, by="ops")
+    await agents.message(handle.id, "change of plan", while_busy="interrupt")
+    await wait_for_status(handle, RunStatus.PAUSED)
+    state = await state_of(handle)
+    assert steer_agents.STOPPED == ["h1"] and len(state.interruptions) == 1
+    assert len(model_server.requests) == 1  # paused: the model is not asked yet
+    await agents.unpause(handle.id)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    assert messages(model_server.requests[1])[-1] == ("user", "change of plan")
+    await agents.end_session(handle.id)
