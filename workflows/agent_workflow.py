@@ -112,8 +112,8 @@ class AgentWorkflow:
         """Events published and sent to webhooks (`workflows.announcements`)."""
         self._stream = self._events.stream
         self._switching = False
-        """The run is about to continue as new (an `interrupt` update waiting for its
-        interrupt to be applied is answered now: the next workflow run applies it)."""
+        """About to continue as new: a waiting `interrupt` update is answered (the next
+        workflow run applies it)."""
 
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
@@ -447,12 +447,7 @@ class AgentWorkflow:
 
     @send_message.validator
     def _validate_send_message(self, payload: MessageSignal) -> None:
-        problem = (
-            "the run is still starting: try again in a moment (or send the signal, which "
-            "is applied once it has started)"
-            if self._state is None
-            else self._inbox.message_problem(payload)
-        )
+        problem = self._inbox.update_problem(payload)
         if problem is not None:
             raise ApplicationError(problem, type=contract.ERROR_MESSAGE_REFUSED, non_retryable=True)
 
@@ -471,12 +466,7 @@ class AgentWorkflow:
 
     @interrupt.validator
     def _validate_interrupt(self, payload: InterruptInput | None = None) -> None:
-        state = self._state
-        problem = (
-            interrupts.problem(state, working=inbox.working(state))
-            if state is not None
-            else "the run is still starting: there is no turn to stop yet"
-        )
+        problem = inbox.interrupt_problem(self._state)
         if problem is not None:
             raise ApplicationError(
                 problem, type=contract.ERROR_INTERRUPT_REFUSED, non_retryable=True

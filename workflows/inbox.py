@@ -246,6 +246,16 @@ class Inbox:
             )
         return None
 
+    def update_problem(self, payload: MessageSignal) -> str | None:
+        """Why the `send_message` update is refused (the signal is held until the run
+        has started; the update is refused then), or None."""
+        if self.state is None:
+            return (
+                "the run is still starting: try again in a moment (or send the signal, "
+                "which is applied once it has started)"
+            )
+        return self.message_problem(payload)
+
     def take_message(self, payload: MessageSignal) -> None:
         """Queue a message `message_problem` let through; with `while_busy="interrupt"`
         while the run works, ask it to stop the turn (it then answers the message)."""
@@ -427,6 +437,13 @@ def working(state: RunState) -> bool:
     if state.queued_messages or state.interrupt is not None:
         return True
     return not isinstance(loop.next_step(state, honour_pause=False), loop.AwaitInput)
+
+
+def interrupt_problem(state: RunState | None) -> str | None:
+    """Why the `interrupt` update is refused (None: it is taken)."""
+    if state is None:
+        return "the run is still starting: there is no turn to stop yet"
+    return interrupts.problem(state, working=working(state))
 
 
 def pause_refusal(state: RunState | None, payload: PauseSignal | ResumeSignal) -> str | None:

@@ -10,6 +10,7 @@ import asyncio
 import json
 import uuid
 
+import httpx2
 import pytest
 from durable_agents.client import (
     AgentClientError,
@@ -27,8 +28,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
+from tests.integration.test_gateway import READER, STARTER, bearer, callers, gateway
 from tests.support import steer_agents
-from tests.support.cli_support import bound_to
+from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import NOTICES, by_model
 from tests.support.runs import start, state_of, temporal_cli, wait_for_status
 
@@ -303,4 +305,79 @@ async def test_a_paused_session_takes_an_interrupting_message_and_answers_it_onc
     await agents.unpause(handle.id)
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)
     assert messages(model_server.requests[1])[-1] == ("user", "change of plan")
+    await agents.end_session(handle.id)
+
+
+async def test_agentctl_and_the_gateway_steer_a_run_and_refuse_what_they_must(
+    steering, model_server, tmp_path
+):
+    model_server.script(Reply(tool_calls=(HOLD,)), Reply("ok"), Reply(tool_calls=(EMAIL,)))
+    handle = await start(steering, "slow", agent="steerable", session=True)
+    await steer_agents.started("k1")
+    ctl = bound_to(steering)
+    refused = await ctl("message", handle.id, "later", "--while-busy", "reject")
+    assert refused.code == 1 and "while_busy=reject" in error_lines(refused.stderr)[0]
+    odd = await ctl("message", handle.id, "x", "--while-busy", "sometimes")
+    assert odd.code == 2 and "invalid choice" in odd.stderr
+    async with (
+        gateway(steering, callers(tmp_path)) as url,
+        httpx2.AsyncClient(base_url=url, timeout=60) as http,
+    ):
+        path = f"/runs/{handle.id}"
+        bogus = {"content": "x", "while_busy": "sometimes"}
+        answer = await http.post(f"{path}/messages", json=bogus, headers=bearer(STARTER))
+        assert answer.status_code == 400 and "while_busy" in answer.text
+        rejected = {"content": "x", "while_busy": "reject"}
+        answer = await http.post(f"{path}/messages", json=rejected, headers=bearer(STARTER))
+        assert answer.status_code == 409
+        assert answer.json()["error"]["code"] == "message_refused"
+        reader = await http.post(f"{path}/interrupt", json={}, headers=bearer(READER))
+        assert reader.status_code == 403
+        extra = {"reason": "x", "everything": True}
+        answer = await http.post(f"{path}/interrupt", json=extra, headers=bearer(STARTER))
+        assert answer.status_code == 400
+        huge = {"reason": "r" * 3_000}
+        answer = await http.post(f"{path}/interrupt", json=huge, headers=bearer(STARTER))
+        assert answer.status_code == 400
+        taken = await http.post(
+            f"{path}/messages",
+            json={"content": "now this", "while_busy": "interrupt"},
+            headers=bearer(STARTER),
+        )
+        assert taken.status_code == 202, taken.text
+        await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+        idle = await http.post(f"{path}/interrupt", json={}, headers=bearer(STARTER))
+        assert idle.status_code == 409
+        assert idle.json()["error"]["code"] == "interrupt_refused"
+        await http.post(f"{path}/messages", json={"content": "mail"}, headers=bearer(STARTER))
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        stopped = await http.post(
+            f"{path}/interrupt", json={"reason": "no mail"}, headers=bearer(STARTER)
+        )
+        assert stopped.status_code == 200, stopped.text
+        body = stopped.json()
+        assert body["status"]["status"] == "awaiting_input"
+        assert body["interruption"]["by"] == "bot"  # the caller, named by the gateway
+        assert [c["was"] for c in body["interruption"]["calls"]] == ["awaiting_approval"]
+    state = await state_of(handle)
+    assert [r.via for r in state.interruptions] == ["message", "update"]
+    await agents_of(steering).end_session(handle.id)
+
+
+async def test_messages_around_a_continue_as_new_are_all_answered(steering, model_server):
+    model_server.script(Reply(tool_calls=(HOLD,)), Reply("all three"))
+    agents = agents_of(steering)
+    handle = await start(steering, "slow", agent="switching", session=True)
+    await steer_agents.started("k1")
+    await asyncio.gather(  # the cut, then a switch to a new workflow run before the model
+        agents.message(handle.id, "one", while_busy="interrupt"),
+        handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "two"}),
+        handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "three", "while_busy": "queue"}),
+    )
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    state = await state_of(handle)
+    assert len(state.workflow_runs) >= 2  # it continued as new on the way
+    sent = messages(model_server.requests[1])
+    assert sorted(text for role, text in sent[3:]) == ["one", "three", "two"]
+    assert len(state.interruptions) == 1 and state.queued_messages == []
     await agents.end_session(handle.id)

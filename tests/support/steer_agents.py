@@ -5,6 +5,7 @@ records whether a cancel reached it, instead of sleeping."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from datetime import timedelta
 
@@ -70,4 +71,7 @@ impatient = Agent(
 )
 """A session message that does not say interrupts the turn."""
 
-STEER_AGENTS = (steerable, impatient)
+switching = dataclasses.replace(steerable, name="switching", turns_per_workflow_run=1)
+"""Continues as new before each model call after its first in a workflow run."""
+
+STEER_AGENTS = (steerable, impatient, switching)
