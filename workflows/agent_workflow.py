@@ -324,6 +324,8 @@ class AgentWorkflow:
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
         """The model's reply; a call that failed for good fails the run, unless it was
         longer than the model's window and the run compacts and calls again (None)."""
+        if state.interrupt is not None:  # asked meanwhile: the loop applies it first
+            return None
         request = step.request
         if state.agent.stream and self._turn_call:  # the reply
             key = str(workflow.uuid4())

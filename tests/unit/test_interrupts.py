@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from durable_agents.workflows import decisions, interrupts, loop
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -140,3 +141,14 @@ def test_nothing_asked_settles_nothing_and_the_log_is_bounded():
         interrupts.settle(state, now=T0)
     assert len(state.interruptions) == 20 and state.interruptions[-1].reason == "24"
     RunState.model_validate_json(state.model_dump_json())  # round-trips
+
+
+def test_an_agent_refuses_an_unknown_while_busy():
+    from durable_agents import Agent
+
+    with pytest.raises(ValueError, match="while_busy must be 'queue', 'interrupt' or 'reject'"):
+        Agent(name="a", instructions="", model="m", while_busy="sometimes")  # type: ignore[arg-type]
+    spec = Agent(name="a", instructions="", model="m", while_busy="reject").spec()
+    assert spec.while_busy == "reject"
+    plain = Agent(name="b", instructions="", model="m").spec()
+    assert plain.while_busy == "queue" and "while_busy" not in plain.model_dump(mode="json")
