@@ -29,6 +29,7 @@ from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.integration.test_gateway import READER, STARTER, bearer, callers, gateway
+from tests.support import agents as agents_module
 from tests.support import steer_agents
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import NOTICES, by_model
@@ -380,4 +381,58 @@ async def test_messages_around_a_continue_as_new_are_all_answered(steering, mode
     sent = messages(model_server.requests[1])
     assert sorted(text for role, text in sent[3:]) == ["one", "three", "two"]
     assert len(state.interruptions) == 1 and state.queued_messages == []
+    await agents.end_session(handle.id)
+
+
+async def test_an_approved_call_that_had_not_started_is_never_run(steering, model_server):
+    model_server.script(Reply(tool_calls=(EMAIL,)), Reply("fine"))
+    agents = agents_of(steering)
+    handle = await start(steering, "mail", agent="steerable", session=True)
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    await agents.pause(handle.id)
+    await agents.approve(handle.id, "e1", approver="ann")  # approved, paused: not started
+    done = await agents.interrupt(handle.id, reason="cancel the mail")
+    assert [(c.call_id, c.was) for c in done.interruption.calls] == [("e1", "approved")]
+    await agents.unpause(handle.id)
+    await agents.message(handle.id, "anything else?")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    assert [name for name, *_ in agents_module.CALLS] == []  # never ran
+    await agents.end_session(handle.id)
+
+
+async def test_a_tool_that_ignores_its_cancel_holds_the_interrupt_and_keeps_its_result(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(Call("stubborn", {"key": "s"}, "s1"),)), Reply("ok"))
+    agents = agents_of(steering)
+    handle = await start(steering, "go", agent="steerable", session=True)
+    await steer_agents.started("s")
+    sending = asyncio.create_task(agents.message(handle.id, "stop", while_busy="interrupt"))
+    async with asyncio.timeout(30):
+        while not steer_agents.STOPPED:  # the cancel reached it: it works on
+            await asyncio.sleep(0.02)
+    assert (await state_of(handle)).interruptions == []  # waits for the tool to stop
+    steer_agents.RELEASED.add("s")
+    await sending
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    [record] = (await state_of(handle)).interruptions
+    assert record.calls[0].note.endswith("but the call had finished; its result: finished s anyway")
+    sent = messages(model_server.requests[1])
+    assert sent[2][0] == "tool:s1" and "finished s anyway" in sent[2][1]
+    await agents.end_session(handle.id)
+
+
+async def test_a_tool_a_cancel_cannot_reach_is_recorded_as_maybe_still_running(
+    steering, model_server
+):
+    model_server.script(Reply(tool_calls=(Call("deaf", {"key": "d"}, "d1"),)), Reply("ok"))
+    agents = agents_of(steering)
+    handle = await start(steering, "go", agent="steerable", session=True)
+    await steer_agents.started("d")
+    await agents.message(handle.id, "stop", while_busy="interrupt")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)  # not waiting for the tool
+    assert "d" not in steer_agents.RELEASED
+    [record] = (await state_of(handle)).interruptions
+    assert "cannot hear it" in record.calls[0].note and "may still run" in record.calls[0].note
+    steer_agents.RELEASED.add("d")
     await agents.end_session(handle.id)

@@ -52,11 +52,34 @@ async def hold(key: str, ctx: ToolContext) -> str:
     return f"released {key}"
 
 
+@tool(heartbeat_timeout=timedelta(seconds=1))
+async def stubborn(key: str, ctx: ToolContext) -> str:
+    """As `hold`, but it hears a cancel and works on until released (a tool that
+    ignores its cancel)."""
+    STARTED.add(key)
+    while key not in RELEASED:
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            STOPPED.append(ctx.call_id)  # heard, and ignored
+    return f"finished {key} anyway"
+
+
+@tool(heartbeat_timeout=None)
+async def deaf(key: str, ctx: ToolContext) -> str:
+    """As `hold`, without a heartbeat: a cancel cannot reach it."""
+    STARTED.add(key)
+    async with asyncio.timeout(120):
+        while key not in RELEASED:
+            await asyncio.sleep(0.02)
+    return f"released {key}"
+
+
 steerable = Agent(
     name="steerable",
     instructions="You work slowly.",
     model="test-model",
-    tools=[hold, send_email],
+    tools=[hold, send_email, stubborn, deaf],
     max_turns=6,
 )
 """A session message that does not say is queued (the default)."""
