@@ -152,3 +152,28 @@ def test_an_agent_refuses_an_unknown_while_busy():
     assert spec.while_busy == "reject"
     plain = Agent(name="b", instructions="", model="m").spec()
     assert plain.while_busy == "queue" and "while_busy" not in plain.model_dump(mode="json")
+
+
+def test_an_interrupted_event_prints_as_one_escaped_line():
+    from durable_agents.client.render_events import line
+
+    event = {
+        "type": "interrupted",
+        "seq": 4,
+        "at": "2026-01-01T12:00:05Z",
+        "via": "update",
+        "by": "ops\x1b[2J",
+        "reason": "wrong\norder",
+        "model_call": True,
+        "calls": [
+            {"call_id": "h1", "was": "running"},
+            {"call_id": "e1", "was": "awaiting_approval"},
+        ],
+    }
+    shown = line(event)
+    assert "\x1b" not in shown and "\n" not in shown
+    assert shown.startswith("12:00:05 #4 interrupted by ops")
+    assert shown.endswith("model call cut · h1 stopped, e1 withdrawn")
+    assert line({"type": "interrupted", "via": "message", "calls": "junk"}).endswith(
+        "interrupted by a new message"
+    )
