@@ -19,7 +19,7 @@ from durable_agents.client import (
     RunNotFound,
 )
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import InterruptResult, StatusView
+from durable_agents.workflows.payloads import AgentInput, AgentResult, InterruptResult, StatusView
 from durable_agents.workflows.state import RunStatus, ToolResult
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
@@ -33,6 +33,8 @@ from tests.support import agents as agents_module
 from tests.support import steer_agents
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import NOTICES, by_model
+from tests.support.ops_agents import napper
+from tests.support.ops_support import worker_process
 from tests.support.runs import start, state_of, temporal_cli, wait_for_status
 
 HOLD = Call("hold", {"key": "k1"}, call_id="h1")
@@ -436,3 +438,38 @@ async def test_a_tool_a_cancel_cannot_reach_is_recorded_as_maybe_still_running(
     assert "cannot hear it" in record.calls[0].note and "may still run" in record.calls[0].note
     steer_agents.RELEASED.add("d")
     await agents.end_session(handle.id)
+
+
+async def test_an_interrupt_survives_a_worker_killed_mid_tool(env, model_server, tmp_path):
+    """kill -9 of the worker running the tool, the `interrupt` update sent while no worker
+    is up: the next worker replays the run, stops the tool (its retry hears the cancel)
+    and ends the run interrupted; the tool never finishes."""
+    model_server.script(Reply(tool_calls=(Call("nap", {"seconds": 60}, call_id="n1"),)))
+    queue = f"steer-kill-{uuid.uuid4().hex[:8]}"
+    run_id = f"steer-kill-{uuid.uuid4().hex[:8]}"
+    async with worker_process(
+        env, model_server, AGENT_MODULES="tests.support.ops_agents", AGENT_TASK_QUEUE=queue
+    ) as process:
+        await env.client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="napper", input="nap", context={"marks": str(tmp_path)}),
+            id=run_id,
+            task_queue=queue,
+        )
+        async with asyncio.timeout(30):
+            while not (tmp_path / "started").exists():
+                await asyncio.sleep(0.05)
+        process.kill()
+        await process.wait()
+    agents = AgentClient(env.client, task_queue=queue)
+    asked = asyncio.create_task(agents.interrupt(run_id, by="oncall"))
+    await asyncio.sleep(0.5)
+    assert not asked.done()  # no worker: the update waits for one
+    async with serving(env.client, model_server, task_queue=queue, extra_agents=[napper]):
+        async with asyncio.timeout(60):
+            done = await asked
+        assert done.status.status is RunStatus.INTERRUPTED
+        assert [(c.call_id, c.was) for c in done.interruption.calls] == [("n1", "running")]
+        ended = env.client.get_workflow_handle(run_id, result_type=AgentResult)
+        assert (await ended.result()).status is RunStatus.INTERRUPTED
+    assert not (tmp_path / "finished").exists()
