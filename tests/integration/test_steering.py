@@ -35,7 +35,13 @@ from tests.support.cli_support import bound_to, error_lines
 from tests.support.multi_agents import NOTICES, by_model
 from tests.support.ops_agents import napper
 from tests.support.ops_support import worker_process
-from tests.support.runs import start, state_of, temporal_cli, wait_for_status
+from tests.support.runs import (
+    start,
+    state_of,
+    temporal_cli,
+    wait_for_status,
+    workflow_task_failures,
+)
 
 HOLD = Call("hold", {"key": "k1"}, call_id="h1")
 EMAIL = Call("send_email", {"to": "ann", "body": "hi"}, call_id="e1")
@@ -243,6 +249,11 @@ async def test_hostile_and_pointless_steering_is_refused_with_why(steering, mode
         )
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update(contract.UPDATE_INTERRUPT, {"by": "x", "halt_everything": True})
+    for wrong in ("stop", [1, 2], {"by": 7}, {"by": ""}):
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(contract.UPDATE_INTERRUPT, wrong)
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(contract.UPDATE_SEND_MESSAGE, ["not", "a", "message"])
     await temporal_cli(
         steering, "workflow", "signal", "--workflow-id", handle.id, "--name", "send_message",
         "--input", '{"content": "y", "while_busy": 7}',
@@ -262,6 +273,7 @@ async def test_hostile_and_pointless_steering_is_refused_with_why(steering, mode
         await AgentClient(elsewhere, task_queue=steering.task_queue).interrupt(handle.id)
     view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
     assert view.status is RunStatus.AWAITING_INPUT
+    assert await workflow_task_failures(handle) == 0  # nothing wedged the run
     await agents.end_session(handle.id)
     await handle.result()
     with pytest.raises(InterruptRefused, match="has already ended"):
