@@ -141,6 +141,12 @@ class Agent:
     only where no call or budget request is open. README: "Changed agents, runs in
     flight"."""
 
+    while_busy: Literal["queue", "interrupt", "reject"] = "queue"
+    """What a session message that does not say (`send_message`'s `while_busy`) does
+    while the run works on a turn: wait until the turn's tool calls are answered
+    ("queue"), stop the model call and tools under way and answer it ("interrupt"), or
+    be refused ("reject"). docs/how-to/steering.md."""
+
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("an agent needs a name")
@@ -191,6 +197,11 @@ class Agent:
             raise ValueError(
                 f"agent {self.name}: definition_updates must be 'never', 'next_message' or "
                 f"'continue_as_new', not {self.definition_updates!r}"
+            )
+        if self.while_busy not in ("queue", "interrupt", "reject"):
+            raise ValueError(
+                f"agent {self.name}: while_busy must be 'queue', 'interrupt' or 'reject', "
+                f"not {self.while_busy!r}"
             )
         if self.on_budget not in ("stop", "ask"):
             raise ValueError(f"agent {self.name}: on_budget must be 'stop' or 'ask'")

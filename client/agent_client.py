@@ -31,7 +31,9 @@ from durable_agents.client.errors import (
     AgentError,
     AgentNotServed,
     DecisionRefused,
+    InterruptRefused,
     InvalidImport,
+    MessageRefused,
     NotExportable,
     PauseRefused,
     RunExists,
@@ -63,6 +65,8 @@ from durable_agents.workflows.payloads import (
     DeliveryRequest,
     DeliveryResult,
     EndSessionSignal,
+    InterruptInput,
+    InterruptResult,
     MessageSignal,
     PauseSignal,
     PendingApproval,
@@ -824,14 +828,63 @@ class AgentClient:
 
     # --- sessions --------------------------------------------------------------------
 
-    async def message(self, run_id: str, content: str, *, confirm: bool = False) -> bool:
+    async def message(
+        self,
+        run_id: str,
+        content: str,
+        *,
+        confirm: bool = False,
+        while_busy: Literal["queue", "interrupt", "reject"] | None = None,
+    ) -> bool:
         """Send the user's next message to a session (`send_message` signal). With
         `confirm`, also read whether the run took it (a query before and after, each
         of at most CONFIRM_SECONDS): AgentClientError with its reason if it refused it
         (too long, too many queued). True if confirmed; False if it was sent but the
-        run did not answer the queries (no worker running: it takes it later)."""
-        payload = MessageSignal(content=content)
-        return await self._session_signal(run_id, contract.SIGNAL_SEND_MESSAGE, payload, confirm)
+        run did not answer the queries (no worker running: it takes it later).
+
+        `while_busy` says what the message does if the run is working on a turn
+        ("queue", "interrupt", "reject"; docs/how-to/steering.md): given, the message
+        goes as the `send_message` update, answered once the run took it (True), or
+        refused with why (`MessageRefused`); None: the agent's default, by signal."""
+        if while_busy is None:
+            payload = checked(MessageSignal, content=content)
+            return await self._session_signal(
+                run_id, contract.SIGNAL_SEND_MESSAGE, payload, confirm
+            )
+        payload = checked(MessageSignal, content=content, while_busy=while_busy)
+        with self.translating(run_id):
+            try:
+                await self._handle(run_id).execute_update(
+                    contract.UPDATE_SEND_MESSAGE, payload, result_type=StatusView
+                )
+            except WorkflowUpdateFailedError as err:
+                raise MessageRefused(failure_message(err.cause)) from err
+            except RPCError as err:
+                if run_ended(err):
+                    raise MessageRefused(f"run {run_id} has already ended") from err
+                raise
+        return True
+
+    async def interrupt(
+        self, run_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> InterruptResult:
+        """Stop the run's current turn (`interrupt` update): the model call and tools
+        under way are cancelled, the calls without a result answered as interrupted; a
+        session then waits for input, another run ends `interrupted`. Answered once the
+        turn has stopped, with what was cut; `InterruptRefused` if there is no turn to
+        stop (ended, waiting for input)."""
+        payload = checked(InterruptInput, by=by, reason=reason)
+        with self.translating(run_id):
+            try:
+                return await self._handle(run_id).execute_update(
+                    contract.UPDATE_INTERRUPT, payload, result_type=InterruptResult
+                )
+            except WorkflowUpdateFailedError as err:
+                raise InterruptRefused(failure_message(err.cause)) from err
+            except RPCError as err:
+                if run_ended(err):
+                    raise InterruptRefused(f"run {run_id} has already ended") from err
+                raise
 
     async def end_session(
         self, run_id: str, *, reason: str | None = None, confirm: bool = False

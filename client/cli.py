@@ -140,8 +140,26 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _message(args: argparse.Namespace, agents: AgentClient) -> str:
-    taken = await agents.message(args.run_id, args.content, confirm=True)
-    return _sent(args, "message", "message sent", confirmed=taken)
+    if args.while_busy is None:
+        taken = await agents.message(args.run_id, args.content, confirm=True)
+        return _sent(args, "message", "message sent", confirmed=taken)
+    await agents.message(args.run_id, args.content, while_busy=args.while_busy)
+    if args.json:
+        return json.dumps({"run_id": args.run_id, "update": "send_message", "taken": True})
+    return f"message taken by run {args.run_id} (while busy: {args.while_busy})"
+
+
+async def _interrupt(args: argparse.Namespace, agents: AgentClient) -> str:
+    by = args.by or default_approver()
+    done = await agents.interrupt(args.run_id, by=by, reason=args.reason)
+    if args.json:
+        return done.model_dump_json(indent=2)
+    lines = [render.status(args.run_id, done.status)]
+    if done.interruption is None:  # it continued as new first: applied in its next run
+        lines.append("interrupting: the run applies it in its next workflow run")
+    else:
+        lines.append(render.interruption(done.interruption))
+    return "\n".join(lines)
 
 
 async def _end(args: argparse.Namespace, agents: AgentClient) -> str:
@@ -556,6 +574,20 @@ def build_parser() -> argparse.ArgumentParser:
     message = command("message", _message, "send a session its user's next message")
     message.add_argument("run_id", metavar="RUN_ID")
     message.add_argument("content", metavar="TEXT")
+    message.add_argument(
+        "--while-busy",
+        choices=["queue", "interrupt", "reject"],
+        metavar="POLICY",
+        help="if the run is working on a turn: queue the message (wait for the turn's tool "
+        "calls), interrupt the turn and answer it, or reject it (default: the agent's)",
+    )
+    interrupt = command(
+        "interrupt",
+        _interrupt,
+        "stop a run's current turn: a session then waits for input, another run ends",
+    )
+    interrupt.add_argument("run_id", metavar="RUN_ID")
+    interrupt.add_argument("--reason", metavar="R")
     end = command("end", _end, "end a session once its current exchange is answered")
     end.add_argument("run_id", metavar="RUN_ID")
     end.add_argument("--reason", metavar="R")
@@ -570,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
         "have a run list its MCP tools again before its next model call",
     )
     refresh.add_argument("run_id", metavar="RUN_ID")
-    for sub in (pause, unpause, refresh):
+    for sub in (pause, unpause, refresh, interrupt):
         sub.add_argument(
             "--as",
             dest="by",

@@ -98,6 +98,15 @@ class PauseRefused(AgentClientError):
     """A pause or resume the run cannot take (ended, paused already or not, starting)."""
 
 
+class MessageRefused(AgentClientError):
+    """A message the run refused (too long, too many queued, ended, or sent with
+    `while_busy="reject"` while the run works); the message says why."""
+
+
+class InterruptRefused(AgentClientError):
+    """An interrupt the run cannot take (ended, waiting for input, starting)."""
+
+
 class RunFailed(AgentClientError):
     """The run ended without a result (failed, cancelled, terminated or timed out)."""
 

@@ -35,7 +35,7 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from durable_agents.client import events as run_events
 from durable_agents.client.agent_client import AgentClient
@@ -44,6 +44,8 @@ from durable_agents.client.errors import (
     AgentNotServed,
     ConnectError,
     DecisionRefused,
+    InterruptRefused,
+    MessageRefused,
     RunEnded,
     RunExists,
     RunNotFound,
@@ -55,7 +57,12 @@ from durable_agents.client.inbox_feed import InboxFeed
 from durable_agents.client.inbox_sessions import Sessions
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
-from durable_agents.workflows.payloads import AgentInput, DecideInput, PendingApproval
+from durable_agents.workflows.payloads import (
+    AgentInput,
+    DecideInput,
+    InterruptResult,
+    PendingApproval,
+)
 from durable_agents.workflows.state import RunState
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 from sse_starlette.sse import EventSourceResponse
@@ -157,6 +164,18 @@ class MessageRequest(BaseModel):
     agent: str | None = Field(None, min_length=1, max_length=200)
     context: JsonValue = None
     stream: bool | None = None
+    while_busy: Literal["queue", "interrupt", "reject"] | None = None
+    """If the run is working on a turn: queue the message, interrupt the turn and answer
+    it, or refuse it (409 `message_refused`); None: the agent's default."""
+
+
+class InterruptRequest(BaseModel):
+    """Stop a run's current turn (the `interrupt` update); `by` defaults to the caller."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    by: str | None = Field(None, min_length=1, max_length=200)
+    reason: str | None = Field(None, max_length=2_000)
 
 
 class DecisionRequest(DecideInput):
@@ -258,13 +277,22 @@ def gateway_app(
         body = await _body(request, MessageRequest)
         try:
             await allowed(request, "start", run_id)  # the run's agent, if it exists
-            await agents.message(run_id, body.content)
+            await agents.message(run_id, body.content, while_busy=body.while_busy)
         except RunNotFound:
             if body.agent is None:
                 raise
             return await start_session(request, caller, run_id, body)
         request.state.audit["outcome"] = "sent"
         return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
+
+    async def interrupt(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        request.state.audit = {"action": "interrupt", "run_id": run_id}
+        caller = await allowed(request, "start", run_id)
+        body = await _body(request, InterruptRequest)
+        done = await agents.interrupt(run_id, by=body.by or caller.name, reason=body.reason)
+        request.state.audit["outcome"] = "interrupted"
+        return _json(done.model_dump(mode="json"))
 
     async def start_session(
         request: Request, caller: Caller, run_id: str, body: MessageRequest
@@ -289,7 +317,7 @@ def gateway_app(
             )
         except RunExists:  # started a moment ago, maybe of another agent: checked again
             await allowed(request, "start", run_id)
-            await agents.message(run_id, body.content)
+            await agents.message(run_id, body.content, while_busy=body.while_busy)
             request.state.audit["outcome"] = "sent"
             return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
         request.state.audit["outcome"] = "started"
@@ -375,6 +403,7 @@ def gateway_app(
         Route("/runs/{run_id:path}/pending", pending),
         Route("/runs/{run_id:path}/messages", message, methods=["POST"]),
         Route("/runs/{run_id:path}/decisions", decide, methods=["POST"]),
+        Route("/runs/{run_id:path}/interrupt", interrupt, methods=["POST"]),
         Route("/runs/{run_id:path}/events", events),
         Route("/runs/{run_id:path}", status),
         *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed),
@@ -397,7 +426,16 @@ def openapi() -> dict[str, Any]:
     from durable_agents.workflows.state import SCHEMA_VERSION, Decision
     from pydantic.json_schema import models_json_schema
 
-    models = [StartRequest, MessageRequest, DecisionRequest, StatusView, PendingApproval, Decision]
+    models = [
+        StartRequest,
+        MessageRequest,
+        InterruptRequest,
+        InterruptResult,
+        DecisionRequest,
+        StatusView,
+        PendingApproval,
+        Decision,
+    ]
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
     )
@@ -501,6 +539,14 @@ def openapi() -> dict[str, Any]:
                     "parameters": run,
                     "requestBody": body("MessageRequest"),
                     "responses": answer({"type": "object"}, "sent", "202"),
+                }
+            },
+            "/runs/{run_id}/interrupt": {
+                "post": {
+                    "summary": "stop the run's current turn (scope start)",
+                    "parameters": run,
+                    "requestBody": body("InterruptRequest"),
+                    "responses": answer(ref("InterruptResult"), "the turn has stopped"),
                 }
             },
             "/runs/{run_id}/decisions": {
@@ -772,8 +818,16 @@ async def _refused(_: Request, err: Exception) -> Response:
     return _error(409, "decision_refused", err.message)
 
 
+async def _steering_refused(_: Request, err: Exception) -> Response:
+    code = "message_refused" if isinstance(err, MessageRefused) else "interrupt_refused"
+    assert isinstance(err, AgentClientError)
+    return _error(409, code, err.message)
+
+
 _HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
     HTTPException: _http_error,
     DecisionRefused: _refused,
+    MessageRefused: _steering_refused,
+    InterruptRefused: _steering_refused,
     AgentClientError: _client_error,
 }

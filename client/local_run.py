@@ -36,7 +36,14 @@ from durable_agents.workflows.payloads import (
     PendingApproval,
     ToolOutcome,
 )
-from durable_agents.workflows.state import AgentSpec, ErrorInfo, GuardrailSpec, RunState, ToolCall
+from durable_agents.workflows.state import (
+    AgentSpec,
+    ErrorInfo,
+    GuardrailSpec,
+    Interruption,
+    RunState,
+    ToolCall,
+)
 from pydantic import JsonValue
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -121,6 +128,9 @@ class _LocalIO:
 
     async def before_step(self, state: RunState, step: loop.Step) -> None:
         pass  # no continue-as-new in-process
+
+    def interrupted(self, state: RunState, interruption: Interruption) -> None:
+        pass  # a local run takes no messages: nothing interrupts it
 
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
         try:

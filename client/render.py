@@ -33,6 +33,7 @@ from durable_agents.workflows.state import (
     Decision,
     GuardrailCheck,
     Handoff,
+    Interruption,
     Item,
     RunState,
     RunStatus,
@@ -301,11 +302,37 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
     lines = [head, *_imported(snapshot)]
     lines += [f"  {line}" for item in snapshot.items for line in _item(item, hidden)]
     lines += [listing(done) for done in snapshot.tool_listings]
+    lines += [interruption(done) for done in snapshot.interruptions]
+    if snapshot.interrupt is not None:
+        lines.append(f"interrupting (asked {_time(snapshot.interrupt.at)}): stopping the turn")
     if snapshot.final_output is not None:
         lines.append(f"final output: {safe_lines(snapshot.final_output)}")
     if snapshot.error is not None:
         lines.append(f"error [{safe(snapshot.error.type)}]: {safe_lines(snapshot.error.message)}")
     return "\n".join(lines)
+
+
+def interruption(record: Interruption) -> str:
+    """`interrupted by ops (wrong order) at ... · model call cut · 2 calls: c1 running,
+    c2 withdrawn`."""
+    said = "by a new message" if record.via == "message" else f"by {safe(record.by or '?')}"
+    if record.reason:
+        said += f" ({_cut(record.reason)})"
+    parts = [f"interrupted {said} at {_time(record.applied_at)}, turn {record.turn}"]
+    if record.model_call:
+        parts.append("model call cut")
+    if record.calls:
+        shown = ", ".join(f"{safe(c.call_id)} {_WAS[c.was]}" for c in record.calls)
+        parts.append(f"{_plural(len(record.calls), 'call')} answered: {shown}")
+    return SEP.join(parts)
+
+
+_WAS = {
+    "running": "stopped",
+    "awaiting_approval": "withdrawn (waited for approval)",
+    "approved": "not run (approved)",
+    "not_started": "not run",
+}
 
 
 def _imported(snapshot: RunState) -> list[str]:
@@ -335,7 +362,7 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         ]
         return lines
     if isinstance(item, ToolResult):
-        mark = "error" if item.is_error else "result"
+        mark = "interrupted" if item.interrupted else "error" if item.is_error else "result"
         images = f" [{_plural(len(item.attachments), 'image')} kept]" if item.attachments else ""
         return [f"tool {mark} [{safe(item.call_id)}]: {_cut(item.content)}{images}"]
     if isinstance(item, Decision):

@@ -104,6 +104,24 @@ def _finished(e: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _interrupted(e: dict[str, Any]) -> str:
+    """`interrupted by a new message · model call cut · h1 stopped, e1 withdrawn`."""
+    by = "a new message" if e.get("via") == "message" else _text(e.get("by") or "an update")
+    parts = [f"interrupted by {by}" + (f": {_quoted(e['reason'])}" if e.get("reason") else "")]
+    if e.get("model_call"):
+        parts.append("model call cut")
+    calls = e.get("calls") if isinstance(e.get("calls"), list) else []
+    said = {"running": "stopped", "awaiting_approval": "withdrawn"}
+    shown = [
+        f"{_text(c.get('call_id'))} {said.get(str(c.get('was')), 'not run')}"
+        for c in calls
+        if isinstance(c, dict)
+    ]
+    if shown:
+        parts.append(", ".join(shown))
+    return " · ".join(parts)
+
+
 def _truncated(e: dict[str, Any]) -> str:
     return f"{e.get('missed')} older events were trimmed before they were read"
 
@@ -123,6 +141,7 @@ _RENDERERS = {
     "approval_decided": _decided,
     "approval_expired": _expired,
     "paused": _paused,
+    "interrupted": _interrupted,
     "resumed": lambda e: "resumed",
     "continued_as_new": lambda e: f"continued as new at turn {e.get('turn')}",
     "run_finished": _finished,

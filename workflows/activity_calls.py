@@ -251,6 +251,7 @@ async def run_tool(
         update: dict[str, Any] = {"call_id": call.call_id, "handoff_to": None, "attachments": []}
         return outcome.model_copy(update=update)
     except ActivityError as err:
+        _reraise_cancel(err)  # stopped (a cancelled run, an interrupt): no outcome of its own
         if placed and _not_started(err):
             why = (
                 f"no worker of task queue '{spec.task_queue}' started it within "

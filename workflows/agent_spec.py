@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal, get_args
 
+from durable_agents.workflows.interrupt_models import WhileBusy
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 
 if TYPE_CHECKING:
@@ -348,6 +349,9 @@ class AgentSpec(_Model):
     webhooks: list[WebhookSubscription] = Field([], exclude_if=lambda w: not w)
     """Where the run's events go: the agent's subscriptions and the worker's
     (`AGENT_WEBHOOKS`), by endpoint name."""
+    while_busy: WhileBusy = Field("queue", exclude_if=lambda w: w == "queue")
+    """What a `send_message` that does not say does while a run works on a turn
+    (`queue`, `interrupt`, `reject`: `workflows.interrupts`)."""
     definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
     """When a changed definition of the agent (on the workers of the day) reaches a run
     already in flight: never (the run keeps the one it started with), at the next

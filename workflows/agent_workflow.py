@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         errors,
         handoffs,
         inbox,
+        interrupts,
         limits,
         loop,
         mcp_tools,
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         run_switch,
         run_tree,
         state_pages,
+        steering,
         step_events,
         tool_batch,
         tree_approvals,
@@ -49,6 +51,9 @@ with workflow.unsafe.imports_passed_through():
         AgentResult,
         DecideInput,
         GuardrailVerdict,
+        InterruptInput,
+        InterruptResult,
+        MessageSignal,
         ModelReply,
         PauseSignal,
         PendingApproval,
@@ -60,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         AgentSpec,
         Decision,
         ErrorInfo,
+        Interruption,
         RunState,
         RunStatus,
         ToolCall,
@@ -105,6 +111,9 @@ class AgentWorkflow:
         self._events = announcements.Announcer.for_input(self._begin.input)
         """Events published and sent to webhooks (`workflows.announcements`)."""
         self._stream = self._events.stream
+        self._switching = False
+        """About to continue as new: a waiting `interrupt` update is answered (the next
+        workflow run applies it)."""
 
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
@@ -175,6 +184,10 @@ class AgentWorkflow:
         self._turn_call = isinstance(step, loop.CallModel)  # not a summary (loop.Summarize)
         if self._turn_call:
             self._emit(state, step_events.turn_started(state))
+
+    def interrupted(self, state: RunState, interruption: Interruption) -> None:
+        self._emit(state, step_events.interrupted(state, interruption))
+        self._publish(state)
 
     def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
         self._events.emit(state, *events)
@@ -254,6 +267,7 @@ class AgentWorkflow:
         task with it applied, so it lands in the state that is carried over.
         """
         self._emit(state, step_events.continued_as_new(state))
+        self._switching = True
         self._stream.release_followers()
         await workflow.wait_condition(
             lambda: workflow.all_handlers_finished() and not self._tree.reporting
@@ -310,15 +324,22 @@ class AgentWorkflow:
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
         """The model's reply; a call that failed for good fails the run, unless it was
         longer than the model's window and the run compacts and calls again (None)."""
+        if state.interrupt is not None:  # asked meanwhile: the loop applies it first
+            return None
         request = step.request
         if state.agent.stream and self._turn_call:  # the reply
             key = str(workflow.uuid4())
             self._stream.expect_deltas(key, turn=request.turn)
             request = request.model_copy(update={"stream_key": key})
         try:
-            reply = await activity_calls.call_model(state.agent, request)
+            called = activity_calls.call_model(state.agent, request)
+            reply = await steering.unless_interrupted(state, called)
         finally:
             self._stream.close_deltas()
+        if isinstance(reply, steering.Cut):  # the loop applies the interrupt next
+            if state.interrupt is not None:
+                state.interrupt.model_call = True
+            return None
         if isinstance(reply, ErrorInfo):
             if loop.model_failed(state, reply, now=workflow.now()):
                 return None
@@ -418,6 +439,40 @@ class AgentWorkflow:
             raise ApplicationError(
                 str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
             ) from None
+
+    @workflow.update(name=contract.UPDATE_SEND_MESSAGE)
+    async def send_message(self, payload: MessageSignal) -> StatusView:
+        """The user's next message (as the `send_message` signal), answered with the run's
+        status; one the run cannot take is refused by the validator, with why."""
+        self._inbox.take_message(payload)
+        return loop.status_view(self._started_state())
+
+    @send_message.validator
+    def _validate_send_message(self, payload: MessageSignal) -> None:
+        problem = self._inbox.update_problem(payload)
+        if problem is not None:
+            raise ApplicationError(problem, type=contract.ERROR_MESSAGE_REFUSED, non_retryable=True)
+
+    @workflow.update(name=contract.UPDATE_INTERRUPT)
+    async def interrupt(self, payload: InterruptInput | None = None) -> InterruptResult:
+        """Stop the current turn (`workflows.interrupts`); answered once it has stopped,
+        with what was cut."""
+        state, given = self._started_state(), payload or InterruptInput()
+        interrupts.ask(state, via="update", by=given.by, reason=given.reason, now=workflow.now())
+        self._inbox.woken += 1
+        await workflow.wait_condition(
+            lambda: state.interrupt is None or state.status.is_final or self._switching
+        )
+        applied = state.interruptions[-1] if state.interrupt is None else None
+        return InterruptResult(status=loop.status_view(state), interruption=applied)
+
+    @interrupt.validator
+    def _validate_interrupt(self, payload: InterruptInput | None = None) -> None:
+        problem = inbox.interrupt_problem(self._state)
+        if problem is not None:
+            raise ApplicationError(
+                problem, type=contract.ERROR_INTERRUPT_REFUSED, non_retryable=True
+            )
 
     @workflow.update(name=contract.UPDATE_PAUSE)
     async def pause(self, payload: PauseSignal | None = None) -> StatusView:

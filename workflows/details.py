@@ -10,6 +10,7 @@ from durable_agents.workflows import argument_view, decisions, handoffs, refusal
 from durable_agents.workflows.state import (
     AssistantMessage,
     Compaction,
+    Interruption,
     Redefinition,
     RunState,
     SubApproval,
@@ -98,12 +99,34 @@ def render(state: RunState) -> str:
     if troubled:
         lines += ["", f"**Webhooks** ({len(troubled)} not delivered)"]
         lines += [_delivery(d) for d in troubled[-5:]]
+    if state.interrupt is not None:
+        lines += ["", "**Interrupting**: stopping the model call and tools under way"]
+    if state.interruptions:
+        lines += ["", _interruption(state.interruptions[-1], len(state.interruptions))]
     if state.queued_messages:
         lines += ["", f"**Queued user messages:** {len(state.queued_messages)}"]
     if state.error is not None:
         error = _code(_short(state.error.message, 200))
         lines += ["", f"**Error** {_code(state.error.type)}: {error}"]
     return "\n".join(lines)
+
+
+def _interruption(record: Interruption, kept: int) -> str:
+    """The latest interruption: who, why, what was cut; the calls withdrawn by name."""
+    who = " by a new message" if record.via == "message" else ""
+    if record.by:
+        who = f" by {_code(argument_view.safe(record.by))}"
+    why = f": {_code(_short(record.reason, 200))}" if record.reason else ""
+    cut = ["model call cut"] if record.model_call else []
+    for was, said in (("running", "stopped"), ("awaiting_approval", "withdrawn")):
+        ids = [_code(_short(c.call_id, 40)) for c in record.calls if c.was == was]
+        cut += [f"{said} {', '.join(ids)}"] if ids else []
+    other = [c for c in record.calls if c.was in ("approved", "not_started")]
+    cut += [f"{_plural(len(other), 'call')} not run"] if other else []
+    return (
+        f"**Interrupted**{who}{why} at turn {record.turn} ({kept} kept): "
+        f"{'; '.join(cut) or 'nothing was running'}"
+    )
 
 
 def _delivery(delivery: WebhookDelivery) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from durable_agents.workflows import budget, context, guardrails, loop
+from durable_agents.workflows import budget, context, guardrails, interrupts, loop
 from durable_agents.workflows.payloads import GuardrailVerdict, ModelReply, ToolOutcome
-from durable_agents.workflows.state import RunState, ToolCall
+from durable_agents.workflows.state import Interruption, RunState, ToolCall
 
 
 class LoopIO(Protocol):
@@ -35,6 +35,10 @@ class LoopIO(Protocol):
 
     async def before_step(self, state: RunState, step: loop.Step) -> None:
         """About to perform `step` (e.g. continue as new first)."""
+        ...
+
+    def interrupted(self, state: RunState, interruption: Interruption) -> None:
+        """An interrupt was applied (`interrupts.settle`): say so (an event, the UI)."""
         ...
 
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
@@ -84,6 +88,9 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
     taken = 0
     while max_steps is None or taken < max_steps:
         taken += 1
+        interruption = interrupts.settle(state, now=io.stamp())
+        if interruption is not None:
+            io.interrupted(state, interruption)
         loop.deliver_messages(state, now=io.stamp())
         step = loop.next_step(state)
         state.status = loop.status_for(step)

@@ -151,6 +151,30 @@ class ChildStarted(_Event):
     """The child run's workflow id: operate and approve it there."""
 
 
+class InterruptedCallEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    tool: str
+    was: Literal["running", "awaiting_approval", "approved", "not_started"]
+    """Withdrawn if it waited for a decision; stopped (or asked to) if it ran."""
+    note: str
+    """What the model is told of it, and what is known (a preview)."""
+
+
+class InterruptedEvent(_Event):
+    """The turn was stopped (a message sent with `while_busy="interrupt"`, or the
+    `interrupt` update): the model call cut, the calls without a result answered."""
+
+    type: Literal["interrupted"]
+    via: Literal["message", "update"]
+    by: str | None = None
+    reason: str | None = None
+    turn: int
+    model_call: bool
+    calls: list[InterruptedCallEvent]
+
+
 class ContinuedAsNew(_Event):
     type: Literal["continued_as_new"]
     turn: int
@@ -190,6 +214,7 @@ RunEvent = Annotated[
     | Resumed
     | HandoffEvent
     | ChildStarted
+    | InterruptedEvent
     | ContinuedAsNew
     | RunFinished
     | Truncated,

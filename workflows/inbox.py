@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         contract,
         decisions,
+        interrupts,
         limits,
         loop,
         metrics,
@@ -58,7 +59,7 @@ class Inbox:
         """Counts signals and updates that changed the state, to wake the loop."""
         self._early_decisions: list[DecideInput | DecisionAttempt] = []
         """Decision signals received before the run's state existed (refused ones too)."""
-        self._early_messages: list[str] = []
+        self._early_messages: list[tuple[MessageSignal, RawValue]] = []
         self._early_end: str | None = None
         self._early_pauses: list[tuple[PauseSignal | ResumeSignal, RawValue]] = []
         """Pause and resume signals received before the run's state existed, in order."""
@@ -77,8 +78,13 @@ class Inbox:
         self._early_decisions.clear()
         state.refused_signals.extend(self._early_refusals)
         trim_refusals(state)
-        for content in self._early_messages:
-            loop.receive_message(state, content, now=workflow.now())
+        for message, raw in self._early_messages:
+            why = self.message_problem(message)
+            if why is None:
+                self.take_message(message)
+            else:
+                self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, why)
+        self._early_messages.clear()
         if self._early_end is not None:
             loop.end_session(state, reason=self._early_end, now=workflow.now())
         for early_pause, raw in self._early_pauses:
@@ -202,26 +208,64 @@ class Inbox:
             record_wait(self.state, recorded)
 
     def _send_message(self, raw: RawValue) -> None:
-        """The user's next message in a session (queued while the agent works)."""
+        """The user's next message in a session: queued while the agent works, unless
+        it says otherwise (`while_busy`: `workflows.interrupts`)."""
         payload = raw_payloads.decode(raw, MessageSignal)
         if isinstance(payload, str):  # none, null or not a message: there is no message
             self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, payload)
             return
-        too_large = limits.message_problem(payload.content)
-        queue = self.state.queued_messages if self.state is not None else self._early_messages
-        if too_large is None and len(queue) >= limits.MAX_QUEUED_MESSAGES:
-            too_large = f"{len(queue)} messages are queued already"
-        if too_large is not None:
-            self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, too_large)
+        why = self.message_problem(payload)
+        if why is not None:
+            self.refuse_signal(contract.SIGNAL_SEND_MESSAGE, raw, why)
             return
-        self.woken += 1
         if self.state is None:
-            self._early_messages.append(payload.content)
+            self.woken += 1
+            self._early_messages.append((payload, raw))
             return
-        if self.state.status.is_final:
-            workflow.logger.warning("message for ended run %s dropped", self.state.run_id)
-            return
-        loop.receive_message(self.state, payload.content, now=workflow.now())
+        self.take_message(payload)
+
+    def message_problem(self, payload: MessageSignal) -> str | None:
+        """Why a message (the signal's or the update's) is refused, or None: too long, too
+        many queued, the run has ended, or it works and the message says `reject`."""
+        too_large = limits.message_problem(payload.content)
+        if too_large is not None:
+            return too_large
+        queue = self.state.queued_messages if self.state is not None else self._early_messages
+        if len(queue) >= limits.MAX_QUEUED_MESSAGES:
+            return f"{len(queue)} messages are queued already"
+        state = self.state
+        if state is None:
+            return None
+        if state.status.is_final:
+            return f"run {state.run_id} has ended ({state.status.value})"
+        policy = payload.while_busy or state.agent.while_busy
+        if policy == "reject" and working(state):
+            return (
+                f"run {state.run_id} is working on turn {state.turn + 1} "
+                f"({state.status.value}); the message was sent with while_busy=reject"
+            )
+        return None
+
+    def update_problem(self, payload: MessageSignal) -> str | None:
+        """Why the `send_message` update is refused (the signal is held until the run
+        has started; the update is refused then), or None."""
+        if self.state is None:
+            return (
+                "the run is still starting: try again in a moment (or send the signal, "
+                "which is applied once it has started)"
+            )
+        return self.message_problem(payload)
+
+    def take_message(self, payload: MessageSignal) -> None:
+        """Queue a message `message_problem` let through; with `while_busy="interrupt"`
+        while the run works, ask it to stop the turn (it then answers the message)."""
+        assert self.state is not None
+        state, now = self.state, workflow.now()
+        interrupting = (payload.while_busy or state.agent.while_busy) == "interrupt"
+        if interrupting and working(state):
+            interrupts.ask(state, via="message", now=now)
+        loop.receive_message(state, payload.content, now=now)
+        self.woken += 1
 
     def _webhook_delivery(self, raw: RawValue) -> None:
         """How a webhook delivery of the run goes (recorded; it wakes nothing)."""
@@ -383,6 +427,23 @@ def record_wait(state: RunState, decision: Decision) -> None:
     call = next((c for c in calls if c.call_id == decision.call_id), None)
     if reply is not None and call is not None:
         metrics.approval_wait(state.agent.name, call.tool, decision.at - reply.at)
+
+
+def working(state: RunState) -> bool:
+    """The run works on a turn (a model call, tools, approvals, a pause mid-turn): it is
+    not waiting for the user's next message, and has not ended."""
+    if state.status.is_final:
+        return False
+    if state.queued_messages or state.interrupt is not None:
+        return True
+    return not isinstance(loop.next_step(state, honour_pause=False), loop.AwaitInput)
+
+
+def interrupt_problem(state: RunState | None) -> str | None:
+    """Why the `interrupt` update is refused (None: it is taken)."""
+    if state is None:
+        return "the run is still starting: there is no turn to stop yet"
+    return interrupts.problem(state, working=working(state))
 
 
 def pause_refusal(state: RunState | None, payload: PauseSignal | ResumeSignal) -> str | None:

@@ -18,6 +18,7 @@ from durable_agents.workflows import (
     definitions,
     guardrails,
     handoffs,
+    interrupts,
     mcp_tools,
     output,
     settings,
@@ -178,6 +179,10 @@ def _is_fresh_fork(snapshot: RunState) -> bool:
 
 # --- deciding what comes next -----------------------------------------------------
 
+_HALTED = {False: RunStatus.INTERRUPTED, True: RunStatus.COMPLETED}
+"""How a run stopped by the `interrupt` update ends: `interrupted`, or completed if it
+was a session ended since."""
+
 
 def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
     """What the run must do next, given only its state (`honour_pause=False`: what it
@@ -186,6 +191,9 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
         return Finish(state.status)
     if state.paused is not None and honour_pause:  # nothing new starts meanwhile
         return AwaitResume()
+    if interrupts.halted(state):  # stopped by the `interrupt` update: a message goes on
+        ended = state.end_reason is not None and not state.session
+        return AwaitInput() if state.session else Finish(_HALTED[ended])
     redefine = definitions.due(state)
     if redefine is not None and not guardrails.output_due(state):
         return Redefine(redefine)

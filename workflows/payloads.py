@@ -17,6 +17,7 @@ from durable_agents.workflows.state import (
     ApprovalCondition,
     Attachment,
     Decision,
+    Interruption,
     Item,
     ModelAPIName,
     ModelSettings,
@@ -197,9 +198,25 @@ def parse_time(text: str) -> datetime:
 
 
 class MessageSignal(_Payload):
-    """Payload of the `send_message` signal: the user's next message in a session."""
+    """Payload of the `send_message` signal and update: the user's next message in a
+    session, and what it does if the run is working on a turn."""
 
     content: str
+    while_busy: Literal["queue", "interrupt", "reject"] | None = None
+    """`queue`: delivered once the turn's tool calls are answered; `interrupt`: the
+    model call and tools under way are stopped, the calls without a result answered as
+    interrupted, and the run answers this message; `reject`: refused. None: the agent's
+    `while_busy` (itself `queue` by default)."""
+
+
+class InterruptInput(_Payload):
+    """Payload of the `interrupt` update: who stops the current turn, and why (both
+    optional)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    by: str | None = Field(None, min_length=1, max_length=200)
+    reason: str | None = Field(None, max_length=2_000)
 
 
 class EndSessionSignal(_Payload):
@@ -325,6 +342,18 @@ class StatusView(_Answer):
     """A digest of the agent definition the run uses (`definitions.digest`), frozen when it
     started: a worker's current one (`agentctl tools AGENT`) differs once the agent
     changed."""
+
+
+class InterruptResult(_Answer):
+    """Result of the `interrupt` update."""
+
+    status: StatusView
+    """The run's status once the turn stopped (a session waits for input; another run
+    has ended `interrupted`)."""
+    interruption: Interruption | None = None
+    """What was stopped: the model call cut, the calls answered as interrupted. None:
+    the run continued as new first, and applies it in its next workflow run (its state's
+    `interruptions` will say)."""
 
 
 class PendingApproval(_Answer):

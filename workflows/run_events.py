@@ -66,10 +66,13 @@ def due(state: RunState, *, now: datetime, first_seq: int | None = None) -> list
     found: list[dict[str, Any]] = []
     pending = {p.call_id: p for p in decisions.pending_approvals(state)}
     made = decisions.decided(state)
+    withdrawn = {c.call_id: c.note for r in state.interruptions for c in r.calls}
     for call_id in notices.pending:
         decision = made.get(call_id)
         if call_id not in pending and decision is not None:
             found.append(_decided(state, decision))
+        elif call_id not in pending and call_id in withdrawn:  # interrupted: answered
+            found.append(_withdrawn(state, call_id, withdrawn[call_id]))
         elif call_id not in pending and state.status.is_final:  # it can be decided no more
             found.append(_closed(state, call_id))
     deadlines = {c.call_id: d for c, d in decisions.deadlines(state)}
@@ -292,6 +295,12 @@ def _closed(state: RunState, call_id: str) -> dict[str, Any]:
         "reason": f"the run ended ({state.status.value}) before a decision",
         "via": "run_ended",
     }
+
+
+def _withdrawn(state: RunState, call_id: str, note: str) -> dict[str, Any]:
+    """A call that waited for a decision, withdrawn by an interrupt (`interrupts.settle`)."""
+    closed = _closed(state, call_id)
+    return closed | {"reason": note[:500], "via": "interrupted"}
 
 
 def _finished(state: RunState) -> dict[str, Any]:

@@ -181,6 +181,9 @@ class ToolResult(_Model):
     )
     """Images the tool returned (`content` says what each is); written only when there
     are some."""
+    interrupted: bool = Field(False, exclude_if=lambda interrupted: not interrupted)
+    """The call got no result of its own: the turn was interrupted (a new message, the
+    `interrupt` update) or its outcome was lost; `content` says what is known."""
 
 
 class Decision(_Model):

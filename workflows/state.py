@@ -57,6 +57,13 @@ from durable_agents.workflows.audit import (
     ToolListing,
     WebhookDelivery,
 )
+from durable_agents.workflows.interrupt_models import (
+    INTERRUPTIONS_KEPT,
+    InterruptedCall,
+    Interruption,
+    PendingInterrupt,
+    WhileBusy,
+)
 from durable_agents.workflows.run_items import (
     BUDGET_TOOL,
     IMAGE_TYPES,
@@ -87,6 +94,7 @@ __all__ = [
     "EVENT_TYPES",
     "IMAGE_TYPES",
     "IMPORT_ENTRIES_KEPT",
+    "INTERRUPTIONS_KEPT",
     "LISTINGS_KEPT",
     "MAX_ATTACHMENTS",
     "MAX_ATTACHMENT_BYTES",
@@ -122,6 +130,8 @@ __all__ = [
     "Handoff",
     "ImportRecord",
     "ImportedDecision",
+    "InterruptedCall",
+    "Interruption",
     "Item",
     "MCPServer",
     "MCPToolsLeft",
@@ -132,6 +142,7 @@ __all__ = [
     "OutputSpec",
     "Pause",
     "PauseEvent",
+    "PendingInterrupt",
     "ReasoningItem",
     "Redefinition",
     "RefusedSignal",
@@ -154,6 +165,7 @@ __all__ = [
     "UserMessage",
     "WebhookDelivery",
     "WebhookSubscription",
+    "WhileBusy",
 ]
 
 
@@ -192,6 +204,8 @@ class RunStatus(StrEnum):
     """The next model call could have passed the run's token budget."""
     PAUSED = "paused"
     """An operator paused the run: no new model, tool or guardrail call starts."""
+    INTERRUPTED = "interrupted"
+    """The `interrupt` update stopped the turn of a run that is not a session."""
 
     @property
     def is_final(self) -> bool:
@@ -207,6 +221,7 @@ _FINAL = {
     RunStatus.OUTPUT_INVALID,
     RunStatus.GUARDRAIL_TRIPPED,
     RunStatus.BUDGET_EXCEEDED,
+    RunStatus.INTERRUPTED,
 }
 
 
@@ -480,6 +495,13 @@ class RunState(_Model):
     """(A snapshot) the unfinished children of its open agent calls, each resumed with
     the caller (`AgentClient.export` writes them); a run drops one once it has resumed
     it."""
+    interrupt: PendingInterrupt | None = Field(None, exclude_if=lambda i: i is None)
+    """An interrupt asked and not applied yet (`workflows.interrupts`)."""
+    interruptions: list[Interruption] = Field(
+        [], max_length=INTERRUPTIONS_KEPT, exclude_if=lambda i: not i
+    )
+    """The turns interrupted, the newest `INTERRUPTIONS_KEPT`: who asked, what was cut,
+    the calls answered as interrupted (withdrawn approvals among them)."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -16,7 +16,13 @@ from typing import Any
 
 from durable_agents.workflows import argument_view, details, handoffs
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall, UserMessage
+from durable_agents.workflows.state import (
+    AssistantMessage,
+    Interruption,
+    RunState,
+    ToolCall,
+    UserMessage,
+)
 
 PREVIEW = 200
 """The most characters of text an event carries (a preview, with `…` when cut)."""
@@ -112,6 +118,22 @@ def child_started(call: ToolCall, agent: str, child_run_id: str) -> dict[str, An
 
 def continued_as_new(state: RunState) -> dict[str, Any]:
     return {"type": "continued_as_new", "turn": state.turn}
+
+
+def interrupted(state: RunState, record: Interruption) -> dict[str, Any]:
+    """The turn was stopped: the model call cut, the calls answered as interrupted."""
+    return {
+        "type": "interrupted",
+        "via": record.via,
+        "by": record.by,
+        "reason": preview(record.reason) if record.reason else None,
+        "turn": record.turn,
+        "model_call": record.model_call,
+        "calls": [
+            {"call_id": c.call_id, "tool": c.tool, "was": c.was, "note": preview(c.note)}
+            for c in record.calls
+        ],
+    }
 
 
 def iso(moment: datetime) -> str:

@@ -18,10 +18,12 @@ with workflow.unsafe.imports_passed_through():
         agent_calls,
         handoffs,
         inbox,
+        interrupts,
         loop,
         mcp_tools,
         run_start,
         run_tree,
+        steering,
         step_events,
     )
     from durable_agents.workflows.payloads import ToolOutcome
@@ -48,13 +50,46 @@ class ToolBatch:
         self._tree = tree
         self._emit = emit
         self._fail = fail
+        self._running: dict[str, ToolCall] = {}
+        """The calls of the batch under way that have started, by call id."""
+        self._ended: dict[str, ToolOutcome] = {}
+        """Their outcomes that came before an interrupt stopped the batch."""
+        self._late: dict[str, ToolOutcome] = {}
+        """Outcomes that came after (the call did not stop in time)."""
+        self._cut = False
 
     async def run(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         """The outcomes of `calls`, and of the calls of the same reply approved while
         they run (each started as its decision comes), in the reply's order; the images
-        they bring within the run's room, together."""
-        outcomes = await self._run_batch(state, calls)
-        return mcp_tools.within_image_room(state, outcomes)
+        they bring within the run's room, together. An interrupt stops the calls still
+        running (`workflows.steering`): the outcomes that came before it are kept, and
+        what is known of the others is noted for `interrupts.settle`."""
+        self._running, self._ended, self._late, self._cut = {}, {}, {}, False
+        done = await steering.unless_interrupted(
+            state, self._run_batch(state, calls), cutting=self._cutting
+        )
+        if isinstance(done, list):
+            return mcp_tools.within_image_room(state, done)
+        pending = state.interrupt
+        if pending is not None:
+            for call in self._running.values():
+                if call.call_id in self._ended:
+                    continue
+                late = self._late.get(call.call_id)
+                child = agent_calls.child_id(state.run_id, call.call_id)
+                below = child if agent_calls.target(state, call) is not None else None
+                if below is not None and late is not None and late.is_error:
+                    late = None  # the child's end as the cancel made it (a cancelled run)
+                pending.notes[call.call_id] = interrupts.stopped_note(
+                    pending, state.agent.tool(call.tool), late, below
+                )
+        reply = loop.last_reply(state)
+        order = {c.call_id: n for n, c in enumerate(reply.tool_calls if reply else [])}
+        kept = sorted(self._ended.values(), key=lambda o: order.get(o.call_id, len(order)))
+        return mcp_tools.within_image_room(state, kept)
+
+    def _cutting(self) -> None:
+        self._cut = True
 
     async def _run_batch(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         reply = loop.last_reply(state)
@@ -100,7 +135,7 @@ class ToolBatch:
     def _decided_meanwhile(self, state: RunState, started: set[str]) -> tuple[ToolCall, ...]:
         """The calls of the reply approved since the batch began, to start now (none
         while the run is paused: nothing new starts then)."""
-        if state.paused is not None:
+        if state.paused is not None or state.interrupt is not None:
             return ()
         waiting = [c for c in loop.unanswered_calls(state) if c.call_id not in started]
         return tuple(loop.runnable_calls(state, waiting))
@@ -109,6 +144,7 @@ class ToolBatch:
         self, state: RunState, call: ToolCall, chosen: ToolCall | None, made: list[str]
     ) -> ToolOutcome:
         self._emit(state, step_events.tool_started(state, call))
+        self._running[call.call_id] = call
         to_agent = handoffs.target(state, call)
         sub_agent = agent_calls.target(state, call)
         if to_agent is not None:
@@ -117,6 +153,7 @@ class ToolBatch:
             outcome = await self._tree.run_agent(state, call, sub_agent, made, self._fail)
         else:
             outcome = await activity_calls.run_tool(state, call)
+        (self._late if self._cut else self._ended)[call.call_id] = outcome
         self._emit(state, step_events.tool_finished(call, outcome))
         return outcome
 

@@ -55,6 +55,7 @@ from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
+from tests.support.steer_agents import STEER_AGENTS
 from tests.support.webhook_receiver import WebhookReceiver
 
 CANCEL = "(cancel the run)"
@@ -285,7 +286,7 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
         registry.add(frontdesk)  # helpdesk's MCP tools and a handoff to backoffice
         registry.add(backoffice)
         registry.add(placed)  # a tool on a task queue of its own
-        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS]:
+        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
@@ -444,6 +445,45 @@ async def record_tree(
         await _save_child(client, name, handle, "c1")
 
 
+async def record_interrupted(client: Client, name: str) -> None:
+    """Issue 48 (steering): a session whose reply runs a slow tool beside a call waiting
+    for approval gets a message sent with `while_busy="interrupt"`: the tool is
+    cancelled, the approval withdrawn, both answered as interrupted, the message
+    answered; then the `interrupt` update cuts a model call and the session waits."""
+    from tests.support import steer_agents
+
+    script = [
+        Reply(
+            tool_calls=(
+                Call("hold", {"key": "k1"}, "h1"),
+                Call("send_email", {"to": "ann", "body": "hi"}, "e1"),
+            )
+        ),
+        Reply("stopped"),
+        Reply("too slow", delay_seconds=30),
+    ]
+    steer_agents.reset()
+    async with _serving(client, name, script) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="steerable", input="go", session=True),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        await steer_agents.started("k1")
+        stop = MessageSignal(content="stop that", while_busy="interrupt")
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, stop)
+        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != "awaiting_input":
+            await asyncio.sleep(0.1)
+        await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="think hard"))
+        while (await handle.describe()).raw_description.pending_activities == []:
+            await asyncio.sleep(0.05)
+        await handle.execute_update(contract.UPDATE_INTERRUPT, {"by": "oncall"})
+        await handle.signal(contract.SIGNAL_END_SESSION, EndSessionSignal())
+        await handle.result()
+        await _save(client, name, handle)
+
+
 async def record_query_race(client: Client, name: str) -> None:
     """v53 (patches-asked-at-start): the v52 run, its worker stopped while the model
     call runs and a query sent while the next workflow task waits; a worker answers
@@ -511,7 +551,8 @@ KEPT = (
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), the query race around a local tool
-(`query_race`) and a signed start with signed decisions (`signed_start`)."""
+(`query_race`), a session steered while it works (`interrupted`) and a signed start with
+signed decisions (`signed_start`)."""
 
 
 async def main() -> None:
@@ -530,6 +571,8 @@ async def main() -> None:
             await record_tree(env.client, "tree_approvals")
         if not _recorded("query_race"):
             await record_query_race(env.client, "query_race")
+        if not _recorded("interrupted"):
+            await record_interrupted(env.client, "interrupted")
         if not _recorded("signed_start"):
             await record_signed_start(env.client, "signed_start")
     finally:

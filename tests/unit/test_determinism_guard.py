@@ -78,6 +78,7 @@ PURE = [
         "store_gc_workflow",
         "event_stream",
         "patches",
+        "steering",
     }
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
