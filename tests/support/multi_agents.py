@@ -165,9 +165,27 @@ topper = Agent(
     tools=[middle.as_tool()],
 )
 """A budget over two levels: what the counter uses counts against the topper's."""
+scout = Agent(name="scout", instructions="You dig.", model="scout-model", tools=[notify])
+"""Asks for approval at each step: it runs as long as a test wants."""
+coordinator = Agent(
+    name="coordinator",
+    instructions="You coordinate agents working in the background.",
+    model="coord-model",
+    tools=[scout.as_tool(wait=False), researcher.as_tool(name="research_bg", wait=False)],
+    max_turns=6,
+)
+relay = Agent(
+    name="relay",
+    instructions="You coordinate, continuing as new after each turn.",
+    model="relay-model",
+    tools=[scout.as_tool(wait=False)],
+    turns_per_workflow_run=1,
+    max_turns=6,
+)
 AGENT_TOOL_AGENTS = [
     *(lead, researcher, mailer, analyst, director),
     *(counter, budgeted, vault, strict, middle, topper),
+    *(scout, coordinator, relay),
 ]
 
 
