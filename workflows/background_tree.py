@@ -142,18 +142,25 @@ class BackgroundRuns:
         return True
 
     def take_signal(self, state: RunState, args: Sequence[RawValue]) -> None:
-        """The `sub_run_finished` signal; what cannot be taken is recorded as refused."""
+        """The `sub_run_finished` signal, the gate's verdict last (a worker's interceptor
+        adds it: `durable_agents.gate_interceptor`); what cannot be taken is recorded as
+        refused."""
+        *args, said = args or [raw_payloads.NONE]
+        verdict = raw_payloads.as_json(said)
+        given = verdict if isinstance(verdict, dict) else {}
         raw = args[0] if args else raw_payloads.NONE
-        if len(args) != 1:
-            why: str | None = f"{len(args)} arguments; the signal takes one payload"
+        if given.get(contract.STREAM_VERDICT) not in ("taken", "unchecked"):
+            why: str | None = str(given.get("why", "the gate did not check it"))
+        elif len(args) != 1:
+            why = f"{len(args)} arguments; the signal takes one payload"
         else:
             end = raw_payloads.decode(raw, SubRunFinished)
             if isinstance(end, str):
                 why = end
-            elif not self.take_end(state, end):
-                why = f"{end.run_id[:200]!r} is not a run this run has running in the background"
+            elif self.take_end(state, end) or background.find(state, end.run_id) is not None:
+                why = None  # taken, or its end came already (as Temporal told it)
             else:
-                why = None
+                why = f"{end.run_id[:200]!r} is not a run this run started in the background"
         if why is not None:
             self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_FINISHED, raw, why)
 
