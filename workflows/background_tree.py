@@ -188,8 +188,10 @@ class BackgroundRuns:
             else:
                 await handle.cancel()
                 text = f"Run {entry.run_id} is asked to stop; its end comes to you as a message."
-        except Exception as err:  # it ended meanwhile
+        except Exception as err:  # it has ended without telling (terminated, say)
             text = f"Run {entry.run_id} could not be reached: {err}"
+            gone = SubRunFinished(run_id=entry.run_id, status=RunStatus.FAILED, error=text)
+            self.take_end(state, gone)  # it is counted as ended: nothing waits for it
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
         return ToolOutcome(call_id=call.call_id, content=text)
 
