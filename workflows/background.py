@@ -226,8 +226,10 @@ def take_end(state: RunState, end: SubRunFinished, *, now: datetime) -> str | No
         return None
     entry.status, entry.finished_at = end.status, now
     if entry.share is not None:
-        used = end.usage.plus(end.sub_run_usage) if end.sub_run_usage else end.usage
-        agent_calls.count_spent(state, used, entry.share)
+        used = end.usage
+        if used is not None and end.sub_run_usage is not None:
+            used = used.plus(end.sub_run_usage)
+        agent_calls.count_spent(state, used, entry.share)  # None: its whole share
         entry.share = None
     tree_approvals.forget(state, entry.run_id)
     return message(entry, end)

@@ -386,7 +386,8 @@ class SubRunFinished(_Payload):
     status: RunStatus
     final_output: str | None = Field(None, max_length=1_000_000)
     error: str | None = Field(None, max_length=4_000)
-    usage: Usage = Usage()
+    usage: Usage | None = None
+    """What it used itself; None: not known (its caller counts its whole budget share)."""
     sub_run_usage: Usage | None = None
 
 
