@@ -150,6 +150,11 @@ async def _closed_is(team, run_id: str, status: WorkflowExecutionStatus) -> bool
     return await _closed(team, run_id) is status
 
 
+async def _pending_count(client: AgentClient, run_id: str, count: int) -> bool:
+    view = await client.status(run_id)
+    return view.pending_approvals == count and view.status is RunStatus.AWAITING_INPUT
+
+
 async def _replied(client: AgentClient, run_id: str, text: str) -> bool:
     state = await client.state(run_id)
     return any(getattr(i, "content", None) == text for i in state.items)
@@ -257,6 +262,36 @@ async def test_cancelling_the_root_stops_its_background_child(team, model_server
         "the child cancelled",
     )
     assert NOTICES == []
+
+
+async def test_pausing_the_root_pauses_its_background_child_and_resuming_resumes_it(
+    team, model_server
+):
+    model_server.responder = by_model(
+        {
+            "coord-model": [
+                Reply(tool_calls=(Call("scout", {"input": "dig"}, "c1"),)),
+                Reply(content="Digging."),
+            ],
+            "scout-model": [Reply(tool_calls=(Call("notify", {"to": "x", "text": "y"}, "n1"),))],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("coordinator", "go", session=True)).id
+    child = f"{run_id}/c1"
+    await wait_for_status(team.client.get_workflow_handle(child), RunStatus.AWAITING_APPROVAL)
+    # a session waits for its user; the call waiting below it counts on it
+    await _until(lambda: _pending_count(client, run_id, 1), "the child's call shown")
+    await client.pause(run_id, reason="audit")
+
+    async def child_paused(paused: bool) -> bool:
+        return (await client.status(child)).paused is paused
+
+    await _until(lambda: child_paused(True), "the background child paused")
+    assert (await client.state(child)).paused.reason == "audit"
+    await client.unpause(run_id)
+    await _until(lambda: child_paused(False), "the background child resumed")
+    await client.cancel(run_id)
 
 
 async def test_a_snapshot_of_the_tree_resumes_the_running_background_child(team, model_server):

@@ -163,3 +163,30 @@ def test_records_are_bounded_by_dropping_ended_ones_first():
     assert len(state.background_runs) == 32
     assert [b.call_id for b in background.running(state)] == [f"c{n}" for n in range(35, 40)]
     assert state.background_runs[0].call_id == "c8"
+
+
+def test_a_fork_keeps_the_runs_started_before_its_turn_running_if_they_ended_after_it():
+    from durable_agents.workflows.snapshot import fork
+    from durable_agents.workflows.state import ToolResult, UserMessage
+
+    state = state_of()
+
+    def reply(turn: int, call_id: str | None, seconds: int) -> None:
+        calls = [ToolCall(call_id=call_id, tool="scout", arguments='{"input": "dig"}')]
+        at = NOW + timedelta(seconds=seconds)
+        state.items.append(AssistantMessage(turn=turn, tool_calls=calls, at=at))
+        state.items.append(ToolResult(call_id=call_id, content="started"))
+        state.turn = turn
+
+    reply(1, "c1", 1)
+    started(state, "c1")
+    reply(2, "c2", 2)
+    started(state, "c2")
+    state.items.append(AssistantMessage(turn=3, content="both run", at=NOW + timedelta(seconds=3)))
+    state.turn = 3
+    end = SubRunFinished(run_id="coord-1/c1", status=RunStatus.COMPLETED, final_output="x")
+    background.take_end(state, end, now=NOW + timedelta(seconds=4))
+    state.items.append(UserMessage(content="[end of c1]"))
+    forked = fork(state, at_turn=1)
+    assert [(b.call_id, b.running) for b in forked.background_runs] == [("c1", True)]
+    assert [(b.call_id, b.running) for b in state.background_runs] == [("c1", False), ("c2", True)]
