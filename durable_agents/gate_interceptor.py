@@ -49,7 +49,7 @@ from temporalio.worker import (
 from durable_agents import gate, stream_gate
 from durable_agents.gate import GateKeys
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import SubRunFinished
+from durable_agents.workflows.payloads import SubRunFinished, SubRunReport
 
 GATED = frozenset(
     {
@@ -277,9 +277,9 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
         """A publish signal reaches the run with the gate's verdict on its batch as its
         last argument (`durable_agents.stream_gate`); so does a background child's end
         (`sub_run_finished`), on its header's tag."""
-        if input.signal == contract.SIGNAL_SUB_RUN_FINISHED and len(input.args) == 2:
+        if input.signal in _FROM_BELOW and len(input.args) == 2:
             name, sent = input.args
-            said = _end_verdict(self.keys, sent, input.headers)
+            said = _below_verdict(self.keys, input.signal, sent, input.headers)
             input = HandleSignalInput(
                 signal=input.signal, args=[name, [*sent, said]], headers=input.headers
             )
@@ -335,26 +335,37 @@ def _not_its_runs(keys: GateKeys, info: workflow.Info, input: ExecuteWorkflowInp
     return gate.check(keys, given, fields) or _late(at, info.workflow_start_time)
 
 
-def _end_fields(namespace: str, sender: str, receiver: str, args: Sequence[Any]) -> list[str]:
-    return ["sub_run_finished", namespace, sender, receiver, gate.digest(args)]
+_FROM_BELOW: dict[str, type[SubRunFinished] | type[SubRunReport]] = {
+    contract.SIGNAL_SUB_RUN_FINISHED: SubRunFinished,
+    contract.SIGNAL_SUB_RUN_REPORT: SubRunReport,
+}
+"""Signals a run sends the run above it, tagged: its end (taken only tagged) and its
+reports (whose progress, what the caller's model may read, is taken only tagged)."""
 
 
-def _end_verdict(
-    keys: GateKeys | None, sent: Sequence[RawValue], headers: Mapping[str, Payload]
+def _below_fields(
+    signal: str, namespace: str, sender: str, receiver: str, args: Sequence[Any]
+) -> list[str]:
+    return [signal, namespace, sender, receiver, gate.digest(args)]
+
+
+def _below_verdict(
+    keys: GateKeys | None, signal: str, sent: Sequence[RawValue], headers: Mapping[str, Payload]
 ) -> RawValue:
-    """The gate's verdict on a `sub_run_finished` signal: sent by the workflow code of our
-    workers from the run it names (its tag binds that run, this one and the payload)."""
+    """The gate's verdict on a signal from a run below (`_FROM_BELOW`): sent by the
+    workflow code of our workers from the run it names (its tag binds that run, this one
+    and the payload)."""
     if keys is None:
         return _verdict({contract.STREAM_VERDICT: "unchecked"})
     if len(sent) != 1:
         return _verdict({contract.STREAM_VERDICT: "refused", "why": "not one payload"})
     try:
-        end = SubRunFinished.model_validate_json(sent[0].payload.data)
+        body = _FROM_BELOW[signal].model_validate_json(sent[0].payload.data)
     except ValueError:
-        why = "not a sub_run_finished payload"
+        why = f"not a {signal} payload"
         return _verdict({contract.STREAM_VERDICT: "refused", "why": why})
     info = workflow.info()
-    fields = _end_fields(info.namespace, end.run_id, info.workflow_id, [end])
+    fields = _below_fields(signal, info.namespace, body.run_id, info.workflow_id, [body])
     problem = gate.check(keys, _header_tag(headers), fields)
     if problem is None:
         return _verdict({contract.STREAM_VERDICT: "taken"})
@@ -372,10 +383,12 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
         self.keys = keys
 
     async def signal_external_workflow(self, input: SignalExternalWorkflowInput) -> None:
-        """A background child's end to its caller carries the workers' tag."""
-        if input.signal == contract.SIGNAL_SUB_RUN_FINISHED and self.keys is not None:
+        """A run's end and reports to the run above it carry the workers' tag."""
+        if input.signal in _FROM_BELOW and self.keys is not None:
             info, at = workflow.info(), _task_began()
-            fields = _end_fields(info.namespace, info.workflow_id, input.workflow_id, input.args)
+            fields = _below_fields(
+                input.signal, info.namespace, info.workflow_id, input.workflow_id, input.args
+            )
             input.headers = {**input.headers, gate.HEADER: _header(self._tag(fields, at))}
         return await self.next.signal_external_workflow(input)
 

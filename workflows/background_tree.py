@@ -42,6 +42,21 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.state import RunState, RunStatus, ToolCall
 
 
+def gate_taken(said: RawValue) -> bool:
+    """The gate's verdict, appended by the workers' interceptor to a signal from a run
+    below (`durable_agents.gate_interceptor`), says it was sent by one of our runs (or,
+    on a replayer without keys, was not checked)."""
+    verdict = raw_payloads.as_json(said)
+    given = verdict if isinstance(verdict, dict) else {}
+    return given.get(contract.STREAM_VERDICT) in ("taken", "unchecked")
+
+
+def gate_refusal(said: RawValue) -> str:
+    verdict = raw_payloads.as_json(said)
+    given = verdict if isinstance(verdict, dict) else {}
+    return str(given.get("why", "the gate did not check it"))[:2_000]
+
+
 class BackgroundRuns:
     """A run's agents in the background (and, a run started in the background, its
     report of its end to its caller)."""
@@ -146,11 +161,9 @@ class BackgroundRuns:
         adds it: `durable_agents.gate_interceptor`); what cannot be taken is recorded as
         refused."""
         *args, said = args or [raw_payloads.NONE]
-        verdict = raw_payloads.as_json(said)
-        given = verdict if isinstance(verdict, dict) else {}
         raw = args[0] if args else raw_payloads.NONE
-        if given.get(contract.STREAM_VERDICT) not in ("taken", "unchecked"):
-            why: str | None = str(given.get("why", "the gate did not check it"))
+        if not gate_taken(said):
+            why: str | None = gate_refusal(said)
         elif len(args) != 1:
             why = f"{len(args)} arguments; the signal takes one payload"
         else:

@@ -194,13 +194,18 @@ class RunTree:
     async def take_signal(self, state: RunState, name: str, args: Sequence[RawValue]) -> bool:
         """Take a signal of the tree protocol, or pass a decision for a call of a run
         below this one down to it; False: the inbox takes the signal."""
-        raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_SUB_RUN_FINISHED:
             self.background.take_signal(state, args)
             return True
-        if name == contract.SIGNAL_SUB_RUN_REPORT and raw is not None:
-            self._take_report(state, raw)
+        if name == contract.SIGNAL_SUB_RUN_REPORT:  # the gate's verdict last
+            *sent, said = args or [raw_payloads.NONE]
+            if len(sent) != 1:
+                why = f"{len(sent)} arguments; the signal takes one payload"
+                self._inbox.refuse_signal(name, sent[0] if sent else raw_payloads.NONE, why)
+            else:
+                self._take_report(state, sent[0], tagged=background_tree.gate_taken(said))
             return True
+        raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
             await self._take_forwarded(state, raw)
             return True
@@ -225,7 +230,7 @@ class RunTree:
             self._inbox.refuse_signal(name, raw, why)
         return True
 
-    def _take_report(self, state: RunState, raw: RawValue) -> None:
+    def _take_report(self, state: RunState, raw: RawValue, *, tagged: bool) -> None:
         """A child's report: its pending calls replace those it reported before; its
         answers go to the decisions passed down to it that wait for them. A report that
         cannot be taken changes nothing and is recorded as refused."""
@@ -241,7 +246,9 @@ class RunTree:
         if why is not None or isinstance(report, str):
             self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "refused")
             return
-        background.take_progress(state, report.run_id, report.progress, len(report.pending))
+        # what its progress says reaches the model: taken only from our workers' runs
+        progress = report.progress if tagged else None
+        background.take_progress(state, report.run_id, progress, len(report.pending))
         for answer in report.answers:
             waiting = self._passed_down.get(answer.ref)
             if waiting is not None and waiting[0] == report.run_id and waiting[1] is None:
