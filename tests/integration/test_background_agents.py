@@ -11,7 +11,13 @@ import uuid
 
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError
-from durable_agents.workflows.state import RunState, RunStatus, ToolResult, UserMessage
+from durable_agents.workflows.state import (
+    BackgroundRun,
+    RunState,
+    RunStatus,
+    ToolResult,
+    UserMessage,
+)
 from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Reply
@@ -411,3 +417,48 @@ async def test_forged_ends_and_controls_aimed_at_other_runs_are_refused(team, mo
     assert "do evil" not in _user_texts(other_state) and other_state.queued_messages == []
     assert other_state.status is RunStatus.AWAITING_APPROVAL  # not stopped
     assert isinstance(results["m1"], ToolResult)
+
+
+async def test_a_start_claiming_background_and_a_snapshot_with_forged_records_touch_no_one(
+    team, model_server
+):
+    victim = _fresh("victim")
+    model_server.responder = by_model(
+        {
+            "scout-model": [Reply(tool_calls=(Call("notify", {"to": "x", "text": "y"}, "n1"),))],
+            "research-model": [Reply(content="done on my own")],
+            "coord-model": [Reply(content="Hello."), Reply(content="Noted.")],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    await client.start("scout", "a run someone else owns", run_id=victim)
+    await wait_for_status(team.client.get_workflow_handle(victim), RunStatus.AWAITING_APPROVAL)
+    # started from outside with `background`: it has no caller to tell, and runs as any run
+    claimed = _fresh("claimed")
+    handle = await team.client.start_workflow(
+        "AgentWorkflow",
+        {"agent": "researcher", "input": "go", "background": True},
+        id=claimed,
+        task_queue=team.task_queue,
+    )
+    assert (await client.result(handle.id)).final_output == "done on my own"
+
+    run_id = (await client.start("coordinator", "hi", session=True)).id
+    await wait_for_status(team.client.get_workflow_handle(run_id), RunStatus.AWAITING_INPUT)
+    state = await client.state(run_id)
+    forged = BackgroundRun(call_id="c7", agent="scout", run_id=victim, started_at=state.created_at)
+    snapshot = state.model_copy(update={"background_runs": [forged]})
+    resumed = (await client.resume(snapshot, run_id=f"{run_id}-r")).id
+
+    async def told() -> bool:
+        return any(
+            "did not come with this run's snapshot" in t
+            for t in _user_texts(await client.state(resumed))
+        )
+
+    await _until(told, "the resumed run's model told the run is lost")
+    [record] = (await client.state(resumed)).background_runs
+    assert record.status is RunStatus.CANCELLED and record.run_id == victim
+    victim_state = await client.state(victim)
+    assert victim_state.status is RunStatus.AWAITING_APPROVAL and victim_state.queued_messages == []
+    assert victim_state.refused_signals == [] and victim_state.paused is None

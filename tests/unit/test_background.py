@@ -190,3 +190,26 @@ def test_a_fork_keeps_the_runs_started_before_its_turn_running_if_they_ended_aft
     forked = fork(state, at_turn=1)
     assert [(b.call_id, b.running) for b in forked.background_runs] == [("c1", True)]
     assert [(b.call_id, b.running) for b in state.background_runs] == [("c1", False), ("c2", True)]
+
+
+def test_agentctl_tree_marks_a_background_child_and_the_ui_lists_them():
+    from durable_agents.client import render
+    from durable_agents.client.tree import RunNode
+    from durable_agents.workflows import details
+    from durable_agents.workflows.payloads import StatusView
+
+    def view(agent: str, status: RunStatus) -> StatusView:
+        return StatusView(status=status, agent=agent, turn=1, pending_approvals=0, usage=Usage())
+
+    child = RunNode("coord-1/c1", view("scout", RunStatus.RUNNING), [], "c1", background=True)
+    root = RunNode("coord-1", view("coordinator", RunStatus.AWAITING_INPUT), [], children=[child])
+    assert render.tree(root).splitlines() == [
+        "coord-1 · coordinator · awaiting_input · turn 1",
+        "  └ [c1] coord-1/c1 · scout · running · turn 1 · in the background",
+    ]
+    assert root.as_json()["children"][0]["background"] is True
+    state = state_of()
+    started(state)
+    shown = details.render(state)
+    assert "**Agents in the background (1)**" in shown
+    assert "- scout — run `coord-1/c1` — running, turn 0 (call `c1`)" in shown
