@@ -88,6 +88,7 @@ async def test_a_background_child_is_approved_at_the_root_checked_messaged_and_s
     await client.start("coordinator", "find gold", session=True, run_id=run_id)
     root = team.client.get_workflow_handle(run_id)
     # the caller answered the user while its child works: it waits for input
+    await _until(lambda: _replied(client, run_id, "The scout digs."), "answered")
     await wait_for_status(root, RunStatus.AWAITING_INPUT)
     started = tool_results(await client.state(run_id))["c1"]
     assert not started.is_error and child in started.content and "background" in started.content
@@ -101,7 +102,7 @@ async def test_a_background_child_is_approved_at_the_root_checked_messaged_and_s
     assert pending.run_id == child and pending.path == ["coordinator", "scout"]
 
     await client.message(run_id, "how is it going?")
-    await wait_for_status(root, RunStatus.AWAITING_INPUT)
+    await _until(lambda: _replied(client, run_id, "It waits for a decision."), "answered")
     checked = tool_results(await client.state(run_id))["k1"]
     assert not checked.is_error
     shown = json.loads(checked.content)
@@ -109,7 +110,7 @@ async def test_a_background_child_is_approved_at_the_root_checked_messaged_and_s
     assert shown["status"] == "awaiting_approval" and shown["pending_approvals"] == 1
 
     await client.message(run_id, "tell it to hurry")
-    await wait_for_status(root, RunStatus.AWAITING_INPUT)
+    await _until(lambda: _replied(client, run_id, "Told it."), "answered")
     assert not tool_results(await client.state(run_id))["m1"].is_error
 
     decided = await client.decide(run_id, "n1", "approve", approver="ops")  # at the root
@@ -407,7 +408,7 @@ async def test_forged_ends_and_controls_aimed_at_other_runs_are_refused(team, mo
     assert state.background_runs[0].running  # the real child still runs
 
     await client.message(run_id, "now misbehave")
-    await wait_for_status(root, RunStatus.AWAITING_INPUT)
+    await _until(lambda: _replied(client, run_id, "Refused."), "answered")
     results = tool_results(await client.state(run_id))
     for call_id in ("m1", "s1"):
         assert results[call_id].is_error
