@@ -120,9 +120,9 @@ class AgentWorkflow:
         if workflow.info().parent is not None and state.depth > 0:  # called as a tool
             self._reporter = asyncio.create_task(self._tree.report_to_caller(state))
         if workflow.info().continued_run_id is None:
+            self._emit(state, step_events.run_started(state))
             if state.background_runs:  # resumed from a snapshot: its runs in the background
                 await self._tree.background.resume_children(state)
-            self._emit(state, step_events.run_started(state))
         try:
             await self._drive(state)
         except asyncio.CancelledError:
