@@ -18,7 +18,7 @@ import json
 from datetime import datetime
 from typing import Literal
 
-from durable_agents.workflows import agent_calls, tree_approvals
+from durable_agents.workflows import agent_calls, budget, tree_approvals
 from durable_agents.workflows.payloads import SubRunFinished, SubRunProgress, ToolOutcome
 from durable_agents.workflows.state import (
     BACKGROUND_RUNS_KEPT,
@@ -116,6 +116,16 @@ def started(call: ToolCall, agent: str, child: str) -> ToolOutcome:
         f"{CHECK_TOOL}, {MESSAGE_TOOL} and {STOP_TOOL} take this run id."
     )
     return ToolOutcome(call_id=call.call_id, content=text)
+
+
+def budget_share(state: RunState, reply_calls: list[str]) -> int | None:
+    """The token budget each of the reply's agent calls gets when it runs in the
+    background: what is left of the run's, split evenly between them and the run itself,
+    which goes on working meanwhile (None: the run has no token budget)."""
+    if state.token_budget is None:
+        return None
+    left = state.token_budget - budget.tokens_used(state)
+    return left // (len(reply_calls[: agent_calls.MAX_CHILDREN_PER_REPLY]) + 1)
 
 
 def refusal(state: RunState) -> str | None:

@@ -80,7 +80,7 @@ class BackgroundRuns:
         refused = agent_calls.refusal(state, call, made) or background.refusal(state)
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
-        share = agent_calls.budget_share(state, made) if state.token_budget is not None else None
+        share = background.budget_share(state, made)  # the run keeps a share: it goes on
         signed = state.start_proof is not None
         task = agent_calls.child_input(state, call, agent, token_budget=share, signed_start=signed)
         if isinstance(task, str):

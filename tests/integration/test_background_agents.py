@@ -463,3 +463,31 @@ async def test_a_start_claiming_background_and_a_snapshot_with_forged_records_to
     victim_state = await client.state(victim)
     assert victim_state.status is RunStatus.AWAITING_APPROVAL and victim_state.queued_messages == []
     assert victim_state.refused_signals == [] and victim_state.paused is None
+
+
+async def test_a_background_child_gets_a_share_of_the_budget_and_its_use_counts(team, model_server):
+    model_server.responder = by_model(
+        {
+            "saver-model": [
+                Reply(
+                    tool_calls=(Call("counter", {"input": "add 1 and 2"}, "c1"),), usage=(50, 10)
+                ),
+                Reply(content="Counting.", usage=(60, 10)),
+                Reply(content="It is 3.", usage=(70, 10)),
+            ],
+            "count-model": [
+                Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),), usage=(100, 20)),
+                Reply(content="3", usage=(100, 20)),
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("saver", "count")).id
+    assert (await client.result(run_id)).final_output == "It is 3."
+    state = await client.state(run_id)
+    child = await client.state(f"{run_id}/c1")
+    # its share: half of what was left after the caller's first call (the caller goes on)
+    assert child.token_budget == (2_000 - 60) // 2
+    assert state.sub_run_usage is not None and state.sub_run_usage.total_tokens == 240
+    assert state.background_runs[0].share is None  # counted: what it used, not its share
+    assert state.usage.total_tokens == 60 + 70 + 80

@@ -182,10 +182,20 @@ relay = Agent(
     turns_per_workflow_run=1,
     max_turns=6,
 )
+saver = Agent(
+    name="saver",
+    instructions="Count in the background, on a budget.",
+    model="saver-model",
+    token_budget=2_000,
+    model_settings=ModelSettings(max_output_tokens=100),
+    tools=[counter.as_tool(wait=False)],
+    max_turns=6,
+)
+"""Its background child gets a share of its budget, counted as used while it runs."""
 AGENT_TOOL_AGENTS = [
     *(lead, researcher, mailer, analyst, director),
     *(counter, budgeted, vault, strict, middle, topper),
-    *(scout, coordinator, relay),
+    *(scout, coordinator, relay, saver),
 ]
 
 

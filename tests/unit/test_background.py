@@ -101,6 +101,7 @@ def test_a_running_childs_share_counts_as_used_until_it_tells_what_it_used():
     child = started(state, share=400)
     assert budget.tokens_used(state) == 400  # held while it runs
     assert agent_calls.budget_share(state, ["c2"]) == 600  # later children: what is left
+    assert background.budget_share(state, ["c2"]) == 300  # in the background: the run's too
     end = SubRunFinished(
         run_id=child, status=RunStatus.COMPLETED, final_output="gold", usage=Usage(total_tokens=90)
     )
