@@ -214,3 +214,33 @@ def test_agentctl_tree_marks_a_background_child_and_the_ui_lists_them():
     shown = details.render(state)
     assert "**Agents in the background (1)**" in shown
     assert "- scout — run `coord-1/c1` — running, turn 0 (call `c1`)" in shown
+
+
+def test_agentctl_watch_prints_a_childs_start_and_end():
+    from durable_agents.client.render_events import line
+
+    at = "2026-12-07T09:00:05Z"
+    started_event = {
+        "seq": 4,
+        "at": at,
+        "type": "child_started",
+        "call_id": "c1",
+        "child_agent": "scout",
+        "child_run_id": "coord-1/c1",
+        "background": True,
+    }
+    assert (
+        line(started_event) == "09:00:05 #4 scout started in the background as run coord-1/c1 [c1]"
+    )
+    ended = {
+        "seq": 9,
+        "at": at,
+        "type": "child_finished",
+        "child_agent": "scout\x1b[2J",
+        "child_run_id": "coord-1/c1",
+        "status": "failed",
+        "reason": "model down",
+    }
+    assert line(ended) == (
+        '09:00:05 #9 scout\\u{1b}[2J in the background ended failed (run coord-1/c1): "model down"'
+    )
