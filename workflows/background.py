@@ -9,7 +9,7 @@ workflow runs) where it is (`SubRunReport.progress`) and how it ended
 caller's model gets three tools to operate its background runs (`CONTROL_TOOLS`):
 check one, send one a message, stop one. A run with background children does not
 finish while they run: a session waits for input as usual, a single run waits for
-them and answers once more with their results (`waits_for_children`).
+them and answers once more with their results (`loop.next_step`: `AwaitChildren`).
 """
 
 from __future__ import annotations
@@ -77,17 +77,6 @@ def running(state: RunState) -> list[BackgroundRun]:
 
 def running_ids(state: RunState) -> set[str]:
     return {b.run_id for b in running(state)}
-
-
-def waits_for_children(state: RunState) -> bool:
-    """A run that would finish now waits instead: its background runs still run."""
-    return bool(running(state))
-
-
-def reserved(state: RunState) -> int:
-    """The tokens of the run's budget given to background runs still running (counted
-    as used until each tells what it used)."""
-    return sum(b.share or 0 for b in running(state))
 
 
 def find(state: RunState, run_id: str) -> BackgroundRun | None:

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         step_events,
     )
     from durable_agents.workflows.payloads import (
+        AgentInput,
         AgentResult,
         MessageSignal,
         PauseSignal,
@@ -72,6 +73,7 @@ class BackgroundRuns:
         self._emit = emit
         self._publish = publish
         self._watching: list[asyncio.Task[None]] = []
+        """What watches each child this workflow run started (kept: a task must be held)."""
 
     async def start(
         self, state: RunState, call: ToolCall, agent: str, made: list[str]
@@ -81,16 +83,24 @@ class BackgroundRuns:
         if refused is not None:
             return agent_calls.not_called(call, agent, refused)
         share = background.budget_share(state, made)  # the run keeps a share: it goes on
+        if share is not None and share < 1:
+            return agent_calls.not_called(call, agent, "this run's token budget is spent")
         signed = state.start_proof is not None
         task = agent_calls.child_input(state, call, agent, token_budget=share, signed_start=signed)
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
         child = agent_calls.child_id(state.run_id, call.call_id)
-        return await self._start(state, call, agent, task.model_copy(update={"background": True}),
-                                 child, share)  # fmt: skip
+        task = task.model_copy(update={"background": True})
+        return await self._start(state, call, agent, task, child, share)
 
     async def _start(
-        self, state: RunState, call: ToolCall, agent: str, task: Any, child: str, share: int | None
+        self,
+        state: RunState,
+        call: ToolCall,
+        agent: str,
+        task: AgentInput,
+        child: str,
+        share: int | None,
     ) -> ToolOutcome:
         try:
             handle = await workflow.start_child_workflow(

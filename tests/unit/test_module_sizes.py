@@ -8,8 +8,8 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 12_100 + 783
-"""Raised by 783 lines for agents in the background (issue 48: `background.py`,
+FOLDER_LINES = 12_100 + 782
+"""Raised by 782 lines for agents in the background (issue 48: `background.py`,
 `background_tree.py` and their hooks), from 12,100. Raised before, from 11,800, by the
 splits of issue 42: `agent_workflow.py`,
 `state.py` and `loop.py` were split into twelve modules, each with its own imports; `state.py`
