@@ -13,6 +13,7 @@ from durable_agents.activities.handoff import handoff
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
+from durable_agents.workflows import background
 from durable_agents.workflows.budget import BUDGET_FIELDS
 from durable_agents.workflows.settings import api_problem, tool_choice_problem
 from durable_agents.workflows.state import (
@@ -267,8 +268,12 @@ class Agent:
         )
 
     def all_tools(self) -> list[Tool]:
-        """Its tools, then one per handoff (`handoff`)."""
-        return [*self.tools, *map(_as_handoff, self.handoffs)]
+        """Its tools, then one per handoff (`handoff`), then, when it calls agents in the
+        background, the tools that operate them (`workflows.background`)."""
+        found = [*self.tools, *map(_as_handoff, self.handoffs)]
+        if any(t.background for t in self.tools):
+            found += _BACKGROUND_CONTROLS
+        return found
 
     def as_tool(
         self,
@@ -277,6 +282,7 @@ class Agent:
         *,
         needs_approval: bool | ApprovalPolicy = False,
         on_failure: Literal["tool_error", "fail_run"] = "tool_error",
+        wait: bool = True,
     ) -> Tool:
         """This agent as another agent's tool: a call runs it as a run of its own (a
         child workflow, its id the caller's run id and the call id), with the model's
@@ -284,9 +290,21 @@ class Agent:
         an `output_type`) is the call's result. A run that does not complete is a tool
         error the model sees, or with `on_failure="fail_run"` fails the caller too.
         Approvals it waits for show on the caller too (README: Approvals across the
-        tree)."""
+        tree).
+
+        `wait=False`: the call starts the run in the background and is answered at once
+        with its id; the caller's model gets tools to check on it, message it and stop
+        it, and its end reaches the caller as a message (docs: how-to/handoffs.md,
+        "Agents in the background"). `on_failure="fail_run"` needs `wait=True`."""
         if on_failure not in ("tool_error", "fail_run"):
             raise ValueError(f"as_tool on_failure: 'tool_error' or 'fail_run', not {on_failure!r}")
+        if not isinstance(wait, bool):
+            raise TypeError(f"as_tool wait: True or False, not {wait!r}")
+        if not wait and on_failure == "fail_run":
+            raise ValueError(
+                "as_tool: on_failure='fail_run' needs wait=True (a run in the background "
+                "ends after its call was answered: its end comes as a message)"
+            )
         return Tool(
             name=name or re.sub(r"[^A-Za-z0-9_-]", "_", self.name)[:64],
             description=description
@@ -297,6 +315,7 @@ class Agent:
             approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
             runs_agent=self.name,
             on_failure=None if on_failure == "tool_error" else on_failure,
+            background=not wait,
             target=self,
         )
 
@@ -319,6 +338,32 @@ class AgentTask(BaseModel):
 
 def _runs_as_child(**_: Any) -> None:
     raise RuntimeError("an agent called as a tool runs as a child workflow, never here")
+
+
+def _answered_by_the_run(**_: Any) -> None:
+    raise RuntimeError("the run answers the tools that operate agents in the background")
+
+
+class _BackgroundRunId(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = Field(description="The background run's id, as its start said.")
+
+
+class _BackgroundMessage(_BackgroundRunId):
+    message: str = Field(description="What to tell it.")
+
+
+_BACKGROUND_CONTROLS = [
+    Tool(
+        name=name,
+        description=text,
+        fn=_answered_by_the_run,
+        arguments=_BackgroundMessage if kind == "message" else _BackgroundRunId,
+        controls_background=kind,
+    )
+    for kind, (name, text) in background.CONTROL_TOOLS.items()
+]
+"""The tools a caller's model operates its agents in the background with."""
 
 
 def _as_handoff(target: Any) -> Tool:

@@ -108,6 +108,12 @@ class Tool:
     on_failure: Literal["tool_error", "fail_run"] | None = None
     """(`runs_agent`) a child that does not complete: a tool error its caller's model
     sees (None, `tool_error`), or the caller fails too (`fail_run`)."""
+    background: bool = False
+    """(`runs_agent`) the call starts the child and returns at once with its id; its end
+    reaches the caller as a message (`Agent.as_tool(wait=False)`)."""
+    controls_background: Literal["check", "message", "stop"] | None = None
+    """One of the tools that operate agents running in the background: the workflow
+    answers it (`workflows.background`), no activity runs `fn`. None: a tool."""
     input_filter: Literal["remove_tools"] | None = None
     """(`handoff`) what the new agent is sent of the conversation before the handoff:
     all of it (None), or all but tool calls and results (`remove_tools`)."""

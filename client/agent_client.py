@@ -55,7 +55,7 @@ from durable_agents.client.operations import (
 )
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.run import AgentRun
-from durable_agents.workflows import agent_calls, contract, details, state_pages
+from durable_agents.workflows import agent_calls, background, contract, details, state_pages
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -399,10 +399,12 @@ class AgentClient:
         if _depth > agent_calls.MAX_DEPTH:
             return state
         found = list(state.sub_runs)
-        for call_id, _ in agent_calls.open_calls(state)[: agent_calls.MAX_CHILDREN_PER_REPLY]:
+        waited = agent_calls.open_calls(state)[: agent_calls.MAX_CHILDREN_PER_REPLY]
+        children = [(c, agent_calls.child_id(state.run_id, c)) for c, _ in waited]
+        children += [(b.call_id, b.run_id) for b in background.running(state)]
+        for call_id, child_id in children:
             if call_id in kept:
                 continue
-            child_id = agent_calls.child_id(state.run_id, call_id)
             try:
                 described = await self._handle(child_id).describe()
                 if described.parent_id != state.run_id or (

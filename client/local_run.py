@@ -151,6 +151,9 @@ class _LocalIO:
     async def await_input(self, state: RunState) -> bool:
         return False  # a session waits for the user's next message: stop here
 
+    async def await_children(self, state: RunState) -> bool:
+        return False  # a local run starts no child runs: it never waits for one
+
     async def await_resume(self, state: RunState) -> bool:
         return False  # paused: stop here (unpause the state to go on)
 

@@ -150,6 +150,8 @@ def tree(node: RunNode, depth: int = 0) -> str:
     if view.current_agent and view.current_agent != view.agent:
         agent = f"{agent} → {safe(view.current_agent)}"
     parts = [safe(node.run_id), agent, view.status.value, f"turn {view.turn}"]
+    if node.background and depth:
+        parts.append("in the background")
     if node.pending:
         calls = ", ".join(f"{safe(p.call_id)} {safe(p.tool)}" for p in node.pending[:5])
         more = f" (+{len(node.pending) - 5})" if len(node.pending) > 5 else ""

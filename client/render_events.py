@@ -126,6 +126,22 @@ def _truncated(e: dict[str, Any]) -> str:
     return f"{e.get('missed')} older events were trimmed before they were read"
 
 
+def _child_started(e: dict[str, Any]) -> str:
+    how = " in the background" if e.get("background") else ""
+    return (
+        f"{_text(e.get('child_agent'))} started{how} as run {_text(e.get('child_run_id'))} "
+        f"[{_text(e.get('call_id'))}]"
+    )
+
+
+def _child_finished(e: dict[str, Any]) -> str:
+    why = f": {_quoted(e.get('reason'))}" if e.get("reason") else ""
+    return (
+        f"{_text(e.get('child_agent'))} in the background ended "
+        f"{_text(e.get('status'))} (run {_text(e.get('child_run_id'))}){why}"
+    )
+
+
 def _other(e: dict[str, Any]) -> str:
     return _text(e.get("type"))
 
@@ -143,6 +159,8 @@ _RENDERERS = {
     "paused": _paused,
     "interrupted": _interrupted,
     "resumed": lambda e: "resumed",
+    "child_started": _child_started,
+    "child_finished": _child_finished,
     "continued_as_new": lambda e: f"continued as new at turn {e.get('turn')}",
     "run_finished": _finished,
     "truncated": _truncated,

@@ -38,6 +38,8 @@ class RunNode:
     children: list[RunNode] = field(default_factory=list)
     left_out: int = 0
     """Sub-runs not asked (past `MAX_RUNS`)."""
+    background: bool = False
+    """Its caller started it in the background (`Agent.as_tool(wait=False)`)."""
     unreadable: list[tuple[str, str, str]] = field(default_factory=list)
     """Sub-runs that could not be read: (call id, run id, why)."""
 
@@ -55,6 +57,7 @@ class RunNode:
                 {"call_id": c, "run_id": r, "error": why} for c, r, why in self.unreadable
             ],
             "left_out": self.left_out,
+            "background": self.background,
         }
 
 
@@ -70,7 +73,13 @@ async def _node(
     budget[0] -= 1
     state, pending = await asyncio.gather(agents.state(run_id), agents.pending(run_id))
     own = [p for p in pending if p.run_id in (None, run_id)]  # the others show under theirs
-    node = RunNode(run_id=run_id, view=status_view(state), pending=own, call_id=call_id)
+    node = RunNode(
+        run_id=run_id,
+        view=status_view(state),
+        pending=own,
+        call_id=call_id,
+        background=state.background,
+    )
     for child_call in child_calls(state):
         if budget[0] <= 0:
             node.left_out += 1

@@ -22,13 +22,14 @@ the tests), which checks nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
 from pydantic_core import to_json
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, ApplicationErrorCategory
 from temporalio.worker import (
     ActivityInboundInterceptor,
@@ -36,6 +37,7 @@ from temporalio.worker import (
     ExecuteWorkflowInput,
     HandleSignalInput,
     Interceptor,
+    SignalExternalWorkflowInput,
     StartActivityInput,
     StartChildWorkflowInput,
     StartLocalActivityInput,
@@ -47,6 +49,7 @@ from temporalio.worker import (
 from durable_agents import gate, stream_gate
 from durable_agents.gate import GateKeys
 from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import SubRunFinished, SubRunReport
 
 GATED = frozenset(
     {
@@ -272,7 +275,14 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
 
     async def handle_signal(self, input: HandleSignalInput) -> None:
         """A publish signal reaches the run with the gate's verdict on its batch as its
-        last argument (`durable_agents.stream_gate`)."""
+        last argument (`durable_agents.stream_gate`); so does a background child's end
+        (`sub_run_finished`), on its header's tag."""
+        if input.signal in _FROM_BELOW and len(input.args) == 2:
+            name, sent = input.args
+            said = _below_verdict(self.keys, input.signal, sent, input.headers)
+            input = HandleSignalInput(
+                signal=input.signal, args=[name, [*sent, said]], headers=input.headers
+            )
         if input.signal == contract.STREAM_PUBLISH_SIGNAL and len(input.args) == 2:
             name, sent = input.args  # the dynamic handler's: the name, the raw arguments
             info = workflow.info()
@@ -325,10 +335,62 @@ def _not_its_runs(keys: GateKeys, info: workflow.Info, input: ExecuteWorkflowInp
     return gate.check(keys, given, fields) or _late(at, info.workflow_start_time)
 
 
+_FROM_BELOW: dict[str, type[SubRunFinished] | type[SubRunReport]] = {
+    contract.SIGNAL_SUB_RUN_FINISHED: SubRunFinished,
+    contract.SIGNAL_SUB_RUN_REPORT: SubRunReport,
+}
+"""Signals a run sends the run above it, tagged: its end (taken only tagged) and its
+reports (whose progress, what the caller's model may read, is taken only tagged)."""
+
+
+def _below_fields(
+    signal: str, namespace: str, sender: str, receiver: str, args: Sequence[Any]
+) -> list[str]:
+    return [signal, namespace, sender, receiver, gate.digest(args)]
+
+
+def _below_verdict(
+    keys: GateKeys | None, signal: str, sent: Sequence[RawValue], headers: Mapping[str, Payload]
+) -> RawValue:
+    """The gate's verdict on a signal from a run below (`_FROM_BELOW`): sent by the
+    workflow code of our workers from the run it names (its tag binds that run, this one
+    and the payload)."""
+    if keys is None:
+        return _verdict({contract.STREAM_VERDICT: "unchecked"})
+    if len(sent) != 1:
+        return _verdict({contract.STREAM_VERDICT: "refused", "why": "not one payload"})
+    try:
+        body = _FROM_BELOW[signal].model_validate_json(sent[0].payload.data)
+    except ValueError:
+        why = f"not a {signal} payload"
+        return _verdict({contract.STREAM_VERDICT: "refused", "why": why})
+    info = workflow.info()
+    fields = _below_fields(signal, info.namespace, body.run_id, info.workflow_id, [body])
+    problem = gate.check(keys, _header_tag(headers), fields)
+    if problem is None:
+        return _verdict({contract.STREAM_VERDICT: "taken"})
+    why = f"not sent by a run of this deployment's workers ({problem})"
+    return _verdict({contract.STREAM_VERDICT: "refused", "why": why})
+
+
+def _verdict(body: dict[str, str]) -> RawValue:
+    return RawValue(Payload(metadata=_JSON, data=json.dumps(body).encode()))
+
+
 class _WorkflowOutbound(WorkflowOutboundInterceptor):
     def __init__(self, next: WorkflowOutboundInterceptor, keys: GateKeys | None) -> None:
         super().__init__(next)
         self.keys = keys
+
+    async def signal_external_workflow(self, input: SignalExternalWorkflowInput) -> None:
+        """A run's end and reports to the run above it carry the workers' tag."""
+        if input.signal in _FROM_BELOW and self.keys is not None:
+            info, at = workflow.info(), _task_began()
+            fields = _below_fields(
+                input.signal, info.namespace, info.workflow_id, input.workflow_id, input.args
+            )
+            input.headers = {**input.headers, gate.HEADER: _header(self._tag(fields, at))}
+        return await self.next.signal_external_workflow(input)
 
     def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
         if not gated(input.activity):

@@ -136,6 +136,14 @@ class ToolSpec(_Model):
     )
     """The agent a call of this tool runs, as a run of its own (a child workflow whose
     final output is the call's result: `Agent.as_tool`). None: a tool."""
+    background: bool = Field(False, exclude_if=lambda b: not b)
+    """(An agent called as a tool) the call starts the child run and returns at once
+    with its id (`Agent.as_tool(wait=False)`); its end reaches the run as a message."""
+    controls_background: Literal["check", "message", "stop"] | None = Field(
+        None, exclude_if=lambda c: c is None
+    )
+    """One of the tools a run with agents in the background gets to check on, message
+    and stop them (`workflows.background`): the workflow answers it, no activity runs."""
     on_failure: Literal["tool_error", "fail_run"] | None = Field(
         None, exclude_if=lambda f: f is None
     )

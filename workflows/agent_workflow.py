@@ -125,22 +125,25 @@ class AgentWorkflow:
             raise
         self._state = state
         self._inbox.bind(state)
+        self._tree.bind(state)
         if workflow.info().parent is not None and state.depth > 0:  # called as a tool
             self._reporter = asyncio.create_task(self._tree.report_to_caller(state))
         if workflow.info().continued_run_id is None:
             self._emit(state, step_events.run_started(state))
+            if state.background_runs:  # resumed from a snapshot: its runs in the background
+                await self._tree.background.resume_children(state)
         try:
             await self._drive(state)
         except asyncio.CancelledError:
             loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
-            await self._events.close(state)
+            await self._ended(state)
             raise
         except ApplicationError:
-            await self._events.close(state)  # the run failed: its end is an event too
+            await self._ended(state)  # the run failed: its end is an event too
             raise
-        await self._events.close(state)
+        await self._ended(state)
         return AgentResult(
             status=state.status,
             final_output=state.final_output,
@@ -148,6 +151,14 @@ class AgentWorkflow:
             usage=state.usage,
             sub_run_usage=state.sub_run_usage,
         )
+
+    async def _ended(self, state: RunState) -> None:
+        """The run has ended (not by continuing as new): its agents in the background are
+        stopped, its caller (one that started it in the background) told, its end
+        announced."""
+        await self._tree.background.stop_all(state)
+        await self._tree.background.report_end(state)
+        await self._events.close(state)
 
     def _publish_unstarted(self, status: RunStatus, why: str) -> None:
         self._unstarted = (status, why)  # what the queries answer: no state will come
@@ -245,6 +256,14 @@ class AgentWorkflow:
         self._publish(state)
         metrics.finished(state.agent.name, state.status.value)
         raise ApplicationError(error.message, error.details, type=error.type, non_retryable=True)
+
+    async def await_children(self, state: RunState) -> bool:
+        """Wait for the end of an agent the run started in the background (or anything
+        else that changes the state)."""
+        await workflow.wait_condition(
+            self._woken(state, self._seen()), timeout_summary="agents in the background"
+        )
+        return True
 
     async def await_resume(self, state: RunState) -> bool:
         """Wait until a signal or update changes the state (a resume, a decision, a
@@ -369,6 +388,9 @@ class AgentWorkflow:
         task of the run, since the signal stays in its history. Nothing here raises:
         what the run cannot use is recorded as refused (`workflows.inbox`).
         """
+        if self._state is None and name in contract.TREE_SIGNALS:
+            # from a run below, sent while this one continued as new: taken once it can
+            await workflow.wait_condition(lambda: self._state is not None)
         stream, state = self._stream, self._state
         if name == contract.STREAM_PUBLISH_SIGNAL and state is not None:
             why = stream.take_published(args, state, now=workflow.now())

@@ -143,10 +143,13 @@ def _cost_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:
 
 
 def tokens_used(state: RunState) -> int:
-    """The tokens counted against the run's budget: its own, and those of the runs it
-    called as tools (`RunState.sub_run_usage`)."""
+    """The tokens counted against the run's budget: its own, those of the runs it
+    called as tools (`RunState.sub_run_usage`), and the shares of those still running
+    in the background."""
     below = state.sub_run_usage.total_tokens if state.sub_run_usage is not None else 0
-    return state.usage.total_tokens + below
+    # given to runs in the background still running: used, until they say what they used
+    given = sum(b.share or 0 for b in state.background_runs if b.running)
+    return state.usage.total_tokens + below + given
 
 
 def _tokens_exceeded(state: RunState, request: ModelRequest) -> ErrorInfo | None:

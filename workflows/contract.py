@@ -28,6 +28,12 @@ for a decision in it and below it, and its answers to decisions passed down."""
 SIGNAL_FORWARDED_DECISION = "forwarded_decision"
 """A caller, to the run below it that holds a call: a `decide` update sent to the caller
 for that call (`workflows.tree_approvals`); answered in the next `sub_run_report`."""
+SIGNAL_SUB_RUN_FINISHED = "sub_run_finished"
+"""A run started in the background, to its caller's workflow id (`workflows.background`):
+how it ended; its final output reaches the caller's model as a message."""
+TREE_SIGNALS = (SIGNAL_SUB_RUN_REPORT, SIGNAL_SUB_RUN_FINISHED)
+"""Signals from runs below: one that comes while the run starts waits for its state
+(a child in the background reports to a caller that is continuing as new)."""
 SIGNAL_PAUSE = "pause"
 SIGNAL_RESUME = "resume"
 UPDATE_PAUSE = "pause"

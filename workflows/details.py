@@ -9,6 +9,7 @@ import re
 from durable_agents.workflows import argument_view, decisions, handoffs, refusals, tree_approvals
 from durable_agents.workflows.state import (
     AssistantMessage,
+    BackgroundRun,
     Compaction,
     Interruption,
     Redefinition,
@@ -60,6 +61,9 @@ def render(state: RunState) -> str:
     if state.sub_approvals:
         lines += ["", f"**Pending approvals in runs below ({len(state.sub_approvals)})**"]
         lines += [_sub_approval(state, s) for s in state.sub_approvals]
+    if state.background_runs:
+        lines += ["", f"**Agents in the background ({len(state.background_runs)})**"]
+        lines += [_background_run(b) for b in state.background_runs[-8:]]
     if state.refused_decisions:  # a signal gets no answer: an operator reads it here
         refused = state.refused_decisions[-1]
         count = refusals.total_refused_decisions(state)
@@ -171,6 +175,15 @@ def _listing(listing: ToolListing) -> str:
         for what, names in listing.changes()
     ]
     return head + ("; ".join(changes) or "no change")
+
+
+def _background_run(entry: BackgroundRun) -> str:
+    """`- scout — run coord-1/c1 — awaiting_approval, turn 1 (call c1)`."""
+    safe = argument_view.safe
+    return (
+        f"- {safe(entry.agent)} — run {_code(safe(entry.run_id))} — {entry.status.value}, "
+        f"turn {entry.turn} (call {_code(safe(entry.call_id))})"
+    )
 
 
 def _sub_approval(state: RunState, entry: SubApproval) -> str:

@@ -61,6 +61,11 @@ class LoopIO(Protocol):
         """Wait for the session's next message; False: stop here."""
         ...
 
+    async def await_children(self, state: RunState) -> bool:
+        """Wait until something changes the state (the end of an agent the run started in
+        the background, above all); False: stop here."""
+        ...
+
     async def await_resume(self, state: RunState) -> bool:
         """Wait while the run is paused (until it is resumed or something else changes
         it); False: stop here."""
@@ -121,6 +126,9 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
             loop.record_tool_outcomes(state, outcomes, now=io.stamp())
         elif isinstance(step, loop.AwaitInput):
             if not await io.await_input(state):
+                return
+        elif isinstance(step, loop.AwaitChildren):
+            if not await io.await_children(state):
                 return
         elif isinstance(step, loop.AwaitResume):
             if not await io.await_resume(state):

@@ -149,6 +149,21 @@ class ChildStarted(_Event):
     child_agent: str
     child_run_id: str
     """The child run's workflow id: operate and approve it there."""
+    background: bool | None = None
+    """True: the call did not wait for it (`Agent.as_tool(wait=False)`); its end comes
+    as a `child_finished` event and a message to the model."""
+
+
+class ChildFinished(_Event):
+    """An agent the run started in the background ended; its output is the model's
+    next message."""
+
+    type: Literal["child_finished"]
+    child_run_id: str
+    status: str
+    call_id: str | None = None
+    child_agent: str | None = None
+    reason: str | None = None
 
 
 class InterruptedCallEvent(BaseModel):
@@ -215,6 +230,7 @@ RunEvent = Annotated[
     | HandoffEvent
     | ChildStarted
     | InterruptedEvent
+    | ChildFinished
     | ContinuedAsNew
     | RunFinished
     | Truncated,

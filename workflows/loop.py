@@ -56,6 +56,7 @@ from durable_agents.workflows.state import (
     UserMessage,
 )
 from durable_agents.workflows.steps import AskBudget as AskBudget
+from durable_agents.workflows.steps import AwaitChildren as AwaitChildren
 from durable_agents.workflows.steps import AwaitDecisions as AwaitDecisions
 from durable_agents.workflows.steps import AwaitInput as AwaitInput
 from durable_agents.workflows.steps import AwaitResume as AwaitResume
@@ -98,6 +99,7 @@ def new_state(
         context=agent_input.context,
         session=agent_input.session,
         depth=agent_input.depth or 0,
+        background=agent_input.background,
         items=[UserMessage(content=agent_input.input)],
         created_at=now,
         updated_at=now,
@@ -202,7 +204,10 @@ def next_step(state: RunState, *, honour_pause: bool = True) -> Step:
         return CheckGuardrails(*check)
     reply = last_reply(state)
     if reply is not None and not reply.tool_calls and not _spoken_to_since(state, reply):
-        return AwaitInput() if state.session else Finish(RunStatus.COMPLETED)
+        if state.session:
+            return AwaitInput()
+        # its agents in the background still run: their ends come as messages
+        return AwaitChildren() if _children_running(state) else Finish(RunStatus.COMPLETED)
     open_calls = _unresolved_calls(state, reply)
     if not open_calls:
         if turns_since_user_message(state) >= state.max_turns:
@@ -566,3 +571,8 @@ def _unresolved_calls(state: RunState, reply: AssistantMessage | None) -> list[T
         return []
     answered = {i.call_id for i in state.items if isinstance(i, ToolResult)}
     return [c for c in reply.tool_calls if c.call_id not in answered]
+
+
+def _children_running(state: RunState) -> bool:
+    """Agents the run started in the background still run (`workflows.background`)."""
+    return any(b.running for b in state.background_runs)

@@ -94,6 +94,9 @@ class AgentInput(_Payload):
     """Proof of who starts the run (`workflows.signed_start`): the run records the
     key's owner as `started_by`, whom a policy with `separate_duties` keeps from
     approving the run's calls. A start whose signature does not verify fails."""
+    background: bool = Field(False, exclude_if=lambda b: not b)
+    """(A run called as a tool) started in the background: it reports its progress and
+    its end to its caller by signal. Left out when false."""
     caller_start: StartProof | None = Field(None, exclude_if=lambda s: s is None)
     """(A run called as a tool) the signed start of its tree's root, passed down by its
     caller: the run checks it (key, signature, the signed workflow id is its root's, as
@@ -393,6 +396,30 @@ class ForwardAnswer(_Payload):
     refused: str | None = Field(None, max_length=4_000)
 
 
+class SubRunProgress(_Payload):
+    """Where a run started in the background is, as it reports it to its caller."""
+
+    status: RunStatus
+    turn: int = Field(ge=0)
+    last_output: str | None = Field(None, max_length=2_000)
+
+
+class SubRunFinished(_Payload):
+    """A run started in the background, to its caller (the `sub_run_finished` signal,
+    sent to the caller's workflow id, so a caller that continued as new gets it): how
+    it ended. Taken only from a running background child of the caller, and, on a
+    worker with gate keys, only with the workers' tag (`durable_agents.gate_interceptor`)."""
+
+    run_id: str = Field(min_length=1, max_length=200)
+    """The child (workflow id)."""
+    status: RunStatus
+    final_output: str | None = Field(None, max_length=1_000_000)
+    error: str | None = Field(None, max_length=4_000)
+    usage: Usage | None = None
+    """What it used itself; None: not known (its caller counts its whole budget share)."""
+    sub_run_usage: Usage | None = None
+
+
 class SubRunReport(_Payload):
     """A run's report to the run that called it (the `sub_run_report` signal): every call
     waiting for a decision in it and below it, and its answers to decisions passed down."""
@@ -401,6 +428,9 @@ class SubRunReport(_Payload):
     """The reporting run (workflow id): a run the receiver is waiting on."""
     pending: list[PendingApproval] = Field([], max_length=50)
     answers: list[ForwardAnswer] = Field([], max_length=50)
+    progress: SubRunProgress | None = Field(None, exclude_if=lambda p: p is None)
+    """(A run started in the background) where it is: what `check_background_agent`
+    tells its caller's model. Left out for a run its caller waits on."""
 
 
 class ForwardedDecision(_Payload):

@@ -19,6 +19,8 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         activity_calls,
         agent_calls,
+        background,
+        background_tree,
         contract,
         decisions,
         details,
@@ -74,6 +76,21 @@ class RunTree:
         self._answers_sent = 0
         self.reporting = False
         """(A child) a report to the caller is on its way."""
+        self.background = background_tree.BackgroundRuns(signals, emit=emit, publish=publish)
+        """The agents it started in the background (`workflows.background_tree`)."""
+        self._state: RunState | None = None
+
+    def bind(self, state: RunState) -> None:
+        """The run's state exists."""
+        self._state = state
+
+    def waits_on(self, child: str) -> bool:
+        """`child` is a run below this one that is running: one it waits on, or one it
+        started in the background."""
+        state = self._state
+        return child in self.children or (
+            state is not None and child in background.running_ids(state)
+        )
 
     def count_all_given(self, state: RunState) -> None:
         """The run ends while children run: each counts as having used all it was given."""
@@ -177,10 +194,18 @@ class RunTree:
     async def take_signal(self, state: RunState, name: str, args: Sequence[RawValue]) -> bool:
         """Take a signal of the tree protocol, or pass a decision for a call of a run
         below this one down to it; False: the inbox takes the signal."""
-        raw = args[0] if len(args) == 1 else None
-        if name == contract.SIGNAL_SUB_RUN_REPORT and raw is not None:
-            self._take_report(state, raw)
+        if name == contract.SIGNAL_SUB_RUN_FINISHED:
+            self.background.take_signal(state, args)
             return True
+        if name == contract.SIGNAL_SUB_RUN_REPORT:  # the gate's verdict last
+            *sent, said = args or [raw_payloads.NONE]
+            if len(sent) != 1:
+                why = f"{len(sent)} arguments; the signal takes one payload"
+                self._inbox.refuse_signal(name, sent[0] if sent else raw_payloads.NONE, why)
+            else:
+                self._take_report(state, sent[0], tagged=background_tree.gate_taken(said))
+            return True
+        raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
             await self._take_forwarded(state, raw)
             return True
@@ -205,7 +230,7 @@ class RunTree:
             self._inbox.refuse_signal(name, raw, why)
         return True
 
-    def _take_report(self, state: RunState, raw: RawValue) -> None:
+    def _take_report(self, state: RunState, raw: RawValue, *, tagged: bool) -> None:
         """A child's report: its pending calls replace those it reported before; its
         answers go to the decisions passed down to it that wait for them. A report that
         cannot be taken changes nothing and is recorded as refused."""
@@ -214,12 +239,16 @@ class RunTree:
             why: str | None = report
         else:
             try:
-                why = tree_approvals.take_report(state, report, self.children)
+                below = self.children | background.running_ids(state)
+                why = tree_approvals.take_report(state, report, below)
             except Exception as err:  # never a failed workflow task: the signal stays
                 why = f"this report cannot be taken ({type(err).__name__})"
         if why is not None or isinstance(report, str):
             self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "refused")
             return
+        # what its progress says reaches the model: taken only from our workers' runs
+        progress = report.progress if tagged else None
+        background.take_progress(state, report.run_id, progress, len(report.pending))
         for answer in report.answers:
             waiting = self._passed_down.get(answer.ref)
             if waiting is not None and waiting[0] == report.run_id and waiting[1] is None:
@@ -280,7 +309,7 @@ class RunTree:
                 contract.SIGNAL_FORWARDED_DECISION, ForwardedDecision(ref=ref, decision=sent)
             )
             await workflow.wait_condition(
-                lambda: self._passed_down[ref][1] is not None or child not in self.children,
+                lambda: self._passed_down[ref][1] is not None or not self.waits_on(child),
                 timeout=tree_approvals.ANSWER_TIMEOUT,
                 timeout_summary=f"decision passed down to {child}",
             )
@@ -304,9 +333,10 @@ class RunTree:
         """Pause (or resume) the children this run waits on too, each as if the signal
         had been sent to it (and so theirs); one that ended meanwhile has nothing to
         pause. Runs without children in flight send nothing."""
-        if not self.children:
+        below = self.children | (background.running_ids(self._state) if self._state else set())
+        if not below:
             return
-        handles = [workflow.get_external_workflow_handle(c) for c in sorted(self.children)]
+        handles = [workflow.get_external_workflow_handle(c) for c in sorted(below)]
         await asyncio.gather(*(h.signal(name, payload) for h in handles), return_exceptions=True)
 
     async def report_to_caller(self, state: RunState) -> None:
@@ -316,21 +346,24 @@ class RunTree:
         parent = workflow.info().parent
         assert parent is not None
         caller = workflow.get_external_workflow_handle(parent.workflow_id)
-        told: tree_approvals.Key | None = None if workflow.info().continued_run_id else ()
+        told: object = None if workflow.info().continued_run_id else ((), None)
+
+        def said() -> object:  # what a report says, in short
+            return (tree_approvals.key(state), background.progress_key(state))
 
         def due() -> bool:
-            return bool(self._answers) or (
-                not state.status.is_final and tree_approvals.key(state) != told
-            )
+            return bool(self._answers) or (not state.status.is_final and said() != told)
 
         while True:
             await workflow.wait_condition(due)
             size = tree_approvals.ANSWERS_PER_REPORT
             answers, self._answers = self._answers[:size], self._answers[size:]
-            told = tree_approvals.key(state)  # also when the caller is gone: tried once
+            told = said()  # also when the caller is gone: tried once
             self.reporting = True
             try:
                 report = tree_approvals.report(state, answers)
+                if state.background:  # where it is, for its caller's model to check
+                    report.progress = background.progress(state)
                 await caller.signal(contract.SIGNAL_SUB_RUN_REPORT, report)
             except Exception:  # the caller has ended: nobody is left to tell
                 pass

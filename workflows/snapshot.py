@@ -489,6 +489,8 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
     forked.origin = RunOrigin(run_id=state.run_id, turn=at_turn, mode="fork")
     forked.paused = None  # a fork is a new run from an earlier turn: not the source's pause
     forked.sub_runs = []  # its children were of the source's later calls
+    started = {c.call_id for i in items if isinstance(i, AssistantMessage) for c in i.tool_calls}
+    forked.background_runs = [b for b in forked.background_runs if b.call_id in started]
     if forked.context_overflow != at_turn + 1:  # a refusal of a later call of the source
         forked.context_overflow = None
     if cut < len(state.items):
@@ -498,6 +500,9 @@ def fork(state: RunState, *, at_turn: int, new_input: str | None = None) -> RunS
         forked.refused_decisions = [d for d in forked.refused_decisions if d.at < after]
         forked.refused_signals = [s for s in forked.refused_signals if s.at < after]
         forked.queued_messages = []
+        for run in forked.background_runs:  # ended after the cut: running at the fork's turn
+            if run.finished_at is not None and run.finished_at >= after:
+                run.status, run.finished_at = RunStatus.RUNNING, None
     return forked
 
 

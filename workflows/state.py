@@ -357,9 +357,10 @@ class SubApproval(_Model):
     sensitive: list[str] = []
 
 
-SUB_RUNS_KEPT = 8
-"""The most sub-run snapshots one snapshot carries (a reply starts at most as many
-children: `agent_calls.MAX_CHILDREN_PER_REPLY`)."""
+SUB_RUNS_KEPT = 16
+"""The most sub-run snapshots one snapshot carries: the children of a reply's agent
+calls (at most `agent_calls.MAX_CHILDREN_PER_REPLY`) and those running in the
+background (as many at most)."""
 
 
 class SubRunSnapshot(_Model):
@@ -369,6 +370,37 @@ class SubRunSnapshot(_Model):
 
     call_id: str = Field(min_length=1, max_length=200)
     state: RunState
+
+
+BACKGROUND_RUNS_KEPT = 32
+"""The most background runs a run keeps a record of (those ended first are dropped)."""
+
+
+class BackgroundRun(_Model):
+    """A child run an agent call started in the background (`Agent.as_tool(wait=False)`):
+    what its caller knows of it, as the child last reported (`workflows.background`)."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    """The call that started it."""
+    agent: str = Field(min_length=1, max_length=200)
+    run_id: str = Field(min_length=1, max_length=200)
+    """The child's workflow id (`<caller>/<call id>`)."""
+    status: RunStatus = RunStatus.RUNNING
+    """As the child last reported; final once its end arrived."""
+    turn: int = Field(0, ge=0)
+    last_output: str | None = Field(None, max_length=2_000)
+    """The start of the child's latest reply text, as it last reported."""
+    pending_approvals: int = Field(0, ge=0)
+    share: int | None = Field(None, ge=0)
+    """The tokens of this run's budget it was given, not counted yet (None: no budget,
+    or counted since it ended)."""
+    started_at: AwareDatetime
+    finished_at: AwareDatetime | None = None
+
+    @property
+    def running(self) -> bool:
+        """The child has not told its end yet."""
+        return self.finished_at is None
 
 
 class RunState(_Model):
@@ -502,6 +534,14 @@ class RunState(_Model):
     )
     """The turns interrupted, the newest `INTERRUPTIONS_KEPT`: who asked, what was cut,
     the calls answered as interrupted (withdrawn approvals among them)."""
+    background_runs: list[BackgroundRun] = Field(
+        [], max_length=BACKGROUND_RUNS_KEPT, exclude_if=lambda b: not b
+    )
+    """The child runs its agent calls started in the background, running or ended
+    (the newest `BACKGROUND_RUNS_KEPT`); the running ones outlive a continue-as-new."""
+    background: bool = Field(False, exclude_if=lambda b: not b)
+    """(A child) started in the background: it tells its caller its progress and its
+    end by signal (`sub_run_report`, `sub_run_finished`)."""
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

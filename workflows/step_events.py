@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import argument_view, details, handoffs
-from durable_agents.workflows.payloads import ToolOutcome
+from durable_agents.workflows.payloads import SubRunFinished, ToolOutcome
 from durable_agents.workflows.state import (
     AssistantMessage,
+    BackgroundRun,
     Interruption,
     RunState,
     ToolCall,
@@ -106,14 +107,34 @@ def handoff(state: RunState, call: ToolCall, to_agent: str) -> dict[str, Any]:
     }
 
 
-def child_started(call: ToolCall, agent: str, child_run_id: str) -> dict[str, Any]:
-    """An agent called as a tool started as a run of its own."""
-    return {
+def child_started(
+    call: ToolCall, agent: str, child_run_id: str, *, in_background: bool = False
+) -> dict[str, Any]:
+    """An agent called as a tool started as a run of its own (`in_background`: the call
+    did not wait for it, `Agent.as_tool(wait=False)`)."""
+    event: dict[str, Any] = {
         "type": "child_started",
         "call_id": call.call_id,
         "child_agent": agent,
         "child_run_id": child_run_id,
     }
+    if in_background:
+        event["background"] = True
+    return event
+
+
+def child_finished(entry: BackgroundRun | None, end: SubRunFinished) -> dict[str, Any]:
+    """An agent the run started in the background ended; its output goes to the model."""
+    event: dict[str, Any] = {
+        "type": "child_finished",
+        "child_run_id": end.run_id,
+        "status": end.status.value,
+    }
+    if entry is not None:
+        event.update(call_id=entry.call_id, child_agent=entry.agent)
+    if end.error:
+        event["reason"] = end.error
+    return event
 
 
 def continued_as_new(state: RunState) -> dict[str, Any]:

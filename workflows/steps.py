@@ -85,6 +85,12 @@ class AwaitInput:
 
 
 @dataclass(frozen=True)
+class AwaitChildren:
+    """A single run has answered while agents it started in the background still run:
+    wait for their ends (each comes as a message the model answers), then finish."""
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over, with this status."""
 
@@ -106,6 +112,7 @@ Step = (
     | RunTools
     | AwaitDecisions
     | AwaitInput
+    | AwaitChildren
     | Finish
     | CheckGuardrails
     | AskBudget
@@ -133,4 +140,6 @@ def status_for(step: Step) -> RunStatus:
 def may_continue_as_new(step: Step) -> bool:
     """Whether the run may switch to a new workflow run before performing `step`:
     never while a reply's tool calls are to be executed or once it has ended."""
-    return isinstance(step, CallModel | AwaitDecisions | AwaitInput | AwaitResume | Summarize)
+    return isinstance(
+        step, CallModel | AwaitDecisions | AwaitInput | AwaitResume | Summarize | AwaitChildren
+    )

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         activity_calls,
         agent_calls,
+        background,
         handoffs,
         inbox,
         interrupts,
@@ -147,8 +148,13 @@ class ToolBatch:
         self._running[call.call_id] = call
         to_agent = handoffs.target(state, call)
         sub_agent = agent_calls.target(state, call)
+        control = background.control_of(state, call)
         if to_agent is not None:
             outcome = await self._hand_off(state, call, chosen, to_agent)
+        elif sub_agent is not None and background.is_background(state, call):
+            outcome = await self._tree.background.start(state, call, sub_agent, made)
+        elif control is not None:
+            outcome = await self._tree.background.control(state, call, control)
         elif sub_agent is not None:
             outcome = await self._tree.run_agent(state, call, sub_agent, made, self._fail)
         else:

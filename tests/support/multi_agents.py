@@ -165,9 +165,37 @@ topper = Agent(
     tools=[middle.as_tool()],
 )
 """A budget over two levels: what the counter uses counts against the topper's."""
+scout = Agent(name="scout", instructions="You dig.", model="scout-model", tools=[notify])
+"""Asks for approval at each step: it runs as long as a test wants."""
+coordinator = Agent(
+    name="coordinator",
+    instructions="You coordinate agents working in the background.",
+    model="coord-model",
+    tools=[scout.as_tool(wait=False), researcher.as_tool(name="research_bg", wait=False)],
+    max_turns=6,
+)
+relay = Agent(
+    name="relay",
+    instructions="You coordinate, continuing as new after each turn.",
+    model="relay-model",
+    tools=[scout.as_tool(wait=False)],
+    turns_per_workflow_run=1,
+    max_turns=6,
+)
+saver = Agent(
+    name="saver",
+    instructions="Count in the background, on a budget.",
+    model="saver-model",
+    token_budget=2_000,
+    model_settings=ModelSettings(max_output_tokens=100),
+    tools=[counter.as_tool(wait=False)],
+    max_turns=6,
+)
+"""Its background child gets a share of its budget, counted as used while it runs."""
 AGENT_TOOL_AGENTS = [
     *(lead, researcher, mailer, analyst, director),
     *(counter, budgeted, vault, strict, middle, topper),
+    *(scout, coordinator, relay, saver),
 ]
 
 

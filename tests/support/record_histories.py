@@ -52,7 +52,7 @@ from tests.support.histories import (
     after_local_tool,
 )
 from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
-from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
+from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS, by_model
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
 from tests.support.steer_agents import STEER_AGENTS
@@ -275,9 +275,13 @@ async def get_state(handle) -> RunState:
 
 
 @asynccontextmanager
-async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str]:
+async def _serving(
+    client: Client, name: str, script: list, responder: Callable[[dict], object] | None = None
+) -> AsyncIterator[str]:
     with ScriptedModelServer() as server:
         server.script(*script)
+        if responder is not None:  # runs that go at once: each model its own replies
+            server.responder = responder
         model = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
         registry = AgentRegistry.from_modules(
             ["tests.support.agents", "tests.support.priced_agents"]
@@ -482,6 +486,50 @@ async def record_interrupted(client: Client, name: str) -> None:
         await handle.signal(contract.SIGNAL_END_SESSION, EndSessionSignal())
         await handle.result()
         await _save(client, name, handle)
+async def record_background(client: Client, name: str) -> None:
+    """Issue 48 (agents in the background): the relay, continuing as new after each of
+    its turns, starts the scout in the background and answers at once; the scout's
+    notice waits for a decision, shown at the relay and decided there (a `decide`
+    update passed down by the relay's latest run) after a forged end from a run that is
+    not its child is refused; the scout's end reaches the relay as a message it
+    answers. Both runs' histories are kept: the relay's chain, and the scout's
+    (`<name>__c1`)."""
+    replies = {
+        "relay-model": [
+            Reply(tool_calls=(Call("scout", {"input": "tell ann"}, "c1"),)),
+            Reply("the scout is on it"),
+            Reply("ann knows"),
+        ],
+        "scout-model": [
+            Reply(tool_calls=(Call("notify", {"to": "ann", "text": "hi"}, "n1"),)),
+            Reply("ann was notified"),
+        ],
+    }
+    async with _serving(client, name, [], responder=by_model(replies)) as task_queue:
+        handle = await client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            AgentInput(agent="relay", input="go"),
+            id=f"history-{name}",
+            task_queue=task_queue,
+        )
+        while True:  # the relay has answered, and the scout's call shows on it
+            try:
+                state = await get_state(handle)
+                answered = any(
+                    getattr(i, "content", None) == "the scout is on it" for i in state.items
+                )
+                if answered and state.sub_approvals:
+                    break
+            except Exception:  # still starting, or continuing as new
+                pass
+            await asyncio.sleep(0.1)
+        forged = {"run_id": "not-a-child", "status": "completed", "final_output": "forged"}
+        await handle.signal(contract.SIGNAL_SUB_RUN_FINISHED, forged)
+        decision = {"call_id": "n1", "decision": "approve", "approver": "ann"}
+        await handle.execute_update(contract.UPDATE_DECIDE, decision)
+        await handle.result()
+        await _save(client, name, handle)
+        await _save_child(client, name, handle, "c1")
 
 
 async def record_query_race(client: Client, name: str) -> None:
@@ -550,9 +598,10 @@ KEPT = (
     "local_tool",
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
-approval below (`tree_approvals`), the query race around a local tool
-(`query_race`), a session steered while it works (`interrupted`) and a signed start with
-signed decisions (`signed_start`)."""
+approval below (`tree_approvals`), an agent in the background whose caller continues
+as new (`background_agents`), the query race around a local tool (`query_race`), a
+session steered while it works (`interrupted`) and a signed start with signed decisions
+(`signed_start`)."""
 
 
 async def main() -> None:
@@ -569,6 +618,8 @@ async def main() -> None:
                 await record(env.client, name, agent, session, script, actions)
         if not _recorded("tree_approvals"):
             await record_tree(env.client, "tree_approvals")
+        if not _recorded("background_agents"):
+            await record_background(env.client, "background_agents")
         if not _recorded("query_race"):
             await record_query_race(env.client, "query_race")
         if not _recorded("interrupted"):

@@ -68,6 +68,7 @@ PURE = [
         "run_start",
         "run_switch",
         "run_tree",
+        "background_tree",
         "activity_calls",
         "inbox",
         "metrics",

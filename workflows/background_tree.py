@@ -1,0 +1,266 @@
+"""Agents in the background, as the workflow performs them (`workflows.background` holds
+the pure part): a call starts the child run, which outlives its caller's workflow run
+(parent close policy ABANDON: a continue-as-new neither cancels nor loses it) and tells
+its caller's workflow id its end (`sub_run_finished`); the caller's model checks on it,
+messages it and stops it; the caller's end (other than continuing as new) stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import (
+    CancelledError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agents.workflows import (
+        activity_calls,
+        agent_calls,
+        background,
+        contract,
+        details,
+        inbox,
+        loop,
+        raw_payloads,
+        search_attributes,
+        step_events,
+    )
+    from durable_agents.workflows.payloads import (
+        AgentInput,
+        AgentResult,
+        MessageSignal,
+        PauseSignal,
+        SubRunFinished,
+        ToolOutcome,
+    )
+    from durable_agents.workflows.state import RunState, RunStatus, ToolCall
+
+
+def gate_taken(said: RawValue) -> bool:
+    """The gate's verdict, appended by the workers' interceptor to a signal from a run
+    below (`durable_agents.gate_interceptor`), says it was sent by one of our runs (or,
+    on a replayer without keys, was not checked)."""
+    verdict = raw_payloads.as_json(said)
+    given = verdict if isinstance(verdict, dict) else {}
+    return given.get(contract.STREAM_VERDICT) in ("taken", "unchecked")
+
+
+def gate_refusal(said: RawValue) -> str:
+    verdict = raw_payloads.as_json(said)
+    given = verdict if isinstance(verdict, dict) else {}
+    return str(given.get("why", "the gate did not check it"))[:2_000]
+
+
+class BackgroundRuns:
+    """A run's agents in the background (and, a run started in the background, its
+    report of its end to its caller)."""
+
+    def __init__(
+        self,
+        signals: inbox.Inbox,
+        *,
+        emit: Callable[[RunState, dict[str, Any]], None],
+        publish: Callable[[RunState], None],
+    ) -> None:
+        self._inbox = signals
+        self._emit = emit
+        self._publish = publish
+        self._watching: list[asyncio.Task[None]] = []
+        """What watches each child this workflow run started (kept: a task must be held)."""
+
+    async def start(
+        self, state: RunState, call: ToolCall, agent: str, made: list[str]
+    ) -> ToolOutcome:
+        """Start `call`'s agent in the background and answer the call with its id."""
+        refused = agent_calls.refusal(state, call, made) or background.refusal(state)
+        if refused is not None:
+            return agent_calls.not_called(call, agent, refused)
+        share = background.budget_share(state, made)  # the run keeps a share: it goes on
+        if share is not None and share < 1:
+            return agent_calls.not_called(call, agent, "this run's token budget is spent")
+        signed = state.start_proof is not None
+        task = agent_calls.child_input(state, call, agent, token_budget=share, signed_start=signed)
+        if isinstance(task, str):
+            return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
+        child = agent_calls.child_id(state.run_id, call.call_id)
+        task = task.model_copy(update={"background": True})
+        return await self._start(state, call, agent, task, child, share)
+
+    async def _start(
+        self,
+        state: RunState,
+        call: ToolCall,
+        agent: str,
+        task: AgentInput,
+        child: str,
+        share: int | None,
+    ) -> ToolOutcome:
+        try:
+            handle = await workflow.start_child_workflow(
+                contract.WORKFLOW_TYPE,
+                task,
+                id=child,
+                result_type=AgentResult,
+                task_queue=workflow.info().task_queue,
+                # it outlives this workflow run (continue-as-new); the run's end stops it
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=details.static_summary(agent, task.input or "(resumed)"),
+                search_attributes=search_attributes.at_start(agent)
+                if task.resume_from is None
+                else None,
+            )
+        except WorkflowAlreadyStartedError:
+            return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+        background.record(state, call, agent, child, share, workflow.now())
+        self._emit(state, step_events.child_started(call, agent, child, in_background=True))
+        if state.paused is not None:  # paused while it was starting: so is it
+            pause = PauseSignal(by=state.paused.by or None, reason=state.paused.reason)
+            await asyncio.gather(
+                workflow.get_external_workflow_handle(child).signal(contract.SIGNAL_PAUSE, pause),
+                return_exceptions=True,
+            )
+        self._watching.append(asyncio.create_task(self._watch(state, handle, child)))
+        self._publish(state)
+        return background.started(call, agent, child)
+
+    async def _watch(self, state: RunState, handle: Any, child: str) -> None:
+        """While this workflow run lasts, the child's end as Temporal tells it: the same
+        as its `sub_run_finished` (whichever comes first is taken), and the only word of a
+        child terminated or timed out."""
+        try:
+            done: AgentResult = await handle
+            end = SubRunFinished(
+                run_id=child,
+                status=done.status,
+                final_output=done.final_output,
+                usage=done.usage,
+                sub_run_usage=done.sub_run_usage,
+            )
+        except ChildWorkflowError as err:
+            stopped = isinstance(err.cause, CancelledError)
+            end = SubRunFinished(
+                run_id=child,
+                status=RunStatus.CANCELLED if stopped else RunStatus.FAILED,
+                error=activity_calls.root_message(err)[:4_000],
+            )
+        self.take_end(state, end)
+
+    def take_end(self, state: RunState, end: SubRunFinished) -> bool:
+        """A background child ended: its output goes to the model as a message (waking
+        a run that waits for input or for it). False: not a running child of this run."""
+        if state.status.is_final:
+            return False
+        text = background.take_end(state, end, now=workflow.now())
+        if text is None:
+            return False
+        loop.receive_message(state, text, now=workflow.now())
+        self._inbox.woken += 1
+        self._emit(state, step_events.child_finished(background.find(state, end.run_id), end))
+        self._publish(state)
+        return True
+
+    def take_signal(self, state: RunState, args: Sequence[RawValue]) -> None:
+        """The `sub_run_finished` signal, the gate's verdict last (a worker's interceptor
+        adds it: `durable_agents.gate_interceptor`); what cannot be taken is recorded as
+        refused."""
+        *args, said = args or [raw_payloads.NONE]
+        raw = args[0] if args else raw_payloads.NONE
+        if not gate_taken(said):
+            why: str | None = gate_refusal(said)
+        elif len(args) != 1:
+            why = f"{len(args)} arguments; the signal takes one payload"
+        else:
+            end = raw_payloads.decode(raw, SubRunFinished)
+            if isinstance(end, str):
+                why = end
+            elif self.take_end(state, end) or background.find(state, end.run_id) is not None:
+                why = None  # taken, or its end came already (as Temporal told it)
+            else:
+                why = f"{end.run_id[:200]!r} is not a run this run started in the background"
+        if why is not None:
+            self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_FINISHED, raw, why)
+
+    async def control(
+        self, state: RunState, call: ToolCall, kind: background.Control
+    ) -> ToolOutcome:
+        """A call of `check_background_agent`, `message_background_agent` or
+        `stop_background_agent`."""
+        given = background.arguments(call, kind)
+        if isinstance(given, str):
+            return ToolOutcome(call_id=call.call_id, content=given, is_error=True)
+        entry = background.target(state, call, given[0])
+        if isinstance(entry, str):
+            return ToolOutcome(call_id=call.call_id, content=entry, is_error=True)
+        if kind == "check":
+            return ToolOutcome(call_id=call.call_id, content=background.status_text(entry))
+        if not entry.running:
+            text = f"Run {entry.run_id} has ended ({entry.status.value}): nothing to {kind}."
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        handle = workflow.get_external_workflow_handle(entry.run_id)
+        try:
+            if kind == "message":
+                await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content=given[1]))
+                text = f"Sent to run {entry.run_id}; it reads it at its next turn."
+            else:
+                await handle.cancel()
+                text = f"Run {entry.run_id} is asked to stop; its end comes to you as a message."
+        except Exception as err:  # it has ended without telling (terminated, say)
+            text = f"Run {entry.run_id} could not be reached: {err}"
+            gone = SubRunFinished(run_id=entry.run_id, status=RunStatus.FAILED, error=text)
+            self.take_end(state, gone)  # it is counted as ended: nothing waits for it
+            return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        return ToolOutcome(call_id=call.call_id, content=text)
+
+    async def stop_all(self, state: RunState) -> None:
+        """The run ends (not by continuing as new): its background runs are stopped."""
+        ids = background.stopped_all(state, now=workflow.now())
+        if not ids:
+            return
+        self._publish(state)
+        handles = [workflow.get_external_workflow_handle(c) for c in ids]
+        await asyncio.gather(*(h.cancel() for h in handles), return_exceptions=True)
+
+    async def resume_children(self, state: RunState) -> None:
+        """(A run resumed from a snapshot) start its running background runs again from
+        the states the snapshot carries (`RunState.sub_runs`); those it does not carry
+        are lost, and the model is told."""
+        carried = {s.call_id for s in state.sub_runs}
+        for text in background.lost_on_resume(state, carried, now=workflow.now()):
+            loop.receive_message(state, text, now=workflow.now())
+        for entry in background.running(state):
+            call = ToolCall(call_id=entry.call_id, tool=entry.agent, arguments="{}")
+            task = agent_calls.resumed_child(
+                state,
+                call,
+                entry.agent,
+                signed_start=state.start_proof is not None,
+                token_budget=entry.share,
+            )
+            state.background_runs.remove(entry)
+            if task is None:  # the snapshot's child is another agent's: lost
+                loop.receive_message(state, background.lost_text(entry), now=workflow.now())
+                continue
+            child = agent_calls.child_id(state.run_id, entry.call_id)
+            task = task.model_copy(update={"background": True})
+            outcome = await self._start(state, call, entry.agent, task, child, entry.share)
+            if outcome.is_error:
+                loop.receive_message(state, f"[{outcome.content}]", now=workflow.now())
+
+    async def report_end(self, state: RunState) -> None:
+        """(A run started in the background) tell the caller's workflow id how it ended;
+        a caller that has ended has nobody to tell."""
+        parent = workflow.info().parent
+        if parent is None or not state.background:
+            return
+        caller = workflow.get_external_workflow_handle(parent.workflow_id)
+        await asyncio.gather(
+            caller.signal(contract.SIGNAL_SUB_RUN_FINISHED, background.ended(state)),
+            return_exceptions=True,
+        )
