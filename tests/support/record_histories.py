@@ -486,6 +486,8 @@ async def record_interrupted(client: Client, name: str) -> None:
         await handle.signal(contract.SIGNAL_END_SESSION, EndSessionSignal())
         await handle.result()
         await _save(client, name, handle)
+
+
 async def record_background(client: Client, name: str) -> None:
     """Issue 48 (agents in the background): the relay, continuing as new after each of
     its turns, starts the scout in the background and answers at once; the scout's
