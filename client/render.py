@@ -335,7 +335,7 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         ]
         return lines
     if isinstance(item, ToolResult):
-        mark = "error" if item.is_error else "result"
+        mark = "interrupted" if item.interrupted else "error" if item.is_error else "result"
         images = f" [{_plural(len(item.attachments), 'image')} kept]" if item.attachments else ""
         return [f"tool {mark} [{safe(item.call_id)}]: {_cut(item.content)}{images}"]
     if isinstance(item, Decision):

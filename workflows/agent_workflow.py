@@ -120,6 +120,7 @@ class AgentWorkflow:
             self._reporter = asyncio.create_task(self._tree.report_to_caller(state))
         if workflow.info().continued_run_id is None:
             self._emit(state, step_events.run_started(state))
+            self._emit(state, *step_events.interrupted_at_start(self._begin.interrupted))
         try:
             await self._drive(state)
         except asyncio.CancelledError:
