@@ -80,6 +80,16 @@ async def test_a_worker_killed_mid_call_starts_an_at_most_once_tool_never_again(
     assert [a[0] for a in attempts] == [key] * starts
     state, result = await _only_result(handle)
     [finished] = await _finished_events(client, workers.task_queue, handle.id)
+    scheduled, billed, size = await _history(handle)
+    report.add(
+        f"kill -9 mid-call of {'an at-most-once' if starts == 1 else 'a normal'} tool, worker "
+        "restarted",
+        "started once, the model told it was interrupted"
+        if starts == 1
+        else "started twice (retried), applied once by its key",
+        f"{scheduled} activities, {starts} tool attempt{'s' if starts > 1 else ''} ({billed} actions in history), "
+        f"{size:,} history bytes",
+    )
     if tool == "charge":  # retried on the new worker, applied there: unchanged
         assert attempts[1][2] != victim.pid
         assert (result.content, result.is_error, result.interrupted) == ("charged", False, False)
@@ -98,12 +108,6 @@ async def test_a_worker_killed_mid_call_starts_an_at_most_once_tool_never_again(
     [call] = [c for i in state.items if i.type == "assistant_message" for c in i.tool_calls]
     assert call.started_at is not None
     assert await task_failures(handle) == 0
-    scheduled, billed, size = await _history(handle)
-    report.add(
-        "kill -9 mid-call of an at-most-once tool, worker restarted",
-        "started once; the model told it was interrupted; run completed",
-        f"{scheduled} activities ({billed} actions), {size:,} history bytes",
-    )
 
 
 async def test_a_tool_s_own_error_is_its_answer_not_an_interruption(
