@@ -87,7 +87,7 @@ async def test_a_worker_killed_mid_call_starts_an_at_most_once_tool_never_again(
         "started once, the model told it was interrupted"
         if starts == 1
         else "started twice (retried), applied once by its key",
-        f"{scheduled} activities, {starts} tool attempt{'s' if starts > 1 else ''} ({billed} actions in history), "
+        f"{scheduled} activities, tool started {starts}x ({billed} actions in history), "
         f"{size:,} history bytes",
     )
     if tool == "charge":  # retried on the new worker, applied there: unchanged
