@@ -294,7 +294,8 @@ def _outcome_lost(err: ActivityError) -> str | None:
     worker took it) or it ended with an answer of its own (the tool raised)."""
     cause = err.cause
     if isinstance(cause, ActivityTimeout):
-        return _LOST_TIMEOUTS.get(cause.type)  # SCHEDULE_TO_START: it never started
+        # SCHEDULE_TO_START: it never started
+        return _LOST_TIMEOUTS.get(cause.type) if cause.type is not None else root_message(err)
     if isinstance(cause, CancelledError):
         return "it was cancelled while it ran"
     if isinstance(cause, ApplicationError):
