@@ -5,11 +5,8 @@ answered as interrupted, and a tools-only worker that cannot make a result inter
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 from datetime import timedelta
 
-from durable_agents.activities.tool import ToolContext, tool
 from durable_agents.client.cost import actions
 from durable_agents.workflows.payloads import ToolOutcome, ToolRequest
 from durable_agents.workflows.state import RunStatus
@@ -21,38 +18,8 @@ from durable_agents import gate
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
-from tests.support import agents
+from tests.support.once_agents import ADDED, ONCE_QUEUE, once
 from tests.support.runs import start, state_of, tool_results, workflow_task_failures
-
-ADDED: list[str] = []
-"""Idempotency keys of `add_once`'s starts."""
-ONCE_QUEUE = "once-tools"
-
-
-@tool(at_most_once=True)
-def add_once(a: int, b: int, ctx: ToolContext) -> int:
-    """Add two integers, at most once."""
-    ADDED.append(ctx.idempotency_key)
-    return a + b
-
-
-@tool(at_most_once=True, timeout=timedelta(seconds=1))
-async def stall_once(ctx: ToolContext) -> str:
-    """Runs past its 1 s timeout."""
-    ADDED.append(ctx.idempotency_key)
-    await asyncio.sleep(30)
-    return "never"
-
-
-@tool(at_most_once=True, task_queue=ONCE_QUEUE)
-def add_elsewhere(a: int, b: int) -> int:
-    """`add_once` on a queue of its own."""
-    return a + b
-
-
-once = dataclasses.replace(
-    agents.assistant, name="once", tools=[agents.add, add_once, stall_once, add_elsewhere]
-)
 
 
 async def _history(handle) -> tuple[list, int]:
