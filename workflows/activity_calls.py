@@ -283,7 +283,7 @@ _LOST_TYPES = {
 }
 _LOST_TIMEOUTS = {
     TimeoutType.HEARTBEAT: "its worker stopped answering: no heartbeat within its timeout",
-    TimeoutType.START_TO_CLOSE: "it ran past its timeout",
+    TimeoutType.START_TO_CLOSE: "it ran past its timeout, or its worker died",
     TimeoutType.SCHEDULE_TO_CLOSE: "its time budget ran out",
 }
 

@@ -78,7 +78,7 @@ async def test_an_at_most_once_call_past_its_timeout_is_interrupted_not_retried(
         result = tool_results(await state_of(handle))["s1"]
     assert ADDED == [f"{handle.id}:s1"]  # one start, none after the timeout
     assert result.interrupted and result.is_error
-    assert "outcome was lost (it ran past its timeout)" in result.content
+    assert "outcome was lost (it ran past its timeout" in result.content  # (, or its worker died)
     sent = [m["content"] for m in model_server.requests[-1]["messages"] if m["role"] == "tool"]
     assert sent == [result.content]
     assert await workflow_task_failures(handle) == 0
