@@ -280,6 +280,7 @@ _LOST_TYPES = {
     contract.ERROR_TOOL_TIMEOUT: "it ran past its timeout",
     "ActivityPause": "an operator paused its activity",  # the SDK's types for these
     "ActivityReset": "an operator reset its activity",
+    "ActivityRefused": "what its worker reported is not trusted (the activity gate)",
 }
 _LOST_TIMEOUTS = {
     TimeoutType.HEARTBEAT: "its worker stopped answering: no heartbeat within its timeout",

@@ -223,3 +223,22 @@ async def test_a_tools_only_worker_killed_mid_call_is_an_interrupted_call(
         "started once; the model told it was interrupted",
         f"{scheduled} activities ({billed} actions), {size:,} history bytes",
     )
+
+
+@pytest.mark.chaos_slow
+async def test_a_worker_stopped_mid_call_for_a_deploy_starts_the_tool_never_again(
+    client, workers, endpoint, ledger_path
+):
+    """SIGTERM (a deploy; `--drain-seconds 0`): the running call is cut short, and the
+    run on the next worker tells the model it was interrupted."""
+    first = await workers.start("a")
+    handle = await start(client, workers.task_queue, plan("pay_once", {"amount": 5, "seconds": 6}))
+    [(key, _, _, _)] = await _started(ledger_path, handle)
+    await first.stop()
+    await workers.start("b")
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    assert [a[0] for a in ledger.attempts(ledger_path, handle.id)] == [key]
+    assert ledger.effects(ledger_path, handle.id) == []
+    _, result = await _only_result(handle)
+    assert result.interrupted and _tool_messages(endpoint) == [result.content]
+    print(f"\nSIGTERM: {result.content}")
