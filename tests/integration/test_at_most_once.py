@@ -5,6 +5,7 @@ answered as interrupted, and a tools-only worker that cannot make a result inter
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from durable_agents.client.cost import actions
@@ -18,6 +19,7 @@ from durable_agents import gate
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
+from tests.support.cli_support import bound_to
 from tests.support.once_agents import ADDED, ONCE_QUEUE, once
 from tests.support.runs import start, state_of, tool_results, workflow_task_failures
 
@@ -76,6 +78,17 @@ async def test_an_at_most_once_call_past_its_timeout_is_interrupted_not_retried(
         handle = await start(worker, "stall", agent="once")
         assert (await handle.result()).status is RunStatus.COMPLETED
         result = tool_results(await state_of(handle))["s1"]
+        ctl = bound_to(worker)
+        shown = await ctl("state", handle.id)
+        followed = await ctl("watch", handle.id, "--follow", "--json")
+    assert "tool interrupted [s1]: Interrupted: the call to tool 'stall_once'" in shown.stdout
+    events = [json.loads(line) for line in followed.stdout.splitlines()]
+    [finished] = [e for e in events if e["type"] == "tool_finished"]
+    assert (finished["call_id"], finished["interrupted"], finished["is_error"]) == (
+        "s1",
+        True,
+        True,
+    )
     assert ADDED == [f"{handle.id}:s1"]  # one start, none after the timeout
     assert result.interrupted and result.is_error
     assert "outcome was lost (it ran past its timeout" in result.content  # (, or its worker died)
