@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TOOL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_TOOL_RETRY = RetryPolicy(maximum_attempts=3)
+AT_MOST_ONCE_RETRY = RetryPolicy(maximum_attempts=1)
+"""An at-most-once tool's one attempt (`Tool.at_most_once`)."""
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 """A tool or model call silent this long is taken for dead and retried elsewhere."""
 DEFAULT_QUEUE_TIMEOUT = timedelta(seconds=60)
@@ -130,6 +132,14 @@ class Tool:
     `LOCAL_TOOL_MAX_TIMEOUT`, retried with the workflow task. For fast tools that read
     rather than act; never one that needs approval (README: "Local tools")."""
 
+    at_most_once: bool = False
+    """Once a call's attempt has started, it is never started again: not by a retry, a
+    worker restart, nor a resumed or forked snapshot of the run. One attempt; a raised
+    error goes to the model as usual; an attempt whose outcome is lost (its worker died,
+    it timed out) reaches the model as an interrupted call that may or may not have taken
+    effect (`ToolResult.interrupted`). Never local (a local activity's result is recorded
+    only when its workflow task completes: a crash runs it again)."""
+
     parameters_schema: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     """The JSON Schema the model sees, given as is (a tool defined by another framework:
     `durable_agents.openai_agents`); `arguments` then only checks that the arguments are
@@ -161,6 +171,8 @@ class Tool:
                 raise ValueError(f"tool {self.name}: a handoff or an agent call has no task_queue")
         if self.queue_timeout <= timedelta(0):
             raise ValueError(f"tool {self.name}: queue_timeout must be positive")
+        if self.at_most_once:
+            self._check_at_most_once()
         if not self.local:
             return
         if self.approval is not None:
@@ -181,6 +193,25 @@ class Tool:
         if self.task_queue is not None:
             raise ValueError(
                 f"tool {self.name}: a local tool runs in the run's own worker: it has no task_queue"
+            )
+
+    def _check_at_most_once(self) -> None:
+        if self.local:
+            raise ValueError(
+                f"tool {self.name}: an at-most-once tool cannot be local: a local activity's "
+                "result is recorded only when its workflow task completes, so a worker that "
+                "dies mid-call runs it again (leave local out: it runs as an activity of its "
+                "own, started once)"
+            )
+        if self.handoff is not None or self.runs_agent is not None:
+            raise ValueError(f"tool {self.name}: a handoff or an agent call is not at_most_once")
+        if self.retry_policy is DEFAULT_TOOL_RETRY:  # the dataclass's default: one attempt
+            object.__setattr__(self, "retry_policy", AT_MOST_ONCE_RETRY)
+        elif self.retry_policy.maximum_attempts != 1:
+            raise ValueError(
+                f"tool {self.name}: an at-most-once tool is tried once, not "
+                f"{self.retry_policy.maximum_attempts or 'unlimited'} times: leave "
+                "retry_policy out (or give maximum_attempts=1)"
             )
 
     def spec(self) -> ToolSpec:
@@ -253,6 +284,7 @@ def tool(
     local: bool = False,
     task_queue: str | None = None,
     queue_timeout: timedelta = DEFAULT_QUEUE_TIMEOUT,
+    at_most_once: bool = False,
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
@@ -264,7 +296,9 @@ def tool(
     they stay in the run's (encrypted) payloads. `webhooks`: where this tool's
     approval events go (`WebhookSubscription`s) instead of the agent's. `local`: run
     as a local activity (see `Tool.local`). `task_queue`, `queue_timeout`: run on
-    workers of another task queue (see `Tool.task_queue`).
+    workers of another task queue (see `Tool.task_queue`). `at_most_once`: a started
+    call is never started again; a lost outcome reaches the model as interrupted (see
+    `Tool.at_most_once`; its retry policy is one attempt, and it is never local).
     """
     if isinstance(sensitive, str):
         raise TypeError(f"sensitive is a collection of parameter names, not {sensitive!r}")
@@ -282,7 +316,7 @@ def tool(
             raise TypeError(
                 f"tool {f.__name__}: sensitive names no parameter: {', '.join(unknown)}"
             )
-        policy = retry_policy or DEFAULT_TOOL_RETRY
+        policy = retry_policy or (AT_MOST_ONCE_RETRY if at_most_once else DEFAULT_TOOL_RETRY)
         retry_spec(policy)  # refuse an unbounded policy at definition time
         return Tool(
             name=name or f.__name__,
@@ -299,6 +333,7 @@ def tool(
             local=local,
             task_queue=task_queue,
             queue_timeout=queue_timeout,
+            at_most_once=at_most_once,
         )
 
     return wrap(fn) if fn is not None else wrap

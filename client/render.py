@@ -421,6 +421,7 @@ def tools(spec: AgentSpec) -> str:
             if t.task_queue
             else "@tool"
         )
+        where += f"{SEP}at most once" if t.at_most_once else ""
         rule = approval_rule(t.approval) if t.needs_approval else "no approval"
         lines.append(f"  {safe(t.name)}{SEP}{where}{SEP}{rule}")
     return "\n".join(lines)

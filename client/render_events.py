@@ -56,6 +56,8 @@ def _tool_started(e: dict[str, Any]) -> str:
 
 def _tool_finished(e: dict[str, Any]) -> str:
     mark = "failed" if e.get("is_error") else "returned"
+    if e.get("interrupted") is True:
+        mark = "interrupted (may or may not have taken effect)"
     return f"{_text(e.get('tool'))} [{_text(e.get('call_id'))}] {mark}: {_quoted(e.get('result'))}"
 
 

@@ -22,6 +22,7 @@ from temporalio.workflow import ActivityCancellationType, ActivityConfig
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         argument_view,
+        at_most_once,
         contract,
         details,
         guardrails,
@@ -223,8 +224,12 @@ async def run_tool(
     shown = argument_view.redacted(call.arguments, spec.sensitive)  # the UI's summary
     if spec.mcp_server is not None:
         return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
-    if execute is None and spec.local:
+    once = spec.at_most_once  # `@tool(at_most_once=True)`: never local, one attempt
+    if execute is None and spec.local and not once:
         execute = workflow.execute_local_activity  # `@tool(local=True)`
+    retry = spec.retry.model_copy(update={"maximum_attempts": 1}) if once else spec.retry
+    if once and not at_most_once.mark_started(state, call.call_id, now=workflow.now()):
+        return at_most_once.interrupted(call, "it was started before and is never started again")
     placed: dict[str, Any] = {}
     if spec.task_queue is not None:
         placed = {  # `@tool(task_queue=...)`: its own workers
@@ -237,21 +242,29 @@ async def run_tool(
             loop.tool_request(state, call),
             result_type=ToolOutcome,
             start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
-            retry_policy=retry_policy(spec.retry),
+            retry_policy=retry_policy(retry),
             summary=f"tool {details.tool_call_summary(call.tool, shown)}",
             **placed,
             **_liveness(
                 spec.heartbeat_timeout_seconds if execute is None else None,  # local: none
-                spec.retry,
+                retry,
                 wait_for_cancel=True,
             ),
         )
         # The outcome answers this call, and brings what a tool's result can: a
         # tools-only worker (`@tool(task_queue=...)`) may be anyone's.
-        update: dict[str, Any] = {"call_id": call.call_id, "handoff_to": None, "attachments": []}
+        update: dict[str, Any] = {
+            "call_id": call.call_id,
+            "handoff_to": None,
+            "attachments": [],
+            "interrupted": False,
+        }
         return outcome.model_copy(update=update)
     except ActivityError as err:
         _reraise_cancel(err)  # stopped (a cancelled run, an interrupt): no outcome of its own
+        lost = _outcome_lost(err) if once else None
+        if lost is not None:
+            return at_most_once.interrupted(call, lost)
         if placed and _not_started(err):
             why = (
                 f"no worker of task queue '{spec.task_queue}' started it within "
@@ -262,6 +275,34 @@ async def run_tool(
         return ToolOutcome(
             call_id=call.call_id, content=f"Error: tool '{call.tool}' failed: {why}", is_error=True
         )
+
+
+_LOST_TYPES = {
+    contract.ERROR_TOOL_TIMEOUT: "it ran past its timeout",
+    "ActivityPause": "an operator paused its activity",  # the SDK's types for these
+    "ActivityReset": "an operator reset its activity",
+    "ActivityRefused": "what its worker reported is not trusted (the activity gate)",
+}
+_LOST_TIMEOUTS = {
+    TimeoutType.HEARTBEAT: "its worker stopped answering: no heartbeat within its timeout",
+    TimeoutType.START_TO_CLOSE: "it ran past its timeout, or its worker died",
+    TimeoutType.SCHEDULE_TO_CLOSE: "its time budget ran out",
+}
+
+
+def _outcome_lost(err: ActivityError) -> str | None:
+    """Why the one attempt of an at-most-once call ended without an outcome (its worker
+    died, it timed out, it was cancelled or paused mid-call); None: it did not start (no
+    worker took it) or it ended with an answer of its own (the tool raised)."""
+    cause = err.cause
+    if isinstance(cause, ActivityTimeout):
+        # SCHEDULE_TO_START: it never started
+        return _LOST_TIMEOUTS.get(cause.type) if cause.type is not None else root_message(err)
+    if isinstance(cause, CancelledError):
+        return "it was cancelled while it ran"
+    if isinstance(cause, ApplicationError):
+        return _LOST_TYPES.get(cause.type or "")
+    return root_message(err)
 
 
 def _not_started(err: ActivityError) -> bool:

@@ -165,6 +165,11 @@ class ToolSpec(_Model):
     """The tool runs as a local activity, in the worker that runs the run's workflow task
     (`@tool(local=True)`): no activity task through the server, no heartbeat; its
     attempts are retried with the workflow task."""
+    at_most_once: bool = Field(False, exclude_if=lambda once: not once)
+    """A started call is never started again (`@tool(at_most_once=True)`): one attempt,
+    whatever `retry` says; the call is marked started (`ToolCall.started_at`) as its
+    activity is scheduled, and one whose outcome is lost is answered as interrupted.
+    Never run as a local activity, whatever `local` says."""
 
 
 class MCPServer(_Model):

@@ -130,6 +130,7 @@ class AgentWorkflow:
             self._reporter = asyncio.create_task(self._tree.report_to_caller(state))
         if workflow.info().continued_run_id is None:
             self._emit(state, step_events.run_started(state))
+            self._emit(state, *step_events.interrupted_at_start(self._begin.interrupted))
             if state.background_runs:  # resumed from a snapshot: its runs in the background
                 await self._tree.background.resume_children(state)
         try:

@@ -80,7 +80,7 @@ def render(state: RunState) -> str:
         lines += ["", f"**Reasoning** (turn {reply.turn}): {_code(_short(summary, 2 * SHORT))}"]
     result = next((i for i in reversed(state.items) if isinstance(i, ToolResult)), None)
     if result is not None:
-        marker = " (error)" if result.is_error else ""
+        marker = " (interrupted)" if result.interrupted else " (error)" if result.is_error else ""
         tool = _code(_tool_of(state, result.call_id))
         lines += ["", f"**Last tool result** {tool}{marker}: {_code(_short(result.content))}"]
     policy = state.agent.context_policy

@@ -92,6 +92,9 @@ class ToolFinished(_Event):
     call_id: str
     tool: str
     is_error: bool
+    interrupted: bool = False
+    """The call's outcome was lost (an at-most-once tool): it may or may not have taken
+    effect. Left out when false."""
     result: str
     """The start of what the tool returned (or why it failed)."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from durable_agents.workflows import (
+    at_most_once,
     budget,
     context,
     decisions,
@@ -123,8 +124,10 @@ def resume(
     run records its origin (keeping the one `workflows.snapshot.fork` set for
     this snapshot), a failed or cancelled run resumes as running, since resuming
     is how it is retried (an `output_invalid` one asks the model once more, with a
-    fresh budget of retries), the calls still open keep their idempotency key, and a
-    request to list the MCP tools again is dropped (the new run lists them as it starts).
+    fresh budget of retries), the calls still open keep their idempotency key, those of
+    at-most-once tools it started are answered as interrupted (`workflows.at_most_once`),
+    and a request to list the MCP tools again is dropped (the new run lists them as it
+    starts).
     """
     state = snapshot.model_copy(deep=True)
     if not continue_as_new:
@@ -143,6 +146,7 @@ def resume(
         if state.notices is not None:  # its events are its own: a waiting call is new here
             state.notices = None
             state.webhook_deliveries = []
+        at_most_once.interrupt_started(state)  # started there: never started again here
         for call in _unresolved_calls(state, last_reply(state)):
             if call.idempotency_key is None:
                 call.idempotency_key = idempotency_key(snapshot, call.call_id)
@@ -391,6 +395,7 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
                 content=outcome.content,
                 is_error=outcome.is_error,
                 attachments=outcome.attachments,
+                interrupted=outcome.interrupted,
             )
         )
     reply = last_reply(state)

@@ -583,6 +583,9 @@ class ToolOutcome(_Payload):
     handoff_to: AgentSpec | None = Field(None, exclude_if=lambda spec: spec is None)
     """A handoff taken (`workflows.handoffs`): the agent the run goes on with. Made by
     the workflow, never by `run_tool`."""
+    interrupted: bool = Field(False, exclude_if=lambda interrupted: not interrupted)
+    """The call's outcome was lost (`ToolResult.interrupted`). Made by the workflow, never
+    by `run_tool`."""
 
 
 ModelRequest.model_rebuild()

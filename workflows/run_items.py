@@ -65,6 +65,11 @@ class ToolCall(_Model):
     open into another run (resume or fork): the key of the run that proposed it,
     kept across any number of resumes, so a tool that deduplicates by key runs
     it once. None: this run's id + the call id."""
+    started_at: AwareDatetime | None = Field(None, exclude_if=lambda at: at is None)
+    """When the run started this call of an at-most-once tool (`ToolSpec.at_most_once`):
+    its one attempt was scheduled. A run resumed or forked from a snapshot holding it
+    without a result answers it as interrupted and never starts it again. None: not
+    started, or not an at-most-once tool."""
 
 
 class UserMessage(_Model):
@@ -176,14 +181,17 @@ class ToolResult(_Model):
     content: str
     is_error: bool = False
     """The tool failed, was refused or was called wrongly; content says why."""
+    interrupted: StrictBool = Field(False, exclude_if=lambda interrupted: not interrupted)
+    """The call got no result of its own; `content` says what is known. Either the turn
+    was interrupted (a new message sent with `while_busy="interrupt"`, the `interrupt`
+    update), or the call started and its outcome was lost (an at-most-once tool whose
+    attempt's worker died or timed out, or whose run was resumed from a snapshot while it
+    ran): it may or may not have taken effect, and it was not run again."""
     attachments: list[Attachment] = Field(
         [], max_length=MAX_ATTACHMENTS, exclude_if=lambda found: not found
     )
     """Images the tool returned (`content` says what each is); written only when there
     are some."""
-    interrupted: bool = Field(False, exclude_if=lambda interrupted: not interrupted)
-    """The call got no result of its own: the turn was interrupted (a new message, the
-    `interrupt` update) or its outcome was lost; `content` says what is known."""
 
 
 class Decision(_Model):

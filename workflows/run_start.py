@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         activity_calls,
+        at_most_once,
         contract,
         definitions,
         loop,
@@ -26,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         snapshot_signature,
     )
     from durable_agents.workflows.payloads import AgentInput
-    from durable_agents.workflows.state import AgentSpec, RunState, RunStatus
+    from durable_agents.workflows.state import AgentSpec, RunState, RunStatus, ToolCall
 
 
 async def described(agent: str) -> AgentSpec:
@@ -64,6 +65,8 @@ class RunStart:
         the worker's snapshot keys once `describe_agent` has given them)."""
         self._start_claim: signed_start.StartClaim | None = None
         """What the input's start signature claims (`workflows.signed_start`)."""
+        self.interrupted: list[ToolCall] = []
+        """The at-most-once calls a resumed snapshot had started: answered interrupted."""
         self._read_claims()
 
     def _read_claims(self) -> None:
@@ -125,6 +128,8 @@ class RunStart:
             continued = loop.is_continue_as_new(
                 snapshot, run_id=info.workflow_id, continued_run_id=info.continued_run_id
             )
+            if not continued:
+                self.interrupted = at_most_once.started_open(snapshot)
             state = loop.resume(
                 snapshot,
                 run_id=info.workflow_id,

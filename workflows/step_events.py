@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from durable_agents.workflows import argument_view, details, handoffs
+from durable_agents.workflows import argument_view, at_most_once, details, handoffs
 from durable_agents.workflows.payloads import SubRunFinished, ToolOutcome
 from durable_agents.workflows.state import (
     AssistantMessage,
@@ -90,8 +90,14 @@ def tool_finished(call: ToolCall, outcome: ToolOutcome) -> dict[str, Any]:
         "call_id": call.call_id,
         "tool": call.tool,
         "is_error": outcome.is_error,
+        "interrupted": True if outcome.interrupted else None,  # left out unless true
         "result": preview(outcome.content),
     }
+
+
+def interrupted_at_start(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The calls a resumed snapshot had started, answered interrupted as the run began."""
+    return [tool_finished(c, at_most_once.interrupted(c, at_most_once.RESUMED)) for c in calls]
 
 
 def handoff(state: RunState, call: ToolCall, to_agent: str) -> dict[str, Any]:

@@ -90,6 +90,44 @@ def charge_once(amount: int, seconds: float, ctx: ToolContext) -> str:
     return "charged" if ledger.apply(ctx.idempotency_key, "charge_once") else "already"
 
 
+@tool(at_most_once=True)
+def pay_once(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """Pay `amount` after `seconds` of work: at most once (no key to deduplicate on)."""
+    ledger.attempt(ctx.idempotency_key, "pay_once")
+    _work(ctx, seconds)
+    ledger.apply(ctx.idempotency_key, "pay_once")
+    return "paid"
+
+
+@tool(at_most_once=True, needs_approval=True)
+def approved_pay_once(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """`pay_once`, after a person's approval."""
+    ledger.attempt(ctx.idempotency_key, "approved_pay_once")
+    _work(ctx, seconds)
+    ledger.apply(ctx.idempotency_key, "approved_pay_once")
+    return "paid"
+
+
+@tool(at_most_once=True)
+def declined_once(amount: int, ctx: ToolContext) -> str:
+    """An at-most-once tool that raises before doing anything: its error is its answer."""
+    ledger.attempt(ctx.idempotency_key, "declined_once")
+    raise RuntimeError(f"card declined for {amount}")
+
+
+AT_MOST_ONCE_QUEUE = "chaos-at-most-once-tools"
+"""The queue `pay_once_elsewhere` runs on, served by a tools-only worker."""
+
+
+@tool(at_most_once=True, task_queue=AT_MOST_ONCE_QUEUE)
+def pay_once_elsewhere(amount: int, seconds: float, ctx: ToolContext) -> str:
+    """`pay_once` on workers of a task queue of its own (`worker.py --tools-only`)."""
+    ledger.attempt(ctx.idempotency_key, "pay_once_elsewhere")
+    _work(ctx, seconds)
+    ledger.apply(ctx.idempotency_key, "pay_once_elsewhere")
+    return "paid"
+
+
 @tool
 def not_json(ctx: ToolContext) -> object:
     """Returns a value that is not JSON."""
@@ -116,6 +154,10 @@ chaos = Agent(
         stubborn,
         not_json,
         huge,
+        pay_once,
+        approved_pay_once,
+        declined_once,
+        pay_once_elsewhere,
     ],
     max_turns=4,
     model_timeout=timedelta(seconds=10),

@@ -22,6 +22,8 @@ from tests.chaos import ledger
 from tests.support.runs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+AGENTS = "tests.chaos.agents"
+"""The module of the agents (and tools) chaos workers serve."""
 REPORT_ENV = "CHAOS_REPORT"
 """Where `make chaos` has the figures written (markdown); unset: not written."""
 
@@ -98,6 +100,9 @@ class WorkerProcess:
     extra_args: tuple[str, ...] = ()
     root: Path = ROOT
     """The source tree whose `worker.py` runs (another build: `tests.chaos.builds`)."""
+    tools_only: str | None = None
+    """A tools-only worker (`worker.py --tools-only MODULE`) of `task_queue`; None: a
+    worker serving the chaos agents' runs."""
     process: asyncio.subprocess.Process | None = None
     log: list[str] = field(default_factory=list)
 
@@ -109,11 +114,11 @@ class WorkerProcess:
             "OPENAI_BASE_URL": f"{self.model_url.removesuffix('/v1')}/{self.name}/v1",
             ledger.ENV: str(self.ledger_path),
         }
+        serves = ("--tools-only", self.tools_only) if self.tools_only else ("--agents", AGENTS)
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "worker.py",
-            "--agents",
-            "tests.chaos.agents",
+            *serves,
             "--task-queue",
             self.task_queue,
             "--drain-seconds",
@@ -130,7 +135,7 @@ class WorkerProcess:
             self.log.append(line)
             if not line:
                 raise RuntimeError(f"worker {self.name} exited: {''.join(self.log)}")
-            if line.startswith("worker: serving"):
+            if line.startswith(("worker: serving", "worker: tools only:")):
                 break
         asyncio.get_running_loop().create_task(self._drain_output())
         return self

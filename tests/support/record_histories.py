@@ -53,6 +53,7 @@ from tests.support.histories import (
 )
 from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS, by_model
+from tests.support.once_agents import once_carried
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
 from tests.support.steer_agents import STEER_AGENTS
@@ -82,6 +83,18 @@ LOOKUP_AND_MAIL = Reply(
 """A local tool's call beside one that waits for approval."""
 
 SCENARIOS = {
+    # at-most-once tools (issue 45): a call runs once (stamped as it starts), another runs
+    # past its timeout and is answered interrupted; the run continues as new with both.
+    "at_most_once": (
+        "once_carried",
+        False,
+        [
+            Reply(tool_calls=(Call("add_once", {"a": 1, "b": 2}, "a1"),)),
+            Reply(tool_calls=(Call("stall_once", {}, "s1"),)),
+            Reply("done"),
+        ],
+        [],
+    ),
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
     "local_tool": (
         "quick",
@@ -290,6 +303,7 @@ async def _serving(
         registry.add(frontdesk)  # helpdesk's MCP tools and a handoff to backoffice
         registry.add(backoffice)
         registry.add(placed)  # a tool on a task queue of its own
+        registry.add(once_carried)  # tools that run at most once
         for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
@@ -598,6 +612,7 @@ KEPT = (
     "streaming",
     "cancel_during_model_call",
     "local_tool",
+    "at_most_once",  # a call stamped, one interrupted, carried over continue-as-new
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues
