@@ -268,8 +268,26 @@ async def test_a_snapshot_with_a_cost_budget_does_not_resume_where_it_has_no_pri
         await client.result((await client.resume(golden_text("single"))).id)
 
 
+async def test_the_tree_fixtures_pending_interrupt_is_applied_when_it_resumes(env, model_server):
+    """The tree fixture holds an interrupt asked and not applied when it was written: the
+    resumed run applies it first, and, a single run, ends `interrupted` by who asked."""
+    prices = {**PRICES, "test-model": ModelPrice(input=1.0, output=2.0)}
+    async with serving(env.client, model_server, prices=prices) as worker:
+        client = AgentClient(worker.client, task_queue=worker.task_queue)
+        resumed = (await client.resume(golden_text("tree"), unpause=True)).id
+        result = await client.result(resumed)
+        state = await client.state(resumed)
+    assert result.status == state.status == "interrupted"
+    assert (state.interruptions[-1].by, state.interruptions[-1].reason) == ("oncall", "wrong order")
+    assert model_server.requests == []  # no model call: the turn was interrupted first
+
+
 async def _resume_golden(client: AgentClient, shape: str) -> None:
-    resumed = (await client.resume(golden_text(shape), unpause=True)).id  # it is paused
+    # The tree fixture's pending interrupt is taken out: the run is to go on here (the test
+    # above resumes it with its interrupt).
+    golden = snapshot.loads(golden_text(shape))
+    text = snapshot.dumps(golden.model_copy(update={"interrupt": None}))
+    resumed = (await client.resume(text, unpause=True)).id  # it is paused
 
     result = await client.result(resumed)
     assert (result.status, result.final_output, result.turn) == ("completed", "all done", 3)
