@@ -365,7 +365,7 @@ class AgentWorkflow:
             await self._tree.pass_pause_down(name, inbox.pause_payload(name, raw))
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
             self._publish(self._state)  # the UI's details say how deliveries go
-        elif name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) and self._state:
+        elif name in inbox.DECISION_SIGNALS and self._state:
             # a signal gets no answer: the UI's details say why one was refused (the
             # details only, no command: the search attributes follow with the loop)
             visibility.show_details(self._state)

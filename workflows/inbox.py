@@ -49,6 +49,15 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
+DecisionName = Literal["approve", "reject", "answer"]
+_DECISIONS: dict[str, DecisionName] = {
+    contract.SIGNAL_APPROVE: "approve",
+    contract.SIGNAL_REJECT: "reject",
+    contract.SIGNAL_ANSWER: "answer",
+}
+"""The decision each decision signal sends."""
+
+
 class Inbox:
     """Takes the run's signals; `state` is None until the run has one."""
 
@@ -92,6 +101,7 @@ class Inbox:
         handlers = {
             contract.SIGNAL_APPROVE: lambda raw: self._decide(raw, "approve"),
             contract.SIGNAL_REJECT: lambda raw: self._decide(raw, "reject"),
+            contract.SIGNAL_ANSWER: lambda raw: self._decide(raw, "answer"),
             contract.SIGNAL_SEND_MESSAGE: self._send_message,
             contract.SIGNAL_END_SESSION: self._end_session,
             contract.SIGNAL_PAUSE: self._pause,
@@ -112,10 +122,8 @@ class Inbox:
 
     def refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
         """Record a signal the run cannot use; it does not wake the loop."""
-        if name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT):
-            decision: Literal["approve", "reject"] = (
-                "approve" if name == contract.SIGNAL_APPROVE else "reject"
-            )
+        decision = _DECISIONS.get(name)
+        if decision is not None:
             self._record_refused_decision(self._malformed(decision, raw, why))
             return
         if len(name) > limits.MAX_ID_CHARS or len(why) > limits.MAX_REFUSAL_CHARS:
@@ -132,9 +140,7 @@ class Inbox:
             self.state.refused_signals.append(entry)
             trim_refusals(self.state)
 
-    def _malformed(
-        self, decision: Literal["approve", "reject"], raw: RawValue, why: str
-    ) -> DecisionAttempt:
+    def _malformed(self, decision: DecisionName, raw: RawValue, why: str) -> DecisionAttempt:
         """The audit entry of a decision signal the run cannot take; ids and reason cut
         to the limits when they pass them."""
         data, now = raw_payloads.as_json(raw), workflow.now()
@@ -157,7 +163,7 @@ class Inbox:
             self.state.refused_decisions.append(attempt)
             trim_refusals(self.state)
 
-    def _decide(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
+    def _decide(self, raw: RawValue, decision: DecisionName) -> None:
         # A signal gets no answer, so nothing here may raise: what cannot apply
         # is held or recorded as refused in the state (see workflows.decisions).
         # Only one that changes the state wakes the loop: refusals, repeated for
@@ -326,7 +332,7 @@ class Inbox:
             loop.end_session(self.state, reason=reason, now=workflow.now())
 
 
-def _signal_problem(payload: DecisionSignal, decision: Literal["approve", "reject"]) -> str | None:
+def _signal_problem(payload: DecisionSignal, decision: DecisionName) -> str | None:
     """Why a decision signal's own fields disagree with it, or None."""
     if payload.decision is not None and payload.decision != decision:
         return f"the payload says {payload.decision!r} but was sent as {decision!r}"
@@ -393,3 +399,7 @@ def pause_refusal(state: RunState | None, payload: PauseSignal | ResumeSignal) -
             "which is applied once it has started)"
         )
     return loop.pause_problem(state, pausing=isinstance(payload, PauseSignal))
+
+
+DECISION_SIGNALS = tuple(_DECISIONS)
+"""The signals that decide a call: `approve`, `reject`, `answer`."""

@@ -151,9 +151,12 @@ class DecisionSignal(_Payload):
     """Approve with these arguments instead of the model's (validated against the tool)."""
     sender: str | None = None
     """The program sending the decision (`agentctl`, a service's name), kept in the audit."""
-    decision: Literal["approve", "reject"] | None = None
+    decision: Literal["approve", "reject", "answer"] | None = None
     """On a signal, must match its name when given; a signed signal must give it, so
     a signed rejection cannot be sent as an approval."""
+    result: JsonValue = None
+    """(`answer` only, and required there, JSON null included) the answer to a call of
+    an external tool, checked against its answer schema (`workflows.answers`)."""
     run_id: str | None = Field(None, min_length=1, max_length=200)
     """The run (workflow id) the decision is for; refused by any other run."""
     arguments_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
@@ -184,9 +187,9 @@ class DecisionSignal(_Payload):
 
 
 class DecideInput(DecisionSignal):
-    """Payload of the `decide` update."""
+    """Payload of the `decide` update (and of the signals, once read)."""
 
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "answer"]
 
 
 def parse_time(text: str) -> datetime:
@@ -350,6 +353,14 @@ class PendingApproval(_Answer):
     """The agents from the run asked (first) down to the run that holds the call: one
     name for a call of the run itself; more for a call in a run below it (an agent
     called as a tool), whose `run_id` is that run's."""
+    kind: Literal["approval", "answer"] = "approval"
+    """`approval`: the call waits for approve or reject; `answer`: a call of an external
+    tool, waiting for its answer (or a rejection)."""
+    answer_schema: dict[str, JsonValue] | None = None
+    """(`answer`) the JSON Schema the answer must meet."""
+    short_id: str | None = None
+    """A short id for the call (at most 8 characters, unique in the run tree, never
+    another call's id), accepted wherever `call_id` is (`workflows.short_ids`)."""
 
 
 # --- a tree of runs (agents called as tools: workflows.tree_approvals) ----------------
