@@ -123,7 +123,7 @@ class ApprovalDecided(_Event):
     path: list[str]
     call_id: str
     tool: str | None = None
-    decision: Literal["approve", "reject"] | None = None
+    decision: Literal["approve", "reject", "answer"] | None = None
     approver: str | None = None
     reason: str | None = None
     via: str | None = None

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         run_events,
     )
     from durable_agents.workflows.payloads import (
+        AnswerSignal,
         DecideInput,
         DecisionSignal,
         DeliveryReport,
@@ -168,7 +169,8 @@ class Inbox:
         # is held or recorded as refused in the state (see workflows.decisions).
         # Only one that changes the state wakes the loop: refusals, repeated for
         # days by a misconfigured service, must not restart its timers each time.
-        payload = raw_payloads.decode(raw, DecisionSignal)
+        model = AnswerSignal if decision == "answer" else DecisionSignal
+        payload = raw_payloads.decode(raw, model)
         if isinstance(payload, str):
             self._record_refused_decision(self._malformed(decision, raw, payload))
             return

@@ -186,6 +186,15 @@ class DecisionSignal(_Payload):
         return value
 
 
+class AnswerSignal(DecisionSignal):
+    """Payload of the `answer` signal: the answer to a call of an external tool."""
+
+    decision: Literal["answer"] | None = None
+    result: JsonValue = Field(...)
+    """The answer (JSON, null included where the schema allows it), checked against the
+    tool's answer schema (`workflows.answers`)."""
+
+
 class DecideInput(DecisionSignal):
     """Payload of the `decide` update (and of the signals, once read)."""
 

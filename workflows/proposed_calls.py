@@ -122,7 +122,8 @@ def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
     models and proxies are not always careful (an empty id, an id counted from
     1 again after a restart); nor may it be an earlier call's short id. A clashing
     id becomes `<id>_t<turn>_<index>`: letters, digits, `_` and `-` only, which every
-    provider accepts back in the conversation and an id outside `SAFE_CALL_ID` becomes `call_t<turn>_<index>`.
+    provider accepts back in the conversation and an id outside `SAFE_CALL_ID`
+    becomes `call_t<turn>_<index>`.
     """
     used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
     used |= {  # nor another call's short id (`workflows.short_ids`)
