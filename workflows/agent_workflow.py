@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         activity_calls,
         agent_calls,
         announcements,
+        answers,
         contract,
         decisions,
         definitions,
@@ -296,7 +297,7 @@ class AgentWorkflow:
             await workflow.wait_condition(
                 self._woken(state, self._seen()),
                 timeout=timeout,
-                timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
+                timeout_summary=answers.wait_summary(state, step.call_ids),
             )
         except TimeoutError:
             error = decisions.expire(state, now=workflow.now())

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from durable_agents.workflows.agent_spec import ToolSpec
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput
-from durable_agents.workflows.state import ToolCall
+from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from referencing import Registry
@@ -99,6 +99,23 @@ def _order(error: Any) -> tuple[int, str, str]:
     """Errors in a fixed order (shallowest first), so a refusal reads the same on replay."""
     path = [str(p) for p in error.absolute_path]
     return (len(path), ".".join(path), error.message)
+
+
+def wait_summary(state: RunState, call_ids: tuple[str, ...]) -> str:
+    """The Temporal UI's summary of a run's wait for decisions: what it waits for
+    (`approval deadline: c1`, `answer deadline: c2`, or both), and on which calls."""
+    tools = {c.call_id: state.agent.tool(c.tool) for c in decisions_calls(state)}
+    asked = [i for i in call_ids if kind(tools.get(i)) == "answer"]
+    approvals = [i for i in call_ids if i not in asked]
+    parts = [f"approval deadline: {', '.join(approvals)}"] if approvals else []
+    parts += [f"answer deadline: {', '.join(asked)}"] if asked else []
+    return "; ".join(parts)
+
+
+def decisions_calls(state: RunState) -> list[ToolCall]:
+    """The calls of the run's latest reply."""
+    reply = next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
+    return reply.tool_calls if reply is not None else []
 
 
 def result_text(result: Any) -> str:

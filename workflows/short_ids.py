@@ -1,11 +1,11 @@
-"""Short ids for calls people decide: six characters instead of a model's call id. Pure.
+"""Short ids for calls people decide: eight characters instead of a model's call id. Pure.
 
 A model's call ids are long (`call_9f8e7d6c5b4a39281706f5e4`) and a chat button's
 payload is small (Telegram's callback data is 64 bytes, run id included), so every
 call that waits for a person also has a short id, accepted wherever its `call_id` is.
 
-- **Derived, not drawn**: the first 30 bits of SHA-256 over the run id, the call id
-  and a counter, written in Crockford's base32 (lowercase, no i, l, o, u): six
+- **Derived, not drawn**: the first 40 bits of SHA-256 over the run id, the call id
+  and a counter, written in Crockford's base32 (lowercase, no i, l, o, u): eight
   characters. Workflow code has no randomness; the same call gets the same id on
   every replay.
 - **Given once, kept**: a call's short id is given when the model proposes it and
@@ -16,8 +16,8 @@ call that waits for a person also has a short id, accepted wherever its `call_id
   counter; a model's call id equal to an earlier short id is renamed
   (`proposed_calls.unique_call_ids`).
 - **Across a tree of runs** (agents called as tools) each run gives its own calls
-  their ids from its own run id, so two runs' ids coincide only by chance (about one
-  tree in ten million with a hundred calls waiting). Should it happen, an id that
+  their ids from its own run id, so two runs' ids coincide only by chance (40 bits:
+  about one tree in 200 million with a hundred calls waiting). Should it happen, an id that
   names more than one waiting call is refused, saying so, never taken for one of them
   (`route`, `resolve`): the full call id, or `run_id`, picks the call.
 """
@@ -33,14 +33,14 @@ from durable_agents.workflows.state import AssistantMessage, RunState, SubApprov
 
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 """Crockford's base32 in lowercase: no i, l, o or u to misread or mistype."""
-LENGTH = 6
-"""Characters of a short id: 30 bits."""
+LENGTH = 8
+"""Characters of a short id: 40 bits (the most the pinned contract allows)."""
 
 
 def derive(run_id: str, call_id: str, counter: int = 0) -> str:
     """The `counter`th candidate short id of call `call_id` of run `run_id`."""
     digest = hashlib.sha256(f"{run_id}\x00{call_id}\x00{counter}".encode()).digest()
-    bits = int.from_bytes(digest[:4], "big") >> (32 - 5 * LENGTH)
+    bits = int.from_bytes(digest[:5], "big")  # 40 bits: 8 characters of 5 bits
     return "".join(ALPHABET[(bits >> (5 * (LENGTH - 1 - i))) & 31] for i in range(LENGTH))
 
 

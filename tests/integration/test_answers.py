@@ -146,10 +146,13 @@ async def test_refused_answer_signals_are_recorded_with_the_reason(asking, model
     handle = await waiting(asking, model_server)
     hostile = [
         ({"call_id": "c1", "approver": "m", "result": {"account": 7, "amount": 1}}, "account"),
-        ({"call_id": "c1", "approver": "m"}, "must carry its `result`"),
+        ({"call_id": "c1", "approver": "m"}, "result: Field required"),
         ({"call_id": "c1", "approver": "m", "result": "x" * 40_000}, "result: 40,002 bytes"),
         ({"call_id": 5, "approver": "m", "result": 1}, "call_id: Input should be a valid string"),
-        ({"call_id": "c1", "approver": "m", "result": 1, "decision": "approve"}, "payload says"),
+        (
+            {"call_id": "c1", "approver": "m", "result": 1, "decision": "approve"},
+            "decision: Input should be 'answer'",
+        ),
     ]
     for payload, _ in hostile:
         await handle.signal(contract.SIGNAL_ANSWER, payload)
