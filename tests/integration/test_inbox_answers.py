@@ -39,7 +39,7 @@ async def served(env, tmp_path) -> AsyncIterator[tuple]:
                 yield agents, scripts, url, model
 
 
-async def test_an_approver_answers_an_external_tools_call_from_the_inbox(served, browser):
+async def test_an_approver_answers_an_external_tools_call_from_the_inbox(served, browser):  # noqa: F811
     agents, scripts, url, model = served
     ask = Call("ask_refund", {"order_id": "o-7"}, "call_ask_1")
     scripts.by_input["refund o-7"] = [Reply(tool_calls=(ask,)), Reply(content="refunded")]
