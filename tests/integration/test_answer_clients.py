@@ -11,6 +11,7 @@ import shlex
 import httpx2
 import pytest
 from durable_agents.workflows import contract
+from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.state import Decision, RunStatus
 
 from durable_agents import Agent, AgentClient
@@ -176,6 +177,8 @@ async def test_a_sub_agents_question_is_answered_through_its_caller_by_short_id(
         [item] = shown
         assert item.kind == "answer" and item.run_id != handle.id and item.short_id
         assert item.path == ["lead-asker", "questioner"]
+        with pytest.raises(DecisionRefused, match="account: 1 is not of type 'string'"):
+            await agents.answer(handle.id, item.short_id, {"account": 1, "amount": 2}, approver="a")
         signal = {"call_id": item.short_id, "approver": "ann", "result": GOOD}
         await handle.signal(contract.SIGNAL_ANSWER, signal)  # to the root, by short id
         assert (await asyncio.wait_for(handle.result(), 30)).status is RunStatus.COMPLETED

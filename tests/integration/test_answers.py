@@ -16,7 +16,14 @@ from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.answer_agents import ANSWER_AGENTS
 from tests.support.approver_keys import ALICE
-from tests.support.runs import start, state_of, temporal_cli, tool_results, wait_for_status
+from tests.support.runs import (
+    start,
+    state_of,
+    temporal_cli,
+    tool_results,
+    wait_for_status,
+    workflow_task_failures,
+)
 
 GOOD = {"account": "ACC-1", "amount": 12.5, "lines": [{"sku": "A", "quantity": 2}]}
 
@@ -215,3 +222,41 @@ async def test_a_rejected_question_tells_the_model(asking, model_server):
     assert (await handle.result()).status is RunStatus.COMPLETED
     sent = tool_message(model_server.requests[-1], "c1")["content"]
     assert "rejected by ann: not our order" in sent
+
+
+async def test_hostile_decide_payloads_are_refused_and_the_run_goes_on(asking, model_server):
+    handle = await waiting(asking, model_server)
+    deep: object = 1
+    for _ in range(150):
+        deep = [deep]
+    hostile = [
+        {"call_id": "c1", "decision": "answer", "approver": "m", "result": deep},
+        {"call_id": 1, "decision": "answer", "approver": "m", "result": GOOD},
+        {"call_id": "c1", "decision": "answer", "result": GOOD},
+        {"call_id": "c1", "decision": "answer", "approver": "m", "result": GOOD, "x": 1},
+        {"call_id": "c1", "decision": "maybe", "approver": "m", "result": GOOD},
+        {"call_id": "c1", "decision": "answer", "approver": "m", "result": "x" * 40_000},
+        [1, 2],
+    ]
+    for payload in hostile:
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(contract.UPDATE_DECIDE, payload, result_type=Decision)
+    for payload in hostile[:2]:  # the same as signals: recorded as refused
+        await handle.signal(contract.SIGNAL_ANSWER, payload)
+    deepest = '{"call_id": "c1", "approver": "m", "result": ' + "[" * 5000 + "]" * 5000 + "}"
+    await temporal_cli(  # deeper than any JSON reader here follows: refused, not a crash
+        asking, "workflow", "signal", "--workflow-id", handle.id,
+        "--name", "answer", "--input", deepest,
+    )  # fmt: skip
+    state = await state_of(handle)
+    refused = [r.refused_because or "" for r in state.refused_decisions]
+    assert len(refused) == 3, refused
+    assert "result: nested 150 deep, at most 32" in refused[0]
+    assert "call_id: Input should be a valid string" in refused[1]
+    assert refused[2].startswith("invalid answer payload:")
+    assert not [i for i in state.items if isinstance(i, Decision)]
+    await handle.signal(
+        contract.SIGNAL_ANSWER, {"call_id": "c1", "approver": "ann", "result": GOOD}
+    )
+    assert (await handle.result()).status is RunStatus.COMPLETED
+    assert await workflow_task_failures(handle) == 0

@@ -340,3 +340,37 @@ def test_report_with_a_malformed_short_id_is_refused() -> None:
     hostile = SubRunReport(run_id="root/kid", pending=[PendingApproval(**bad.model_dump())])
     root = run_with(run_id="root")
     assert "short_id" in (tree_approvals.take_report(root, hostile, {"root/kid"}) or "")
+
+
+def test_a_short_id_stays_through_continue_as_new_and_a_chain_of_resumes() -> None:
+    from durable_agents.workflows.snapshot import dumps, loads
+
+    state = run_with(("c1", "ask_name", '{"question": "?"}'), run_id="A")
+    first = decisions.pending_approvals(state)[0].short_id
+    carried = loop.resume(state, run_id="A", workflow_run="wr-2", now=T0, continue_as_new=True)
+    resumed = loop.resume(loads(dumps(carried)), run_id="B", workflow_run="wr-B", now=T0)
+    again = loop.resume(loads(dumps(resumed)), run_id="C", workflow_run="wr-C", now=T0)
+    for later in (carried, resumed, again):
+        [item] = decisions.pending_approvals(later)
+        assert (item.call_id, item.short_id, item.kind) == ("c1", first, "answer")
+    recorded = decisions.apply(again, answer(first or "", "Ada"), via="update", now=T0)
+    assert recorded.call_id == "c1"  # the id people were shown in run A decides it in C
+
+
+def test_an_old_call_without_a_stored_short_id_gets_the_derived_one() -> None:
+    state = run_with(("c1", "refund", "{}"))
+    call = decisions.pending_calls(state)[0]
+    call.short_id = None  # as a state written before short ids
+    assert decisions.pending_approvals(state)[0].short_id == short_ids.derive("r", "c1")
+    approve = DecideInput(call_id=short_ids.derive("r", "c1"), decision="approve", approver="a")
+    assert decisions.apply(state, approve, via="signal", now=T0).call_id == "c1"
+
+
+def test_a_short_id_naming_two_calls_of_one_run_is_refused() -> None:
+    state = run_with(("c1", "refund", "{}"), ("c2", "refund", "{}"))
+    c1, c2 = decisions.pending_calls(state)
+    c2.short_id = None
+    c1.short_id = short_ids.derive("r", "c2")  # forged: c1's short id is c2's derived one
+    approve = DecideInput(call_id=c1.short_id, decision="approve", approver="a")
+    with pytest.raises(DecisionRefused, match="names 2 calls of run r"):
+        decisions.check(state, approve, now=T0)
