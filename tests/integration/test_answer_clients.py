@@ -77,8 +77,9 @@ async def test_agentctl_pending_shows_the_question_and_answer_takes_its_short_id
     made = await ctl("answer", handle.id, short, "--result", json.dumps(GOOD), "--as", "ann")
     assert made.code == 0, made.stderr
     assert f"answered {ASK.call_id} by ann" in made.stdout and '"account": "ACC-1"' in made.stdout
-    approved = await ctl("approve", handle.id, items["e1"]["short_id"], "--as", "ann", "--wait")
-    assert approved.code == 0, approved.stderr
+    rejected = await ctl("reject", handle.id, items["e1"]["short_id"], "--as", "ann")
+    assert rejected.code == 0, rejected.stderr  # the signal, its outcome read by short id
+    assert "rejected e1 by ann" in rejected.stdout
     assert (await handle.result()).status is RunStatus.COMPLETED
     assert json.loads(tool_content(model_server, ASK.call_id)) == GOOD
 
