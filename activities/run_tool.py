@@ -147,6 +147,8 @@ class ToolActivities:
         if found is None:
             telemetry.count_tool_failure(None, "unknown_tool")
             return _error(request, f"Error: tool '{request.tool}' is not available.")
+        if found.external:  # answered by a person or a service: never scheduled to run
+            return _error(request, f"Error: tool '{found.name}' is answered, never run.")
         try:
             arguments = found.arguments.model_validate(json.loads(request.arguments or "{}"))
         except json.JSONDecodeError as err:

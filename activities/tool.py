@@ -27,7 +27,14 @@ from durable_agents.workflows.state import (
     ToolSpec,
     WebhookSubscription,
 )
-from pydantic import BaseModel, ConfigDict, JsonValue, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    PydanticUserError,
+    TypeAdapter,
+    create_model,
+)
 from temporalio.common import RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -131,6 +138,11 @@ class Tool:
     cancel reaches it when its attempt ends), attempts of at most
     `LOCAL_TOOL_MAX_TIMEOUT`, retried with the workflow task. For fast tools that read
     rather than act; never one that needs approval (README: "Local tools")."""
+    external: bool = False
+    """An external tool: its calls are answered by a person or a service, never by
+    running `fn` (`workflows.answers`); its return annotation is the answer's type."""
+    answer_schema: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    """(`external`) the JSON Schema of the answer's type, every answer checked against it."""
 
     at_most_once: bool = False
     """Once a call's attempt has started, it is never started again: not by a retry, a
@@ -171,6 +183,8 @@ class Tool:
                 raise ValueError(f"tool {self.name}: a handoff or an agent call has no task_queue")
         if self.queue_timeout <= timedelta(0):
             raise ValueError(f"tool {self.name}: queue_timeout must be positive")
+        if self.external:
+            _check_external(self)
         if self.at_most_once:
             self._check_at_most_once()
         if not self.local:
@@ -285,6 +299,7 @@ def tool(
     task_queue: str | None = None,
     queue_timeout: timedelta = DEFAULT_QUEUE_TIMEOUT,
     at_most_once: bool = False,
+    external: bool = False,
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
@@ -299,6 +314,11 @@ def tool(
     workers of another task queue (see `Tool.task_queue`). `at_most_once`: a started
     call is never started again; a lost outcome reaches the model as interrupted (see
     `Tool.at_most_once`; its retry policy is one attempt, and it is never local).
+    workers of another task queue (see `Tool.task_queue`). `external`: calls are
+    answered by a person or a service, never by running the function (its body never
+    runs; its return annotation is the answer's type, checked on every answer); a call
+    waits as for approval, and `needs_approval` may give the policy of that wait
+    (approvers, timeout, signature), never conditions (`when`): every call waits.
     """
     if isinstance(sensitive, str):
         raise TypeError(f"sensitive is a collection of parameter names, not {sensitive!r}")
@@ -318,12 +338,15 @@ def tool(
             )
         policy = retry_policy or (AT_MOST_ONCE_RETRY if at_most_once else DEFAULT_TOOL_RETRY)
         retry_spec(policy)  # refuse an unbounded policy at definition time
+        approval = ApprovalPolicy() if needs_approval is True else needs_approval or None
+        if external:  # every call waits; an answer is given once (no `always`)
+            approval = (approval or ApprovalPolicy()).model_copy(update={"allow_always": False})
         return Tool(
             name=name or f.__name__,
             description=inspect.getdoc(f) or "",
             fn=f,
             arguments=arguments,
-            approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
+            approval=approval,
             timeout=timeout,
             retry_policy=policy,
             context_param=context_param,
@@ -334,9 +357,48 @@ def tool(
             task_queue=task_queue,
             queue_timeout=queue_timeout,
             at_most_once=at_most_once,
+            external=external,
+            answer_schema=_answer_schema(f) if external else None,
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _answer_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON Schema of an external tool's answer: its function's return annotation."""
+    hints = get_type_hints(fn, include_extras=True)
+    if "return" not in hints or hints["return"] is type(None):
+        raise TypeError(
+            f"external tool {fn.__name__}: its return annotation is the answer's type "
+            "(a pydantic model, str, int, list[...]): add one"
+        )
+    try:
+        return TypeAdapter(hints["return"]).json_schema()
+    except PydanticUserError as err:
+        raise TypeError(
+            f"external tool {fn.__name__}: its return annotation has no JSON Schema: {err}"
+        ) from None
+
+
+def _check_external(tool: Tool) -> None:
+    """Refuse what an external tool cannot be: no code of it runs anywhere."""
+    if tool.approval is None or tool.approval.when:
+        raise ValueError(
+            f"tool {tool.name}: an external tool waits for an answer on every call: its "
+            "policy takes no conditions (`when`)"
+        )
+    clashes = {
+        "local": tool.local,
+        "task_queue": tool.task_queue is not None,
+        "handoff": tool.handoff is not None,
+        "runs_agent": tool.runs_agent is not None,
+        "at_most_once": tool.at_most_once,
+    }
+    given = [name for name, on in clashes.items() if on]
+    if given:
+        raise ValueError(
+            f"tool {tool.name}: an external tool runs no code, so it takes no {', '.join(given)}"
+        )
 
 
 def _arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None]:

@@ -62,8 +62,6 @@ from durable_agents.workflows.payloads import (
     AgentResult,
     DecideInput,
     DecisionSignal,
-    DeliveryRequest,
-    DeliveryResult,
     EndSessionSignal,
     InterruptInput,
     InterruptResult,
@@ -84,6 +82,7 @@ from durable_agents.workflows.state import (
     RunStatus,
     SubRunSnapshot,
 )
+from durable_agents.workflows.webhook_payloads import DeliveryRequest, DeliveryResult
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from temporalio.client import (
     Client,
@@ -125,12 +124,15 @@ class RunPendingApproval(BaseModel):
     arguments_sha256: str | None = None
     execution_id: str | None = None
     sensitive: list[str] = []
+    kind: Literal["approval", "answer"] = "approval"
+    answer_schema: dict[str, JsonValue] | None = None
+    short_id: str | None = None
 
 
 def decision_payload(
     run_id: str,
     call_id: str,
-    decision: Literal["approve", "reject"],
+    decision: Literal["approve", "reject", "answer"],
     *,
     signal: bool,
     approver: str | None,
@@ -145,6 +147,7 @@ def decision_payload(
     execution_id: str | None = None,
     metadata: dict[str, JsonValue] | None = None,
     holder_run_id: str | None = None,
+    result: JsonValue = None,
 ) -> dict[str, JsonValue]:
     """A decision payload as plain JSON, exactly as it is sent (and signed).
 
@@ -161,8 +164,10 @@ def decision_payload(
     the sender's own data, recorded with the decision (and signed with it).
     `holder_run_id`: the run that holds the call when it is not `run_id` but a run
     below it (the pending item's `run_id`): the binding names that run, and `run_id`
-    passes the decision down to it. Fields that are not given are left out, so a
-    payload without a binding is one a worker of an earlier build accepts.
+    passes the decision down to it. `result` (an `answer` only, where it is always
+    sent, JSON null included): the answer to a call of an external tool. Fields that
+    are not given are left out, so a payload without a binding is one a worker of an
+    earlier build accepts.
     """
     if signing_key is not None:
         if approver not in (None, signing_key.owner):
@@ -196,6 +201,8 @@ def decision_payload(
     }
     model = DecisionSignal if signal else DecideInput
     payload = checked(model, **fields).model_dump(mode="json", exclude_none=True)
+    if decision == "answer":
+        payload["result"] = result
     if signing_key is not None:
         payload = signing_key.sign(payload)
     return payload
@@ -729,11 +736,43 @@ class AgentClient:
         )
         await self._signal(run_id, contract.SIGNAL_REJECT, payload)
 
+    async def answer(
+        self,
+        run_id: str,
+        call_id: str,
+        result: JsonValue,
+        *,
+        approver: str | None = None,
+        reason: str | None = None,
+        request_id: str | None = None,
+        sender: str | None = None,
+        **binding: Any,
+    ) -> Decision:
+        """Answer a call of an external tool (`@tool(external=True)`) through the `decide`
+        update with `"decision": "answer"`; returns the recorded answer. `result` is the
+        answer as JSON (a pydantic model is dumped): the run checks it against the
+        tool's answer schema and raises `DecisionRefused` with the field that does not
+        match. `call_id` may be the call's short id. `binding`: see `decision_payload`."""
+        if isinstance(result, BaseModel):
+            result = result.model_dump(mode="json")
+        payload = decision_payload(
+            run_id,
+            call_id,
+            "answer",
+            signal=False,
+            approver=approver,
+            reason=reason,
+            sender=sender,
+            result=result,
+            **binding,
+        )
+        return await self.send_decision(run_id, payload, request_id=request_id)
+
     async def decide(
         self,
         run_id: str,
         call_id: str,
-        decision: Literal["approve", "reject"],
+        decision: Literal["approve", "reject", "answer"],
         *,
         approver: str | None = None,
         reason: str | None = None,
@@ -780,8 +819,10 @@ class AgentClient:
                 recorded = await self._handle(run_id).execute_update(
                     contract.UPDATE_DECIDE, payload, id=request_id, result_type=Decision
                 )
-                asked = (call_id, payload.get("decision"))
-                if request_id is not None and (recorded.call_id, recorded.decision) != asked:
+                named = call_id in (recorded.call_id, recorded.short_id)  # a short id too
+                if request_id is not None and (
+                    not named or recorded.decision != payload.get("decision")
+                ):
                     raise DecisionRefused(
                         f"request id {request_id[:100]!r} was used for another decision "
                         f"({recorded.decision} {recorded.call_id!r}); this one was not sent",

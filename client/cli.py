@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from durable_agents.client import (
+    cli_answers,
     cli_ops,
     cli_snapshots,
     refusals,
@@ -284,6 +285,11 @@ async def _reject(args: argparse.Namespace, agents: AgentClient) -> str:
     return await _decide(args, agents, "reject")
 
 
+async def _answer(args: argparse.Namespace, agents: AgentClient) -> str:
+    args.always, args.wait = False, True  # an answer goes by the update: refused at once
+    return await _decide(args, agents, "answer")
+
+
 async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) -> str:
     key = signing.read_key(Path(args.key)) if args.key else None
     if key is not None and args.approver not in (None, key.owner):
@@ -294,10 +300,14 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
     options["approver"] = key.owner if key is not None else args.approver or default_approver()
     if decision == "approve":
         options["arguments"] = args.arguments
+    if decision == "answer":
+        options["result"] = cli_answers.parse_result(args.result)
     if args.request_id is not None and not args.wait:
         raise AgentClientError("--request-id goes with --wait (it is the update's id)")
     shown = await _pending_call(agents, args.run_id, args.call_id, args.holder)
-    if shown is None and decision == "approve":
+    if shown is not None and decision != "reject":
+        cli_answers.check_kind(shown, decision, options.get("result"))
+    if shown is None and decision in ("approve", "answer"):
         # Nothing to show, so nothing to bind to: the call could be proposed, with any
         # arguments, between this read and the decision.
         raise AgentClientError(await _not_pending(agents, args.run_id, args.call_id))
@@ -378,7 +388,7 @@ async def _pending_call(
     """The pending item of `call_id`, as `agentctl pending` shows it, or None: the one of
     the run that holds it (`holder`, when given: needed when the run and a run below
     it, or several runs below, hold calls of that id)."""
-    found = [p for p in await agents.pending(run_id) if p.call_id == call_id]
+    found = [p for p in await agents.pending(run_id) if call_id in (p.call_id, p.short_id)]
     if holder is not None:
         found = [p for p in found if (p.run_id or run_id) == holder]
         if not found:
@@ -662,14 +672,20 @@ def build_parser() -> argparse.ArgumentParser:
     keygen.add_argument("-o", "--output", required=True, metavar="FILE", help="key file (0600)")
     for name, fn in (("approve", _approve), ("reject", _reject)):
         _decision_arguments(command(name, fn, f"{name} a pending tool call"), edits=fn is _approve)
+    answer = command("answer", _answer, "answer a call of an external tool")
+    _decision_arguments(answer, edits=False, answers=True)
     cli_snapshots.add_commands(command, offline, turn=_turn)
     cli_ops.add_commands(command)
     return parser
 
 
-def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
+def _decision_arguments(
+    sub: argparse.ArgumentParser, *, edits: bool, answers: bool = False
+) -> None:
     sub.add_argument("run_id", metavar="RUN_ID")
-    sub.add_argument("call_id", metavar="CALL_ID")
+    sub.add_argument("call_id", metavar="CALL_ID", help="the call's id or its short id")
+    if answers:
+        cli_answers.add_result_argument(sub)
     sub.add_argument(
         "--in",
         dest="holder",
@@ -704,23 +720,25 @@ def _decision_arguments(sub: argparse.ArgumentParser, *, edits: bool) -> None:
             metavar="JSON",
             help="approve with these arguments instead of the model's (a JSON object)",
         )
-    sub.add_argument(
-        "--always",
-        action="store_true",
-        help="same decision for later calls with the same arguments (if the policy allows it)",
-    )
+    if not answers:  # an answer is given once
+        sub.add_argument(
+            "--always",
+            action="store_true",
+            help="same decision for later calls with the same arguments (if the policy allows it)",
+        )
     sub.add_argument(
         "--key",
         metavar="FILE",
         help="sign the decision with this approver key (agentctl keygen); the approver is "
         "the key's owner",
     )
-    sub.add_argument(
-        "--wait",
-        action="store_true",
-        help="use the `decide` update: refused at once if it cannot apply (default: the "
-        "signal, then the run's state is read to report what it did with it)",
-    )
+    if not answers:  # an answer always goes by the update
+        sub.add_argument(
+            "--wait",
+            action="store_true",
+            help="use the `decide` update: refused at once if it cannot apply (default: "
+            "the signal, then the run's state is read to report what it did with it)",
+        )
     sub.add_argument(
         "--request-id",
         metavar="ID",

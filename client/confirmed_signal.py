@@ -64,8 +64,8 @@ def outcome_of(
     approver (an exact repeat of a recorded decision is not refused: it is that)."""
 
     def mine(entry: Decision | DecisionAttempt) -> bool:
-        return (entry.call_id, entry.decision, entry.approver) == (
-            request.call_id,
+        named = (entry.call_id, getattr(entry, "short_id", None))  # a decision: either id
+        return request.call_id in named and (entry.decision, entry.approver) == (
             request.decision,
             request.approver,
         )

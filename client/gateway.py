@@ -187,6 +187,15 @@ class DecisionRequest(DecideInput):
     arguments_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  # type: ignore[assignment]
 
 
+class AnswerRequest(DecisionRequest):
+    """The answer to a call of an external tool: a `DecisionRequest` whose `decision` is
+    `answer` (it may be left out unless signed) and whose `result` is required (JSON,
+    checked by the run against the tool's answer schema)."""
+
+    decision: Literal["answer"] = "answer"  # type: ignore[assignment]
+    result: JsonValue = Field(...)
+
+
 def gateway_app(
     agents: AgentClient,
     callers: Callers | None,
@@ -343,11 +352,19 @@ def gateway_app(
         return _json(TypeAdapter(list[PendingApproval]).dump_python(found, mode="json"))
 
     async def decide(request: Request) -> Response:
+        return await decided(request, DecisionRequest)
+
+    async def answer(request: Request) -> Response:
+        return await decided(request, AnswerRequest)
+
+    async def decided(request: Request, model: type[DecisionRequest]) -> Response:
         run_id = request.path_params["run_id"]
         request.state.audit = {"action": "decide", "run_id": run_id}
         caller = await allowed(request, "decide", run_id)
-        body = await _body(request, DecisionRequest)
+        body = await _body(request, model)
         payload = json.loads(await request.body())  # as it came: a signature covers it
+        if body.decision == "answer" and body.signature is None:  # (/answers) may omit it
+            payload["decision"] = "answer"
         request.state.audit |= {"action": body.decision, "call_id": body.call_id}
         holder = await _holder(agents, run_id, body.call_id, body.run_id)
         if holder != run_id:  # a call of a run below: the caller must may touch it too
@@ -404,6 +421,7 @@ def gateway_app(
         Route("/runs/{run_id:path}/messages", message, methods=["POST"]),
         Route("/runs/{run_id:path}/decisions", decide, methods=["POST"]),
         Route("/runs/{run_id:path}/interrupt", interrupt, methods=["POST"]),
+        Route("/runs/{run_id:path}/answers", answer, methods=["POST"]),
         Route("/runs/{run_id:path}/events", events),
         Route("/runs/{run_id:path}", status),
         *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed),
@@ -432,6 +450,7 @@ def openapi() -> dict[str, Any]:
         InterruptRequest,
         InterruptResult,
         DecisionRequest,
+        AnswerRequest,
         StatusView,
         PendingApproval,
         Decision,
@@ -558,6 +577,17 @@ def openapi() -> dict[str, Any]:
                     ],
                     "requestBody": body("DecisionRequest"),
                     "responses": answer(ref("Decision"), "the recorded decision"),
+                }
+            },
+            "/runs/{run_id}/answers": {
+                "post": {
+                    "summary": "answer a call of an external tool (scope decide)",
+                    "parameters": [
+                        *run,
+                        {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
+                    ],
+                    "requestBody": body("AnswerRequest"),
+                    "responses": answer(ref("Decision"), "the recorded answer"),
                 }
             },
             "/runs/{run_id}/events": {
@@ -708,7 +738,7 @@ async def _holder(agents: AgentClient, run_id: str, call_id: str, named: str | N
     names none and the run has no such call of its own, as its pending calls say."""
     if named == run_id:
         return run_id
-    pending = [p for p in await agents.pending(run_id) if p.call_id == call_id]
+    pending = [p for p in await agents.pending(run_id) if call_id in (p.call_id, p.short_id)]
     below = [p.run_id for p in pending if p.run_id and p.run_id != run_id]
     if named is not None:
         if named not in below:

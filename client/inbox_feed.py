@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from durable_agents.client.agent_client import PENDING_QUERY, AgentClient
 from durable_agents.workflows import contract
@@ -80,6 +80,12 @@ class InboxCall(BaseModel):
     none), shown until the person asks for the values."""
     policy: PolicyView | None = None
     deadline: str | None = None
+    kind: Literal["approval", "answer"] = "approval"
+    """`answer`: a call of an external tool, answered with JSON (`answer_schema`)."""
+    answer_schema: dict[str, JsonValue] | None = None
+    answer_schema_pretty: str | None = None
+    """(`answer`) the answer's JSON Schema as indented JSON, shown above the answer box."""
+    short_id: str | None = None
 
 
 class InboxView(BaseModel):
@@ -263,6 +269,14 @@ def _call(
         arguments_masked=_masked(item) if item.sensitive else None,
         policy=_policy(policy) if policy is not None else None,
         deadline=deadline,
+        kind=item.kind,
+        answer_schema=item.answer_schema,
+        answer_schema_pretty=(
+            json.dumps(item.answer_schema, indent=2, ensure_ascii=False)
+            if item.kind == "answer"
+            else None
+        ),
+        short_id=item.short_id,
     )
 
 

@@ -106,9 +106,10 @@ def pending(approvals: list[PendingApproval], *, reveal: bool = False) -> str:
     agents from the run asked down to the one holding the call, and that run's id."""
     if not approvals:
         return "no pending approvals"
-    header: tuple[str, ...] = ("CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
+    header: tuple[str, ...] = ("CALL ID", "SHORT ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
     rows: list[tuple[str, ...]] = [
-        (safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a)) for a in approvals
+        (safe(a.call_id), safe(a.short_id or "-"), safe(a.tool), _time(a.requested_at), _digest(a))
+        for a in approvals
     ]
     if any(len(a.path) > 1 for a in approvals):
         header = ("IN", *header)
@@ -130,9 +131,16 @@ def _holder(item: PendingApproval) -> str:
 
 def pending_across_runs(found: PendingAcrossRuns, *, reveal: bool = False) -> str:
     """The same, with a run id column, then the runs that did not answer."""
-    header = ("RUN ID", "CALL ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
+    header = ("RUN ID", "CALL ID", "SHORT ID", "TOOL", "REQUESTED AT", "ARGUMENTS SHA256")
     rows = [
-        (safe(a.run_id), safe(a.call_id), safe(a.tool), _time(a.requested_at), _digest(a))
+        (
+            safe(a.run_id),
+            safe(a.call_id),
+            safe(a.short_id or "-"),
+            safe(a.tool),
+            _time(a.requested_at),
+            _digest(a),
+        )
         for a in found.approvals
     ]
     table = _table_with_arguments(header, rows, found.approvals, reveal=reveal)
@@ -220,8 +228,21 @@ def _table_with_arguments(
     table = _table([header, *rows]).split("\n")
     lines = [table[0]]
     for row, item in zip(table[1:], items, strict=True):
-        lines += [row, *arguments_lines(item, reveal=reveal)]
+        lines += [row, *arguments_lines(item, reveal=reveal), *answer_lines(item)]
     return "\n".join(lines)
+
+
+def answer_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
+    """For a call of an external tool: that it waits for an answer, and the answer's
+    JSON Schema in full (folded, never cut)."""
+    if item.kind != "answer":
+        return []
+    schema = json.dumps(item.answer_schema, ensure_ascii=False, separators=(",", ":"))
+    chunks = fold(safe(schema))
+    return [
+        "    waits for an answer (agentctl answer ... --result JSON) matching:",
+        *(f"      {chunk}" for chunk in chunks),
+    ]
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -257,7 +278,7 @@ def result(outcome: AgentResult) -> str:
 def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
     """`approved call_1 by alice (looks fine) at 2025-01-01 12:00:00Z`, then what else
     it carries: `always` and its scope, edited arguments (in full), the signing key."""
-    verb = "approved" if recorded.decision == "approve" else "rejected"
+    verb = {"approve": "approved", "reject": "rejected", "answer": "answered"}[recorded.decision]
     why = f" ({safe(recorded.reason)})" if recorded.reason else ""
     parts = [
         f"{verb} {safe(recorded.call_id)} by {safe(recorded.approver)}{why} at {_time(recorded.at)}"
@@ -276,6 +297,9 @@ def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
     if recorded.arguments is not None:
         edited = safe(_hidden(json.dumps(recorded.arguments, ensure_ascii=False), sensitive))
         parts.append(f"arguments edited by {safe(recorded.approver)} to {edited}")
+    if recorded.decision == "answer":
+        given = json.dumps(recorded.result, ensure_ascii=False)
+        parts.append(f"answer: {safe(given if len(given) <= 2_000 else given[:1_999] + '…')}")
     if recorded.signed_by is not None:
         parts.append(f"signed with key {safe(recorded.signed_by)}")
     return SEP.join(parts)

@@ -170,6 +170,13 @@ class ToolSpec(_Model):
     whatever `retry` says; the call is marked started (`ToolCall.started_at`) as its
     activity is scheduled, and one whose outcome is lost is answered as interrupted.
     Never run as a local activity, whatever `local` says."""
+    external: bool = Field(False, exclude_if=lambda external: not external)
+    """An external tool (`@tool(external=True)`): no code runs a call; each call waits,
+    as for approval, for a person or a service to answer it (`answer` signal, `decide`
+    with `"decision": "answer"`), and the answer is its result. Left out when False."""
+    answer_schema: dict[str, JsonValue] | None = Field(None, exclude_if=lambda s: s is None)
+    """(`external`) the JSON Schema every answer must meet (of the function's return
+    annotation). Left out when None."""
 
 
 class MCPServer(_Model):

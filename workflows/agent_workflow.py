@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         activity_calls,
         agent_calls,
         announcements,
+        answers,
         contract,
         decisions,
         definitions,
@@ -330,7 +331,7 @@ class AgentWorkflow:
             await workflow.wait_condition(
                 self._woken(state, self._seen()),
                 timeout=timeout,
-                timeout_summary=f"approval deadline: {', '.join(step.call_ids)}",
+                timeout_summary=answers.wait_summary(state, step.call_ids),
             )
         except TimeoutError:
             error = decisions.expire(state, now=workflow.now())
@@ -409,7 +410,7 @@ class AgentWorkflow:
             await self._tree.pass_pause_down(name, inbox.pause_payload(name, raw))
         if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
             self._publish(self._state)  # the UI's details say how deliveries go
-        elif name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) and self._state:
+        elif name in inbox.DECISION_SIGNALS and self._state:
             # a signal gets no answer: the UI's details say why one was refused (the
             # details only, no command: the search attributes follow with the loop)
             visibility.show_details(self._state)

@@ -15,8 +15,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import contract, event_stream, run_events, step_events
-    from durable_agents.workflows.payloads import AgentInput, DeliveryJob
+    from durable_agents.workflows.payloads import AgentInput
     from durable_agents.workflows.state import RunState
+    from durable_agents.workflows.webhook_payloads import DeliveryJob
 
 
 class Announcer:

@@ -50,7 +50,7 @@ class DecisionAttempt(_Model):
     """A decision signal not recorded as a Decision: held or refused."""
 
     call_id: StrictStr
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "answer"]
     approver: StrictStr
     reason: StrictStr | None = None
     always: StrictBool = False

@@ -15,6 +15,8 @@ DEFAULT_TASK_QUEUE = "agents"
 
 SIGNAL_APPROVE = "approve"
 SIGNAL_REJECT = "reject"
+SIGNAL_ANSWER = "answer"
+"""The answer to a call of an external tool (`workflows.answers`)."""
 SIGNAL_SEND_MESSAGE = "send_message"
 SIGNAL_END_SESSION = "end_session"
 SIGNAL_REFRESH_TOOLS = "refresh_tools"

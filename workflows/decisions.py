@@ -19,7 +19,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Literal
 
-from durable_agents.workflows import budget, handoffs, signed_decisions
+from durable_agents.workflows import answers, budget, handoffs, short_ids, signed_decisions
 from durable_agents.workflows.approval_policy import (
     arguments_problem,
     condition_holds,
@@ -63,7 +63,7 @@ def check(
     """
     if state.status.is_final:
         raise DecisionRefused(f"run {state.run_id} has ended ({state.status.value})")
-    call_id = request.call_id
+    call_id = short_ids.resolve(state, request.call_id)
     found = _find_call(state, call_id)
     if found is None:
         if model_call_pending:
@@ -87,6 +87,7 @@ def check(
         raise DecisionRefused(f"tool call {call_id} names no tool of the agent ({call.tool})")
     if call not in pending_calls(state):
         raise DecisionRefused(f"tool call {call_id} (turn {turn}) is not waiting for a decision")
+    answers.check(call, tool, request)
     policy = tool.approval if tool is not None else state.agent.budget_approval
     _check_binding(state, request, call, policy, now=now)
     if asked is not None and request.always:
@@ -187,6 +188,8 @@ def apply(state: RunState, request: DecideInput, *, via: Via, now: datetime) -> 
         always_when=request.always_when,
         execution_id=request.execution_id,
         metadata=request.metadata,
+        result=request.result if request.decision == "answer" else None,
+        short_id=short_ids.of(state, call),
         at=now,
     )
     record(state, recorded)
@@ -220,7 +223,7 @@ def receive_signal(
         if hold_limit is not None and len(state.held_decisions) >= hold_limit:
             why = f"{err}; {hold_limit} decisions are held already"
         elif (
-            request.decision == "approve"
+            request.decision != "reject"
             or request.always
             or request.signature
             or request.arguments is not None
@@ -249,7 +252,7 @@ def receive_signal(
 
 
 def malformed_attempt(
-    decision: Literal["approve", "reject"],
+    decision: Literal["approve", "reject", "answer"],
     data: object,
     problem: str,
     *,
@@ -421,6 +424,9 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
             execution_id=state.execution_id,
             sensitive=sensitive_names(state, c),
             path=[state.agent.name],
+            kind=answers.kind(tool := state.agent.tool(c.tool)),
+            answer_schema=tool.answer_schema if tool is not None else None,
+            short_id=short_ids.of(state, c),
         )
         for c in pending_calls(state)
         if (asked_at := _asked_at(state, c)) is not None
@@ -462,8 +468,11 @@ def arguments_for(call: ToolCall, decision: Decision | None) -> str:
 
 
 def record(state: RunState, decision: Decision) -> None:
-    """Append a decision; a rejection also answers the call for the model."""
+    """Append a decision; a rejection or an answer also answers the call for the model."""
     state.items.append(decision)
+    if decision.decision == "answer":
+        content = answers.result_text(decision.result)
+        state.items.append(ToolResult(call_id=decision.call_id, content=content))
     if decision.decision == "reject" and budget.request_for(state, decision.call_id) is None:
         who = {
             "rule": f"a standing rule of {decision.approver}",
@@ -487,8 +496,8 @@ def _attempt(
     """The audit entry of a decision signal. A refused one keeps no edited arguments or
     `always_when` (16 KB each): refusals, up to REFUSALS_KEPT of them, must stay small."""
     bulk = {"arguments", "always_when", "metadata"} if refused_because is not None else set()
-    return DecisionAttempt(
-        **request.model_dump(exclude={"decision", *bulk}),
+    return DecisionAttempt(  # an answer's `result` is not kept (it was never taken)
+        **request.model_dump(exclude={"decision", "result", *bulk}),
         decision=request.decision,
         at=now,
         refused_because=refused_because,
@@ -499,12 +508,16 @@ def _is_repeat(state: RunState, request: DecideInput) -> bool:
     """Exactly the decision already recorded (same approver, reason, `always` and
     arguments): idempotent. Anything else on a decided call is refused, so a
     changed reason or `always` is never dropped without a trace."""
-    earlier = decided(state).get(request.call_id)
+    try:
+        earlier = decided(state).get(short_ids.resolve(state, request.call_id))
+    except DecisionRefused:
+        return False
     return (
         earlier is not None
         and earlier.via in ("signal", "update")
         and (earlier.decision, earlier.approver, earlier.reason, earlier.always, earlier.arguments)
         == (request.decision, request.approver, request.reason, request.always, request.arguments)
+        and (earlier.decision != "answer" or earlier.result == request.result)
     )
 
 

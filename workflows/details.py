@@ -6,7 +6,14 @@ from __future__ import annotations
 import json
 import re
 
-from durable_agents.workflows import argument_view, decisions, handoffs, refusals, tree_approvals
+from durable_agents.workflows import (
+    argument_view,
+    decisions,
+    handoffs,
+    refusals,
+    short_ids,
+    tree_approvals,
+)
 from durable_agents.workflows.state import (
     AssistantMessage,
     BackgroundRun,
@@ -193,7 +200,9 @@ def _sub_approval(state: RunState, entry: SubApproval) -> str:
     path = " → ".join(argument_view.safe(a) for a in [state.agent.name, *entry.path])
     return (
         f"- {_code(tool_call_summary(entry.tool, shown, SHORT))} — call id "
-        f"{_code(entry.call_id)} — in run {_code(argument_view.safe(entry.run_id))} ({path})"
+        f"{_code(entry.call_id)}{f' (short id {_code(entry.short_id)})' if entry.short_id else ''}"
+        f"{' — **waits for an answer**' if entry.kind == 'answer' else ''}"
+        f" — in run {_code(argument_view.safe(entry.run_id))} ({path})"
     )
 
 
@@ -204,6 +213,10 @@ def _pending_call(state: RunState, call: ToolCall) -> list[str]:
     sensitive = decisions.sensitive_names(state, call)
     shown = argument_view.redacted(call.arguments, sensitive)
     head = f"- {_code(tool_call_summary(call.tool, shown, SHORT))} — call id {_code(call.call_id)}"
+    head += f" (short id {_code(short_ids.of(state, call))})"
+    tool = state.agent.tool(call.tool)
+    if tool is not None and tool.external:  # no yes/no: a person's answer is the result
+        head += " — **waits for an answer** (`agentctl answer`, the `answer` signal)"
     if len(tool_call_summary(call.tool, shown, limit=len(call.tool) + len(shown) + 2)) <= SHORT:
         return [head]  # the whole call fits on its line
     values = argument_view.named_values(call.arguments, sensitive)

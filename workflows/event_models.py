@@ -113,6 +113,12 @@ class ApprovalRequested(_Event):
     answer: dict[str, JsonValue]
     """How to decide: the signals' and the update's exact input, and the `temporal`
     CLI commands."""
+    kind: Literal["approval", "answer"] = "approval"
+    """`answer`: a call of an external tool, waiting for its answer (`answer_schema`)."""
+    answer_schema: dict[str, JsonValue] | None = None
+    """(`answer`) the JSON Schema its answer must meet."""
+    short_id: str | None = None
+    """The call's short id, accepted wherever `call_id` is."""
 
 
 class ApprovalDecided(_Event):
@@ -120,7 +126,7 @@ class ApprovalDecided(_Event):
     path: list[str]
     call_id: str
     tool: str | None = None
-    decision: Literal["approve", "reject"] | None = None
+    decision: Literal["approve", "reject", "answer"] | None = None
     approver: str | None = None
     reason: str | None = None
     via: str | None = None

@@ -31,9 +31,9 @@ with workflow.unsafe.imports_passed_through():
         run_events,
     )
     from durable_agents.workflows.payloads import (
+        AnswerSignal,
         DecideInput,
         DecisionSignal,
-        DeliveryReport,
         EndSessionSignal,
         MessageSignal,
         PauseSignal,
@@ -48,6 +48,16 @@ with workflow.unsafe.imports_passed_through():
         RunState,
         ToolsRefresh,
     )
+    from durable_agents.workflows.webhook_payloads import DeliveryReport
+
+
+DecisionName = Literal["approve", "reject", "answer"]
+_DECISIONS: dict[str, DecisionName] = {
+    contract.SIGNAL_APPROVE: "approve",
+    contract.SIGNAL_REJECT: "reject",
+    contract.SIGNAL_ANSWER: "answer",
+}
+"""The decision each decision signal sends."""
 
 
 class Inbox:
@@ -98,6 +108,7 @@ class Inbox:
         handlers = {
             contract.SIGNAL_APPROVE: lambda raw: self._decide(raw, "approve"),
             contract.SIGNAL_REJECT: lambda raw: self._decide(raw, "reject"),
+            contract.SIGNAL_ANSWER: lambda raw: self._decide(raw, "answer"),
             contract.SIGNAL_SEND_MESSAGE: self._send_message,
             contract.SIGNAL_END_SESSION: self._end_session,
             contract.SIGNAL_PAUSE: self._pause,
@@ -118,10 +129,8 @@ class Inbox:
 
     def refuse_signal(self, name: str, raw: RawValue, why: str) -> None:
         """Record a signal the run cannot use; it does not wake the loop."""
-        if name in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT):
-            decision: Literal["approve", "reject"] = (
-                "approve" if name == contract.SIGNAL_APPROVE else "reject"
-            )
+        decision = _DECISIONS.get(name)
+        if decision is not None:
             self._record_refused_decision(self._malformed(decision, raw, why))
             return
         if len(name) > limits.MAX_ID_CHARS or len(why) > limits.MAX_REFUSAL_CHARS:
@@ -138,9 +147,7 @@ class Inbox:
             self.state.refused_signals.append(entry)
             trim_refusals(self.state)
 
-    def _malformed(
-        self, decision: Literal["approve", "reject"], raw: RawValue, why: str
-    ) -> DecisionAttempt:
+    def _malformed(self, decision: DecisionName, raw: RawValue, why: str) -> DecisionAttempt:
         """The audit entry of a decision signal the run cannot take; ids and reason cut
         to the limits when they pass them."""
         data, now = raw_payloads.as_json(raw), workflow.now()
@@ -163,12 +170,13 @@ class Inbox:
             self.state.refused_decisions.append(attempt)
             trim_refusals(self.state)
 
-    def _decide(self, raw: RawValue, decision: Literal["approve", "reject"]) -> None:
+    def _decide(self, raw: RawValue, decision: DecisionName) -> None:
         # A signal gets no answer, so nothing here may raise: what cannot apply
         # is held or recorded as refused in the state (see workflows.decisions).
         # Only one that changes the state wakes the loop: refusals, repeated for
         # days by a misconfigured service, must not restart its timers each time.
-        payload = raw_payloads.decode(raw, DecisionSignal)
+        model = AnswerSignal if decision == "answer" else DecisionSignal
+        payload = raw_payloads.decode(raw, model)
         if isinstance(payload, str):
             self._record_refused_decision(self._malformed(decision, raw, payload))
             return
@@ -370,7 +378,7 @@ class Inbox:
             loop.end_session(self.state, reason=reason, now=workflow.now())
 
 
-def _signal_problem(payload: DecisionSignal, decision: Literal["approve", "reject"]) -> str | None:
+def _signal_problem(payload: DecisionSignal, decision: DecisionName) -> str | None:
     """Why a decision signal's own fields disagree with it, or None."""
     if payload.decision is not None and payload.decision != decision:
         return f"the payload says {payload.decision!r} but was sent as {decision!r}"
@@ -454,3 +462,7 @@ def pause_refusal(state: RunState | None, payload: PauseSignal | ResumeSignal) -
             "which is applied once it has started)"
         )
     return loop.pause_problem(state, pausing=isinstance(payload, PauseSignal))
+
+
+DECISION_SIGNALS = tuple(_DECISIONS)
+"""The signals that decide a call: `approve`, `reject`, `answer`."""

@@ -21,6 +21,10 @@ MAX_METADATA_BYTES = 4_000
 """Bytes of a decision's `metadata` as compact JSON (the sender's own audit data)."""
 MAX_MESSAGE_CHARS = 32_000
 """One `send_message` content."""
+MAX_ANSWER_BYTES = 32_000
+"""The most bytes of JSON an answer (`result`) may have: the model reads it."""
+MAX_ANSWER_DEPTH = 32
+"""The deepest an answer may nest (arrays and objects)."""
 MAX_HELD = 50
 """Decisions held for calls a model reply has not proposed yet."""
 MAX_QUEUED_MESSAGES = 20
@@ -35,7 +39,12 @@ def decision_problem(payload: DecisionSignal) -> str | None:
             return f"{name}: {len(value):,} characters, at most {MAX_ID_CHARS:,}"
     if payload.reason is not None and len(payload.reason) > MAX_REASON_CHARS:
         return f"reason: {len(payload.reason):,} characters, at most {MAX_REASON_CHARS:,}"
+    if payload.result is not None:
+        depth = json_depth(payload.result)
+        if depth > MAX_ANSWER_DEPTH:
+            return f"result: nested {depth} deep, at most {MAX_ANSWER_DEPTH}"
     for name, limit in (
+        ("result", MAX_ANSWER_BYTES),
         ("arguments", MAX_ARGUMENTS_BYTES),
         ("always_when", MAX_ARGUMENTS_BYTES),
         ("metadata", MAX_METADATA_BYTES),
@@ -46,6 +55,19 @@ def decision_problem(payload: DecisionSignal) -> str | None:
             if size > limit:
                 return f"{name}: {size:,} bytes of JSON, at most {limit:,}"
     return None
+
+
+def json_depth(value: object) -> int:
+    """How deeply a JSON value nests (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
 
 
 def _plain(value: object) -> object:

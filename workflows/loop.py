@@ -23,6 +23,7 @@ from durable_agents.workflows import (
     mcp_tools,
     output,
     settings,
+    short_ids,
     tree_approvals,
 )
 from durable_agents.workflows.payloads import (
@@ -353,6 +354,7 @@ def record_model_reply(
         reply = reply.model_copy(update={"usage": priced(reply.usage, state.agent.price)})
     state.usage = state.usage.plus(reply.usage)
     calls = [proposed_call(state.agent, c) for c in unique_call_ids(state, reply)]
+    short_ids.assign(state, calls)
     state.items.append(
         AssistantMessage(
             turn=state.turn,

@@ -12,6 +12,7 @@ from durable_agents.workflows.event_models import RunEvent
 from durable_agents.workflows.payloads import (
     AgentInput,
     AgentResult,
+    AnswerSignal,
     DecideInput,
     DecisionSignal,
     EndSessionSignal,
@@ -33,6 +34,7 @@ PAYLOADS: dict[str, tuple[Any, str]] = {
     "workflow-result": (AgentResult, "AgentWorkflow result"),
     "approve": (DecisionSignal, "`approve` signal"),
     "reject": (DecisionSignal, "`reject` signal"),
+    "answer": (AnswerSignal, "`answer` signal"),
     "decide": (DecideInput, "`decide` update input"),
     "decide-result": (Decision, "`decide` update result: the recorded decision"),
     "send_message": (MessageSignal, "`send_message` signal and update input"),

@@ -155,9 +155,12 @@ class DecisionSignal(_Payload):
     """Approve with these arguments instead of the model's (validated against the tool)."""
     sender: str | None = None
     """The program sending the decision (`agentctl`, a service's name), kept in the audit."""
-    decision: Literal["approve", "reject"] | None = None
+    decision: Literal["approve", "reject", "answer"] | None = None
     """On a signal, must match its name when given; a signed signal must give it, so
     a signed rejection cannot be sent as an approval."""
+    result: JsonValue = None
+    """(`answer` only, and required there, JSON null included) the answer to a call of
+    an external tool, checked against its answer schema (`workflows.answers`)."""
     run_id: str | None = Field(None, min_length=1, max_length=200)
     """The run (workflow id) the decision is for; refused by any other run."""
     arguments_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
@@ -187,10 +190,19 @@ class DecisionSignal(_Payload):
         return value
 
 
-class DecideInput(DecisionSignal):
-    """Payload of the `decide` update."""
+class AnswerSignal(DecisionSignal):
+    """Payload of the `answer` signal: the answer to a call of an external tool."""
 
-    decision: Literal["approve", "reject"]
+    decision: Literal["answer"] | None = None
+    result: JsonValue = Field(...)
+    """The answer (JSON, null included where the schema allows it), checked against the
+    tool's answer schema (`workflows.answers`)."""
+
+
+class DecideInput(DecisionSignal):
+    """Payload of the `decide` update (and of the signals, once read)."""
+
+    decision: Literal["approve", "reject", "answer"]
 
 
 def parse_time(text: str) -> datetime:
@@ -251,58 +263,6 @@ class RefreshToolsSignal(_Payload):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     by: str | None = Field(None, min_length=1, max_length=200)
-
-
-class DeliveryJob(_Payload):
-    """Input of `AgentWebhookDelivery`: one event for one endpoint."""
-
-    endpoint: str = Field(min_length=1, max_length=100)
-    webhook_id: str = Field(min_length=1, max_length=300)
-    """The Standard Webhooks `webhook-id`: the run and the event's number, the same on
-    every attempt, so a receiver deduplicates by it."""
-    run_id: str = Field(min_length=1)
-    """The run (workflow id) told how the delivery goes (`webhook_delivery` signal)."""
-    event: dict[str, JsonValue]
-
-
-class DeliveryRequest(_Payload):
-    """Input of the `deliver_webhook` activity: one attempt."""
-
-    endpoint: str
-    webhook_id: str
-    event: dict[str, JsonValue]
-    attempt: int = Field(ge=1)
-    first_try_at: datetime
-    """When the first attempt was scheduled: the worker gives up its endpoint's
-    `give_up_after` later."""
-
-
-class DeliveryResult(_Payload):
-    """What one attempt came to (`deliver_webhook`)."""
-
-    outcome: Literal["delivered", "retry", "refused", "gave_up"]
-    """delivered: 2xx; retry: no answer, 408, 429 or 5xx, tried again after
-    `retry_in_seconds`; refused: another answer (not tried again); gave_up: a retry was
-    due past the endpoint's `give_up_after`."""
-    code: int | None = None
-    error: str | None = Field(None, max_length=500)
-    retry_in_seconds: float | None = Field(None, ge=0)
-
-
-class DeliveryReport(_Payload):
-    """Payload of the `webhook_delivery` signal: how a delivery goes, from its delivery
-    workflow to the run (recorded in `RunState.webhook_deliveries`)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    endpoint: str = Field(min_length=1, max_length=100)
-    webhook_id: str = Field(min_length=1, max_length=300)
-    event: str = Field(min_length=1, max_length=50)
-    status: Literal["sending", "failing", "delivered", "refused", "gave_up"]
-    attempts: int = Field(ge=0, le=1_000_000)
-    code: int | None = Field(None, ge=100, le=599)
-    error: str | None = Field(None, max_length=500)
-    next_try_at: str | None = Field(None, max_length=40)
 
 
 class StoreGCInput(_Payload):
@@ -382,6 +342,14 @@ class PendingApproval(_Answer):
     """The agents from the run asked (first) down to the run that holds the call: one
     name for a call of the run itself; more for a call in a run below it (an agent
     called as a tool), whose `run_id` is that run's."""
+    kind: Literal["approval", "answer"] = "approval"
+    """`approval`: the call waits for approve or reject; `answer`: a call of an external
+    tool, waiting for its answer (or a rejection)."""
+    answer_schema: dict[str, JsonValue] | None = None
+    """(`answer`) the JSON Schema the answer must meet."""
+    short_id: str | None = None
+    """A short id for the call (at most 8 characters, unique in the run tree, never
+    another call's id), accepted wherever `call_id` is (`workflows.short_ids`)."""
 
 
 # --- a tree of runs (agents called as tools: workflows.tree_approvals) ----------------

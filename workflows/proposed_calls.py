@@ -48,6 +48,7 @@ def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
         except ValueError:
             arguments = None
         needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
+        needs = needs or tool.external  # nothing but an answer gives its result
     return ToolCall(
         call_id=call.call_id, tool=call.tool, arguments=call.arguments, needs_approval=needs
     )
@@ -119,11 +120,19 @@ def unique_call_ids(state: RunState, reply: ModelReply) -> list[ModelToolCall]:
 
     Call ids key decisions, results and idempotency keys, so they must be unique;
     models and proxies are not always careful (an empty id, an id counted from
-    1 again after a restart). A clashing id becomes `<id>_t<turn>_<index>`: letters,
-    digits, `_` and `-` only, which every provider accepts back in the conversation
-    and an id outside `SAFE_CALL_ID` becomes `call_t<turn>_<index>`.
+    1 again after a restart); nor may it be an earlier call's short id. A clashing
+    id becomes `<id>_t<turn>_<index>`: letters, digits, `_` and `-` only, which every
+    provider accepts back in the conversation and an id outside `SAFE_CALL_ID`
+    becomes `call_t<turn>_<index>`.
     """
     used = {c.call_id for i in state.items if isinstance(i, AssistantMessage) for c in i.tool_calls}
+    used |= {  # nor another call's short id (`workflows.short_ids`)
+        c.short_id
+        for i in state.items
+        if isinstance(i, AssistantMessage)
+        for c in i.tool_calls
+        if c.short_id is not None
+    }
     calls = []
     for index, call in enumerate(reply.tool_calls, start=1):
         call_id = call.call_id

@@ -21,12 +21,7 @@ from typing import Any
 
 from durable_agents.workflows import contract, decisions
 from durable_agents.workflows.argument_view import masked
-from durable_agents.workflows.payloads import (
-    DeliveryJob,
-    DeliveryReport,
-    PendingApproval,
-    parse_time,
-)
+from durable_agents.workflows.payloads import PendingApproval, parse_time
 from durable_agents.workflows.state import (
     DELIVERIES_KEPT,
     AgentSpec,
@@ -37,12 +32,16 @@ from durable_agents.workflows.state import (
     WebhookSubscription,
 )
 from durable_agents.workflows.step_events import iso, stamped
+from durable_agents.workflows.webhook_payloads import DeliveryJob, DeliveryReport
 
 APPROVAL_EVENTS = ("approval_requested", "approval_decided", "approval_expired")
 APPROVER = "<approver>"
 """The `approver` of an event's answer until it is addressed to an endpoint
 (`addressed`): then the endpoint's name, which the answering service may replace
 with who decided (a policy may require a named approver or a signed decision)."""
+ANSWER = "<answer: JSON matching answer_schema>"
+"""The `result` placeholder of an answer's example input (the answering service puts
+the answer there)."""
 
 
 def webhook_id(state: RunState, seq: int) -> str:
@@ -234,6 +233,9 @@ def _requested(
         "requested_at": iso(asked.requested_at),
         "deadline": iso(deadline) if deadline is not None else None,
         "answer": answer(state, asked),
+        "kind": asked.kind,
+        "answer_schema": asked.answer_schema,
+        "short_id": asked.short_id,
     }
 
 
@@ -245,18 +247,21 @@ def answer(state: RunState, asked: PendingApproval) -> dict[str, Any]:
     if state.execution_id is not None:
         binding["execution_id"] = state.execution_id
     base = {"call_id": asked.call_id, "approver": APPROVER, **binding}
-    approve = {**base}
     reject = {**base, "reason": "<why>"}
+    # an external tool's call takes an answer (matching `answer_schema`), not an approval
+    yes, name, sent = ("approve", contract.SIGNAL_APPROVE, {**base})
+    if asked.kind == "answer":
+        yes, name, sent = ("answer", contract.SIGNAL_ANSWER, {**base, "result": ANSWER})
     return {
         "workflow_id": state.run_id,
-        "approve": {"signal": contract.SIGNAL_APPROVE, "input": approve},
+        yes: {"signal": name, "input": sent},
         "reject": {"signal": contract.SIGNAL_REJECT, "input": reject},
         "update": {
             "name": contract.UPDATE_DECIDE,
-            "input": {**base, "decision": "approve"},
+            "input": {**sent, "decision": yes},
         },
         "temporal_cli": {
-            "approve": _cli(state.run_id, contract.SIGNAL_APPROVE, approve),
+            yes: _cli(state.run_id, name, sent),
             "reject": _cli(state.run_id, contract.SIGNAL_REJECT, reject),
         },
     }

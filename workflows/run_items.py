@@ -70,6 +70,11 @@ class ToolCall(_Model):
     its one attempt was scheduled. A run resumed or forked from a snapshot holding it
     without a result answers it as interrupted and never starts it again. None: not
     started, or not an at-most-once tool."""
+    short_id: str | None = Field(None, pattern=r"^[a-z0-9]{1,8}$", exclude_if=lambda s: s is None)
+    """A short id people may type or put in a chat button instead of `call_id`
+    (`workflows.short_ids`), given when the call was proposed and kept for its life
+    (continue-as-new, snapshots). None: derived from the run and call ids when shown
+    (calls recorded before short ids). Left out when None."""
 
 
 class UserMessage(_Model):
@@ -195,11 +200,14 @@ class ToolResult(_Model):
 
 
 class Decision(_Model):
-    """An approve/reject decision on one tool call (strict: no coercion of any field)."""
+    """An approve/reject decision on one tool call, or the answer to a call of an external
+    tool (strict: no coercion of any field)."""
 
     type: Literal["decision"] = "decision"
     call_id: StrictStr = Field(min_length=1)
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "answer"]
+    """`answer`: a person's (or a service's) answer to a call of an external tool
+    (`@tool(external=True)`), its `result` the call's result."""
     approver: StrictStr = Field(min_length=1)
     reason: StrictStr | None = None
     always: StrictBool = False
@@ -230,6 +238,12 @@ class Decision(_Model):
     """The run execution the decision named (`RunState.execution_id`)."""
     metadata: dict[str, JsonValue] | None = None
     """The sender's own data that came with the decision (a ticket id)."""
+    short_id: StrictStr | None = Field(None, exclude_if=lambda s: s is None)
+    """The call's short id (`workflows.short_ids`), which a sender may have named it by."""
+    result: JsonValue = Field(None, exclude_if=lambda r: r is None)
+    """(`answer`) the answer, as JSON, checked against the tool's answer schema; the
+    model gets it as the call's result. Left out when None (a JSON null answer reads
+    back the same)."""
     at: AwareDatetime
 
 

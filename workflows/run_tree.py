@@ -209,7 +209,8 @@ class RunTree:
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
             await self._take_forwarded(state, raw)
             return True
-        if name not in (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT) or raw is None:
+        deciding = (contract.SIGNAL_APPROVE, contract.SIGNAL_REJECT, contract.SIGNAL_ANSWER)
+        if name not in deciding or raw is None:
             return False
         if not state.sub_approvals:  # nothing below waits
             return False

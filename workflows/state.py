@@ -355,6 +355,12 @@ class SubApproval(_Model):
     arguments_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     requested_at: AwareDatetime
     sensitive: list[str] = []
+    kind: Literal["approval", "answer"] = Field("approval", exclude_if=lambda k: k == "approval")
+    """As `PendingApproval.kind`. Left out when `approval`."""
+    answer_schema: dict[str, JsonValue] | None = Field(None, exclude_if=lambda s: s is None)
+    """As `PendingApproval.answer_schema`."""
+    short_id: str | None = Field(None, pattern=r"^[a-z0-9]{1,8}$", exclude_if=lambda s: s is None)
+    """As `PendingApproval.short_id`: the one the run holding the call gave it."""
 
 
 SUB_RUNS_KEPT = 16

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from durable_agents.workflows import decisions, signed_decisions
+from durable_agents.workflows import decisions, short_ids, signed_decisions
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     DecideInput,
@@ -132,6 +132,9 @@ def take_report(state: RunState, received: SubRunReport, children: set[str]) -> 
                     arguments_sha256=digest,
                     requested_at=entry.requested_at,
                     sensitive=entry.sensitive,
+                    kind=entry.kind,
+                    answer_schema=entry.answer_schema,
+                    short_id=entry.short_id,
                 )
             )
         except ValidationError as err:
@@ -158,8 +161,17 @@ def route(state: RunState, call_id: str, run_id: str | None) -> str | None:
     runs below hold the call id and the decision does not say which."""
     if not state.sub_approvals or run_id == state.run_id:
         return None
-    own = any(c.call_id == call_id for c in decisions.pending_calls(state))
-    held = [s for s in state.sub_approvals if s.call_id == call_id]
+    mine = [
+        c.call_id
+        for c in decisions.pending_calls(state)
+        if call_id in (c.call_id, short_ids.of(state, c))
+    ]
+    own = bool(mine)
+    held = short_ids.matching(state.sub_approvals, call_id)
+    places = {(state.run_id, c) for c in mine} | {(s.run_id, s.call_id) for s in held}
+    if run_id is None and len(places) > 1 and any(c != call_id for _, c in places):
+        # a short id (of one of them at least) that names calls in several runs
+        raise short_ids.refuse_ambiguous(call_id, sorted({r for r, _ in places}))
     if run_id is not None:
         named = [s for s in held if s.run_id == run_id]
         if not named:
@@ -200,4 +212,7 @@ def _shown(state: RunState, entry: SubApproval) -> PendingApproval:
         execution_id=entry.execution_id,
         sensitive=entry.sensitive,
         path=[state.agent.name, *entry.path],
+        kind=entry.kind,
+        answer_schema=entry.answer_schema,
+        short_id=entry.short_id,
     )

@@ -26,7 +26,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import contract, metrics
     from durable_agents.workflows.activity_calls import root_message
-    from durable_agents.workflows.payloads import (
+    from durable_agents.workflows.webhook_payloads import (
         DeliveryJob,
         DeliveryReport,
         DeliveryRequest,

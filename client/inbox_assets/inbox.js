@@ -182,6 +182,7 @@
     fact("Agent", item.path.map(safe).join(" → "));
     fact("Run", safe(item.run_id));
     fact("Call id", safe(item.call_id));
+    if (item.short_id) fact("Short id", safe(item.short_id));
     fact("Requested", item.requested_at);
     fact("Deadline", item.deadline ? `${item.deadline}, then ${policy.on_timeout}` : "none");
     if (policy) {
@@ -212,12 +213,18 @@
     }
 
     const reason = el("textarea", { id: `${id}-reason`, rows: 2 });
-    const approve = el("button", { type: "button", class: "approve", text: "Approve" });
+    // a call of an external tool takes an answer (JSON matching its schema), not an approval
+    const asks = item.kind === "answer";
+    const answerBox = asks ? el("textarea", { id: `${id}-answer`, rows: 4, class: "answer" }) : null;
+    const approve = asks
+      ? el("button", { type: "button", class: "approve", text: "Answer" })
+      : el("button", { type: "button", class: "approve", text: "Approve" });
     const reject = el("button", { type: "button", class: "reject", text: "Reject" });
     const signed = el("pre", { class: "signed", hidden: true });
     const outcome = el("p", { class: "outcome", role: "status" });
     if (!mayDecide) {
       approve.disabled = reject.disabled = reason.disabled = true;
+      if (answerBox) answerBox.disabled = true;
       outcome.textContent = "You may read but not decide (your caller has no decide scope).";
     }
     const node = el(
@@ -228,6 +235,10 @@
       el("h4", { text: "Arguments, in full" }),
       args,
       reveal,
+      asks ? el("h4", { text: "Waits for an answer matching" }) : null,
+      asks ? el("pre", { class: "schema", text: safeLines(item.answer_schema_pretty || "{}") }) : null,
+      asks ? el("label", { for: `${id}-answer`, text: "Answer (JSON)" }) : null,
+      answerBox,
       el("label", { for: `${id}-reason`, text: "Reason" }),
       reason,
       el("div", { class: "actions" }, approve, reject),
@@ -235,8 +246,8 @@
       outcome,
     );
     const decideWith = (decision) => () =>
-      decide(item, decision, { node, reason, buttons: [approve, reject], signed, outcome });
-    approve.addEventListener("click", decideWith("approve"));
+      decide(item, decision, { node, reason, answerBox, buttons: [approve, reject], signed, outcome });
+    approve.addEventListener("click", decideWith(asks ? "answer" : "approve"));
     reject.addEventListener("click", decideWith("reject"));
     return node;
   }
@@ -247,12 +258,22 @@
       view.outcome.textContent = "This call needs a signed decision: load your key file above first.";
       return;
     }
+    let result;
+    if (decision === "answer") {
+      try {
+        result = JSON.parse(view.answerBox.value);
+      } catch (err) {
+        view.outcome.textContent = `The answer is not JSON: ${safe(err.message || err)} (a text answer is quoted: "yes")`;
+        view.outcome.className = "outcome error";
+        return;
+      }
+    }
     for (const button of view.buttons) button.disabled = true;
     view.outcome.textContent = "Sending…";
     const reason = view.reason.value.trim();
     let payload;
     try {
-      payload = state.key ? await signedPayload(item, decision, reason) : unsigned(item, decision, reason);
+      payload = state.key ? await signedPayload(item, decision, reason, result) : unsigned(item, decision, reason, result);
     } catch (err) {
       view.outcome.textContent = `Could not sign: ${safe(err.message || err)}`;
       for (const button of view.buttons) button.disabled = false;
@@ -269,8 +290,10 @@
     if (answer.ok) {
       const made = answer.data;
       const how = made.signed_by ? `, signed with ${safe(made.signed_by)}` : "";
+      const verb = { approve: "Approved", reject: "Rejected", answer: "Answered" }[made.decision];
+      view.outcome.className = "outcome";
       view.outcome.textContent =
-        `${made.decision === "approve" ? "Approved" : "Rejected"} by ${safe(made.approver)}${how} ` +
+        `${verb} by ${safe(made.approver)}${how} ` +
         `at ${made.at}${made.reason ? `: ${safe(made.reason)}` : ""}`;
       settle(item, view.node);
     } else {
@@ -293,8 +316,9 @@
     $("empty").hidden = state.shown.size > 0;
   }
 
-  function unsigned(item, decision, reason) {
+  function unsigned(item, decision, reason, result) {
     const payload = { call_id: item.call_id, decision, arguments_sha256: item.arguments_sha256, run_id: item.run_id };
+    if (decision === "answer") payload.result = result;
     if (item.execution_id) payload.execution_id = item.execution_id;
     if (reason) payload.reason = reason;
     return payload;
@@ -302,7 +326,7 @@
 
   // --- signing, exactly as `agentctl approve --key` (client/agent_client.decision_payload) -
 
-  async function signedPayload(item, decision, reason) {
+  async function signedPayload(item, decision, reason, result) {
     if (!item.arguments_sha256) throw new Error("a signed decision binds to the arguments' digest, which this run does not give");
     const payload = {
       call_id: item.call_id,
@@ -316,6 +340,7 @@
     };
     if (reason) payload.reason = reason;
     if (item.execution_id) payload.execution_id = item.execution_id;
+    if (decision === "answer") payload.result = result;
     const body = new TextEncoder().encode(canonical(payload));
     const sig = await crypto.subtle.sign({ name: "Ed25519" }, state.key.privateKey, body);
     return { ...payload, signature: { key_id: state.key.keyId, sig: b64url(new Uint8Array(sig)) } };

@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from durable_agents.workflows.payloads import DeliveryReport
+from durable_agents.workflows.webhook_payloads import DeliveryReport
 
 from tests.chaos.harness import wait_until
 from tests.chaos.runs import start

@@ -271,10 +271,10 @@ async def test_pending_all_lists_waiting_runs_with_their_run_id(ctl, worker, mod
     assert (mine.call_id, mine.tool) == ("call_email", "send_email")
     assert run_id not in found.unanswered
     table = render.pending_across_runs(found).splitlines()  # what `pending --all` prints
-    header = ["RUN", "ID", "CALL", "ID", "TOOL", "REQUESTED", "AT", "ARGUMENTS", "SHA256"]
-    assert table[0].split() == header
+    header = ["RUN", "ID", "CALL", "ID", "SHORT", "ID", "TOOL", "REQUESTED", "AT"]
+    assert table[0].split() == [*header, "ARGUMENTS", "SHA256"]
     row = next(n for n, line in enumerate(table) if line.startswith(f"{run_id}  call_email"))
-    assert table[row].split()[2] == "send_email"
+    assert table[row].split()[2:4] == [mine.short_id, "send_email"]
     assert table[row].split()[-1] == mine.arguments_sha256[:16] + "…"
     assert table[row + 1 : row + 3] == ["    to = a@b.c", "    body = hi"]
     await worker.client.get_workflow_handle(run_id).cancel()

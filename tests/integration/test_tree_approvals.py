@@ -17,7 +17,7 @@ import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import DecisionRefused
 from durable_agents.client.gateway_auth import Callers, load_callers
-from durable_agents.workflows import contract, search_attributes
+from durable_agents.workflows import contract, search_attributes, short_ids
 from durable_agents.workflows.payloads import AgentInput, AgentResult, PendingApproval
 from durable_agents.workflows.state import Decision, RunStatus
 from temporalio import workflow
@@ -112,7 +112,8 @@ async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through
     metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     text = metadata.current_details
     assert "**Pending approvals in runs below (1)**" in text
-    assert f"call id `n1` — in run `{mailer_run}` (lead → mailer)" in text
+    short = short_ids.derive(mailer_run, "n1")  # the id the mailer's run gave the call
+    assert f"call id `n1` (short id `{short}`) — in run `{mailer_run}` (lead → mailer)" in text
 
     listed = await bound_to(team)("pending", run_id)
     assert listed.code == 0, listed.stderr

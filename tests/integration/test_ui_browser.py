@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from durable_agents.client import AgentClient
+from durable_agents.workflows import short_ids
 from durable_agents.workflows.state import Decision, RunStatus
 from playwright.async_api import BrowserContext, Error, async_playwright, expect
 from temporalio.client import Client
@@ -175,7 +176,10 @@ async def test_operator_finds_a_caller_by_its_childs_pending_approval_and_sees_t
         await expect(body).to_contain_text("awaiting_approval")
         await expect(body).to_contain_text("Pending approvals in runs below (1)")
         await expect(body).to_contain_text("ann@example.com")
-        await expect(body).to_contain_text(f"call id n1 — in run {child} (lead → mailer)")
+        short = short_ids.derive(child, "n1")  # the id the child's run gave the call
+        await expect(body).to_contain_text(
+            f"call id n1 (short id {short}) — in run {child} (lead → mailer)"
+        )
         await page.screenshot(path=tmp_path / "ui-tree.png", full_page=True)
         await client.cancel(caller)
 

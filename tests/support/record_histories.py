@@ -22,9 +22,10 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client import events
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.state_reader import querying, read_state
-from durable_agents.workflows import contract, search_attributes
+from durable_agents.workflows import contract, search_attributes, short_ids
 from durable_agents.workflows.payloads import (
     AgentInput,
+    AnswerSignal,
     DecisionSignal,
     EndSessionSignal,
     MessageSignal,
@@ -44,6 +45,7 @@ from durable_agents.testing import Call, Reply, ScriptedModelServer
 from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker
 from tests.support.agents import assistant
+from tests.support.answer_agents import ANSWER_AGENTS
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.dev_servers import local_server
 from tests.support.histories import (
@@ -198,6 +200,27 @@ SCENARIOS = {
             ("running", contract.SIGNAL_REJECT, DecisionSignal(call_id="c4", approver="ann")),
         ],
     ),
+    # an external tool's question answered by the `answer` signal, naming the call by
+    # its short id (answers, short ids)
+    "answers": (
+        "questioner",
+        False,
+        [
+            Reply(tool_calls=(Call("ask_refund", {"order_id": "o-1"}, "c1"),)),
+            Reply(content="refunded"),
+        ],
+        [
+            (
+                AWAITING,
+                contract.SIGNAL_ANSWER,
+                AnswerSignal(
+                    call_id=short_ids.derive("history-answers", "c1"),
+                    approver="ann",
+                    result={"account": "ACC-1", "amount": 12.5},
+                ),
+            )
+        ],
+    ),
     # v7: a run cancelled while its model call is in flight ends cancelled
     # (cancel-during-model-call).
     "cancel_during_model_call": (
@@ -304,7 +327,7 @@ async def _serving(
         registry.add(backoffice)
         registry.add(placed)  # a tool on a task queue of its own
         registry.add(once_carried)  # tools that run at most once
-        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS]:
+        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
@@ -613,6 +636,7 @@ KEPT = (
     "cancel_during_model_call",
     "local_tool",
     "at_most_once",  # a call stamped, one interrupted, carried over continue-as-new
+    "answers",  # an external tool's call answered by short id
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

@@ -57,8 +57,8 @@ def test_render_shows_status_usage_pending_calls_and_the_last_tool_result():
             "**awaiting_approval** · support · turn 2 · 30 tokens · 2 model calls",
             "",
             "**Pending approvals (2)**",
-            "- `refund(order=A12, amount=40)` — call id `c1`",
-            "- `refund()` — call id `c2`",
+            "- `refund(order=A12, amount=40)` — call id `c1` (short id `nnx24mp5`)",
+            "- `refund()` — call id `c2` (short id `x6ecnj1g`)",
             "",
             "**Last tool result** `lookup`: `order A12: paid`",
         ]
@@ -89,7 +89,7 @@ def test_render_keeps_backticks_inside_code_spans_and_marks_an_error_result():
     reply(state, ("c1", "refund", '{"note": "a ``b`` c"}'))
 
     lines = details.render(state).splitlines()
-    assert lines[3] == '- ```refund(note="a ``b`` c")``` — call id `c1`'
+    assert lines[3] == '- ```refund(note="a ``b`` c")``` — call id `c1` (short id `nnx24mp5`)'
     assert lines[5] == "**Last tool result** `lookup` (error): ``` ``bad`` input ```"
 
 

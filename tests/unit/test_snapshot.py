@@ -277,7 +277,8 @@ def test_an_invalid_state_is_refused_on_write():
     with pytest.raises(SnapshotError) as raised:
         dumps(state)
     assert str(raised.value) == (
-        f"invalid snapshot at $.items[{index}].decision: Input should be 'approve' or 'reject'"
+        f"invalid snapshot at $.items[{index}].decision: "
+        "Input should be 'approve', 'reject' or 'answer'"
     )
 
 

@@ -154,7 +154,7 @@ REFUSALS = [
     ),
     case(
         lambda: edited(set_at("items.3.decision", "maybe")),
-        "invalid snapshot at $.items[3].decision: Input should be 'approve' or 'reject'",
+        "invalid snapshot at $.items[3].decision: Input should be 'approve', 'reject' or 'answer'",
         "decision-maybe",
     ),
     case(
@@ -231,7 +231,7 @@ def test_snapshot_error_carries_path_and_problem():
     with pytest.raises(SnapshotError) as raised:
         loads(edited(set_at("items.3.decision", "maybe")))
     assert raised.value.path == "$.items[3].decision"
-    assert raised.value.problem == "Input should be 'approve' or 'reject'"
+    assert raised.value.problem == "Input should be 'approve', 'reject' or 'answer'"
 
 
 def test_odd_keys_in_a_path_are_quoted():

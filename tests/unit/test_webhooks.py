@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import run_events
-from durable_agents.workflows.payloads import DeliveryRequest
 from durable_agents.workflows.state import (
     AgentSpec,
     AssistantMessage,
@@ -26,6 +25,7 @@ from durable_agents.workflows.state import (
     UserMessage,
     WebhookSubscription,
 )
+from durable_agents.workflows.webhook_payloads import DeliveryRequest
 from standardwebhooks import Webhook
 
 from durable_agents.webhooks import (
@@ -240,8 +240,8 @@ def test_a_resumed_or_forked_run_announces_its_own_events():
 
 
 def test_reports_are_taken_in_order_and_a_delivery_that_gives_up_is_never_dropped():
-    from durable_agents.workflows.payloads import DeliveryReport
     from durable_agents.workflows.state import DELIVERIES_KEPT
+    from durable_agents.workflows.webhook_payloads import DeliveryReport
 
     state = _run(status=RunStatus.AWAITING_APPROVAL, execution_id="exec-1")
     [asked] = run_events.due(state, now=AT)
