@@ -259,7 +259,6 @@ class AgentWorkflow:
             lambda: workflow.all_handlers_finished() and not self._tree.reporting
         )
         carried = self._stream.carried()
-        self._published = visibility.catch_up(state, self._published)
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
         version = workflow.info().get_current_deployment_version()  # unversioned: no name
         if version is not None and version.deployment_name:
@@ -272,6 +271,7 @@ class AgentWorkflow:
                 resume_from=state,
                 events=carried,
             ),
+            search_attributes=visibility.carried(state),  # set with the start: free
             initial_versioning_behavior=upgrade,
         )
 

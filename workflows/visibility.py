@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeUpdate
+from temporalio.common import SearchAttributePair, SearchAttributeUpdate, TypedSearchAttributes
 
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import details, handoffs, metrics, tree_approvals
@@ -34,7 +34,8 @@ def set_at_start() -> Published | None:
     if any(v is None for v in found):
         return None
     name, status, pending, turn, tokens = found
-    return str(name), str(status), int(pending or 0), int(turn or 0), int(tokens or 0), 0.0
+    cost = given.get(sa.AGENT_TOTAL_COST) or 0.0
+    return str(name), str(status), int(pending or 0), int(turn or 0), int(tokens or 0), cost
 
 
 def _values(state: RunState) -> Values:
@@ -69,11 +70,23 @@ def publish(state: RunState, *, last: Published | None, force: bool = False) -> 
     return values
 
 
-def catch_up(state: RunState, last: Published | None) -> Published | None:
-    """Before the run closes itself (continue-as-new): set the counters still waiting."""
-    if last is None or _values(state) == last:
-        return last
-    return publish(state, last=last, force=True)
+def carried(state: RunState) -> TypedSearchAttributes:
+    """The search attributes the next workflow run starts with when this one continues
+    as new: its current values (counters too), given with the continue-as-new command,
+    so they cost no upsert of their own (an upsert is a billed action; attributes set
+    at a start are not). The new run reads them back (`set_at_start`); attributes of
+    other keys the run carries stay as they are."""
+    name, status, pending, turn, tokens, cost = _values(state)
+    pairs: list[SearchAttributePair[Any]] = [
+        SearchAttributePair(sa.AGENT_NAME, name),
+        SearchAttributePair(sa.AGENT_STATUS, status),
+        SearchAttributePair(sa.AGENT_PENDING_APPROVALS, pending),
+        SearchAttributePair(sa.AGENT_TURN, turn),
+        SearchAttributePair(sa.AGENT_TOTAL_TOKENS, tokens),
+    ]
+    if state.agent.price is not None:
+        pairs.append(SearchAttributePair(sa.AGENT_TOTAL_COST, cost))
+    return workflow.info().typed_search_attributes.updated(*pairs)
 
 
 def show_details(state: RunState) -> None:
