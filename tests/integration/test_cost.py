@@ -144,7 +144,7 @@ async def test_a_run_that_continues_as_new_carries_its_search_attributes_free(wo
     assert (last.get(sa.AGENT_STATUS), last.get(sa.AGENT_TURN)) == ("completed", turns + 1)
     # the second workflow run began with the values the first had at the switch
     latest = worker.client.get_workflow_handle(run.id)
-    first_event = [e async for e in latest.fetch_history_events()][0]
+    first_event = (await latest.fetch_history()).events[0]
     given = first_event.workflow_execution_started_event_attributes.search_attributes
     fields = {k: json.loads(v.data) for k, v in given.indexed_fields.items()}
     assert fields == {
