@@ -45,16 +45,24 @@ def _values(state: RunState) -> Values:
     return name, status, pending, state.turn, state.usage.total_tokens, state.usage.cost
 
 
-def publish(state: RunState, *, last: Published | None, force: bool = False) -> Published:
+def _shows_cost(state: RunState) -> bool:
+    """The run keeps `AgentTotalCost`: it has a price, or its start set one anyway (put
+    right, not left standing)."""
+    given = workflow.info().typed_search_attributes.get(sa.AGENT_TOTAL_COST)
+    return state.agent.price is not None or given is not None
+
+
+def publish(state: RunState, *, last: Published | None, exact: bool = False) -> Published:
     """Set the current details, and the search attributes when what operators search
-    by (agent, status, pending approvals) changed since `last`, or with `force`; the
-    counters (turn, tokens, cost) go with them. So a run upserts when it starts, waits,
-    pauses, ends or continues as new, never on a clock: what a run writes depends on
-    its state only, which replay reproduces (`get_status` is always current). An
-    upsert is a history event and a billed action. Returns what was last set."""
+    by (agent, status, pending approvals) changed since `last`, or with `exact` when
+    any value differs from `last` (the values a start set, checked once); the counters
+    (turn, tokens, cost) go with them. So a run upserts when it starts, waits, pauses,
+    ends or continues as new, never on a clock: what a run writes depends on its state
+    only, which replay reproduces (`get_status` is always current). An upsert is a
+    history event and a billed action. Returns what was last set."""
     workflow.set_current_details(details.render(state))
     values = _values(state)
-    if last is not None and (values == last or (not force and values[:3] == last[:3])):
+    if last is not None and (values == last or (not exact and values[:3] == last[:3])):
         return last
     name, status, pending, turn, tokens, cost = values
     updates: list[SearchAttributeUpdate[Any]] = [
@@ -64,7 +72,7 @@ def publish(state: RunState, *, last: Published | None, force: bool = False) -> 
         sa.AGENT_TURN.value_set(turn),
         sa.AGENT_TOTAL_TOKENS.value_set(tokens),
     ]
-    if state.agent.price is not None:
+    if _shows_cost(state):
         updates.append(sa.AGENT_TOTAL_COST.value_set(cost))
     workflow.upsert_search_attributes(updates)
     return values
@@ -84,7 +92,7 @@ def carried(state: RunState) -> TypedSearchAttributes:
         SearchAttributePair(sa.AGENT_TURN, turn),
         SearchAttributePair(sa.AGENT_TOTAL_TOKENS, tokens),
     ]
-    if state.agent.price is not None:
+    if _shows_cost(state):
         pairs.append(SearchAttributePair(sa.AGENT_TOTAL_COST, cost))
     return workflow.info().typed_search_attributes.updated(*pairs)
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
-from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal
 from durable_agents.workflows.state import RunStatus
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
@@ -183,3 +185,78 @@ async def test_a_waiting_run_is_found_by_status_and_pending_approvals_at_once(wo
     # the floor of 2 tool turns, + describe_agent, + the approval's signal, + 3 upserts
     assert found["actions_total"] == floor_actions(2) + 1 + 1 + 3
     assert found["actions_by_kind"]["search_attribute_upserts"] == 3
+
+
+async def test_forged_search_attributes_at_start_are_corrected_before_anyone_is_misled(
+    worker, model_server
+):
+    """A client that starts a run with the contract's attributes set to lies (another
+    agent, ended, approvals waiting, a cost) does not keep the run from upserting: what
+    operators search by is put right at the first step, again when it waits, and at
+    the end, counters with it."""
+    model_server.script(
+        Reply(tool_calls=(Call("send_email", {"to": "ann", "body": "hi"}, "e1"),)),
+        Reply(content="sent"),
+    )
+    forged = TypedSearchAttributes(
+        [
+            SearchAttributePair(sa.AGENT_NAME, "someone-else"),
+            SearchAttributePair(sa.AGENT_STATUS, "completed"),
+            SearchAttributePair(sa.AGENT_PENDING_APPROVALS, 7),
+            SearchAttributePair(sa.AGENT_TURN, 99),
+            SearchAttributePair(sa.AGENT_TOTAL_TOKENS, 10**12),
+            SearchAttributePair(sa.AGENT_TOTAL_COST, -1e9),  # the server refuses NaN
+        ]
+    )
+    handle = await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="assistant", input="mail ann"),
+        id=f"forged-{uuid.uuid4().hex[:8]}",
+        task_queue=worker.task_queue,
+        search_attributes=forged,
+        result_type=AgentResult,
+    )
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    waiting = (
+        f"WorkflowId = '{handle.id}' AND AgentName = 'assistant' "
+        "AND AgentStatus = 'awaiting_approval' AND AgentPendingApprovals = 1 AND AgentTurn = 1"
+    )
+    assert await found_by(worker, waiting) == [handle.id]
+    await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id="e1", approver="ann"))
+    result = await handle.result()
+    shown = (await handle.describe()).typed_search_attributes
+    assert (shown.get(sa.AGENT_NAME), shown.get(sa.AGENT_STATUS)) == ("assistant", "completed")
+    assert (shown.get(sa.AGENT_PENDING_APPROVALS), shown.get(sa.AGENT_TURN)) == (0, 2)
+    assert shown.get(sa.AGENT_TOTAL_TOKENS) == result.usage.total_tokens < 10**12
+    assert shown.get(sa.AGENT_TOTAL_COST) == 0.0  # no price: nothing spent, not -1e9
+
+
+async def test_forged_counters_at_start_are_put_right_at_the_first_step(worker, model_server):
+    """Only the counters lie (the status, agent and approvals are a fresh run's): the
+    run upserts once at its first step anyway, not only when it ends."""
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)), Reply(content="3")
+    )
+    lying = sa.at_start("assistant").updated(
+        SearchAttributePair(sa.AGENT_TURN, 99), SearchAttributePair(sa.AGENT_TOTAL_TOKENS, 5)
+    )
+    handle = await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(agent="assistant", input="add"),
+        id=f"forged-{uuid.uuid4().hex[:8]}",
+        task_queue=worker.task_queue,
+        search_attributes=lying,
+        result_type=AgentResult,
+    )
+    await handle.result()
+    upserts = [
+        {k: json.loads(v.data) for k, v in fields.indexed_fields.items()}
+        for e in (await handle.fetch_history()).events
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
+        for fields in [e.upsert_workflow_search_attributes_event_attributes.search_attributes]
+    ]
+    assert [(u["AgentStatus"], u["AgentTurn"]) for u in upserts] == [
+        ("running", 0),  # the first step: the start's counters were not the run's
+        ("completed", 2),
+    ]
+    assert upserts[0]["AgentTotalTokens"] == 0
