@@ -74,8 +74,10 @@ class Agent:
     """Characters of one tool result shown to the model (the rest is cut, marked)."""
     session_idle_timeout: timedelta | None = None
     """A session waiting this long for a message ends; None: it waits forever."""
-    turns_per_workflow_run: int = 100
-    """Model calls before the run continues as new (earlier if Temporal suggests it)."""
+    turns_per_workflow_run: int = 300
+    """Model calls before the run continues as new (earlier if Temporal suggests it).
+    Each switch costs one billed action (the next run's start); 300 keeps a run of any
+    length a hand-written loop can finish (its history limit) in one workflow run."""
     history_bytes_per_workflow_run: int | None = None
     """History bytes before the run continues as new; None: when Temporal suggests it."""
     output_type: Any = None

@@ -74,7 +74,7 @@ history = Agent(
     tools=[report],
     max_turns=MANY_TURNS,
 )
-"""History growth with the default continue-as-new budget (100 model calls per Temporal run)."""
+"""History growth with the default continue-as-new budget (300 model calls per Temporal run)."""
 
 approval = Agent(name="approval", instructions="ask first", model="scripted", tools=[stamp])
 """Concurrency: each run parks on one approval, then the tool stamps its start."""

@@ -30,11 +30,17 @@ from temporalio.converter import DataConverter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from durable_agents import gate
 from durable_agents import worker as worker_module
 from durable_agents.dataplane.codec import data_converter_from_env
 from durable_agents.dev_server_config import DEV_SERVER_CONFIG, dev_server_args
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from durable_agents.worker import build_worker, temporal_binary
+
+# The workers' gate key of this bench process (`durable_agents.gate`): every worker the
+# bench starts (in-process, `worker.py` processes, the peers' runners) inherits it; a
+# fresh key each time, for the bench's own dev server.
+os.environ.setdefault(gate.ENV, gate.new_key_entry("bench"))
 
 
 def converter(store: str = "off", *, threshold: int | None = None) -> DataConverter:
@@ -135,13 +141,16 @@ async def start_run(
     workflow: str = contract.WORKFLOW_TYPE,
     **kw: object,
 ) -> WorkflowHandle:
-    """Start an AgentWorkflow run (or `workflow`, same input) of the bench agent `agent`."""
+    """Start an AgentWorkflow run (or `workflow`, same input) of the bench agent `agent`,
+    its search attributes set with the start as `AgentClient` sets them (free: an upsert
+    is a billed action)."""
     return await client.start_workflow(
         workflow,
         AgentInput(agent=agent, input=text, **kw),
         id=f"{queue}-{uuid.uuid4().hex[:8]}",
         task_queue=queue,
         result_type=AgentResult,
+        search_attributes=search_attributes.at_start(agent),
     )
 
 

@@ -1,6 +1,6 @@
 """4. History (and issue 5's figures): `python -m bench.history [--quick] [--turns 200]`.
 
-Runs of the `history` agent (continue-as-new after 100 model calls or when
+Runs of the `history` agent (continue-as-new after 300 model calls, the default, or when
 Temporal suggests it), each tool turn returning SIZE bytes:
 - 20 KB outputs, `--turns` tool turns then an answer (issue 5), and 1 KB outputs,
   100 turns (issue 7), with the designed converter: pydantic + codec + payload

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -33,10 +34,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from durable_agents.client import cost
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from bench import common, report
+from bench import actions, common, report
 from bench.peer_runners import protocol
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 
@@ -103,6 +105,8 @@ class Outcome:
     history_bytes: int
     completed: str
     """"completed", or why not (a failed run, a stuck run, a runner that broke)."""
+    actions: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Billable actions by kind, counted from the run's histories (`client.cost`)."""
 
 
 def respond(request: dict) -> Reply:
@@ -162,14 +166,18 @@ def versions(kind: Kind) -> str:
 
 async def read_history(
     client: Client, workflow_id: str, run_id: str, tool_activity: str
-) -> tuple[int, int]:
-    """Bytes of every workflow run of the chain that began with `run_id`, and how many
-    activities of type `...tool_activity` completed in it (the tool turns done)."""
+) -> tuple[int, int, dict[str, int]]:
+    """Bytes of every workflow run of the chain that began with `run_id`, how many
+    activities of type `...tool_activity` completed in it (the tool turns done), and its
+    billable actions by kind (`client.cost.actions`, the same count as `agentctl cost`)."""
     total, tools, next_run = 0, 0, run_id
+    billed: dict[str, int] = {}
     while next_run:
         one = client.get_workflow_handle(workflow_id, run_id=next_run)
         events = [e async for e in one.fetch_history_events()]
         total += sum(e.ByteSize() for e in events)
+        for kind, n in cost.actions(events).items():
+            billed[kind] = billed.get(kind, 0) + n
         tool_events = {
             e.event_id
             for e in events
@@ -190,7 +198,7 @@ async def read_history(
             if last.HasField("workflow_execution_continued_as_new_event_attributes")
             else ""
         )
-    return total, tools
+    return total, tools, billed
 
 
 async def run_kind(
@@ -203,8 +211,8 @@ async def run_kind(
     if found is None:
         return Outcome(kind.name, turns, size, float("nan"), float("nan"), None, 0, why)
     try:
-        history, tools = await read_history(client, found.workflow_id, found.run_id,
-                                            kind.tool_activity)  # fmt: skip
+        history, tools, billed = await read_history(client, found.workflow_id, found.run_id,
+                                                    kind.tool_activity)  # fmt: skip
     except RPCError as err:
         return Outcome(kind.name, turns, size, float("nan"), float("nan"), None, 0,
                        f"**history unreadable**: {err}")  # fmt: skip
@@ -214,7 +222,7 @@ async def run_kind(
     server = None if found.server_cpu_s is None else found.server_cpu_s * 1000 / turns
     return Outcome(
         kind.name, turns, size, found.wall_s * 1000 / turns, found.cpu_s * 1000 / turns,
-        server, history, completed,
+        server, history, completed, billed,
     )  # fmt: skip
 
 
@@ -360,6 +368,7 @@ def markdown(outcomes: list[Outcome], notes: dict[str, str]) -> str:
             "`bench/peers.py`).",
             kinds,
             table(outcomes),
+            actions.markdown(outcomes, ours=OURS.name, floor=HAND.name),
         ]
     )
 
@@ -368,7 +377,8 @@ async def section(client: Client, *, quick: bool) -> report.Section:
     """Measurement 7 (N = 10, 50 when quick; else 10, 50, 100, 200; S = 1 KB, 20 KB)."""
     turns = [10, 50] if quick else [10, 50, 100, 200]
     outcomes, notes = await measure(client, turns, [1_000, 20_000])
-    return report.Section(markdown(outcomes, notes), (goal(outcomes),))
+    goals = (goal(outcomes), actions.goal(outcomes, ours=OURS.name, floor=HAND.name))
+    return report.Section(markdown(outcomes, notes), goals)
 
 
 async def main() -> None:
@@ -381,7 +391,11 @@ async def main() -> None:
     async with common.dev_server(common.converter()) as env:
         outcomes, notes = await measure(env.client, turns, sizes)
     print(markdown(outcomes, notes))
-    print(report.goals_section([goal(outcomes)]))
+    print(
+        report.goals_section(
+            [goal(outcomes), actions.goal(outcomes, ours=OURS.name, floor=HAND.name)]
+        )
+    )
 
 
 if __name__ == "__main__":

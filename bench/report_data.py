@@ -85,7 +85,8 @@ def history_section(runs: list[dict], stored: int) -> Section:
             "## 4. History",
             "",
             "Runs of tool turns (one `report` call returning the output size), then an answer; "
-            "continue-as-new after 100 model calls or when Temporal suggests it. A turn: the "
+            "continue-as-new after 300 model calls (the default) or when Temporal suggests it. "
+            "A turn: the "
             "events from one `call_model` scheduling to the next (the model call, its workflow "
             "tasks, the tool call, search-attribute upserts). Payload store: pydantic + codec + "
             "ExternalStorage (payloads ≥ 16 KiB unless said otherwise go to the store; history "

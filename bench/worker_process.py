@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from durable_agents import gate
+
 ROOT = Path(__file__).resolve().parent.parent
 READY = "worker: serving agents"
 
@@ -43,6 +45,8 @@ def worker_process(
         OPENAI_BASE_URL=base_url,
         OPENAI_API_KEY="x",
     )
+    # the gate key of this bench process (bench.common sets one), shared with its workers
+    env[gate.ENV] = os.environ.setdefault(gate.ENV, gate.new_key_entry("bench"))
     argv = command or [sys.executable, "worker.py"]
     argv = [*argv, "--agents", "bench.agents", "--task-queue", task_queue, *extra]
     with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as store:

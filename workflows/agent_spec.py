@@ -311,8 +311,9 @@ class AgentSpec(_Model):
     marker saying so (the run state keeps the whole output)."""
     session_idle_timeout: timedelta | None = Field(None, gt=timedelta(0))
     """A session waiting this long for the next message ends; None: it waits forever."""
-    turns_per_workflow_run: int = Field(100, ge=1)
-    """Model calls after which the run continues as new (earlier if Temporal suggests it)."""
+    turns_per_workflow_run: int = Field(300, ge=1)
+    """Model calls after which the run continues as new (earlier if Temporal suggests it;
+    each switch is one billed action, the next run's start)."""
     history_bytes_per_workflow_run: int | None = Field(None, ge=1)
     """History size after which the run continues as new; None: Temporal's own
     suggestion decides (its server limit `limit.historySize.suggestContinueAsNew`)."""

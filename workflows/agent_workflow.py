@@ -105,6 +105,9 @@ class AgentWorkflow:
         )
         """Runs a reply's tool calls (`workflows.tool_batch`)."""
         self._published: visibility.Published | None = visibility.set_at_start()
+        self._check_start_values = self._published is not None
+        """The values the start set are not checked against the state yet (the first
+        publish corrects any that are not the run's: a client may set anything)."""
         self._turn_call = False
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
         self._woken_at_step = 0
@@ -294,7 +297,6 @@ class AgentWorkflow:
             lambda: workflow.all_handlers_finished() and not self._tree.reporting
         )
         carried = self._stream.carried()
-        self._published = visibility.catch_up(state, self._published)
         upgrade = None  # a versioned worker's run goes on on the deployment's current build
         version = workflow.info().get_current_deployment_version()  # unversioned: no name
         if version is not None and version.deployment_name:
@@ -307,6 +309,7 @@ class AgentWorkflow:
                 resume_from=state,
                 events=carried,
             ),
+            search_attributes=visibility.carried(state),  # set with the start: free
             initial_versioning_behavior=upgrade,
         )
 
@@ -376,7 +379,8 @@ class AgentWorkflow:
 
     def _publish(self, state: RunState) -> None:
         """Keep the UI's current details and the search attributes current."""
-        self._published = visibility.publish(state, last=self._published)
+        check, self._check_start_values = self._check_start_values, False
+        self._published = visibility.publish(state, last=self._published, exact=check)
 
     # --- signals ------------------------------------------------------------------
 

@@ -294,7 +294,9 @@ async def test_counters_are_upserted_with_a_change_of_status_never_on_a_clock(wo
     assert found.get(search_attributes.AGENT_TOTAL_TOKENS) == result.usage.total_tokens > 0
 
 
-async def test_a_run_continuing_as_new_first_sets_the_counters_still_waiting(worker, model_server):
+async def test_a_run_continuing_as_new_carries_its_counters_with_the_switch(worker, model_server):
+    """The counters still waiting go with the continue-as-new command (free), not in an
+    upsert of their own (a billed action): the next run starts with them."""
     model_server.script(  # concierge continues as new after every 2 turns
         Reply(tool_calls=(Call("add", {"a": 1, "b": 1}, "a1"),)),
         Reply(tool_calls=(Call("add", {"a": 2, "b": 1}, "a2"),)),
@@ -307,7 +309,13 @@ async def test_a_run_continuing_as_new_first_sets_the_counters_still_waiting(wor
     assert history.events[-1].event_type == (
         EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     )
-    assert upserted_turns(history)[-1] == ("running", 2)
+    assert upserted_turns(history) == [("running", 0)]  # a client that set none at start
+    switch = history.events[-1].workflow_execution_continued_as_new_event_attributes
+    carried = switch.search_attributes.indexed_fields
+    assert (json.loads(carried["AgentStatus"].data), json.loads(carried["AgentTurn"].data)) == (
+        "running",
+        2,
+    )
 
 
 async def test_approval_signal_from_the_temporal_cli_with_a_json_payload(worker, model_server):

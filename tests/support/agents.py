@@ -124,9 +124,9 @@ concierge = dataclasses.replace(
 sleepy = dataclasses.replace(assistant, name="sleepy", session_idle_timeout=timedelta(seconds=1))
 """A session that ends after 1 s without a message."""
 
-marathon = dataclasses.replace(assistant, name="marathon", max_turns=100)
-"""Allowed 100 model calls per message (long tool loops; a start input may not lift
-an agent's own limit)."""
+marathon = dataclasses.replace(assistant, name="marathon", max_turns=200)
+"""Allowed 200 model calls per message (long tool loops; a start input may not lift
+an agent's own limit); the default continue-as-new budget (300 model calls)."""
 
 frugal = dataclasses.replace(
     assistant, name="frugal", history_bytes_per_workflow_run=8_000, turns_per_workflow_run=1_000

@@ -197,7 +197,8 @@ SCENARIOS = {
                 contract.SIGNAL_APPROVE,
                 DecisionSignal(call_id="c2", approver="ann", always=True),
             ),
-            ("running", contract.SIGNAL_REJECT, DecisionSignal(call_id="c4", approver="ann")),
+            # c4 waiting (a "running" between the turns is too short to poll for)
+            ("pending:c4", contract.SIGNAL_REJECT, DecisionSignal(call_id="c4", approver="ann")),
         ],
     ),
     # an external tool's question answered by the `answer` signal, naming the call by
@@ -355,9 +356,17 @@ def _hook(url: str) -> Endpoint:
     return Endpoint(name="approvals", url=url, events=events, secrets=(HOOK_SECRET,))
 
 
+async def _reached(handle, status: str) -> bool:
+    """The run is in `status`, or (`pending:CALL_ID`) that call waits for a decision."""
+    if status.startswith("pending:"):
+        pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+        return any(p.get("call_id") == status.removeprefix("pending:") for p in pending)
+    return (await handle.query(contract.QUERY_GET_STATUS)).get("status") == status
+
+
 async def _act(handle, actions: list) -> None:
     for status, signal_name, payload in actions:
-        while (await handle.query(contract.QUERY_GET_STATUS)).get("status") != status:
+        while not await _reached(handle, status):
             await asyncio.sleep(0.1)
         if signal_name is CANCEL:
             await asyncio.sleep(0.5)  # into the model call

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bench import peers
+from bench import actions, peers
 from bench.peer_runners import protocol
 
 
@@ -149,3 +149,42 @@ def test_a_run_that_did_not_complete_has_no_per_turn_figures() -> None:
     failed = outcome(peers.HAND.name, 41.8, "**failed**: Workflow history size exceeds limit.")
     row = peers.table([outcome(peers.OURS.name, 40.0), failed]).splitlines()[-1]
     assert "41.8" not in row and "| — | — | — | 1,000 |" in row
+
+
+def counted(kind: str, turns: int, billed: dict[str, int], completed: str = "completed"):
+    return peers.Outcome(kind, turns, 1_000, 10.0, 5.0, 1.0, 1_000, completed, billed)
+
+
+def floor_of(turns: int) -> dict[str, int]:
+    return {"workflow_started": 1, "activities": 2 * turns + 1}
+
+
+def test_the_actions_table_shows_each_kind_per_run_per_turn_and_over_the_floor() -> None:
+    ours = {**floor_of(10), "activities": 22, "search_attribute_upserts": 1}
+    found = actions.table(
+        [counted(peers.OURS.name, 10, ours), counted(peers.HAND.name, 10, floor_of(10))],
+        floor=peers.HAND.name,
+    )
+    rows = found.splitlines()[2:]
+    assert rows[0].split(" | ")[3:6] == ["24", "2.40", "+2"]
+    assert "search_attribute_upserts 1" in rows[0]
+    assert rows[1].split(" | ")[3:6] == ["22", "2.20", "—"]  # the floor itself
+
+
+def test_the_actions_goal_holds_at_two_over_the_floor_and_fails_at_three() -> None:
+    def judged(extra: int) -> bool | None:
+        ours = {**floor_of(50), "search_attribute_upserts": extra}
+        runs = [counted(peers.OURS.name, 50, ours), counted(peers.HAND.name, 50, floor_of(50))]
+        return actions.goal(runs, ours=peers.OURS.name, floor=peers.HAND.name).ok
+
+    assert judged(2) is True
+    assert judged(3) is False
+
+
+def test_a_run_that_did_not_complete_is_not_judged_against_the_floor() -> None:
+    runs = [
+        counted(peers.OURS.name, 10, {"activities": 99}, completed="**hung**"),
+        counted(peers.HAND.name, 10, floor_of(10)),
+    ]
+    assert actions.goal(runs, ours=peers.OURS.name, floor=peers.HAND.name).ok is None
+    assert "(did not complete)" in actions.table(runs, floor=peers.HAND.name)

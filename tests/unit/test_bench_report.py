@@ -153,3 +153,22 @@ def test_the_server_defaults_row_is_shown_not_judged() -> None:
     zero = section.goals[0]  # the judged zero-latency row, not the server-defaults one
     assert zero.measured.startswith("1.50") and zero.ok is False
     assert len(section.goals) == 2  # that row and parallel tools
+
+
+def test_the_burst_goal_is_the_median_of_three_bursts_with_the_spread() -> None:
+    used = {"worker": 9.0, "server": 18.0, "bench": 1.0, "machine_busy": 1.0, "machine_total": 1.0}
+    bursts = {"bursts": [(900, 30.0), (900, 22.5), (900, 18.0)],
+              "burst_cpus": [{"burst_cpu": used}] * 3}  # fmt: skip
+    goal = report_runtime.burst_goal(bursts)
+    assert (goal.ok, goal.measured) == (True, "40 runs/s (30 to 50)")
+    slow = report_runtime.burst_goal({"bursts": [(900, 30.0), (900, 24.0), (900, 18.0)]})
+    assert (slow.ok, slow.measured) == (False, "38 runs/s (30 to 50)")
+    line = report_runtime.burst_repeats(bursts)[-1]
+    assert "3 bursts, drain median **22.5 s** (40 runs/s), spread 18.0 to 30.0 s" in line
+    assert line.count("9.0 / 18.0 / 1.0 s") == 3
+
+
+def test_a_single_burst_is_not_judged() -> None:
+    one = {"bursts": [(900, 10.0)]}
+    assert report_runtime.burst_goal(one).ok is None
+    assert report_runtime.burst_repeats(one) == []
