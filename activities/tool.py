@@ -238,7 +238,7 @@ def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
-    needs_approval: bool | ApprovalPolicy = False,
+    needs_approval: bool | ApprovalPolicy | Callable[..., Any] = False,
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
     heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
@@ -250,8 +250,12 @@ def tool(
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
-    `needs_approval` is True (every call waits for a decision) or an
-    ApprovalPolicy (conditions on the arguments, allowed approvers, a timeout).
+    `needs_approval` is True (every call waits for a decision), an ApprovalPolicy
+    (conditions on the arguments, allowed approvers, a timeout, an evaluator), or a
+    code rule: a function `(arguments: dict, context: ApprovalContext) -> bool`, sync
+    or async, asked on the worker whether a call needs a decision (its verdict is
+    recorded on the call; a rule that fails asks a person). `ApprovalPolicy(rule=fn)`
+    gives a rule with the rest of a policy.
     `heartbeat_timeout`: see `Tool.heartbeat_timeout`. `sensitive`: parameter
     names whose values are masked wherever people see calls (the Temporal UI's
     details and summaries, `agentctl pending` and `state`) unless asked for;
@@ -283,7 +287,7 @@ def tool(
             description=inspect.getdoc(f) or "",
             fn=f,
             arguments=arguments,
-            approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
+            approval=approval_policy(needs_approval),
             timeout=timeout,
             retry_policy=policy,
             context_param=context_param,
@@ -296,6 +300,25 @@ def tool(
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+def approval_policy(
+    needs_approval: bool | ApprovalPolicy | Callable[..., Any],
+) -> ApprovalPolicy | None:
+    """The policy `needs_approval` stands for: None (no approval), every call, the
+    policy given, or a code rule's policy."""
+    if needs_approval is True:
+        return ApprovalPolicy()
+    if needs_approval is False or needs_approval is None:
+        return None
+    if isinstance(needs_approval, ApprovalPolicy):
+        return needs_approval
+    if callable(needs_approval):
+        return ApprovalPolicy(rule=needs_approval)
+    raise TypeError(
+        "needs_approval is a bool, an ApprovalPolicy or a function (arguments, context) -> "
+        f"bool, not {type(needs_approval).__name__}"
+    )
 
 
 def _arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None]:

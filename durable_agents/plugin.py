@@ -253,6 +253,7 @@ class AgentsPlugin(SimplePlugin):
                 max_concurrent=max_model_calls,
                 output_types=self.registry.output_type,
                 default_api=model_api,
+                approval_rules=self.registry.approval_rule,
             )
             activities = [
                 tools.describe_agent,

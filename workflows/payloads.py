@@ -21,6 +21,7 @@ from durable_agents.workflows.state import (
     ModelAPIName,
     ModelSettings,
     ReasoningItem,
+    RuleVerdict,
     RunStatus,
     Signature,
     StartProof,
@@ -409,6 +410,9 @@ class ModelRequest(_Payload):
     worker, so history does not carry the schema on every turn); None: free text."""
     api: ModelAPIName | None = None
     """The API to speak (the agent's `model_api`); None: the worker's default."""
+    approval_rules: RuleScope | None = Field(None, exclude_if=lambda r: r is None)
+    """Ask the code rules of these tools about the reply's calls of them (on the worker,
+    with the reply: the verdicts come back on its calls); None: no tool has one."""
     stream_key: str | None = Field(None, exclude_if=lambda key: key is None)
     """Stream the reply: publish its text and tool arguments as they come, each delta
     naming the call by this key (a correlation id, not a secret: batches are tagged
@@ -436,6 +440,21 @@ class ModelToolCall(_Payload):
     call_id: str
     tool: str
     arguments: str
+    rule_verdict: RuleVerdict | None = Field(None, exclude_if=lambda v: v is None)
+    """Its tool's code rule's verdict, worked out by `call_model` on the worker
+    (`ModelRequest.approval_rules`); None for a tool without one."""
+
+
+class RuleScope(_Payload):
+    """What `call_model` needs to ask the code rules of the agent's tools about the
+    calls of its reply (`ApprovalPolicy.rule`)."""
+
+    agent: str
+    run_id: str
+    tools: list[str] = Field(min_length=1)
+    """The tools with a code rule."""
+    context: JsonValue = None
+    """The run's context, as its tools get it."""
 
 
 class OutputCheck(_Payload):
