@@ -120,6 +120,15 @@ class ModelActivities:
             reply.output_check = typed.check(reply.content)
         return reply
 
+    async def reply(self, request: ModelRequest) -> ModelReply:
+        """The model's reply to `request`, within the worker's limit on calls in flight
+        (for a call of the run's other than its turns: an evaluator's)."""
+        api = self._apis[request.api or self._default_api]
+        async with self._slots or contextlib.nullcontext():
+            reply = await api.complete(request)
+        telemetry.count_model_call(request.model, usage=reply.usage)
+        return reply
+
     def _output_type(self, request: ModelRequest) -> OutputType:
         assert request.output is not None
         found = self._output_types(request.output.sha256) if self._output_types else None

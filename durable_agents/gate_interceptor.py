@@ -54,6 +54,7 @@ GATED = frozenset(
         contract.ACTIVITY_CALL_MODEL,
         contract.ACTIVITY_RUN_TOOL,
         contract.ACTIVITY_RUN_GUARDRAIL,
+        contract.ACTIVITY_EVALUATE_CALL,
         contract.ACTIVITY_DELIVER_WEBHOOK,
         contract.ACTIVITY_COLLECT_STORE_GARBAGE,
     }

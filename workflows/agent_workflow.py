@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         definitions,
         driver,
         errors,
+        evaluator_runs,
         handoffs,
         inbox,
         limits,
@@ -97,6 +98,8 @@ class AgentWorkflow:
             self._inbox, self._tree, emit=self._emit, fail=self._fail
         )
         """Runs a reply's tool calls (`workflows.tool_batch`)."""
+        self._evaluators = evaluator_runs.EvaluatorRuns(self._inbox)
+        """Asks policies' evaluators about waiting calls (`workflows.evaluator_runs`)."""
         self._published: visibility.Published | None = visibility.set_at_start()
         self._turn_call = False
         """The model call about to be made is the turn's reply (a summary is not streamed)."""
@@ -172,6 +175,8 @@ class AgentWorkflow:
         await self._events.announce(state)
         if loop.may_continue_as_new(step) and self._switch.due(state):
             await self._continue_as_new(state)
+        if isinstance(step, loop.AwaitDecisions):  # a resumed or unpaused run's calls too
+            self._evaluators.start_due(state)
         self._turn_call = isinstance(step, loop.CallModel)  # not a summary (loop.Summarize)
         if self._turn_call:
             self._emit(state, step_events.turn_started(state))
@@ -181,6 +186,7 @@ class AgentWorkflow:
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         loop.record_model_reply(state, reply, now=workflow.now())
+        self._evaluators.start_due(state)  # while the reply's other calls run
         metrics.turn(state.agent.name)
         last = loop.last_reply(state)
         if last is not None:
@@ -256,7 +262,11 @@ class AgentWorkflow:
         self._emit(state, step_events.continued_as_new(state))
         self._stream.release_followers()
         await workflow.wait_condition(
-            lambda: workflow.all_handlers_finished() and not self._tree.reporting
+            lambda: (
+                workflow.all_handlers_finished()
+                and not self._tree.reporting
+                and not self._evaluators.busy
+            )
         )
         carried = self._stream.carried()
         self._published = visibility.catch_up(state, self._published)

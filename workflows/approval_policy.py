@@ -44,6 +44,9 @@ def condition_holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> 
         return False
 
 
+_VERBS = {"contains": "contain", "not_contains": "not contain", "matches": "match"}
+
+
 def limits_problem(
     policy: ApprovalPolicy, arguments: dict[str, Any], *, sensitive: Collection[str] = ()
 ) -> str | None:
@@ -53,8 +56,9 @@ def limits_problem(
         if not condition_holds(limit, arguments):
             value = arguments.get(limit.field, None)
             shown = "a sensitive value" if limit.field in sensitive else json.dumps(value)
+            verb = _VERBS.get(limit.op, f"be {limit.op}")
             return (
-                f"{limit.field} must be {limit.op} {json.dumps(limit.value)} "
+                f"{limit.field} must {verb} {json.dumps(limit.value)} "
                 f"(is {shown if limit.field in arguments else 'missing'})"
             )
     return None

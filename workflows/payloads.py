@@ -17,6 +17,7 @@ from durable_agents.workflows.state import (
     ApprovalCondition,
     Attachment,
     Decision,
+    EvaluatorRef,
     Item,
     ModelAPIName,
     ModelSettings,
@@ -500,6 +501,32 @@ class ToolRequest(_Payload):
     """`KEY_ID PUBLIC_KEY` of each approver key whose signature approved this call (the
     run verified it with the keys frozen at its start): the tool's worker refuses the
     call when one is no longer among its own approver keys (revoked or removed)."""
+
+
+class EvaluationRequest(_Payload):
+    """Input of `evaluate_call`: one waiting call, for its policy's evaluator."""
+
+    run_id: str
+    agent: str
+    tool: str
+    call_id: str
+    arguments: str
+    """The call's arguments (JSON text), as the person deciding sees them."""
+    context: JsonValue = None
+    evaluator: EvaluatorRef
+    """Which evaluator: the worker checks it is the one its tool names now."""
+    model_request: ModelRequest | None = None
+    """(An agent) the model call to make, built by the run (so it is held to the run's
+    budgets before it starts)."""
+
+
+class EvaluationResult(_Payload):
+    """Result of `evaluate_call`: what the evaluator said."""
+
+    verdict: Literal["approve", "reject", "escalate"]
+    reason: str | None = Field(None, max_length=2_000)
+    usage: Usage | None = None
+    """(An agent) what its model call used."""
 
 
 class GuardrailResult(_Payload):

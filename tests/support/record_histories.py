@@ -55,6 +55,7 @@ from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
+from tests.support.rule_agents import ruled
 from tests.support.webhook_receiver import WebhookReceiver
 
 CANCEL = "(cancel the run)"
@@ -81,6 +82,22 @@ LOOKUP_AND_MAIL = Reply(
 """A local tool's call beside one that waits for approval."""
 
 SCENARIOS = {
+    # issue 45: a code rule's verdicts (Oakland asks, Paris does not) and the policy's
+    # evaluator approving the Oakland call within its limits.
+    "approval_rules": (
+        "ruled",
+        False,
+        [
+            Reply(
+                tool_calls=(
+                    Call("get_weather", {"city": "Oakland, USA"}, "w1"),
+                    Call("get_weather", {"city": "Paris"}, "w2"),
+                )
+            ),
+            Reply("foggy in Oakland, sunny in Paris"),
+        ],
+        [],
+    ),
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
     "local_tool": (
         "quick",
@@ -285,6 +302,7 @@ async def _serving(client: Client, name: str, script: list) -> AsyncIterator[str
         registry.add(frontdesk)  # helpdesk's MCP tools and a handoff to backoffice
         registry.add(backoffice)
         registry.add(placed)  # a tool on a task queue of its own
+        registry.add(ruled)  # a code rule and an evaluator
         for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
@@ -508,6 +526,7 @@ KEPT = (
     "streaming",
     "cancel_during_model_call",
     "local_tool",
+    "approval_rules",  # a code rule's verdicts, an evaluator's decision
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), the query race around a local tool
