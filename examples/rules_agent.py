@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 
-from durable_agents.activities.approval_rules import ApprovalContext
-
-from durable_agents import Agent, ApprovalCondition, ApprovalPolicy, tool
+from durable_agents import Agent, ApprovalCondition, ApprovalContext, ApprovalPolicy, tool
 
 FORECASTS = {"oakland": "foggy, 14 °C", "paris": "sunny, 21 °C"}
 

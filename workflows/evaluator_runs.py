@@ -2,6 +2,9 @@
 their answers do): each waiting call whose policy names one gets an `evaluate_call`
 activity of its own, started as the call starts to wait, while people can already
 decide it. Its answer is recorded whenever it comes; the run's wait then looks again.
+An answer the gate refuses (completed from outside) is not taken: it is recorded as
+such in the evaluation, and a person decides (the evaluator runs beside the run, so
+the refusal is audited there rather than failing the run's workflow task).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.activity_calls import root_message
     from durable_agents.workflows.payloads import EvaluationRequest, EvaluationResult
     from durable_agents.workflows.state import RunState, ToolCall
+
+    from durable_agents.gate_interceptor import GateRefused
 
 ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
 """An evaluator is asked once: a failure escalates to a person (who is waited for
@@ -71,6 +76,8 @@ class EvaluatorRuns:
                 failure = "its answer was not waited for"
             else:
                 result = await asking
+        except GateRefused as err:  # completed from outside: audited, a person decides
+            failure = f"{err}; a person decides"
         except ActivityError as err:
             if isinstance(err.cause, CancelledError):  # the run is being cancelled
                 raise asyncio.CancelledError() from err

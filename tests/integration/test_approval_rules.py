@@ -6,9 +6,12 @@ nothing sent from outside (a decision, a resumed snapshot) can stand in for a ve
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
+from datetime import timedelta
 
 import pytest
+from durable_agents.activities import approval_rules
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult
 from durable_agents.workflows.proposed_calls import NO_VERDICT
@@ -49,7 +52,22 @@ def weather_truthy_rule(city: str) -> str:
     return f"sunny in {city}"
 
 
+SLOW = threading.Event()
+
+
+def _slow(arguments: dict, context) -> bool:
+    SLOW.wait(30)  # a service that hangs
+    return False
+
+
+@tool(name="get_weather", needs_approval=_slow)
+def weather_slow_rule(city: str) -> str:
+    """Today's weather."""
+    return f"sunny in {city}"
+
+
 BROKEN = [
+    Agent(name="slow_rule", instructions="-", model="m", tools=[weather_slow_rule]),
     Agent(name="raising_rule", instructions="-", model="m", tools=[weather_raising_rule]),
     Agent(name="truthy_rule", instructions="-", model="m", tools=[weather_truthy_rule]),
 ]
@@ -156,6 +174,20 @@ async def test_a_rule_that_fails_asks_a_person_and_says_why(rules_worker, model_
     assert await _pending_ids(handle) == ["c1", "c2", "c3"]  # Paris too: no verdict, no run
     verdict = _calls(await state_of(handle))["c3"].rule_verdict
     assert verdict is not None and verdict.needs_approval and verdict.error == why
+    await handle.terminate("test over")
+
+
+async def test_a_rule_that_does_not_answer_in_time_asks_a_person(
+    rules_worker, model_server, monkeypatch
+):
+    monkeypatch.setattr(approval_rules, "RULE_TIMEOUT", timedelta(seconds=0.2))
+    model_server.script(Reply(tool_calls=(Call("get_weather", {"city": "Paris"}, "s1"),)))
+    handle = await _start(rules_worker, "slow_rule")
+    await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    verdict = _calls(await state_of(handle))["s1"].rule_verdict
+    assert verdict is not None and verdict.needs_approval
+    assert verdict.error == "the rule did not answer within 0.2 s"
+    SLOW.set()
     await handle.terminate("test over")
 
 

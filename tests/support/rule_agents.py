@@ -3,9 +3,7 @@ records its run; `tests/unit/test_replay.py` replays it with the verdicts it rec
 
 from __future__ import annotations
 
-from durable_agents.activities.evaluate import Verdict
-
-from durable_agents import Agent, ApprovalCondition, ApprovalPolicy, tool
+from durable_agents import Agent, ApprovalCondition, ApprovalPolicy, Verdict, tool
 from examples.rules_agent import in_oakland
 
 
