@@ -9,6 +9,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from pydantic import BaseModel
+
 
 def name_of(fn: Any) -> str:
     """A function's name as people find it in code: `module.qualname`."""
@@ -57,11 +59,7 @@ def split(data: Any) -> tuple[Any, Any, Any]:
     rule = data.get("rule")
     evaluator = data.get("evaluator")
     rule_fn = rule if callable(rule) and not isinstance(rule, str) else None
-    live = (
-        evaluator is not None
-        and not isinstance(evaluator, dict)
-        and (callable(evaluator) or _is_agent(evaluator))
-    )
+    live = evaluator is not None and not isinstance(evaluator, dict | BaseModel)
     if rule_fn is None and not live:
         return data, None, None
     data = dict(data)

@@ -16,7 +16,7 @@ import pytest
 from durable_agents.activities.evaluate import Verdict
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal
-from durable_agents.workflows.state import Decision, RunState, RunStatus
+from durable_agents.workflows.state import Decision, ModelSettings, RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 
@@ -375,4 +375,32 @@ async def test_a_verdict_completed_from_outside_is_not_taken(screened, model_ser
     assert "not taken" in evaluation.reason and "FORGED" not in evaluation.reason
     assert not any(isinstance(i, Decision) for i in state.items) and RAN == []
     assert (await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)).pending_approvals == 1
+    await handle.terminate("test over")
+
+
+async def test_an_agent_evaluator_that_could_pass_the_runs_budget_is_not_asked(
+    screened, model_server
+):
+    """The evaluator's model call is held to the run's token budget as the run's own:
+    one that could pass it is not made, and a person decides."""
+    _script(model_server, 40)
+    handle = await screened.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        AgentInput(
+            agent="agent_screened",
+            input="refund please",
+            token_budget=500,
+            model_settings=ModelSettings(max_output_tokens=50),
+        ),
+        id=f"eval-{uuid.uuid4().hex[:10]}",
+        task_queue=screened.task_queue,
+        result_type=AgentResult,
+    )
+    state = await _evaluated(handle)
+    [evaluation] = state.evaluations
+    assert (evaluation.verdict, evaluation.outcome) == (None, "escalated")
+    assert "the evaluator's model call could use up to" in evaluation.reason
+    assert "of its budget of 500" in evaluation.reason
+    assert len(model_server.requests) == 1  # the run's own call only
+    assert contract.ACTIVITY_EVALUATE_CALL not in await _activities(handle)
     await handle.terminate("test over")
