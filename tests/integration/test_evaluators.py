@@ -28,6 +28,7 @@ from tests.integration.test_activity_gate import (
     running_activity,
     standalone,
 )
+from tests.support.cli_support import bound_to
 from tests.support.runs import state_of, wait_for_status
 
 RAN: list[float] = []
@@ -161,6 +162,22 @@ async def test_an_evaluator_approves_a_call_within_its_limits(screened, model_se
         contract.ACTIVITY_RUN_TOOL,
         contract.ACTIVITY_CALL_MODEL,
     ]
+
+
+async def test_agentctl_state_shows_how_the_evaluator_decided(screened, model_server):
+    _script(model_server, 50)
+    handle = await _start(screened, "screened", 50)
+    await handle.result()
+    ctl = bound_to(screened)
+    shown = await ctl("state", handle.id, "--json")
+    assert shown.code == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    [decision] = [i for i in data["items"] if i["type"] == "decision"]
+    assert (decision["via"], decision["reason"]) == ("evaluator", "a routine refund of 50")
+    assert data["evaluations"][0]["outcome"] == "decided"
+    text = await ctl("state", handle.id)
+    assert "(by the policy's evaluator)" in text.stdout
+    assert f"evaluator {__name__}.screen on r1: decided (said approve" in text.stdout
 
 
 async def test_an_approval_above_the_limits_escalates_to_a_person(screened, model_server):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 12_860
-"""Raised by 760 lines for approval rules in code, normalised data conditions and
+FOLDER_LINES = 12_874
+"""Raised by 774 lines for approval rules in code, normalised data conditions and
 evaluators (issue 45: `condition_ops.py`, `live_approvals.py`, `evaluations.py`,
 `evaluator_runs.py`, the policy's and call's new fields). Raised once,
 from 11,800, by the splits of this session (issue 42): `agent_workflow.py`,
