@@ -47,8 +47,8 @@ class AgentRegistry:
 
     def approval_rule(self, agent: str, tool: str) -> tuple[str, Callable[..., Any]] | None:
         """The code rule of `agent`'s tool `tool` (its name and function), if it has one."""
-        found = self._agents.get(agent)
-        policy = found.tool(tool).approval if found is not None and found.tool(tool) else None
+        found = self.tool(agent, tool)
+        policy = found.approval if found is not None else None
         if policy is None or policy.rule is None or policy.rule_function is None:
             return None
         return policy.rule, policy.rule_function
@@ -56,7 +56,8 @@ class AgentRegistry:
     def tool(self, agent: str, tool: str) -> Tool | None:
         """`agent`'s tool `tool` on this worker, or None."""
         found = self._agents.get(agent)
-        return found.tool(tool) if found is not None else None
+        everything = found.all_tools() if found is not None else []  # handoffs too
+        return next((t for t in everything if t.name == tool), None)
 
     def output_type(self, sha256: str) -> OutputType | None:
         """The output type of a served agent whose strict schema has this digest."""

@@ -8,7 +8,7 @@ import pytest
 from durable_agents.workflows.agent_spec import ApprovalPolicy
 from pydantic import ValidationError
 
-from durable_agents import Agent, ApprovalCondition, Verdict, tool
+from durable_agents import Agent, ApprovalCondition, ModelSettings, Verdict, tool
 
 WITHIN = [ApprovalCondition(field="amount", op="<=", value=100)]
 
@@ -83,3 +83,39 @@ def test_a_policy_without_the_new_fields_is_written_as_before():
         "limits",
         "separate_duties",
     }
+
+
+def test_a_budget_extension_is_decided_by_a_person_only():
+    with pytest.raises(ValueError, match="budget_approval takes no code rule or evaluator"):
+        Agent(
+            name="spender",
+            instructions="-",
+            model="m",
+            token_budget=1_000,
+            model_settings=ModelSettings(max_output_tokens=100),
+            on_budget="ask",
+            budget_approval=ApprovalPolicy(
+                approvers=["ann"], evaluator=screen, auto_approve_within=WITHIN
+            ),
+        )
+
+
+def test_a_handoff_and_an_agent_tool_take_a_code_rule():
+    from durable_agents.activities.registry import AgentRegistry
+
+    from durable_agents import handoff
+
+    helper = Agent(name="helper", instructions="-", model="m")
+    caller = Agent(
+        name="caller",
+        instructions="-",
+        model="m",
+        tools=[helper.as_tool(needs_approval=in_oakland)],
+        handoffs=[handoff(helper, needs_approval=in_oakland)],
+    )
+    registry = AgentRegistry([caller])
+    for tool_name in ("helper", "transfer_to_helper"):
+        assert registry.approval_rule("caller", tool_name) == (
+            f"{__name__}.in_oakland",
+            in_oakland,
+        )
