@@ -255,6 +255,11 @@ async def test_an_agent_evaluator_is_a_model_call_counted_in_the_run(screened, m
     assert (evaluation.kind, evaluation.outcome, evaluation.reason) == ("agent", "decided", "small")
     assert evaluation.usage is not None and evaluation.usage.total_tokens == 15
     assert state.usage.model_calls == 3 and state.usage.total_tokens == 45
+    history = await handle.fetch_history()
+    mine = _evaluator_events(history)
+    size = sum(e.ByteSize() for e in history.events if e.event_id in mine)
+    assert len(mine) == 3  # one activity: scheduled (with the model request), started, done
+    print(f"agent evaluate_call: {size} of {sum(e.ByteSize() for e in history.events)} bytes")
     asked = model_server.requests[1]
     assert asked["model"] == "screen-model"
     assert asked["messages"][0]["content"] == "You screen refunds for a shop."
