@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -12,7 +12,12 @@ from durable_agents.activities.guardrail import Guardrail
 from durable_agents.activities.handoff import handoff
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
-from durable_agents.activities.tool import DEFAULT_HEARTBEAT_TIMEOUT, Tool, retry_spec
+from durable_agents.activities.tool import (
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    Tool,
+    approval_policy,
+    retry_spec,
+)
 from durable_agents.workflows import background
 from durable_agents.workflows.budget import BUDGET_FIELDS
 from durable_agents.workflows.settings import api_problem, tool_choice_problem
@@ -214,6 +219,11 @@ class Agent:
             raise ValueError(
                 f"agent {self.name}: budget_approval takes no `when`: every extension is asked"
             )
+        if self.budget_approval.rule is not None or self.budget_approval.evaluator is not None:
+            raise ValueError(
+                f"agent {self.name}: budget_approval takes no code rule or evaluator: a person "
+                "decides every extension"
+            )
         fields = {c.field for c in self.budget_approval.limits} - set(BUDGET_FIELDS)
         if fields:
             raise ValueError(
@@ -282,7 +292,7 @@ class Agent:
         name: str | None = None,
         description: str | None = None,
         *,
-        needs_approval: bool | ApprovalPolicy = False,
+        needs_approval: bool | ApprovalPolicy | Callable[..., Any] = False,
         on_failure: Literal["tool_error", "fail_run"] = "tool_error",
         wait: bool = True,
     ) -> Tool:
@@ -314,7 +324,7 @@ class Agent:
             or f"Ask the {self.name} agent; it answers with its final output.",
             fn=_runs_as_child,
             arguments=AgentTask,
-            approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
+            approval=approval_policy(needs_approval),
             runs_agent=self.name,
             on_failure=None if on_failure == "tool_error" else on_failure,
             background=not wait,

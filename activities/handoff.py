@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool
+from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool, approval_policy
 from durable_agents.workflows.state import ApprovalPolicy
 from pydantic import BaseModel, ConfigDict, create_model
 
@@ -25,7 +26,7 @@ def handoff(
     tool_name: str | None = None,
     description: str | None = None,
     input_type: type[BaseModel] | None = None,
-    needs_approval: bool | ApprovalPolicy = False,
+    needs_approval: bool | ApprovalPolicy | Callable[..., Any] = False,
     input_filter: Literal["remove_tools"] | None = None,
 ) -> Tool:
     """A tool the model calls to hand the run over to `agent` (an Agent, or the name of
@@ -55,7 +56,7 @@ def handoff(
         description=description or (f"{line} {said}" if said else line),
         fn=_not_called,
         arguments=arguments,
-        approval=ApprovalPolicy() if needs_approval is True else needs_approval or None,
+        approval=approval_policy(needs_approval),
         retry_policy=DEFAULT_TOOL_RETRY,
         handoff=name,
         input_filter=input_filter,

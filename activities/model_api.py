@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import openai
 from durable_agents.activities import telemetry
+from durable_agents.activities.approval_rules import RuleLookup, add_verdicts
 from durable_agents.activities.chat_completions import ChatCompletionsAPI
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.model_stream import Deltas
@@ -62,13 +63,16 @@ class ModelActivities:
         max_concurrent: int | None = DEFAULT_MAX_CONCURRENT,
         output_types: Callable[[str], OutputType | None] | None = None,
         default_api: ModelAPIName = "chat_completions",
+        approval_rules: RuleLookup | None = None,
     ) -> None:
         """`api`: an `openai` client (built with `max_retries=0`), spoken to through
         the API each request names, else `default_api`; or one `ModelAPI` for every
         request (it may read `request.api`). `max_concurrent`: model calls this
         worker has in flight at once (others wait, heartbeating); None: no limit.
         `output_types`: finds an agent's output type by its schema digest
-        (`AgentRegistry.output_type`), to check final replies against."""
+        (`AgentRegistry.output_type`), to check final replies against. `approval_rules`:
+        finds a tool's code rule (`AgentRegistry.approval_rule`), asked about the
+        reply's calls (`activities.approval_rules`)."""
         if max_concurrent is not None and max_concurrent < 1:
             raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
         if default_api not in ("chat_completions", "responses"):
@@ -86,6 +90,7 @@ class ModelActivities:
         self._default_api = default_api
         self._slots = asyncio.Semaphore(max_concurrent) if max_concurrent else None
         self._output_types = output_types
+        self._approval_rules = approval_rules
 
     @activity.defn(name=ACTIVITY_CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelReply:
@@ -101,6 +106,8 @@ class ModelActivities:
                     else:
                         async with Deltas(request.stream_key) as deltas:
                             reply = await api.complete(request, **options, deltas=deltas)
+                if request.approval_rules is not None:  # verdicts travel with the reply
+                    await add_verdicts(reply, request.approval_rules, self._approval_rules)
         except ApplicationError as err:
             telemetry.count_model_call(request.model, outcome=err.type or "error")
             raise
@@ -111,6 +118,15 @@ class ModelActivities:
         telemetry.count_model_call(request.model, usage=reply.usage)
         if typed is not None and not reply.tool_calls:
             reply.output_check = typed.check(reply.content)
+        return reply
+
+    async def reply(self, request: ModelRequest) -> ModelReply:
+        """The model's reply to `request`, within the worker's limit on calls in flight
+        (for a call of the run's other than its turns: an evaluator's)."""
+        api = self._apis[request.api or self._default_api]
+        async with self._slots or contextlib.nullcontext():
+            reply = await api.complete(request)
+        telemetry.count_model_call(request.model, usage=reply.usage)
         return reply
 
     def _output_type(self, request: ModelRequest) -> OutputType:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from durable_agents.activities.agent import Agent
 from durable_agents.activities.output_type import OutputType
 from durable_agents.activities.output_type import output_type as as_output
+from durable_agents.activities.tool import Tool
 
 
 class AgentRegistry:
@@ -42,6 +44,20 @@ class AgentRegistry:
     def get(self, name: str) -> Agent | None:
         """The agent called `name`, or None."""
         return self._agents.get(name)
+
+    def approval_rule(self, agent: str, tool: str) -> tuple[str, Callable[..., Any]] | None:
+        """The code rule of `agent`'s tool `tool` (its name and function), if it has one."""
+        found = self.tool(agent, tool)
+        policy = found.approval if found is not None else None
+        if policy is None or policy.rule is None or policy.rule_function is None:
+            return None
+        return policy.rule, policy.rule_function
+
+    def tool(self, agent: str, tool: str) -> Tool | None:
+        """`agent`'s tool `tool` on this worker, or None."""
+        found = self._agents.get(agent)
+        everything = found.all_tools() if found is not None else []  # handoffs too
+        return next((t for t in everything if t.name == tool), None)
 
     def output_type(self, sha256: str) -> OutputType | None:
         """The output type of a served agent whose strict schema has this digest."""

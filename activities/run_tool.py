@@ -86,6 +86,12 @@ class ToolActivities:
                 non_retryable=True,
             )
         spec = agent.spec(self._trust, self._prices.get(agent.model))
+        for tool in spec.tools:  # an agent evaluator's calls cost the run: its price
+            ref = tool.approval.evaluator
+            if ref is not None and ref.kind == "agent" and ref.model in self._prices:
+                tool.approval = tool.approval.model_copy(
+                    update={"evaluator": ref.model_copy(update={"price": self._prices[ref.model]})}
+                )
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
         return spec

@@ -289,7 +289,7 @@ def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
-    needs_approval: bool | ApprovalPolicy = False,
+    needs_approval: bool | ApprovalPolicy | Callable[..., Any] = False,
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
     heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
@@ -303,8 +303,12 @@ def tool(
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
-    `needs_approval` is True (every call waits for a decision) or an
-    ApprovalPolicy (conditions on the arguments, allowed approvers, a timeout).
+    `needs_approval` is True (every call waits for a decision), an ApprovalPolicy
+    (conditions on the arguments, allowed approvers, a timeout, an evaluator), or a
+    code rule: a function `(arguments: dict, context: ApprovalContext) -> bool`, sync
+    or async, asked on the worker whether a call needs a decision (its verdict is
+    recorded on the call; a rule that fails asks a person). `ApprovalPolicy(rule=fn)`
+    gives a rule with the rest of a policy.
     `heartbeat_timeout`: see `Tool.heartbeat_timeout`. `sensitive`: parameter
     names whose values are masked wherever people see calls (the Temporal UI's
     details and summaries, `agentctl pending` and `state`) unless asked for;
@@ -338,7 +342,7 @@ def tool(
             )
         policy = retry_policy or (AT_MOST_ONCE_RETRY if at_most_once else DEFAULT_TOOL_RETRY)
         retry_spec(policy)  # refuse an unbounded policy at definition time
-        approval = ApprovalPolicy() if needs_approval is True else needs_approval or None
+        approval = approval_policy(needs_approval)
         if external:  # every call waits; an answer is given once (no `always`)
             approval = (approval or ApprovalPolicy()).model_copy(update={"allow_always": False})
         return Tool(
@@ -393,12 +397,33 @@ def _check_external(tool: Tool) -> None:
         "handoff": tool.handoff is not None,
         "runs_agent": tool.runs_agent is not None,
         "at_most_once": tool.at_most_once,
+        "code rule": tool.approval.rule is not None,  # every call waits: nothing to rule
+        "evaluator": tool.approval.evaluator is not None,  # an answer is a person's
     }
     given = [name for name, on in clashes.items() if on]
     if given:
         raise ValueError(
             f"tool {tool.name}: an external tool runs no code, so it takes no {', '.join(given)}"
         )
+
+
+def approval_policy(
+    needs_approval: bool | ApprovalPolicy | Callable[..., Any],
+) -> ApprovalPolicy | None:
+    """The policy `needs_approval` stands for: None (no approval), every call, the
+    policy given, or a code rule's policy."""
+    if needs_approval is True:
+        return ApprovalPolicy()
+    if needs_approval is False or needs_approval is None:
+        return None
+    if isinstance(needs_approval, ApprovalPolicy):
+        return needs_approval
+    if callable(needs_approval):
+        return ApprovalPolicy(rule=needs_approval)
+    raise TypeError(
+        "needs_approval is a bool, an ApprovalPolicy or a function (arguments, context) -> "
+        f"bool, not {type(needs_approval).__name__}"
+    )
 
 
 def _arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None]:

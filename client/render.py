@@ -31,6 +31,7 @@ from durable_agents.workflows.state import (
     BudgetRequest,
     Compaction,
     Decision,
+    Evaluation,
     GuardrailCheck,
     Handoff,
     Interruption,
@@ -331,6 +332,7 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
     lines += [interruption(done) for done in snapshot.interruptions]
     if snapshot.interrupt is not None:
         lines.append(f"interrupting (asked {_time(snapshot.interrupt.at)}): stopping the turn")
+    lines += [evaluation(e) for e in snapshot.evaluations]
     if snapshot.final_output is not None:
         lines.append(f"final output: {safe_lines(snapshot.final_output)}")
     if snapshot.error is not None:
@@ -359,6 +361,16 @@ _WAS = {
     "approved": "not run (approved)",
     "not_started": "not run",
 }
+
+
+def evaluation(done: Evaluation) -> str:
+    """`evaluator screen on r1: escalated (said approve: outside ...)`."""
+    said = f"said {done.verdict}" if done.verdict is not None else "no verdict"
+    why = f": {_cut(safe(done.reason))}" if done.reason else ""
+    return (
+        f"evaluator {safe(done.evaluator)} on {safe(done.call_id)}: {done.outcome} "
+        f"({said}{why}) at {_time(done.at)}"
+    )
 
 
 def _imported(snapshot: RunState) -> list[str]:
@@ -424,7 +436,11 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
     return [f"{item.type}"]
 
 
-_HOW = {"rule": " (by rule)", "timeout": " (deadline passed)"}
+_HOW = {
+    "rule": " (by rule)",
+    "timeout": " (deadline passed)",
+    "evaluator": " (by the policy's evaluator)",
+}
 
 
 def tools(spec: AgentSpec) -> str:
@@ -467,6 +483,12 @@ def listing(done: ToolListing) -> str:
 def approval_rule(policy: ApprovalPolicy) -> str:
     """`approval when amount > 100 · approvers ann, bob · signed · 1 day, then reject`."""
     parts = ["approval" + (f" when {_conditions(policy.when, ' or ')}" if policy.when else "")]
+    if policy.rule is not None:
+        parts[0] = f"approval when rule {safe(policy.rule)} says so"
+    if policy.evaluator is not None:
+        within = policy.auto_approve_within
+        limits = f" within {_conditions(within, ' and ')}" if within else " (never approves)"
+        parts.append(f"evaluator {safe(policy.evaluator.name)}{limits}")
     if policy.approvers is not None:
         parts.append("approvers " + ", ".join(safe(a) for a in policy.approvers))
     if policy.require_signature:

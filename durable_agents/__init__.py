@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from durable_agents.activities.agent import Agent
+    from durable_agents.activities.approval_rules import ApprovalContext
+    from durable_agents.activities.evaluate import Verdict
     from durable_agents.activities.guardrail import (
         GuardrailContext,
         input_guardrail,
@@ -50,6 +52,7 @@ _EXPORTS = {
     "AgentRun": "durable_agents.client.run",
     "AgentsPlugin": "durable_agents.plugin",
     "ApprovalCondition": "durable_agents.workflows.state",
+    "ApprovalContext": "durable_agents.activities.approval_rules",
     "ApprovalPolicy": "durable_agents.workflows.state",
     "ContextPolicy": "durable_agents.workflows.state",
     "DecisionRefused": "durable_agents.workflows.errors",
@@ -66,6 +69,7 @@ _EXPORTS = {
     "RunState": "durable_agents.workflows.state",
     "RunStatus": "durable_agents.workflows.state",
     "Tool": "durable_agents.activities.tool",
+    "Verdict": "durable_agents.activities.evaluate",
     "ToolContext": "durable_agents.activities.tool",
     "tool": "durable_agents.activities.tool",
     "WebhookSubscription": "durable_agents.workflows.state",
@@ -81,6 +85,7 @@ __all__ = [
     "AgentRun",
     "AgentsPlugin",
     "ApprovalCondition",
+    "ApprovalContext",
     "ApprovalPolicy",
     "ContextPolicy",
     "DecisionRefused",
@@ -94,6 +99,7 @@ __all__ = [
     "RunStatus",
     "Tool",
     "ToolContext",
+    "Verdict",
     "WebhookSubscription",
     "handoff",
     "input_guardrail",

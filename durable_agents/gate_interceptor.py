@@ -49,7 +49,7 @@ from temporalio.worker import (
 from durable_agents import gate, stream_gate
 from durable_agents.gate import GateKeys
 from durable_agents.workflows import contract
-from durable_agents.workflows.payloads import SubRunFinished, SubRunReport
+from durable_agents.workflows.tree_payloads import SubRunFinished, SubRunReport
 
 GATED = frozenset(
     {
@@ -57,6 +57,7 @@ GATED = frozenset(
         contract.ACTIVITY_CALL_MODEL,
         contract.ACTIVITY_RUN_TOOL,
         contract.ACTIVITY_RUN_GUARDRAIL,
+        contract.ACTIVITY_EVALUATE_CALL,
         contract.ACTIVITY_DELIVER_WEBHOOK,
         contract.ACTIVITY_COLLECT_STORE_GARBAGE,
     }

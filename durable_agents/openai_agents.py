@@ -12,6 +12,7 @@ Needs the `openai-agents` extra (`pip install 'durable-agents[openai-agents]'`).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -23,6 +24,7 @@ from agents.tool_context import ToolContext as SDKToolContext
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from durable_agents.activities.agent import Agent
+from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.handoff import handoff
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext
@@ -30,8 +32,6 @@ from durable_agents.workflows.state import ApprovalPolicy, ModelSettings
 
 __all__ = ["SDKAgentRefused", "from_sdk_agent"]
 
-LATER_RULES = "rules in code arrive with issue 45"
-"""Why a feature that runs the user's code to decide is refused for now."""
 LATER_HOOKS = "handoff hooks and input filters in code arrive with issue 46"
 
 _MODEL_SETTINGS = {
@@ -118,7 +118,7 @@ class _Converter:
                 owner.name, f"tool {type(found).__name__}", "hosted tools run at OpenAI, not here"
             )
         feature = f"tool {found.name!r}"
-        approval = _approval(owner.name, feature, found.needs_approval)
+        approval = self._approval(found.needs_approval)
         _refuse_tool_features(owner.name, feature, found)
         if found._is_agent_tool:
             _refuse_agent_tool_options(owner.name, feature, found)
@@ -134,13 +134,31 @@ class _Converter:
             arguments=_JSONObject,
             parameters_schema=found.params_json_schema,
             invoke_json=self._invoker(owner, found),
-            approval=ApprovalPolicy() if approval else None,
+            approval=ApprovalPolicy() if approval is True else approval or None,
             timeout=(
                 timedelta(seconds=found.timeout_seconds)
                 if found.timeout_seconds
                 else DEFAULT_TOOL_TIMEOUT
             ),
         )
+
+    def _approval(self, needs_approval: Any) -> bool | ApprovalPolicy:
+        """The SDK's `needs_approval`: a bool, or its function `(run_context, arguments,
+        call_id) -> bool` (sync or async) as our code rule, asked on the worker with the
+        run's context as the SDK's `RunContextWrapper.context`."""
+        if not callable(needs_approval):
+            return bool(needs_approval)
+        context = self._context
+        sdk_rule = needs_approval
+
+        async def rule(arguments: dict[str, Any], ctx: ApprovalContext) -> Any:
+            value = context.validate_python(ctx.context) if context is not None else ctx.context
+            answer = sdk_rule(sdk.RunContextWrapper(context=value), arguments, ctx.call_id)
+            return await answer if inspect.isawaitable(answer) else answer
+
+        rule.__module__ = getattr(sdk_rule, "__module__", None) or __name__
+        rule.__qualname__ = getattr(sdk_rule, "__qualname__", None) or "needs_approval"
+        return ApprovalPolicy(rule=rule)
 
     def _invoker(self, owner: sdk.Agent[Any], found: sdk.FunctionTool) -> Any:
         context = self._context
@@ -226,12 +244,6 @@ def _refuse_agent_features(agent: sdk.Agent[Any]) -> None:
         raise SDKAgentRefused(
             name, "reset_tool_choice=False", "a forced tool choice resets after a tool call"
         )
-
-
-def _approval(agent: str, feature: str, needs_approval: Any) -> bool:
-    if callable(needs_approval):
-        raise SDKAgentRefused(agent, f"{feature}: needs_approval as a function", LATER_RULES)
-    return bool(needs_approval)
 
 
 def _refuse_tool_features(agent: str, feature: str, found: sdk.FunctionTool) -> None:

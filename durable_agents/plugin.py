@@ -29,6 +29,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from durable_agents import gate, mcp_connections, served_agents, webhooks
 from durable_agents.activities.agent import Agent, Trust
+from durable_agents.activities.evaluate import EvaluatorActivities
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
@@ -253,12 +254,15 @@ class AgentsPlugin(SimplePlugin):
                 max_concurrent=max_model_calls,
                 output_types=self.registry.output_type,
                 default_api=model_api,
+                approval_rules=self.registry.approval_rule,
             )
+            evaluators = EvaluatorActivities(self.registry, model)
             activities = [
                 tools.describe_agent,
                 tools.run_tool,
                 tools.run_guardrail,
                 model.call_model,
+                evaluators.evaluate_call,
                 deliveries.deliver_webhook,
                 collect_store_garbage,
             ]

@@ -8,10 +8,20 @@ a changed definition may).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from durable_agents.workflows import live_approvals
+from durable_agents.workflows.condition_ops import pattern_problem
 from durable_agents.workflows.interrupt_models import WhileBusy
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    model_validator,
+)
 
 if TYPE_CHECKING:
     from durable_agents.workflows.run_items import Usage
@@ -45,8 +55,65 @@ class ApprovalCondition(_Model):
     """`arguments[field] <op> value`, evaluated on the model's arguments."""
 
     field: str = Field(min_length=1)
-    op: Literal["==", "!=", ">", ">=", "<", "<=", "in", "not_in"]
+    op: Literal[
+        "==", "!=", ">", ">=", "<", "<=", "in", "not_in", "contains", "not_contains", "matches"
+    ]
+    """Strings compare NFKC-normalised and case-folded, as well as as written
+    (`workflows.condition_ops`); `contains`: a substring or a list element; `matches`:
+    a glob (`*`, `?`, `[...]`) over the whole string."""
     value: JsonValue
+
+    @model_validator(mode="after")
+    def _usable(self) -> ApprovalCondition:
+        problem = pattern_problem(self.op, self.value)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+
+class ModelPrice(_Model):
+    """What a million tokens of one model cost, by kind (a worker's price table,
+    `AGENT_PRICES`). Reasoning tokens are output tokens and cost as such."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    """Per million input tokens not served from the prompt cache."""
+    output: float = Field(ge=0, allow_inf_nan=False)
+    """Per million output tokens (reasoning included)."""
+    cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Per million input tokens served from the prompt cache; None: as `input`."""
+    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    """ISO 4217 code of the prices (and of a cost budget against them)."""
+
+    def cost(self, usage: Usage) -> float:
+        """What `usage`'s tokens cost at this price."""
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        per_million = (
+            (usage.input_tokens - cached) * self.input
+            + cached * cached_price
+            + usage.output_tokens * self.output
+        )
+        return per_million / 1_000_000
+
+
+class EvaluatorRef(_Model):
+    """The evaluator a policy names (`ApprovalPolicy.evaluator`): a function of the
+    worker's, or an agent whose model decides. Plain data: the worker finds the
+    function or agent through the tool that names it."""
+
+    kind: Literal["function", "agent"]
+    name: str = Field(min_length=1, max_length=200)
+    """The function's qualified name, or the agent's name."""
+    model: str | None = Field(None, exclude_if=lambda m: m is None)
+    """(`agent`) the model it asks."""
+    instructions: str | None = Field(None, exclude_if=lambda i: i is None)
+    """(`agent`) its instructions."""
+    model_api: Literal["chat_completions", "responses"] | None = Field(
+        None, exclude_if=lambda a: a is None
+    )
+    price: ModelPrice | None = Field(None, exclude_if=lambda p: p is None)
+    """(`agent`) its model's price, from the worker's price table at start: what its
+    calls cost the run."""
 
 
 class ApprovalPolicy(_Model):
@@ -75,6 +142,57 @@ class ApprovalPolicy(_Model):
     """Whoever started the run may not approve its calls: approvals must be signed,
     the run's start must be signed (`RunState.started_by`), and the two keys must
     belong to different owners."""
+    rule: str | None = Field(None, max_length=300, exclude_if=lambda r: r is None)
+    """The name of a code rule (`@tool(needs_approval=FUNCTION)`): a function of the
+    worker's, `(arguments, context) -> bool`, says whether a call needs a decision,
+    instead of `when`; its verdict is recorded on the call (`ToolCall.rule_verdict`).
+    Given a function here, the name is taken from it."""
+    evaluator: EvaluatorRef | None = Field(None, exclude_if=lambda e: e is None)
+    """Who decides a waiting call before a person does: a function of the worker's or
+    an agent (given as such here), which approves, rejects or escalates. It approves
+    only within `auto_approve_within`; a failure, a timeout or anything else
+    escalates to a person, who may also decide first. Never consulted where the
+    policy requires a signature or separates duties."""
+    auto_approve_within: list[ApprovalCondition] | None = Field(
+        None, min_length=1, exclude_if=lambda w: w is None
+    )
+    """The only calls the evaluator may approve: those whose arguments meet all of
+    these (strictly: a missing field or a value that cannot be compared does not).
+    None: it may reject or escalate, never approve."""
+    evaluator_timeout: timedelta = Field(
+        timedelta(seconds=60), gt=timedelta(0), exclude_if=lambda t: t == timedelta(seconds=60)
+    )
+    """How long the evaluator may take; then the call waits for a person."""
+
+    _rule_function: Any = PrivateAttr(None)
+    _evaluator_object: Any = PrivateAttr(None)
+
+    def __init__(self, **data: Any) -> None:
+        """A function or agent given in Python is kept beside its plain-data name
+        (`workflows.live_approvals`); JSON only ever names them (and is validated
+        without this: no validator of the model's own may take strict JSON apart)."""
+        data, rule, evaluator = live_approvals.split(data)
+        super().__init__(**data)
+        self._rule_function = rule
+        self._evaluator_object = evaluator
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ApprovalPolicy:
+        if self.rule is not None and self.when:
+            raise ValueError("a policy with a code rule takes no `when`: the rule decides")
+        if self.auto_approve_within is not None and self.evaluator is None:
+            raise ValueError("auto_approve_within limits an evaluator: name one")
+        return self
+
+    @property
+    def rule_function(self) -> Any:
+        """The code rule itself, where this policy was made from it (a worker's)."""
+        return self._rule_function
+
+    @property
+    def evaluator_object(self) -> Any:
+        """The evaluator function or agent, where this policy was made from it."""
+        return self._evaluator_object
 
 
 EventType = Literal[
@@ -394,28 +512,3 @@ class AgentSpec(_Model):
         if found is None:
             raise LookupError(f"agent {self.name} has no tool {name!r}")
         return found
-
-
-class ModelPrice(_Model):
-    """What a million tokens of one model cost, by kind (a worker's price table,
-    `AGENT_PRICES`). Reasoning tokens are output tokens and cost as such."""
-
-    input: float = Field(ge=0, allow_inf_nan=False)
-    """Per million input tokens not served from the prompt cache."""
-    output: float = Field(ge=0, allow_inf_nan=False)
-    """Per million output tokens (reasoning included)."""
-    cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
-    """Per million input tokens served from the prompt cache; None: as `input`."""
-    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
-    """ISO 4217 code of the prices (and of a cost budget against them)."""
-
-    def cost(self, usage: Usage) -> float:
-        """What `usage`'s tokens cost at this price."""
-        cached = min(usage.cached_input_tokens, usage.input_tokens)
-        cached_price = self.input if self.cached_input is None else self.cached_input
-        per_million = (
-            (usage.input_tokens - cached) * self.input
-            + cached * cached_price
-            + usage.output_tokens * self.output
-        )
-        return per_million / 1_000_000

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         definitions,
         driver,
         errors,
+        evaluator_runs,
         handoffs,
         inbox,
         interrupts,
@@ -104,6 +105,8 @@ class AgentWorkflow:
             self._inbox, self._tree, emit=self._emit, fail=self._fail
         )
         """Runs a reply's tool calls (`workflows.tool_batch`)."""
+        self._evaluators = evaluator_runs.EvaluatorRuns(self._inbox)
+        """Asks policies' evaluators about waiting calls (`workflows.evaluator_runs`)."""
         self._published: visibility.Published | None = visibility.set_at_start()
         self._check_start_values = self._published is not None
         """The values the start set are not checked against the state yet (the first
@@ -197,6 +200,8 @@ class AgentWorkflow:
         await self._events.announce(state)
         if loop.may_continue_as_new(step) and self._switch.due(state):
             await self._continue_as_new(state)
+        if isinstance(step, loop.AwaitDecisions):  # a resumed or unpaused run's calls too
+            self._evaluators.start_due(state)
         self._turn_call = isinstance(step, loop.CallModel)  # not a summary (loop.Summarize)
         if self._turn_call:
             self._emit(state, step_events.turn_started(state))
@@ -210,6 +215,7 @@ class AgentWorkflow:
 
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         loop.record_model_reply(state, reply, now=workflow.now())
+        self._evaluators.start_due(state)  # while the reply's other calls run
         metrics.turn(state.agent.name)
         last = loop.last_reply(state)
         if last is not None:
@@ -294,7 +300,11 @@ class AgentWorkflow:
         self._switching = True
         self._stream.release_followers()
         await workflow.wait_condition(
-            lambda: workflow.all_handlers_finished() and not self._tree.reporting
+            lambda: (
+                workflow.all_handlers_finished()
+                and not self._tree.reporting
+                and not self._evaluators.busy
+            )
         )
         carried = self._stream.carried()
         upgrade = None  # a versioned worker's run goes on on the deployment's current build

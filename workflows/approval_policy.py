@@ -10,17 +10,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy, ToolSpec
-
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
-    "in": lambda a, b: a in b,
-    "not_in": lambda a, b: a not in b,
-}
+from durable_agents.workflows.condition_ops import CannotJudge, holds_both, holds_either
 
 
 def requires_decision(policy: ApprovalPolicy, arguments: dict[str, Any]) -> bool:
@@ -34,9 +24,9 @@ def requires_decision(policy: ApprovalPolicy, arguments: dict[str, Any]) -> bool
 def _holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> bool:
     if condition.field not in arguments:
         return True
-    try:
-        return bool(_COMPARE[condition.op](arguments[condition.field], condition.value))
-    except TypeError:
+    try:  # as written or as people read it (`workflows.condition_ops`)
+        return holds_either(condition.op, arguments[condition.field], condition.value)
+    except (TypeError, CannotJudge):
         return True
 
 
@@ -48,10 +38,13 @@ def condition_holds(condition: ApprovalCondition, arguments: dict[str, Any]) -> 
     value = arguments[condition.field]
     if isinstance(value, bool) != isinstance(condition.value, bool):
         return False  # True == 1 in Python; not in a policy
-    try:
-        return bool(_COMPARE[condition.op](value, condition.value))
-    except TypeError:
+    try:  # as written and as people read it (`workflows.condition_ops`)
+        return holds_both(condition.op, value, condition.value)
+    except (TypeError, CannotJudge):
         return False
+
+
+_VERBS = {"contains": "contain", "not_contains": "not contain", "matches": "match"}
 
 
 def limits_problem(
@@ -63,8 +56,9 @@ def limits_problem(
         if not condition_holds(limit, arguments):
             value = arguments.get(limit.field, None)
             shown = "a sensitive value" if limit.field in sensitive else json.dumps(value)
+            verb = _VERBS.get(limit.op, f"be {limit.op}")
             return (
-                f"{limit.field} must be {limit.op} {json.dumps(limit.value)} "
+                f"{limit.field} must {verb} {json.dumps(limit.value)} "
                 f"(is {shown if limit.field in arguments else 'missing'})"
             )
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from durable_agents.workflows.agent_spec import ApprovalCondition
+from durable_agents.workflows.run_items import Usage
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictStr
 
 
@@ -74,6 +75,29 @@ class DecisionAttempt(_Model):
     """Workflow time at which the signal was handled."""
     refused_because: str | None = None
     """Why it cannot apply; None while it is held for a call not yet seen."""
+
+
+class Evaluation(_Model):
+    """What an evaluator (`ApprovalPolicy.evaluator`) said of a waiting call, and what
+    came of it. Its approval or rejection that decided the call is also a `Decision`
+    with `via: "evaluator"`."""
+
+    call_id: StrictStr = Field(min_length=1)
+    evaluator: StrictStr = Field(min_length=1)
+    """The evaluator's name (`EvaluatorRef.name`)."""
+    kind: Literal["function", "agent"]
+    verdict: Literal["approve", "reject", "escalate"] | None = None
+    """What it said; None: it said nothing usable (failed, timed out, not asked)."""
+    reason: StrictStr | None = None
+    """Its reason, or why it gave no verdict or was not asked."""
+    outcome: Literal["decided", "escalated", "ignored"]
+    """`decided`: its verdict is the call's decision; `escalated`: a person decides (it
+    escalated, failed or timed out, approved outside `auto_approve_within`, or the
+    policy requires a signature or separate duties, so it was not asked); `ignored`:
+    it answered after a person (or the deadline) had decided."""
+    usage: Usage | None = Field(None, exclude_if=lambda u: u is None)
+    """(An agent) what its model call used, counted in the run's usage."""
+    at: AwareDatetime
 
 
 class PauseEvent(_Model):

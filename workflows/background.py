@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows import agent_calls, budget, tree_approvals
-from durable_agents.workflows.payloads import SubRunFinished, SubRunProgress, ToolOutcome
+from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.state import (
     BACKGROUND_RUNS_KEPT,
     AssistantMessage,
@@ -28,6 +28,7 @@ from durable_agents.workflows.state import (
     RunStatus,
     ToolCall,
 )
+from durable_agents.workflows.tree_payloads import SubRunFinished, SubRunProgress
 
 CHECK_TOOL = "check_background_agent"
 MESSAGE_TOOL = "message_background_agent"

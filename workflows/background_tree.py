@@ -37,10 +37,10 @@ with workflow.unsafe.imports_passed_through():
         AgentResult,
         MessageSignal,
         PauseSignal,
-        SubRunFinished,
         ToolOutcome,
     )
     from durable_agents.workflows.state import RunState, RunStatus, ToolCall
+    from durable_agents.workflows.tree_payloads import SubRunFinished
 
 
 def gate_taken(said: RawValue) -> bool:

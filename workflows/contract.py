@@ -69,6 +69,8 @@ ACTIVITY_DESCRIBE_AGENT = "describe_agent"
 ACTIVITY_CALL_MODEL = "call_model"
 ACTIVITY_RUN_TOOL = "run_tool"
 ACTIVITY_RUN_GUARDRAIL = "run_guardrail"
+ACTIVITY_EVALUATE_CALL = "evaluate_call"
+"""An approval policy's evaluator on one waiting call (`ApprovalPolicy.evaluator`)."""
 ACTIVITY_DELIVER_WEBHOOK = "deliver_webhook"
 ACTIVITY_COLLECT_STORE_GARBAGE = "collect_store_garbage"
 

@@ -477,6 +477,7 @@ def record(state: RunState, decision: Decision) -> None:
         who = {
             "rule": f"a standing rule of {decision.approver}",
             "timeout": "the approval deadline",
+            "evaluator": f"the evaluator {decision.approver.removeprefix('evaluator:')}",
         }.get(decision.via, decision.approver)
         reason = (decision.reason or "").strip()
         because = f": {reason}" if reason else ""

@@ -81,6 +81,15 @@ def render(state: RunState) -> str:
             f"{refused.decision} of call {_code(_short(refused.call_id, 80))} by "
             f"{_code(_short(refused.approver, 80))}: {why}",
         ]
+    if state.evaluations:  # what the evaluator said of the latest call it was asked about
+        done = state.evaluations[-1]
+        said = f"said {done.verdict}" if done.verdict is not None else "no verdict"
+        why = f": {_code(_short(done.reason, 200))}" if done.reason else ""
+        lines += [
+            "",
+            f"**Last evaluation**: evaluator {_code(_short(done.evaluator, 80))} on call "
+            f"{_code(_short(done.call_id, 80))}: {done.outcome} ({said}){why}",
+        ]
     reply = next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
     summary = " ".join(s for thought in (reply.reasoning if reply else []) for s in thought.summary)
     if reply is not None and summary:

@@ -31,6 +31,7 @@ from durable_agents.workflows.payloads import (
     ModelReply,
     ModelRequest,
     OutputRef,
+    RuleScope,
     StatusView,
     ToolOutcome,
     ToolRequest,
@@ -288,6 +289,17 @@ def model_request(state: RunState) -> ModelRequest:
         settings=settings.for_turn(state.model_settings, tools_called=_tools_called(state)),
         output=OutputRef(name=spec.output.name, sha256=spec.output.sha256) if spec.output else None,
         api=spec.model_api,
+        approval_rules=_rule_scope(state),
+    )
+
+
+def _rule_scope(state: RunState) -> RuleScope | None:
+    """What `call_model` needs to ask the tools' code rules about the reply's calls."""
+    ruled = [t.name for t in state.agent.tools if t.needs_approval and t.approval.rule]
+    if not ruled:
+        return None
+    return RuleScope(
+        agent=state.agent.name, run_id=state.run_id, tools=ruled, context=state.context
     )
 
 

@@ -16,12 +16,13 @@ from durable_agents.workflows.state import (
     AgentSpec,
     ApprovalCondition,
     Attachment,
-    Decision,
+    EvaluatorRef,
     Interruption,
     Item,
     ModelAPIName,
     ModelSettings,
     ReasoningItem,
+    RuleVerdict,
     RunStatus,
     Signature,
     StartProof,
@@ -355,61 +356,6 @@ class PendingApproval(_Answer):
 # --- a tree of runs (agents called as tools: workflows.tree_approvals) ----------------
 
 
-class ForwardAnswer(_Payload):
-    """What the run holding a call did with a decision passed down to it: the recorded
-    decision, or why it refused it."""
-
-    ref: str = Field(min_length=1, max_length=64)
-    decision: Decision | None = None
-    refused: str | None = Field(None, max_length=4_000)
-
-
-class SubRunProgress(_Payload):
-    """Where a run started in the background is, as it reports it to its caller."""
-
-    status: RunStatus
-    turn: int = Field(ge=0)
-    last_output: str | None = Field(None, max_length=2_000)
-
-
-class SubRunFinished(_Payload):
-    """A run started in the background, to its caller (the `sub_run_finished` signal,
-    sent to the caller's workflow id, so a caller that continued as new gets it): how
-    it ended. Taken only from a running background child of the caller, and, on a
-    worker with gate keys, only with the workers' tag (`durable_agents.gate_interceptor`)."""
-
-    run_id: str = Field(min_length=1, max_length=200)
-    """The child (workflow id)."""
-    status: RunStatus
-    final_output: str | None = Field(None, max_length=1_000_000)
-    error: str | None = Field(None, max_length=4_000)
-    usage: Usage | None = None
-    """What it used itself; None: not known (its caller counts its whole budget share)."""
-    sub_run_usage: Usage | None = None
-
-
-class SubRunReport(_Payload):
-    """A run's report to the run that called it (the `sub_run_report` signal): every call
-    waiting for a decision in it and below it, and its answers to decisions passed down."""
-
-    run_id: str = Field(min_length=1, max_length=200)
-    """The reporting run (workflow id): a run the receiver is waiting on."""
-    pending: list[PendingApproval] = Field([], max_length=50)
-    answers: list[ForwardAnswer] = Field([], max_length=50)
-    progress: SubRunProgress | None = Field(None, exclude_if=lambda p: p is None)
-    """(A run started in the background) where it is: what `check_background_agent`
-    tells its caller's model. Left out for a run its caller waits on."""
-
-
-class ForwardedDecision(_Payload):
-    """A `decide` update passed down to the run below that holds its call (the
-    `forwarded_decision` signal); answered in that run's next `SubRunReport`."""
-
-    ref: str = Field(min_length=1, max_length=64)
-    decision: dict[str, JsonValue]
-    """The `decide` payload as it was sent (a signature covers exactly its fields)."""
-
-
 # --- activities ---------------------------------------------------------------
 
 
@@ -436,6 +382,9 @@ class ModelRequest(_Payload):
     worker, so history does not carry the schema on every turn); None: free text."""
     api: ModelAPIName | None = None
     """The API to speak (the agent's `model_api`); None: the worker's default."""
+    approval_rules: RuleScope | None = Field(None, exclude_if=lambda r: r is None)
+    """Ask the code rules of these tools about the reply's calls of them (on the worker,
+    with the reply: the verdicts come back on its calls); None: no tool has one."""
     stream_key: str | None = Field(None, exclude_if=lambda key: key is None)
     """Stream the reply: publish its text and tool arguments as they come, each delta
     naming the call by this key (a correlation id, not a secret: batches are tagged
@@ -463,6 +412,21 @@ class ModelToolCall(_Payload):
     call_id: str
     tool: str
     arguments: str
+    rule_verdict: RuleVerdict | None = Field(None, exclude_if=lambda v: v is None)
+    """Its tool's code rule's verdict, worked out by `call_model` on the worker
+    (`ModelRequest.approval_rules`); None for a tool without one."""
+
+
+class RuleScope(_Payload):
+    """What `call_model` needs to ask the code rules of the agent's tools about the
+    calls of its reply (`ApprovalPolicy.rule`)."""
+
+    agent: str
+    run_id: str
+    tools: list[str] = Field(min_length=1)
+    """The tools with a code rule."""
+    context: JsonValue = None
+    """The run's context, as its tools get it."""
 
 
 class OutputCheck(_Payload):
@@ -508,6 +472,32 @@ class ToolRequest(_Payload):
     """`KEY_ID PUBLIC_KEY` of each approver key whose signature approved this call (the
     run verified it with the keys frozen at its start): the tool's worker refuses the
     call when one is no longer among its own approver keys (revoked or removed)."""
+
+
+class EvaluationRequest(_Payload):
+    """Input of `evaluate_call`: one waiting call, for its policy's evaluator."""
+
+    run_id: str
+    agent: str
+    tool: str
+    call_id: str
+    arguments: str
+    """The call's arguments (JSON text), as the person deciding sees them."""
+    context: JsonValue = None
+    evaluator: EvaluatorRef
+    """Which evaluator: the worker checks it is the one its tool names now."""
+    model_request: ModelRequest | None = None
+    """(An agent) the model call to make, built by the run (so it is held to the run's
+    budgets before it starts)."""
+
+
+class EvaluationResult(_Payload):
+    """Result of `evaluate_call`: what the evaluator said."""
+
+    verdict: Literal["approve", "reject", "escalate"]
+    reason: str | None = Field(None, max_length=2_000)
+    usage: Usage | None = None
+    """(An agent) what its model call used."""
 
 
 class GuardrailResult(_Payload):

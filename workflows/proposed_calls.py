@@ -11,7 +11,13 @@ import re
 
 from durable_agents.workflows.approval_policy import limits_problem, requires_decision
 from durable_agents.workflows.payloads import ModelReply, ModelToolCall
-from durable_agents.workflows.state import AgentSpec, AssistantMessage, RunState, ToolCall
+from durable_agents.workflows.state import (
+    AgentSpec,
+    AssistantMessage,
+    RuleVerdict,
+    RunState,
+    ToolCall,
+)
 
 
 def parse_arguments(text: str, *, finite: bool = True) -> object:
@@ -38,19 +44,36 @@ def _finite(text: str) -> float:
     return value
 
 
+NO_VERDICT = "no verdict came with the call (its worker did not ask the rule)"
+
+
 def proposed_call(spec: AgentSpec, call: ModelToolCall) -> ToolCall:
-    """The model's call, with whether the tool's approval policy asks for a decision."""
+    """The model's call, with whether the tool's approval policy asks for a decision:
+    its data conditions, or its code rule's verdict (`RuleVerdict`, worked out by
+    `call_model`; a call without one asks a person)."""
     tool = spec.tool(call.tool)
     needs = False
+    verdict = None
     if tool is not None and tool.needs_approval:
         try:
             arguments = parse_arguments(call.arguments)
         except ValueError:
             arguments = None
-        needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
+        rule = tool.approval.rule
+        if rule is not None:
+            verdict = call.rule_verdict
+            if verdict is None or verdict.rule != rule:
+                verdict = RuleVerdict(rule=rule, needs_approval=True, error=NO_VERDICT)
+            needs = verdict.needs_approval or not isinstance(arguments, dict)
+        else:
+            needs = not isinstance(arguments, dict) or requires_decision(tool.approval, arguments)
         needs = needs or tool.external  # nothing but an answer gives its result
     return ToolCall(
-        call_id=call.call_id, tool=call.tool, arguments=call.arguments, needs_approval=needs
+        call_id=call.call_id,
+        tool=call.tool,
+        arguments=call.arguments,
+        needs_approval=needs,
+        rule_verdict=verdict,
     )
 
 

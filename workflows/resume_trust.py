@@ -13,7 +13,8 @@ part from the worker's registry and from nothing else:
   can only go down;
 - each call still open is judged again by that spec: a tool the agent no longer
   has, or arguments outside its limits, are answered to the model; whether it
-  needs a decision is recomputed;
+  needs a decision is recomputed (a code rule's verdict it carries counts only in a
+  signed snapshot: otherwise the call waits for a person);
 - decisions the snapshot carries for open calls, and held decisions, are dropped
   and recorded in `refused_decisions` with `via: "snapshot"`; `always` rules it
   carries are revoked (`revoked_rules`), so nothing it says can authorise a call.
@@ -76,10 +77,18 @@ def reground(
     made = reply.tool_calls if reply else []
     position = {id(c): n for n, c in enumerate(made)}
     for call in open_calls:
+        carried = call.rule_verdict if verified_by is not None else None  # else unvouched
         judged = proposed_call(
-            spec, ModelToolCall(call_id=call.call_id, tool=call.tool, arguments=call.arguments)
+            spec,
+            ModelToolCall(
+                call_id=call.call_id,
+                tool=call.tool,
+                arguments=call.arguments,
+                rule_verdict=carried,
+            ),
         )
         call.needs_approval = judged.needs_approval
+        call.rule_verdict = judged.rule_verdict
         if _problem(spec, call, position[id(call)], len(made)) is not None:
             call.needs_approval = False
     counted = Counter(c.call_id for c in (reply.tool_calls if reply else []))
@@ -97,7 +106,7 @@ def reground(
     result.items = [i for i in result.items if id(i) not in gone]
     why = UNVERIFIED if verified_by is None else NOT_ASKED
     for decision in dropped:
-        if decision.via in ("signal", "update", "rule"):
+        if decision.via in ("signal", "update", "rule", "evaluator"):
             result.refused_decisions.append(_dropped(decision, why, now=now))
     if verified_by is None:
         # What the model has not answered is checked again: a snapshot's word that

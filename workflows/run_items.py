@@ -51,6 +51,20 @@ class Usage(_Model):
 _COUNTS = tuple(Usage.model_fields)
 
 
+class RuleVerdict(_Model):
+    """What a tool's code rule said of one call (`ApprovalPolicy.rule`), worked out on a
+    worker by `call_model` with the reply and recorded with the call: replay, resume
+    and the audit see this verdict; the rule is never asked again."""
+
+    rule: str = Field(min_length=1, max_length=300)
+    """The rule's name (`module.qualname`)."""
+    needs_approval: bool
+    """The call waits for a decision (also when the rule could not say: `error`)."""
+    error: str | None = Field(None, max_length=2_000, exclude_if=lambda e: e is None)
+    """Why the rule gave no verdict (it raised, timed out, returned no bool, or this
+    worker lacks it): the call then waits for a person."""
+
+
 class ToolCall(_Model):
     """One tool call requested by the model."""
 
@@ -75,6 +89,8 @@ class ToolCall(_Model):
     (`workflows.short_ids`), given when the call was proposed and kept for its life
     (continue-as-new, snapshots). None: derived from the run and call ids when shown
     (calls recorded before short ids). Left out when None."""
+    rule_verdict: RuleVerdict | None = Field(None, exclude_if=lambda v: v is None)
+    """The verdict of the tool's code rule, when it has one (`ApprovalPolicy.rule`)."""
 
 
 class UserMessage(_Model):
@@ -214,9 +230,10 @@ class Decision(_Model):
     """Apply the same decision to later calls of this tool in the run: only to calls
     with the same arguments (`arguments_sha256`), or that meet `always_when` (and
     before `expires_at`); one without `arguments_sha256` covers every call of the tool."""
-    via: Literal["signal", "update", "rule", "timeout"]
+    via: Literal["signal", "update", "rule", "timeout", "evaluator"]
     """How it was made: a signal, the `decide` update, an earlier `always`
-    decision of `approver`, or the approval deadline passing."""
+    decision of `approver`, the approval deadline passing, or the policy's evaluator
+    (`approver` is `evaluator:NAME`, `reason` its reason; `RunState.evaluations`)."""
     sender: StrictStr | None = None
     """The program that sent it, as it said (`agentctl`, a service's name)."""
     arguments: dict[str, JsonValue] | None = None

@@ -37,14 +37,16 @@ with workflow.unsafe.imports_passed_through():
         AgentResult,
         DecideInput,
         DecisionSignal,
-        ForwardAnswer,
-        ForwardedDecision,
         PauseSignal,
         ResumeSignal,
-        SubRunReport,
         ToolOutcome,
     )
     from durable_agents.workflows.state import ErrorInfo, RunState, ToolCall, Usage
+    from durable_agents.workflows.tree_payloads import (
+        ForwardAnswer,
+        ForwardedDecision,
+        SubRunReport,
+    )
 
 Fail = Callable[[RunState, ErrorInfo], NoReturn]
 """Ends the run failed (the workflow's `_fail`)."""

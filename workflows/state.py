@@ -27,6 +27,7 @@ from durable_agents.workflows.agent_spec import (
     ApproverKey,
     ContextPolicy,
     DefinitionUpdates,
+    EvaluatorRef,
     EventType,
     GuardrailSpec,
     MCPServer,
@@ -48,6 +49,7 @@ from durable_agents.workflows.audit import (
     REFUSALS_KEPT,
     DecisionAttempt,
     DroppedItem,
+    Evaluation,
     ImportedDecision,
     ImportRecord,
     PauseEvent,
@@ -79,6 +81,7 @@ from durable_agents.workflows.run_items import (
     Handoff,
     Item,
     ReasoningItem,
+    RuleVerdict,
     ToolCall,
     ToolResult,
     Usage,
@@ -124,6 +127,8 @@ __all__ = [
     "DefinitionUpdates",
     "DroppedItem",
     "ErrorInfo",
+    "Evaluation",
+    "EvaluatorRef",
     "EventType",
     "GuardrailCheck",
     "GuardrailSpec",
@@ -147,6 +152,7 @@ __all__ = [
     "Redefinition",
     "RefusedSignal",
     "RetrySpec",
+    "RuleVerdict",
     "RunOrigin",
     "RunState",
     "RunStatus",
@@ -446,6 +452,8 @@ class RunState(_Model):
     refusals (the newest `REFUSALS_KEPT`)."""
     refused_decisions_dropped: int = Field(0, ge=0)
     """Older refused decisions dropped from `refused_decisions`."""
+    evaluations: list[Evaluation] = Field([], exclude_if=lambda e: not e)
+    """What evaluators said of waiting calls, and what came of it, oldest first."""
     refused_signals: list[RefusedSignal] = []
     """Other signals that could not be used (the newest `REFUSALS_KEPT`)."""
     refused_signals_dropped: int = Field(0, ge=0)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import argument_view, at_most_once, details, handoffs
-from durable_agents.workflows.payloads import SubRunFinished, ToolOutcome
+from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.state import (
     AssistantMessage,
     BackgroundRun,
@@ -24,6 +24,7 @@ from durable_agents.workflows.state import (
     ToolCall,
     UserMessage,
 )
+from durable_agents.workflows.tree_payloads import SubRunFinished
 
 PREVIEW = 200
 """The most characters of text an event carries (a preview, with `…` when cut)."""

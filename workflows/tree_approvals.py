@@ -21,14 +21,7 @@ from datetime import timedelta
 
 from durable_agents.workflows import decisions, short_ids, signed_decisions
 from durable_agents.workflows.errors import DecisionRefused
-from durable_agents.workflows.payloads import (
-    DecideInput,
-    ForwardAnswer,
-    ForwardedDecision,
-    PendingApproval,
-    SubRunReport,
-    problems,
-)
+from durable_agents.workflows.payloads import DecideInput, PendingApproval, problems
 from durable_agents.workflows.state import (
     SUB_APPROVALS_KEPT,
     RunState,
@@ -36,6 +29,7 @@ from durable_agents.workflows.state import (
     SubApproval,
     ToolCall,
 )
+from durable_agents.workflows.tree_payloads import ForwardAnswer, ForwardedDecision, SubRunReport
 from pydantic import ValidationError
 
 ANSWER_TIMEOUT = timedelta(seconds=60)

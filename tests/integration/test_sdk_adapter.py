@@ -114,3 +114,41 @@ async def test_unknown_tools_and_bad_arguments_reach_the_model_and_run_nothing(d
     assert json.loads(model_server.requests[1]["messages"][3]["content"]) == {
         "assistant": "sdk_faq"
     }
+
+
+async def test_the_sdk_human_in_the_loop_rule_asks_on_the_worker(env, model_server):
+    """The SDK example's `needs_approval=lambda ctx, args, _: "Oakland" in args["city"]`,
+    converted: our code rule, asked on the worker; "Oakland, USA" waits for a person,
+    "Paris" runs (issue 45's measured failure was the data port letting the first run)."""
+    from agents import Agent as SDKAgent
+    from agents import function_tool
+
+    from durable_agents.openai_agents import from_sdk_agent
+
+    @function_tool(needs_approval=lambda ctx, args, _: "Oakland" in args["city"])
+    def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return f"The weather in {city} is sunny."
+
+    weather = from_sdk_agent(SDKAgent(name="sdk_weather", tools=[get_weather]))
+    model_server.script(
+        Reply(
+            tool_calls=(
+                Call("get_weather", {"city": "Oakland, USA"}, "w1"),
+                Call("get_weather", {"city": "Paris"}, "w2"),
+            )
+        ),
+        Reply(content="done"),
+    )
+    async with serving(env.client, model_server, extra_agents=[weather]) as worker:
+        client = AgentClient(worker.client, task_queue=worker.task_queue)
+        run_id = (await client.start("sdk_weather", "weather?")).id
+        handle = worker.client.get_workflow_handle(run_id)
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        assert [p.call_id for p in await client.pending(run_id)] == ["w1"]
+        await client.approve(run_id, "w1", approver="ann")
+        assert (await client.result(run_id)).status is RunStatus.COMPLETED
+        state = await client.state(run_id)
+    calls = {c.call_id: c for i in state.items for c in getattr(i, "tool_calls", [])}
+    assert calls["w1"].rule_verdict.needs_approval and not calls["w2"].rule_verdict.needs_approval
+    assert tool_results(state)["w2"].content == "The weather in Paris is sunny."

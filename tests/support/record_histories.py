@@ -58,6 +58,7 @@ from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS, by_mod
 from tests.support.once_agents import once_carried
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
+from tests.support.rule_agents import ruled
 from tests.support.steer_agents import STEER_AGENTS
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -85,6 +86,22 @@ LOOKUP_AND_MAIL = Reply(
 """A local tool's call beside one that waits for approval."""
 
 SCENARIOS = {
+    # issue 45: a code rule's verdicts (Oakland asks, Paris does not) and the policy's
+    # evaluator approving the Oakland call within its limits.
+    "approval_rules": (
+        "ruled",
+        False,
+        [
+            Reply(
+                tool_calls=(
+                    Call("get_weather", {"city": "Oakland, USA"}, "w1"),
+                    Call("get_weather", {"city": "Paris"}, "w2"),
+                )
+            ),
+            Reply("foggy in Oakland, sunny in Paris"),
+        ],
+        [],
+    ),
     # at-most-once tools (issue 45): a call runs once (stamped as it starts), another runs
     # past its timeout and is answered interrupted; the run continues as new with both.
     "at_most_once": (
@@ -327,6 +344,7 @@ async def _serving(
         registry.add(frontdesk)  # helpdesk's MCP tools and a handoff to backoffice
         registry.add(backoffice)
         registry.add(placed)  # a tool on a task queue of its own
+        registry.add(ruled)  # a code rule and an evaluator
         registry.add(once_carried)  # tools that run at most once
         for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]:
             registry.add(agent)
@@ -646,6 +664,7 @@ KEPT = (
     "local_tool",
     "at_most_once",  # a call stamped, one interrupted, carried over continue-as-new
     "answers",  # an external tool's call answered by short id
+    "approval_rules",  # a code rule's verdicts, an evaluator's decision
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

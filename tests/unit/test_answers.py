@@ -14,7 +14,6 @@ from durable_agents.workflows.payloads import (
     ModelReply,
     ModelToolCall,
     PendingApproval,
-    SubRunReport,
 )
 from durable_agents.workflows.state import (
     AgentSpec,
@@ -24,6 +23,7 @@ from durable_agents.workflows.state import (
     ToolResult,
     ToolSpec,
 )
+from durable_agents.workflows.tree_payloads import SubRunReport
 from pydantic import BaseModel
 
 from durable_agents import tool
@@ -115,6 +115,8 @@ def test_external_tool_takes_no_conditions_nor_local() -> None:
         tool(external=True, local=True)(_typed)
     with pytest.raises(ValueError, match="takes no at_most_once"):  # it never runs at all
         tool(external=True, at_most_once=True)(_typed)
+    with pytest.raises(ValueError, match="takes no code rule"):  # every call waits
+        tool(external=True, needs_approval=lambda arguments, context: False)(_typed)
 
 
 def _typed(q: str) -> str:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import agent_calls, background, budget, loop
-from durable_agents.workflows.payloads import AgentInput, SubRunFinished
+from durable_agents.workflows.payloads import AgentInput
 from durable_agents.workflows.state import (
     AssistantMessage,
     RunState,
@@ -17,6 +17,7 @@ from durable_agents.workflows.state import (
     ToolCall,
     Usage,
 )
+from durable_agents.workflows.tree_payloads import SubRunFinished
 
 from durable_agents import Agent
 from tests.support.multi_agents import coordinator, lead, scout

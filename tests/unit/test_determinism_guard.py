@@ -64,6 +64,7 @@ PURE = [
     not in {
         "agent_workflow",
         "tool_batch",
+        "evaluator_runs",
         "announcements",
         "run_start",
         "run_switch",

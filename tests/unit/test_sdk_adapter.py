@@ -17,6 +17,7 @@ from agents import (
     input_guardrail,
 )
 from agents.extensions import handoff_filters
+from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.tool import ToolContext
 from pydantic import BaseModel
 
@@ -71,15 +72,29 @@ def test_a_function_tool_keeps_its_schema_and_runs_through_the_sdk():
     assert result == "order A1"
 
 
-def test_needs_approval_true_is_our_approval_and_a_function_is_refused():
+def test_needs_approval_true_is_our_approval_and_a_function_our_code_rule():
     tool = function_tool(needs_approval=True)(_refund)
     assert from_sdk_agent(Agent(name="a", tools=[tool])).tools[0].approval is not None
+    seen = []
 
     async def rule(ctx, args, call_id) -> bool:
-        return True
+        seen.append((ctx.context, call_id))
+        return args["order_id"].startswith("OAK")
 
-    with pytest.raises(SDKAgentRefused, match="rules in code arrive with issue 45"):
-        from_sdk_agent(Agent(name="a", tools=[function_tool(needs_approval=rule)(_refund)]))
+    def sync_rule(ctx, args, _):  # the SDK example's shape: a plain lambda works too
+        return "Oakland" in args["order_id"]
+
+    for sdk_rule in (rule, sync_rule):
+        sdk_tool = function_tool(needs_approval=sdk_rule)(_refund)
+        [converted] = from_sdk_agent(Agent(name="a", tools=[sdk_tool])).tools
+        policy = converted.approval
+        assert policy is not None and policy.rule is not None and policy.rule_function
+        assert policy.rule.endswith(sdk_rule.__qualname__)
+        ctx = ApprovalContext(run_id="r", call_id="c9", agent="a", tool="t", context={"k": 1})
+        asks = asyncio.run(policy.rule_function({"order_id": "OAK-1 Oakland"}, ctx))
+        waves = asyncio.run(policy.rule_function({"order_id": "P-2"}, ctx))
+        assert (asks, waves) == (True, False)
+    assert seen == [({"k": 1}, "c9"), ({"k": 1}, "c9")]
 
 
 def _refund(order_id: str) -> str:

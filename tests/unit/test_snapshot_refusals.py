@@ -170,7 +170,7 @@ REFUSALS = [
     case(
         lambda: edited(set_at("items.3.via", "email")),
         "invalid snapshot at $.items[3].via: "
-        "Input should be 'signal', 'update', 'rule' or 'timeout'",
+        "Input should be 'signal', 'update', 'rule', 'timeout' or 'evaluator'",
         "via-unknown",
     ),
     case(

@@ -10,16 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from durable_agents.workflows import loop, tree_approvals
 from durable_agents.workflows.errors import DecisionRefused
-from durable_agents.workflows.payloads import (
-    AgentInput,
-    ForwardedDecision,
-    ModelReply,
-    ModelToolCall,
-    PendingApproval,
-    SubRunReport,
-)
+from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, PendingApproval
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import SUB_APPROVALS_KEPT, RunState, RunStatus
+from durable_agents.workflows.tree_payloads import ForwardedDecision, SubRunReport
 
 from tests.support.multi_agents import lead, mailer
 
