@@ -84,9 +84,10 @@ async def test_watch_prints_changes_then_what_the_run_needs(worker, model_server
     assert f"{rid} · running · turn " in lines[0]
     assert lines[0].startswith("[") and "s] " in lines[0]
     needs = lines.index(f"run {rid} needs a decision:")
-    header = ["CALL", "ID", "TOOL", "REQUESTED", "AT", "ARGUMENTS", "SHA256"]
+    header = ["CALL", "ID", "SHORT", "ID", "TOOL", "REQUESTED", "AT", "ARGUMENTS", "SHA256"]
     assert lines[needs + 1].split() == header
-    assert lines[needs + 2].split()[:2] == ["e1", "send_email"]
+    call, short, tool = lines[needs + 2].split()[:3]
+    assert (call, tool) == ("e1", "send_email") and 1 <= len(short) <= 8
     assert lines[-1] == (
         f"decide with: agentctl approve {rid} CALL_ID  |  agentctl reject {rid} CALL_ID --reason R"
     )

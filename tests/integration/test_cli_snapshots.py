@@ -146,12 +146,12 @@ def test_validate_names_the_json_path_of_a_schema_violation(tmp_path, capsys) ->
     captured = capsys.readouterr()
     assert error_lines(captured.err) == [
         "agentctl: error: invalid snapshot at $.items[3].decision: "
-        "Input should be 'approve' or 'reject'"
+        "Input should be 'approve', 'reject' or 'answer'"
     ]
     assert json.loads(captured.out) == {
         "valid": False,
         "path": "$.items[3].decision",
-        "problem": "Input should be 'approve' or 'reject'",
+        "problem": "Input should be 'approve', 'reject' or 'answer'",
     }
 
 
