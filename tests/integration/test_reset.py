@@ -16,8 +16,11 @@ from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from durable_agents import gate, gate_interceptor
+from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.integration.test_activity_gate import (
@@ -27,6 +30,7 @@ from tests.integration.test_activity_gate import (
     running_activity,
 )
 from tests.support import agents
+from tests.support.histories import replayed_workflows
 from tests.support.runs import start, state_of, temporal_cli, tool_results, wait_for_status
 
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
@@ -147,6 +151,15 @@ async def test_a_reset_run_and_a_reset_of_it_run_on_from_the_reset_point(worker,
     assert (result.status, result.final_output) == (RunStatus.COMPLETED, "three")
     assert len(model_server.requests) == 3
     assert failed_tasks(await events_of(third)) == []
+    # A worker loading it again (cold, from its first event) checks every result again.
+    replayer = Replayer(
+        interceptors=[GateInterceptor(gate.required_keys())],
+        workflows=replayed_workflows(),
+        data_converter=pydantic_data_converter,
+        namespace=worker.namespace,
+    )
+    replayed = await replayer.replay_workflow(await third.fetch_history())
+    assert replayed.replay_failure is None
 
 
 async def test_a_tool_pending_at_the_reset_point_runs_again_and_its_result_is_taken(
