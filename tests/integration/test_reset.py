@@ -323,3 +323,51 @@ async def test_a_tool_command_whose_header_names_another_execution_is_refused(
     assert "does not match what it asks" in failed.message or "no gate tag" in failed.message
     assert agents.CALLS == []  # the second worker (serving() cleared CALLS) ran nothing
     await handle.terminate("test over")
+
+
+async def test_a_reply_made_for_an_earlier_run_of_the_workflow_id_is_not_taken(
+    worker, model_server
+):
+    """A new run under a closed run's workflow id asks the same first question; the
+    earlier run's genuine reply to it, completed from outside, is not taken."""
+    model_server.script(
+        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}, "a1"),)),
+        Reply("3"),
+        Reply("the new run's answer", delay_seconds=60),
+    )
+    first = await finished(worker)
+    first_events = await events_of(first)
+    latest = await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        _same_input(first_events),
+        id=first.id,
+        task_queue=worker.task_queue,
+        result_type=AgentResult,
+    )
+    later = worker.client.get_workflow_handle(
+        first.id, run_id=latest.first_execution_run_id, result_type=AgentResult
+    )
+    activity_id = await running_activity(later, contract.ACTIVITY_CALL_MODEL)
+    asked = scheduled_inputs(await events_of(later), contract.ACTIVITY_CALL_MODEL)
+    assert asked[0] == scheduled_inputs(first_events, contract.ACTIVITY_CALL_MODEL)[0]
+    genuine = completed_results(first_events, contract.ACTIVITY_CALL_MODEL)[0]
+
+    code, out = await cli(
+        worker, "activity", "complete", "--workflow-id", later.id, "--run-id",
+        later.run_id or "", "--activity-id", activity_id, "--result", json.dumps(genuine),
+    )  # fmt: skip
+    assert code == 0, out
+    for _ in range(300):
+        failures = failed_tasks(await events_of(later))
+        if failures:
+            break
+        await asyncio.sleep(0.05)
+    assert failures and "not taken" in failures[0], failures
+    assert len(agents.CALLS) == 1  # the earlier reply's tool call never ran here
+    await later.terminate("test over")
+
+
+def _same_input(events: list[HistoryEvent]) -> dict:
+    """The start input of the run whose history `events` is."""
+    started = events[0].workflow_execution_started_event_attributes
+    return json.loads(started.input.payloads[0].data)
