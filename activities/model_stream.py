@@ -107,17 +107,17 @@ class _TaggingHandle(WorkflowHandle[Any, Any]):
         return cls(activity.client(), info.workflow_id, run_id=info.workflow_run_id)
 
     async def signal(self, signal: Any, arg: Any = None, **options: Any) -> None:
-        keys = stream_gate.KEYS.get()
+        keys, bound_run = stream_gate.KEYS.get(), stream_gate.BOUND_RUN.get()
         if signal != contract.STREAM_PUBLISH_SIGNAL or not isinstance(arg, PublishInput):
             raise TypeError("only the stream's publish signal is sent here")
         body: dict[str, Any] = dataclasses.asdict(arg)
-        if keys is not None:
+        if keys is not None and bound_run is not None:
             info = activity.info()
             body[gate.TAG_FIELD] = stream_gate.tag_batch(
                 keys,
                 namespace=info.workflow_namespace or info.namespace,
                 workflow_id=self.id,
-                run_id=self.run_id or "",
+                run_id=bound_run,
                 publisher_id=arg.publisher_id,
                 sequence=arg.sequence,
                 items=arg.items,

@@ -6,7 +6,9 @@ Anyone who may start work in a namespace can run a registered activity directly
 our activities on our task queue, or complete a running activity of ours by id. None of
 them holds `AGENT_GATE_KEYS`: every acting activity of ours refuses an execution whose
 header does not carry a tag made with one of those keys over what it is asked
-(namespace, workflow id and run id, activity type, arguments), and a run takes an
+(namespace, workflow id, the execution it is asked in: the run's original run id, kept
+by `temporal workflow reset`, and the workflow's random seed, which a reset renews;
+activity type, arguments), and a run takes an
 activity's result only when it carries the worker's tag over the same and the result
 (`durable_agents.gate_interceptor` places and checks them).
 

@@ -17,6 +17,10 @@ completed (it polled our task queue) may have taken a forged result, and our wor
 must not act on it when it replays that history. A history replays without the keys
 only in a replayer made for it (`GateInterceptor(None)`: the recorded histories of
 the tests), which checks nothing.
+
+A call is bound to the run's original run id and the workflow's random seed, not to
+its run id, so that the run `temporal workflow reset` makes takes the results its
+history holds and runs again what was pending at its reset point (`_bound_execution`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,12 @@ GATED = frozenset(
 )
 AT_FIELD = "at"
 """The header tag's field holding when its workflow task began (whole seconds)."""
+RUN_FIELD = "run"
+"""The header tag's field naming the execution its call is bound to: the run's original
+run id (`_bound_execution`)."""
+SEED_FIELD = "seed"
+"""The header tag's field holding the workflow's random seed when it asked
+(`_bound_execution`)."""
 MCP_PREFIX = "temporalio.mcp."
 """`temporalio-mcp`'s activities: `temporalio.mcp.<server>.<operation>`."""
 ANSWERS_ANYONE = frozenset({contract.ACTIVITY_DESCRIBE_AGENT, contract.ACTIVITY_DELIVER_WEBHOOK})
@@ -122,6 +132,21 @@ class GateInterceptor(Interceptor):
         return self._workflow_class
 
 
+def _bound_execution() -> tuple[str, str]:
+    """The execution a command made now is bound to, and a result taken for it.
+
+    The run's original run id: the run id on its `WorkflowExecutionStarted` event, which
+    `temporal workflow reset` copies into the run it makes (so that run takes the results
+    its history holds from before the reset point, and runs again the activities that
+    were pending there), while a continued-as-new run, or a new run under the same
+    workflow id, has its own. And the workflow's random seed at the time: Temporal gives
+    a run made by a reset a new seed from its reset point on (made from its new run id,
+    the same on every replay), so a command it makes after that point is told apart from
+    one that a run it was reset from made after the same point, with the same arguments
+    in the same second."""
+    return workflow.info().original_execution_run_id, str(workflow.random_seed())
+
+
 def _task_began() -> int:
     """The whole second (server time) at which the current workflow task began."""
     return int(workflow.now().timestamp())
@@ -142,9 +167,18 @@ def _header_tag(headers: Any) -> object:
 
 
 def _call_fields(
-    namespace: str, workflow_id: str, run_id: str, kind: str, digest: str, at: int
+    namespace: str, workflow_id: str, bound: tuple[str, str], kind: str, digest: str, at: int
 ) -> list[str]:
-    return ["activity", namespace, workflow_id, run_id, kind, digest, f"at={at}"]
+    run, seed = bound
+    return ["activity", namespace, workflow_id, run, f"seed={seed}", kind, digest, f"at={at}"]
+
+
+def _bound_in(tag: object) -> tuple[str, str] | None:
+    """The execution `tag` says its call is bound to (`_bound_execution`)."""
+    if not isinstance(tag, dict):
+        return None
+    run, seed = tag.get(RUN_FIELD), tag.get(SEED_FIELD)
+    return (run, seed) if isinstance(run, str) and isinstance(seed, str) else None
 
 
 def _issued_at(tag: object) -> int | None:
@@ -179,21 +213,24 @@ class _ActivityInbound(ActivityInboundInterceptor):
             return await self.next.execute_activity(input)
         if not info.workflow_id and answers_anyone(info.activity_type):
             return await self.next.execute_activity(input)  # a client's question
-        call = self._admitted(info, input)
+        call, run = self._admitted(info, input)
         assert self.keys is not None  # _admitted refuses without keys
         streaming = stream_gate.KEYS.set(self.keys)  # its streamed text is tagged
+        bound = stream_gate.BOUND_RUN.set(run)  # for the run's original run id
         try:
             result = await self.next.execute_activity(input)
         except Exception as err:  # not a cancel: that is BaseException's
             raise _tagged_failure(self.keys, call, err) from err
         finally:
+            stream_gate.BOUND_RUN.reset(bound)
             stream_gate.KEYS.reset(streaming)
         sent = json.loads(to_json(result))  # what the payload converter would send
         mac = gate.tag(self.keys, _result_fields(call, gate.digest([sent])))
         return {gate.RESULT_FIELD: sent, gate.TAG_FIELD: mac}
 
-    def _admitted(self, info: activity.Info, input: ExecuteActivityInput) -> list[str]:
-        """The tagged fields of this execution; refused unless a run of ours asked."""
+    def _admitted(self, info: activity.Info, input: ExecuteActivityInput) -> tuple[list[str], str]:
+        """The tagged fields of this execution and the original run id it is bound to;
+        refused unless a run of ours asked."""
         if not info.workflow_id or not info.workflow_run_id:
             _refuse(
                 info.activity_type, "it was not scheduled by a workflow (a standalone activity)"
@@ -201,13 +238,17 @@ class _ActivityInbound(ActivityInboundInterceptor):
         if self.keys is None:
             _refuse(info.activity_type, "this worker has no gate keys")
         given = _header_tag(input.headers)
-        at = _issued_at(given)
-        if at is None:
+        at, bound = _issued_at(given), _bound_in(given)
+        if at is None or bound is None:
             _refuse(info.activity_type, "no gate tag")
+        # Bound to the execution the header names, not to `workflow_run_id`: an activity
+        # pending at a reset point runs again in the run the reset made, with the header
+        # the run it was reset from gave it; the tag proves our workflow code asked for it
+        # under this workflow id, and the schedule window below bounds copies.
         call = _call_fields(
             info.workflow_namespace or info.namespace,
             info.workflow_id,
-            info.workflow_run_id,
+            bound,
             info.activity_type,
             gate.digest(input.args),
             at,
@@ -217,7 +258,7 @@ class _ActivityInbound(ActivityInboundInterceptor):
             problem = _late(at, info.scheduled_time)
         if problem is not None:
             _refuse(info.activity_type, problem)
-        return call
+        return call, bound[0]
 
 
 def _failure_fields(call: list[str], message: str, kind: str, final: bool) -> list[str]:
@@ -292,7 +333,7 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
                 sent,
                 namespace=info.namespace,
                 workflow_id=info.workflow_id,
-                run_id=info.run_id,
+                run_id=info.original_execution_run_id,  # as its model call's (kept by a reset)
             )
             input = HandleSignalInput(
                 signal=input.signal, args=[name, [*sent, said]], headers=input.headers
@@ -429,11 +470,12 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
     ) -> tuple[Callable[[Any], Any], Callable[[ActivityError], None]]:
         """Tags `input` (its header), has its result come raw, and returns how the
         result is taken and how a failure is checked."""
-        info, at = workflow.info(), _task_began()
+        info, at, bound = workflow.info(), _task_began(), _bound_execution()
         args = gate.digest(input.args)
-        call = _call_fields(info.namespace, info.workflow_id, info.run_id, input.activity, args, at)
+        call = _call_fields(info.namespace, info.workflow_id, bound, input.activity, args, at)
         if self.keys is not None:
-            input.headers = {**input.headers, gate.HEADER: _header(self._tag(call, at))}
+            tag = {**self._tag(call, at), RUN_FIELD: bound[0], SEED_FIELD: bound[1]}
+            input.headers = {**input.headers, gate.HEADER: _header(tag)}
         ret_type, input.ret_type = input.ret_type, None
         keys = self.keys
 

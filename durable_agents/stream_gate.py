@@ -5,7 +5,8 @@ Streams' publish signal, `contract.STREAM_PUBLISH_SIGNAL`), a signal anyone who 
 signal the run can send too, with anything a history reader learns (the call's stream
 key, which its input carries, is a correlation id, not a proof). So each batch carries
 the workers' tag (`AGENT_GATE_KEYS`, `durable_agents.gate`) over the run it goes to
-(namespace, workflow id, run id), its publisher and number, and its items (each names
+(namespace, workflow id, and its original run id, which `temporal workflow reset`
+keeps), its publisher and number, and its items (each names
 its model call by that key, and says its attempt and text): only an activity the gate
 admitted can make one (`KEYS` holds the keys while it runs). The workflow-side gate
 interceptor checks the tag of every publish signal and appends its verdict as the
@@ -35,6 +36,12 @@ KEYS: contextvars.ContextVar[GateKeys | None] = contextvars.ContextVar(
 )
 """The workers' keys, set while an activity the gate admitted runs (its streamed text is
 tagged with them); None anywhere else."""
+BOUND_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "durable_agents_stream_run", default=None
+)
+"""The original run id of the run the admitted activity was scheduled by (from its gate
+header), set beside `KEYS`: its batches are tagged for it, as the run checks them, so a
+model call that a reset runs again in a new run still streams to it."""
 _JSON = {"encoding": b"json/plain"}
 
 
