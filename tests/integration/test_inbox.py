@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import statistics
 from collections.abc import AsyncIterator
@@ -39,11 +38,12 @@ from durable_agents import AgentClient, signing
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from tests.conftest import RunningWorker, serving
 from tests.support import agents as test_agents
+from tests.support import browser as browser_support
 from tests.support.approver_keys import ALICE
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
 from tests.support.runs import free_port
 
-CHROMIUM = Path(os.environ.get("AGENT_TEST_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = browser_support.CHROMIUM
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 WAIT_MS = 30_000
 DESK, READER = "desk-token-0123456789abcdef", "reader-token-0123456789abcdef"
@@ -134,7 +134,7 @@ async def served(env, tmp_path_factory) -> AsyncIterator[Served]:
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    if not CHROMIUM.exists():
+    if await browser_support.chromium() is None:
         pytest.skip(f"Chromium is not installed at {CHROMIUM} (make browser installs it)")
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(

@@ -8,7 +8,6 @@ The test skips only when that Chromium is missing or cannot start here.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,11 +24,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.integration.test_agent_client import wait_for_status
+from tests.support import browser as browser_support
 from tests.support.dev_servers import ui_server as ui_server_on_free_ports
 from tests.support.multi_agents import AGENT_TOOL_AGENTS
 from tests.support.ops_support import eventually
 
-CHROMIUM = Path(os.environ.get("AGENT_TEST_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = browser_support.CHROMIUM
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -49,7 +49,7 @@ EMAIL = Call("send_email", {"to": "ops@example.com", "body": "refund ok?"}, call
 @pytest.fixture
 async def browser(tmp_path) -> AsyncIterator[BrowserContext]:
     """Debian's Chromium with a fresh profile, or a skip that says why it cannot run."""
-    if not CHROMIUM.exists():
+    if await browser_support.chromium() is None:
         pytest.skip(
             f"Chromium is not installed at {CHROMIUM}: `make test` installs Debian's "
             "`chromium` package when run as root (apt-get install chromium)"
