@@ -31,6 +31,7 @@ from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import steer_agents
+from tests.support.cli_support import bound_to
 from tests.support.runs import start, state_of, wait_for_status, workflow_task_failures
 
 HOLD = Call("hold", {"key": "k1"}, call_id="h1")
@@ -230,3 +231,29 @@ async def test_an_agent_that_takes_no_interrupts_refuses_them_from_any_sender(
     state = await state_of(handle)
     assert [i.content for i in state.items if i.type == "user_message"] == ["mail ann", "and then?"]
     await agents.end_session(handle.id)
+
+
+async def test_an_interrupt_withdraws_an_external_call_as_one_that_waited_for_an_answer(
+    env, model_server
+):
+    from tests.support.answer_agents import ANSWER_AGENTS
+
+    ask = Call("ask_refund", {"order_id": "A1"}, call_id="q1")
+    model_server.script(Reply(tool_calls=(ask,)))
+    async with serving(env.client, model_server, extra_agents=ANSWER_AGENTS) as asking:
+        handle = await start(asking, "refund A1", agent="questioner")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        done = await agents_of(asking).interrupt(handle.id, by="oncall")
+        assert done.interruption is not None
+        [call] = done.interruption.calls
+        assert (call.call_id, call.was) == ("q1", "awaiting_answer")
+        assert call.note == (
+            "Interrupted by oncall: the call was waiting for an answer and is withdrawn; "
+            "it got none."
+        )
+        assert (await handle.result()).status is RunStatus.INTERRUPTED
+        shown = await bound_to(asking)("state", handle.id)
+        assert "q1 withdrawn (waited for an answer)" in shown.stdout
+        events = [e async for e in agents_of(asking).events(handle.id, follow=False)]
+        [event] = [e for e in events if e["type"] == "interrupted"]
+        assert event["calls"][0]["was"] == "awaiting_answer"
