@@ -154,6 +154,11 @@ class Agent:
     while the run works on a turn: wait until the turn's tool calls are answered
     ("queue"), stop the model call and tools under way and answer it ("interrupt"), or
     be refused ("reject"). docs/how-to/steering.md."""
+    allow_interrupt: bool = True
+    """Whether a sender may stop a turn: False refuses every `send_message` that asks
+    `while_busy="interrupt"` and the `interrupt` update, so calls waiting for a (signed,
+    separated) decision are never withdrawn by someone who may only signal the run.
+    docs/how-to/steering.md."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -210,6 +215,12 @@ class Agent:
             raise ValueError(
                 f"agent {self.name}: while_busy must be 'queue', 'interrupt' or 'reject', "
                 f"not {self.while_busy!r}"
+            )
+        if not isinstance(self.allow_interrupt, bool):
+            raise TypeError(f"agent {self.name}: allow_interrupt: True or False")
+        if self.while_busy == "interrupt" and not self.allow_interrupt:
+            raise ValueError(
+                f"agent {self.name}: while_busy='interrupt' needs allow_interrupt=True"
             )
         if self.on_budget not in ("stop", "ask"):
             raise ValueError(f"agent {self.name}: on_budget must be 'stop' or 'ask'")

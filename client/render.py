@@ -358,6 +358,7 @@ def interruption(record: Interruption) -> str:
 _WAS = {
     "running": "stopped",
     "awaiting_approval": "withdrawn (waited for approval)",
+    "awaiting_answer": "withdrawn (waited for an answer)",
     "approved": "not run (approved)",
     "not_started": "not run",
 }

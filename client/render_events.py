@@ -113,7 +113,7 @@ def _interrupted(e: dict[str, Any]) -> str:
     if e.get("model_call"):
         parts.append("model call cut")
     calls = e.get("calls") if isinstance(e.get("calls"), list) else []
-    said = {"running": "stopped", "awaiting_approval": "withdrawn"}
+    said = {"running": "stopped", "awaiting_approval": "withdrawn", "awaiting_answer": "withdrawn"}
     shown = [
         f"{_text(c.get('call_id'))} {said.get(str(c.get('was')), 'not run')}"
         for c in calls

@@ -491,6 +491,10 @@ class AgentSpec(_Model):
     while_busy: WhileBusy = Field("queue", exclude_if=lambda w: w == "queue")
     """What a `send_message` that does not say does while a run works on a turn
     (`queue`, `interrupt`, `reject`: `workflows.interrupts`)."""
+    allow_interrupt: bool = Field(True, exclude_if=lambda allowed: allowed)
+    """False: a sender may not stop a turn (a message asking `while_busy="interrupt"`
+    and the `interrupt` update are refused), so no call waiting for a decision is
+    withdrawn by whoever may signal the run."""
     definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
     """When a changed definition of the agent (on the workers of the day) reaches a run
     already in flight: never (the run keeps the one it started with), at the next

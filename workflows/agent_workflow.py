@@ -121,18 +121,20 @@ class AgentWorkflow:
         self._switching = False
         """About to continue as new: a waiting `interrupt` update is answered (the next
         workflow run applies it)."""
+        if (carried := self._begin.carried()) is not None:  # there for the first handlers
+            self._bind(carried)
 
     @workflow.run
     async def run(self, raw_input: RawValue = raw_payloads.NONE) -> AgentResult:
         """Run the agent until it answers, fails, is cancelled or runs out of turns."""
-        try:
-            state = await self._begin.start(self._publish_unstarted)
-        except ApplicationError:
-            await self._events.release_followers()
-            raise
-        self._state = state
-        self._inbox.bind(state)
-        self._tree.bind(state)
+        state = self._state
+        if state is None:
+            try:
+                state = await self._begin.start(self._publish_unstarted)
+            except ApplicationError:
+                await self._events.release_followers()
+                raise
+            self._bind(state)
         if workflow.info().parent is not None and state.depth > 0:  # called as a tool
             self._reporter = asyncio.create_task(self._tree.report_to_caller(state))
         if workflow.info().continued_run_id is None:
@@ -159,6 +161,12 @@ class AgentWorkflow:
             usage=state.usage,
             sub_run_usage=state.sub_run_usage,
         )
+
+    def _bind(self, state: RunState) -> None:
+        """The run has its state: signals and updates apply to it from now on."""
+        self._state = state
+        self._inbox.bind(state)
+        self._tree.bind(state)
 
     async def _ended(self, state: RunState) -> None:
         """The run has ended (not by continuing as new): its agents in the background are

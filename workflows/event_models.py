@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from durable_agents.workflows.interrupt_models import CallWas
 from durable_agents.workflows.run_items import Usage
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
@@ -180,8 +181,9 @@ class InterruptedCallEvent(BaseModel):
 
     call_id: str
     tool: str
-    was: Literal["running", "awaiting_approval", "approved", "not_started"]
-    """Withdrawn if it waited for a decision; stopped (or asked to) if it ran."""
+    was: CallWas
+    """Withdrawn if it waited for a decision or an answer; stopped (or asked to) if it
+    ran."""
     note: str
     """What the model is told of it, and what is known (a preview)."""
 

@@ -247,6 +247,8 @@ class Inbox:
         if state.status.is_final:
             return f"run {state.run_id} has ended ({state.status.value})"
         policy = payload.while_busy or state.agent.while_busy
+        if policy == "interrupt" and not state.agent.allow_interrupt:
+            return interrupts.forbidden(state)
         if policy == "reject" and working(state):
             return (
                 f"run {state.run_id} is working on turn {state.turn + 1} "

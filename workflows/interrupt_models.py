@@ -15,6 +15,11 @@ calls to be answered (`queue`), stop the turn and answer the message (`interrupt
 be refused (`reject`)."""
 WHILE_BUSY: tuple[str, ...] = ("queue", "interrupt", "reject")
 
+CallWas = Literal["running", "awaiting_approval", "awaiting_answer", "approved", "not_started"]
+"""What an interrupted call was doing: running (stopped, or asked to stop), waiting for a
+decision (`awaiting_approval`) or for an external tool's answer (`awaiting_answer`),
+both withdrawn; approved but not started, or not started (it needed no decision)."""
+
 INTERRUPTIONS_KEPT = 20
 """The newest interruptions a run keeps in `RunState.interruptions`."""
 NOTE_CHARS = 4_000
@@ -46,9 +51,9 @@ class InterruptedCall(_Model):
 
     call_id: str = Field(min_length=1, max_length=200)
     tool: str = Field(max_length=200)
-    was: Literal["running", "awaiting_approval", "approved", "not_started"]
-    """Running (stopped, or asked to stop), waiting for a decision (withdrawn), approved
-    but not started, or not started (it needed no decision)."""
+    was: CallWas
+    """Running (stopped, or asked to stop), waiting for a decision or an answer
+    (withdrawn), approved but not started, or not started (it needed no decision)."""
     note: str = Field(max_length=NOTE_CHARS)
     """What the model is told, and what is known (a tool that cannot hear a cancel may
     still run)."""

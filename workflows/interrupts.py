@@ -12,11 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from durable_agents.workflows import decisions
+from durable_agents.workflows import answers, decisions
 from durable_agents.workflows.agent_spec import ToolSpec
 from durable_agents.workflows.interrupt_models import (
     INTERRUPTIONS_KEPT,
     NOTE_CHARS,
+    CallWas,
     InterruptedCall,
     Interruption,
     PendingInterrupt,
@@ -56,11 +57,21 @@ def problem(state: RunState, *, working: bool) -> str | None:
     on a turn (not waiting for the user's next message)."""
     if state.status.is_final:
         return f"run {state.run_id} has ended ({state.status.value}): there is nothing to stop"
+    if not state.agent.allow_interrupt:
+        return forbidden(state)
     if state.interrupt is not None:
         return f"run {state.run_id} is being interrupted already (asked at {state.interrupt.at})"
     if not working:
         return f"run {state.run_id} waits for the user's next message: there is no turn to stop"
     return None
+
+
+def forbidden(state: RunState) -> str:
+    """Why an interrupt is refused by an agent that takes none."""
+    return (
+        f"agent {state.agent.name} takes no interrupts (allow_interrupt=False): its turns "
+        "are not stopped by a sender; send the message with while_busy=queue"
+    )
 
 
 def prefix(pending: PendingInterrupt) -> str:
@@ -117,7 +128,7 @@ def settle(state: RunState, *, now: datetime) -> Interruption | None:
     decided = decisions.decided(state)
     calls: list[InterruptedCall] = []
     for call in open_calls:
-        was = _was(call, decided, pending)
+        was = _was(call, decided, pending, answers.kind(state.agent.tool(call.tool)))
         note = pending.notes.get(call.call_id) or _untouched_note(pending, was)
         state.items.append(
             ToolResult(call_id=call.call_id, content=note, is_error=True, interrupted=True)
@@ -134,7 +145,9 @@ def settle(state: RunState, *, now: datetime) -> Interruption | None:
         turn=state.turn,
         model_call=pending.model_call,
         calls=calls,
-        item=len(state.items),
+        # The update's record counts the messages queued before it too (they reach the
+        # conversation next): they were sent before it, not "a message that came since".
+        item=len(state.items) + (len(state.queued_messages) if pending.via == "update" else 0),
     )
     state.interruptions = [*state.interruptions, record][-INTERRUPTIONS_KEPT:]
     state.interrupt = None
@@ -155,12 +168,12 @@ def halted(state: RunState) -> bool:
 
 
 def _was(
-    call: ToolCall, decided: dict[str, Decision], pending: PendingInterrupt
-) -> Literal["running", "awaiting_approval", "approved", "not_started"]:
+    call: ToolCall, decided: dict[str, Decision], pending: PendingInterrupt, kind: answers.Kind
+) -> CallWas:
     if call.call_id in pending.notes:
         return "running"
     if call.needs_approval and call.call_id not in decided:
-        return "awaiting_approval"
+        return "awaiting_answer" if kind == "answer" else "awaiting_approval"
     if call.needs_approval:
         return "approved"
     return "not_started"
@@ -170,6 +183,8 @@ def _untouched_note(pending: PendingInterrupt, was: str) -> str:
     said = prefix(pending)
     if was == "awaiting_approval":
         return f"{said}: the call was waiting for approval and is withdrawn; it was not run."
+    if was == "awaiting_answer":
+        return f"{said}: the call was waiting for an answer and is withdrawn; it got none."
     if was == "approved":
         return f"{said}: the call was approved but had not started; it was not run."
     return f"{said}: the call was not run."

@@ -92,16 +92,38 @@ class RunStart:
         self.input = lenient
         self._read_claims()
 
-    async def start(self, unstarted: Callable[[RunStatus, str], None]) -> RunState:
-        """The run's initial state; a run that cannot start fails (or is cancelled),
-        `unstarted` told how and why (its search attributes say so)."""
-        continued_from = workflow.info().continued_run_id
-        if self.input is None and continued_from is not None:
+    def carried(self) -> RunState | None:
+        """The state a run continued as new goes on with, or None for any other start.
+        Synchronous, so that `@workflow.init` has it before the first activation's
+        signals and updates are handled (an update that reached the previous run as it
+        switched is moved here by the server: it must not find the run "starting")."""
+        info = workflow.info()
+        if info.continued_run_id is None:
+            return None
+        if self.input is None:
             # The state our own code carried over does not load: a bug to fix, not a
             # bad input. Fail the workflow task, so a fixed worker takes the run on.
             raise RuntimeError(
-                f"the state carried over from run {continued_from} does not load: {self.problem}"
+                f"the state carried over from run {info.continued_run_id} does not load: "
+                f"{self.problem}"
             )
+        snapshot = self.input.resume_from
+        if snapshot is None or not loop.is_continue_as_new(
+            snapshot, run_id=info.workflow_id, continued_run_id=info.continued_run_id
+        ):
+            return None
+        return loop.resume(
+            snapshot,
+            run_id=info.workflow_id,
+            workflow_run=info.run_id,
+            now=workflow.now(),
+            continue_as_new=True,
+        )
+
+    async def start(self, unstarted: Callable[[RunStatus, str], None]) -> RunState:
+        """The initial state of a run that is not continued as new (see `carried`); a
+        run that cannot start fails (or is cancelled), `unstarted` told how and why (its
+        search attributes say so)."""
         self._adopt_lenient_input()
         try:
             if self.input is None:
@@ -125,20 +147,10 @@ class RunStart:
             # each other, an integrity block verified: see RunState), so a bad
             # snapshot has failed the run already, as invalid input.
             info = workflow.info()
-            continued = loop.is_continue_as_new(
-                snapshot, run_id=info.workflow_id, continued_run_id=info.continued_run_id
-            )
-            if not continued:
-                self.interrupted = at_most_once.started_open(snapshot)
+            self.interrupted = at_most_once.started_open(snapshot)
             state = loop.resume(
-                snapshot,
-                run_id=info.workflow_id,
-                workflow_run=info.run_id,
-                now=workflow.now(),
-                continue_as_new=continued,
+                snapshot, run_id=info.workflow_id, workflow_run=info.run_id, now=workflow.now()
             )
-            if continued:
-                return state
             # Anyone who may start a workflow can write a snapshot: take tools,
             # policies and keys from this worker, and no decision from the snapshot.
             spec = mcp_tools.stricter(await described(snapshot.agent.name), snapshot.agent)

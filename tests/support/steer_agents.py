@@ -97,4 +97,7 @@ impatient = Agent(
 switching = dataclasses.replace(steerable, name="switching", turns_per_workflow_run=1)
 """Continues as new before each model call after its first in a workflow run."""
 
-STEER_AGENTS = (steerable, impatient, switching)
+unstoppable = dataclasses.replace(steerable, name="unstoppable", allow_interrupt=False)
+"""Takes no interrupts: a sender may not withdraw its calls or stop its turns."""
+
+STEER_AGENTS = (steerable, impatient, switching, unstoppable)

@@ -177,3 +177,66 @@ def test_an_interrupted_event_prints_as_one_escaped_line():
     assert line({"type": "interrupted", "via": "message", "calls": "junk"}).endswith(
         "interrupted by a new message"
     )
+
+
+def test_the_update_ends_a_single_run_though_a_message_was_queued_before_it():
+    """A message queued before the `interrupt` update (a background agent's end, or a
+    `queue` message) reaches the conversation after the interrupted calls: it was not
+    sent after the update, so the run still stops."""
+    single = running(("s1", "slow"))
+    loop.receive_message(single, "queued before", now=T0)
+    interrupts.ask(single, via="update", by="ops", now=T0)
+    record = interrupts.settle(single, now=T0)
+    loop.deliver_messages(single, now=T0)
+    assert record is not None and record.item == len(single.items)
+    assert single.items[-1].content == "queued before"
+    assert interrupts.halted(single) and loop.next_step(single) == loop.Finish(
+        RunStatus.INTERRUPTED
+    )
+    session = running(("s1", "slow"), session=True)
+    loop.receive_message(session, "queued before", now=T0)
+    interrupts.ask(session, via="update", now=T0)
+    interrupts.settle(session, now=T0)
+    loop.deliver_messages(session, now=T0)
+    assert isinstance(loop.next_step(session), loop.AwaitInput)
+    loop.receive_message(session, "after it", now=T0)  # the next message is answered
+    loop.deliver_messages(session, now=T0)
+    assert isinstance(loop.next_step(session), loop.CallModel)
+
+
+def test_a_withdrawn_external_call_is_said_to_have_waited_for_an_answer():
+    asked = ToolSpec(
+        name="ask_ann", description="", parameters=SCHEMA, external=True, needs_approval=True
+    )
+    spec = SPEC.model_copy(update={"tools": [*TOOLS, asked]})
+    state = loop.new_state(spec, AgentInput(agent="bot", input="go"), run_id="r", now=T0)
+    reply = ModelReply(
+        tool_calls=[ModelToolCall(call_id="q1", tool="ask_ann", arguments="{}")],
+        usage=Usage(model_calls=1),
+    )
+    loop.record_model_reply(state, reply, now=T0)
+    interrupts.ask(state, via="update", by="ops", now=T0)
+    record = interrupts.settle(state, now=T0)
+    assert record is not None
+    [call] = record.calls
+    assert call.was == "awaiting_answer"
+    assert call.note == (
+        "Interrupted by ops: the call was waiting for an answer and is withdrawn; it got none."
+    )
+    RunState.model_validate_json(state.model_dump_json())  # round-trips
+
+
+def test_an_agent_that_takes_no_interrupts_refuses_them_with_why():
+    from durable_agents import Agent
+
+    with pytest.raises(ValueError, match="while_busy='interrupt' needs allow_interrupt=True"):
+        Agent(name="a", instructions="", model="m", while_busy="interrupt", allow_interrupt=False)
+    with pytest.raises(TypeError, match="allow_interrupt: True or False"):
+        Agent(name="a", instructions="", model="m", allow_interrupt="no")  # type: ignore[arg-type]
+    spec = Agent(name="a", instructions="", model="m", allow_interrupt=False).spec()
+    assert spec.allow_interrupt is False
+    assert "allow_interrupt" not in Agent(name="b", instructions="", model="m").spec().model_dump()
+    state = running(("m1", "mail"))
+    state.agent = state.agent.model_copy(update={"allow_interrupt": False})
+    why = interrupts.problem(state, working=True)
+    assert why is not None and "takes no interrupts (allow_interrupt=False)" in why
