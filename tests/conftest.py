@@ -19,6 +19,7 @@ from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Plugin
 
 from durable_agents import gate
 from durable_agents.dev_server_config import dev_server_args
@@ -97,6 +98,7 @@ async def serving(
     extra_agents: Sequence[Agent] = (),
     mcp_servers: Mapping[str, MCPConnection] | None = None,
     webhook_endpoints: Mapping[str, Endpoint] | None = NO_WEBHOOKS,
+    plugins: Sequence[Plugin] = (),
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
     talking to `model_server`."""
@@ -120,6 +122,7 @@ async def serving(
         prices=priced_agents.PRICES if prices is None else prices,
         mcp_servers=mcp_servers,
         webhook_endpoints=webhook_endpoints,
+        plugins=plugins,
     )
     async with running:
         yield RunningWorker(
