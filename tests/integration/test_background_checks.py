@@ -134,13 +134,20 @@ async def test_the_caller_check_signal_from_outside_changes_nothing(team, model_
     await handle.signal(contract.SIGNAL_CALLER_CHECK, {"call_id": "n1", "approver": "mallory"})
     await handle.signal(contract.SIGNAL_CALLER_CHECK, args=["x", {"y": 1}, [2]])
     await handle.signal(contract.SIGNAL_CALLER_CHECK, "A" * 200_000)
-    assert _checks_taken(await _events(team.client, run_id)) == 4  # all four were delivered
+
+    async def delivered() -> bool:  # all four (one sent while a workflow task runs waits)
+        return _checks_taken(await _events(team.client, run_id)) == 4
+
+    await _until(delivered, "the four checks in the run's history")
+    await client.status(run_id)  # a query: answered once the run has taken them
     state = await client.state(run_id)
     assert state.refused_signals == [] and state.refused_decisions == []
     assert [p.call_id for p in await client.pending(run_id)] == ["n1"]  # not decided
     await client.decide(run_id, "n1", "approve", approver="ops")
     result = await client.result(run_id)
     assert result.status is RunStatus.COMPLETED and result.final_output == "notified ann"
+    state = await client.state(run_id)  # every check taken by now: none left a trace
+    assert state.refused_signals == [] and state.refused_decisions == []
     assert NOTICES == [{"to": "ann", "text": "x"}]
 
 
