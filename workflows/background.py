@@ -15,7 +15,7 @@ them and answers once more with their results (`loop.next_step`: `AwaitChildren`
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from durable_agents.workflows import agent_calls, budget, tree_approvals
@@ -38,6 +38,14 @@ OUTPUT_PREVIEW = 2_000
 """The most characters of a child's latest reply its progress reports carry."""
 MAX_MESSAGE_CHARS = 32_000
 """The most characters the caller's model may send a background run at once."""
+CHECK_EVERY = timedelta(minutes=5)
+"""How often a caller checks that the background runs it did not start in its current
+workflow run (those a continue-as-new carried) still run: a timer, and a signal to each
+(`caller_check`), while any runs; a run that cannot be reached has ended without
+telling (terminated, timed out). The workflow run that started a child hears of its
+end from Temporal and checks nothing."""
+GONE = "it ended without telling its caller (terminated or timed out?)"
+"""The error of a background run found ended by a check."""
 
 CONTROL_TOOLS: dict[Control, tuple[str, str]] = {
     "check": (

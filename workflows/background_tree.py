@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         raw_payloads,
         search_attributes,
         step_events,
+        tree_approvals,
     )
     from durable_agents.workflows.payloads import (
         AgentInput,
@@ -58,6 +59,12 @@ def gate_refusal(said: RawValue) -> str:
     return str(given.get("why", "the gate did not check it"))[:2_000]
 
 
+def _not_found(err: Exception) -> bool:
+    """A signal failed because its workflow has ended (not, say, because it has had too
+    many signals: that one runs)."""
+    return "not found" in str(err)
+
+
 class BackgroundRuns:
     """A run's agents in the background (and, a run started in the background, its
     report of its end to its caller)."""
@@ -74,6 +81,49 @@ class BackgroundRuns:
         self._publish = publish
         self._watching: list[asyncio.Task[None]] = []
         """What watches each child this workflow run started (kept: a task must be held)."""
+        self._watched: set[str] = set()
+        """The ids of those children: Temporal tells this workflow run their end."""
+        self.starting: set[str] = set()
+        """The children whose start is in flight: their first report may come before the
+        start resolves (in the same workflow task, signals are applied first)."""
+        self._checking: asyncio.Task[None] | None = None
+        """What checks on the others now and then (`_check_now_and_then`)."""
+
+    def bind(self, state: RunState) -> None:
+        """The run's state exists: the background runs an earlier workflow run started
+        (carried by continue-as-new) are checked on while they run."""
+        self._checking = asyncio.create_task(self._check_now_and_then(state))
+
+    def _unwatched(self, state: RunState) -> list[str]:
+        return sorted(background.running_ids(state) - self._watched)
+
+    async def _check_now_and_then(self, state: RunState) -> None:
+        """Every `background.CHECK_EVERY` while a background run this workflow run did not
+        start runs, a `caller_check` signal to each: one that cannot be delivered has
+        ended without telling (Temporal tells only the workflow run that started it).
+        No timer and no signal while none runs."""
+        while not state.status.is_final:
+            await workflow.wait_condition(lambda: bool(self._unwatched(state)))
+            try:
+                await workflow.wait_condition(
+                    lambda: not self._unwatched(state),
+                    timeout=background.CHECK_EVERY,
+                    timeout_summary="check on agents in the background",
+                )
+            except TimeoutError:
+                await self._check(state, self._unwatched(state))
+
+    async def _check(self, state: RunState, ids: list[str]) -> None:
+        handles = [workflow.get_external_workflow_handle(c) for c in ids]
+        sent = await asyncio.gather(
+            *(h.signal(contract.SIGNAL_CALLER_CHECK) for h in handles), return_exceptions=True
+        )
+        for child, outcome in zip(ids, sent, strict=True):
+            if isinstance(outcome, Exception) and _not_found(outcome):
+                why = f"{background.GONE}: {outcome}"
+                self.take_end(
+                    state, SubRunFinished(run_id=child, status=RunStatus.FAILED, error=why)
+                )
 
     async def start(
         self, state: RunState, call: ToolCall, agent: str, made: list[str]
@@ -102,6 +152,7 @@ class BackgroundRuns:
         child: str,
         share: int | None,
     ) -> ToolOutcome:
+        self.starting.add(child)
         try:
             handle = await workflow.start_child_workflow(
                 contract.WORKFLOW_TYPE,
@@ -117,8 +168,12 @@ class BackgroundRuns:
                 else None,
             )
         except WorkflowAlreadyStartedError:
+            tree_approvals.forget(state, child)  # what a run of that id reported meanwhile
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+        finally:
+            self.starting.discard(child)
         background.record(state, call, agent, child, share, workflow.now())
+        self._watched.add(child)  # Temporal tells this workflow run its end: `_watch`
         self._emit(state, step_events.child_started(call, agent, child, in_background=True))
         if state.paused is not None:  # paused while it was starting: so is it
             pause = PauseSignal(by=state.paused.by or None, reason=state.paused.reason)

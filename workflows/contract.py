@@ -33,6 +33,10 @@ for that call (`workflows.tree_approvals`); answered in the next `sub_run_report
 SIGNAL_SUB_RUN_FINISHED = "sub_run_finished"
 """A run started in the background, to its caller's workflow id (`workflows.background`):
 how it ended; its final output reaches the caller's model as a message."""
+SIGNAL_CALLER_CHECK = "caller_check"
+"""A caller, now and then, to a run it started in the background (`workflows.background`):
+taken and dropped, whatever it carries; that it cannot be delivered tells the caller the
+run has ended (terminated or timed out, it could not say so itself)."""
 TREE_SIGNALS = (SIGNAL_SUB_RUN_REPORT, SIGNAL_SUB_RUN_FINISHED)
 """Signals from runs below: one that comes while the run starts waits for its state
 (a child in the background reports to a caller that is continuing as new)."""

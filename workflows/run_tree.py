@@ -85,6 +85,7 @@ class RunTree:
     def bind(self, state: RunState) -> None:
         """The run's state exists."""
         self._state = state
+        self.background.bind(state)
 
     def waits_on(self, child: str) -> bool:
         """`child` is a run below this one that is running: one it waits on, or one it
@@ -242,7 +243,8 @@ class RunTree:
             why: str | None = report
         else:
             try:
-                below = self.children | background.running_ids(state)
+                # one starting in the background may report before its start resolves
+                below = self.children | background.running_ids(state) | self.background.starting
                 why = tree_approvals.take_report(state, report, below)
             except Exception as err:  # never a failed workflow task: the signal stays
                 why = f"this report cannot be taken ({type(err).__name__})"

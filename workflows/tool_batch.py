@@ -6,8 +6,8 @@ of the same reply approved while others run are started as their decisions come.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -31,9 +31,28 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.state import RunState, ToolCall
 
 
+T = TypeVar("T")
+
+
 def _ended(task: asyncio.Task[Any]) -> bool:
     """The task finished, with a result or a failure (not cancelled)."""
     return task.done() and not task.cancelled()
+
+
+async def _whole(work: Coroutine[Any, Any, T]) -> tuple[T, bool]:
+    """`work`'s outcome, and whether the caller was cancelled meanwhile: `work` itself is
+    not. The start of an agent in the background is not cut by an interrupt (nor by the
+    run's cancel): the agent works outside the turn, and a start cancelled half-way
+    (Temporal's SDK then starts the child and cancels it) would leave the model told of
+    a run that never worked. Once started it is recorded, so the run's end stops it."""
+    task = asyncio.create_task(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await workflow.wait_condition(task.done)
+        except asyncio.CancelledError:
+            cancelled = True
+    return task.result(), cancelled
 
 
 class ToolBatch:
@@ -78,7 +97,10 @@ class ToolBatch:
                     continue
                 late = self._late.get(call.call_id)
                 child = agent_calls.child_id(state.run_id, call.call_id)
-                below = child if agent_calls.target(state, call) is not None else None
+                waited = agent_calls.target(state, call) and not background.is_background(
+                    state, call
+                )
+                below = child if waited else None  # a background start is never cut
                 if below is not None and late is not None and late.is_error:
                     late = None  # the child's end as the cancel made it (a cancelled run)
                 pending.notes[call.call_id] = interrupts.stopped_note(
@@ -149,10 +171,12 @@ class ToolBatch:
         to_agent = handoffs.target(state, call)
         sub_agent = agent_calls.target(state, call)
         control = background.control_of(state, call)
+        cancelled = False
         if to_agent is not None:
             outcome = await self._hand_off(state, call, chosen, to_agent)
         elif sub_agent is not None and background.is_background(state, call):
-            outcome = await self._tree.background.start(state, call, sub_agent, made)
+            start = self._tree.background.start(state, call, sub_agent, made)
+            outcome, cancelled = await _whole(start)
         elif control is not None:
             outcome = await self._tree.background.control(state, call, control)
         elif sub_agent is not None:
@@ -161,6 +185,8 @@ class ToolBatch:
             outcome = await activity_calls.run_tool(state, call)
         (self._late if self._cut else self._ended)[call.call_id] = outcome
         self._emit(state, step_events.tool_finished(call, outcome))
+        if cancelled:  # the start had to end first: the cancel goes on now
+            raise asyncio.CancelledError
         return outcome
 
     async def _hand_off(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 12_100 + 633 + 782 + 161 + 390 + 26 + 774 + 46
+FOLDER_LINES = 12_100 + 633 + 782 + 161 + 390 + 26 + 774 + 46 + 97
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports; `state.py` re-exports every name it used to hold,
 about 150 lines, until the importers outside `workflows/` import them from where they now
@@ -19,7 +19,10 @@ tools (issue 45: `at_most_once.py`), 390 for answers and short ids (issue 45: `a
 `short_ids.py`), 26 for search attributes carried by a continue-as-new and checked at
 the first step (issue 44, `visibility.py`), 774 for approval rules in code, normalised data
 conditions and evaluators (issue 45: `condition_ops.py`, `live_approvals.py`, `evaluations.py`,
-`evaluator_runs.py`), each with the handlers and fields it needs."""
+`evaluator_runs.py`), 46 and 97 for the review's fixes to steering (a continued run's
+state built in its init, `allow_interrupt`) and to agents in the background (issue 48: a
+continued caller's checks on children that end without telling, an interrupt that does not
+cut a background start), each with the handlers and fields it needs."""
 
 
 def lines(path: Path) -> int:
