@@ -11,7 +11,7 @@ if (
 
 from durable_agents.activities.agent import Agent
 from durable_agents.activities.tool import Tool, ToolContext, tool
-from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy
+from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy
 
 __all__ = [
     "Agent",

@@ -19,10 +19,7 @@ from durable_agents.activities.tool import (
     retry_spec,
 )
 from durable_agents.workflows import background
-from durable_agents.workflows.budget import BUDGET_FIELDS
-from durable_agents.workflows.settings import api_problem, tool_choice_problem
-from durable_agents.workflows.state import (
-    BUDGET_TOOL,
+from durable_agents.workflows.agent_spec import (
     AgentSpec,
     ApprovalPolicy,
     ApproverKey,
@@ -34,6 +31,9 @@ from durable_agents.workflows.state import (
     RetrySpec,
     WebhookSubscription,
 )
+from durable_agents.workflows.budget import BUDGET_FIELDS
+from durable_agents.workflows.run_items import BUDGET_TOOL
+from durable_agents.workflows.settings import api_problem, tool_choice_problem
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from durable_agents.workflows.payloads import ModelReply, ModelToolCall, RuleScope
-from durable_agents.workflows.state import RuleVerdict
+from durable_agents.workflows.run_items import RuleVerdict
 from pydantic import JsonValue
 
 RULE_TIMEOUT = timedelta(seconds=10)

@@ -18,13 +18,12 @@ from durable_agents.activities.model_errors import (
 )
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.openai_http import checked_client, post, post_streaming
+from durable_agents.workflows.agent_spec import ModelSettings, OutputSpec
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Attachment,
     Item,
-    ModelSettings,
-    OutputSpec,
     ToolResult,
     UserMessage,
 )

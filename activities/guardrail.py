@@ -22,8 +22,8 @@ from typing import Any, Literal, get_type_hints
 
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import retry_spec
+from durable_agents.workflows.agent_spec import GuardrailSpec
 from durable_agents.workflows.payloads import GuardrailResult
-from durable_agents.workflows.state import GuardrailSpec
 from pydantic import JsonValue
 from temporalio.common import RetryPolicy
 

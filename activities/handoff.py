@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool, approval_policy
-from durable_agents.workflows.state import ApprovalPolicy
+from durable_agents.workflows.agent_spec import ApprovalPolicy
 from pydantic import BaseModel, ConfigDict, create_model
 
 

@@ -24,9 +24,9 @@ from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.output_type import OutputType
 from durable_agents.activities.responses_api import ResponsesAPI
+from durable_agents.workflows.agent_spec import ModelAPIName, OutputSpec
 from durable_agents.workflows.contract import ACTIVITY_CALL_MODEL, ERROR_OUTPUT_TYPE_UNKNOWN
 from durable_agents.workflows.payloads import ModelReply, ModelRequest
-from durable_agents.workflows.state import ModelAPIName, OutputSpec
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 

@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from durable_agents.workflows.contract import ERROR_MODEL_REPLY, ERROR_MODEL_UNAVAILABLE
-from durable_agents.workflows.state import Usage
+from durable_agents.workflows.run_items import Usage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 

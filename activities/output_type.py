@@ -19,10 +19,10 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from durable_agents.workflows.agent_spec import OutputSpec
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import OutputCheck, problems
 from durable_agents.workflows.proposed_calls import parse_arguments
-from durable_agents.workflows.state import OutputSpec
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 

@@ -24,19 +24,18 @@ from durable_agents.activities.model_errors import (
 )
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.openai_http import checked_client, post, post_streaming
+from durable_agents.workflows.agent_spec import ModelSettings, OutputSpec
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
-from durable_agents.workflows.settings import api_problem
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Item,
-    ModelSettings,
-    OutputSpec,
     ReasoningItem,
     ToolResult,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.settings import api_problem
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError

@@ -14,6 +14,7 @@ from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
+from durable_agents.workflows.agent_spec import AgentSpec, ModelPrice, WebhookSubscription
 from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
@@ -32,7 +33,6 @@ from durable_agents.workflows.payloads import (
     ToolRequest,
     problems,
 )
-from durable_agents.workflows.state import AgentSpec, ModelPrice, WebhookSubscription
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError

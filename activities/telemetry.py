@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from durable_agents.workflows.state import Usage
+from durable_agents.workflows.run_items import Usage
 from temporalio import activity
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 

@@ -21,7 +21,7 @@ from typing import Any, Literal, get_type_hints
 
 from durable_agents.activities.heartbeat import Progress
 from durable_agents.activities.spec_fields import derive
-from durable_agents.workflows.state import (
+from durable_agents.workflows.agent_spec import (
     ApprovalPolicy,
     RetrySpec,
     ToolSpec,

@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.agent_spec import AgentSpec, ApprovalPolicy, ToolSpec
 from durable_agents.workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall
 from durable_agents.workflows.signed_decisions import arguments_sha256
-from durable_agents.workflows.state import AgentSpec, ApprovalPolicy, RunState, ToolSpec
+from durable_agents.workflows.state import RunState
 
 from durable_agents.signing import SigningKey
 

@@ -20,7 +20,8 @@ import time
 from durable_agents.activities.chat_completions import to_messages, to_tools
 from durable_agents.workflows.context import SUMMARY_INSTRUCTIONS
 from durable_agents.workflows.payloads import ToolSchema
-from durable_agents.workflows.state import AssistantMessage, Compaction, RunState, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage, Compaction
+from durable_agents.workflows.state import RunState, RunStatus
 from openai import AsyncOpenAI
 from temporalio.client import Client
 

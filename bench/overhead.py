@@ -38,7 +38,7 @@ from durable_agents.client.local_run import run_locally
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract, loop
 from durable_agents.workflows.payloads import AgentInput
-from durable_agents.workflows.state import ToolResult
+from durable_agents.workflows.run_items import ToolResult
 from openai import AsyncOpenAI
 from temporalio.client import Client
 

@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from durable_agents.workflows.state import (
+from durable_agents.workflows.agent_spec import (
     AgentSpec,
     ApprovalCondition,
     ApprovalPolicy,
+    ToolSpec,
+)
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    RunState,
-    RunStatus,
     ToolCall,
     ToolResult,
-    ToolSpec,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import RunState, RunStatus
 
 
 def state_of(turns: int) -> RunState:

@@ -57,6 +57,7 @@ from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.run import AgentRun
 from durable_agents.workflows import agent_calls, background, contract, details, state_pages
 from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.agent_spec import AgentSpec, ApprovalCondition, ModelSettings
 from durable_agents.workflows.payloads import (
     AgentInput,
     AgentResult,
@@ -73,15 +74,8 @@ from durable_agents.workflows.payloads import (
     StatusView,
     problems,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalCondition,
-    Decision,
-    ModelSettings,
-    RunState,
-    RunStatus,
-    SubRunSnapshot,
-)
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunState, RunStatus, SubRunSnapshot
 from durable_agents.workflows.webhook_payloads import DeliveryRequest, DeliveryResult
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from temporalio.client import (

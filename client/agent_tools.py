@@ -16,8 +16,8 @@ from typing import Any
 from durable_agents.client.ask_worker import WorkerUnavailable, ask_worker
 from durable_agents.client.errors import AgentNotServed
 from durable_agents.workflows import contract, mcp_tools
+from durable_agents.workflows.agent_spec import AgentSpec
 from durable_agents.workflows.payloads import DescribeAgentInput
-from durable_agents.workflows.state import AgentSpec
 from pydantic import ValidationError
 from temporalio.client import Client
 

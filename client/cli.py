@@ -41,7 +41,7 @@ from durable_agents.workflows.argument_view import masked as masked_value
 from durable_agents.workflows.argument_view import safe_lines
 from durable_agents.workflows.errors import AgentError
 from durable_agents.workflows.payloads import PendingApproval
-from durable_agents.workflows.state import Decision
+from durable_agents.workflows.run_items import Decision
 from pydantic import JsonValue, TypeAdapter
 from temporalio.runtime import Runtime, TelemetryConfig
 

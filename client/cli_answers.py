@@ -16,8 +16,8 @@ from typing import Any
 from durable_agents.client.errors import AgentClientError
 from durable_agents.client.render import safe
 from durable_agents.workflows import answers, limits
+from durable_agents.workflows.agent_spec import ToolSpec
 from durable_agents.workflows.payloads import PendingApproval
-from durable_agents.workflows.state import ToolSpec
 
 
 def add_result_argument(sub: argparse.ArgumentParser) -> None:

@@ -14,9 +14,11 @@ from typing import Any, Literal
 
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError, DecisionRefused
+from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.payloads import DecideInput
 from durable_agents.workflows.refusals import total_refused_decisions
-from durable_agents.workflows.state import Decision, DecisionAttempt, RunState
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunState
 
 
 async def send_decision(

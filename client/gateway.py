@@ -441,7 +441,8 @@ def openapi() -> dict[str, Any]:
     """The gateway's OpenAPI 3.1 document (`schemas/gateway.openapi.json`); RunState and
     the run events are the published JSON Schemas beside it."""
     from durable_agents.workflows.payloads import StatusView
-    from durable_agents.workflows.state import SCHEMA_VERSION, Decision
+    from durable_agents.workflows.run_items import Decision
+    from durable_agents.workflows.state import SCHEMA_VERSION
     from pydantic.json_schema import models_json_schema
 
     models = [

@@ -26,9 +26,9 @@ from typing import Any, Literal
 from durable_agents.client.agent_client import PENDING_QUERY, AgentClient
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy
 from durable_agents.workflows.argument_view import masked, named_values
 from durable_agents.workflows.payloads import PendingApproval
-from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy
 from pydantic import BaseModel, JsonValue
 
 log = logging.getLogger(__name__)

@@ -27,6 +27,8 @@ from durable_agents.workflows import (
     mcp_tools,
     resume_trust,
 )
+from durable_agents.workflows.agent_spec import AgentSpec, GuardrailSpec
+from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import (
     DecideInput,
     DescribeAgentInput,
@@ -36,14 +38,8 @@ from durable_agents.workflows.payloads import (
     PendingApproval,
     ToolOutcome,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ErrorInfo,
-    GuardrailSpec,
-    Interruption,
-    RunState,
-    ToolCall,
-)
+from durable_agents.workflows.run_items import ToolCall
+from durable_agents.workflows.state import ErrorInfo, RunState
 from pydantic import JsonValue
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment

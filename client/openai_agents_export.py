@@ -17,16 +17,16 @@ from typing import Any
 
 from durable_agents.client.openai_agents_import import WRITTEN_SCHEMA_VERSION
 from durable_agents.workflows import budget
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
     ReasoningItem,
-    RunState,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import RunState
 
 
 class NotExportable(ValueError):

@@ -28,25 +28,26 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import loop
+from durable_agents.workflows.agent_spec import AgentSpec
 from durable_agents.workflows.argument_view import safe
-from durable_agents.workflows.payloads import AgentInput
-from durable_agents.workflows.proposed_calls import SAFE_CALL_ID
-from durable_agents.workflows.state import (
+from durable_agents.workflows.audit import (
     IMPORT_ENTRIES_KEPT,
-    AgentSpec,
-    AssistantMessage,
     DroppedItem,
     ImportedDecision,
     ImportRecord,
+)
+from durable_agents.workflows.payloads import AgentInput
+from durable_agents.workflows.proposed_calls import SAFE_CALL_ID
+from durable_agents.workflows.run_items import (
+    AssistantMessage,
     Item,
     ReasoningItem,
-    RunState,
-    RunStatus,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import RunState, RunStatus
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 

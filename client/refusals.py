@@ -17,7 +17,8 @@ from durable_agents.client import state_reader
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows.argument_view import safe
-from durable_agents.workflows.state import DecisionAttempt, RefusedSignal, RunState
+from durable_agents.workflows.audit import DecisionAttempt, RefusedSignal
+from durable_agents.workflows.state import RunState
 from pydantic import BaseModel
 from pydantic_core import to_json
 

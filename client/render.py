@@ -13,6 +13,7 @@ from durable_agents.client.operations import RunSummary, WatchEvent
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.tree import RunNode
 from durable_agents.workflows import definitions
+from durable_agents.workflows.agent_spec import AgentSpec, ApprovalCondition, ApprovalPolicy
 from durable_agents.workflows.argument_view import (
     as_object,
     fold,
@@ -22,28 +23,22 @@ from durable_agents.workflows.argument_view import (
     safe,
     safe_lines,
 )
+from durable_agents.workflows.audit import Evaluation, ToolListing, WebhookDelivery
+from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalCondition,
-    ApprovalPolicy,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     BudgetRequest,
     Compaction,
     Decision,
-    Evaluation,
     GuardrailCheck,
     Handoff,
-    Interruption,
     Item,
-    RunState,
-    RunStatus,
-    ToolListing,
     ToolResult,
     Usage,
     UserMessage,
-    WebhookDelivery,
 )
+from durable_agents.workflows.state import RunState, RunStatus
 
 _Pending = TypeVar("_Pending", PendingApproval, RunPendingApproval)
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from durable_agents.client.agent_client import AgentClient
     from durable_agents.workflows.payloads import AgentResult, PendingApproval, StatusView
-    from durable_agents.workflows.state import Decision, RunState
+    from durable_agents.workflows.run_items import Decision
+    from durable_agents.workflows.state import RunState
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from durable_agents.client.errors import AgentClientError, RunNotFound
 from durable_agents.workflows import agent_calls
 from durable_agents.workflows.loop import status_view
 from durable_agents.workflows.payloads import PendingApproval, StatusView
-from durable_agents.workflows.state import AssistantMessage, RunState
+from durable_agents.workflows.run_items import AssistantMessage
+from durable_agents.workflows.state import RunState
 
 if TYPE_CHECKING:
     from durable_agents.client.agent_client import AgentClient

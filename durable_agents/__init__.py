@@ -30,18 +30,17 @@ if TYPE_CHECKING:
     from durable_agents.client.errors import AgentClientError, RunFailed
     from durable_agents.client.run import AgentRun
     from durable_agents.plugin import AgentsPlugin
-    from durable_agents.workflows.errors import AgentError, DecisionRefused
-    from durable_agents.workflows.payloads import AgentInput, AgentResult, GuardrailResult
-    from durable_agents.workflows.state import (
+    from durable_agents.workflows.agent_spec import (
         ApprovalCondition,
         ApprovalPolicy,
         ContextPolicy,
         ModelPrice,
         ModelSettings,
-        RunState,
-        RunStatus,
         WebhookSubscription,
     )
+    from durable_agents.workflows.errors import AgentError, DecisionRefused
+    from durable_agents.workflows.payloads import AgentInput, AgentResult, GuardrailResult
+    from durable_agents.workflows.state import RunState, RunStatus
 
 _EXPORTS = {
     "Agent": "durable_agents.activities.agent",
@@ -51,19 +50,19 @@ _EXPORTS = {
     "AgentResult": "durable_agents.workflows.payloads",
     "AgentRun": "durable_agents.client.run",
     "AgentsPlugin": "durable_agents.plugin",
-    "ApprovalCondition": "durable_agents.workflows.state",
+    "ApprovalCondition": "durable_agents.workflows.agent_spec",
     "ApprovalContext": "durable_agents.activities.approval_rules",
-    "ApprovalPolicy": "durable_agents.workflows.state",
-    "ContextPolicy": "durable_agents.workflows.state",
+    "ApprovalPolicy": "durable_agents.workflows.agent_spec",
+    "ContextPolicy": "durable_agents.workflows.agent_spec",
     "DecisionRefused": "durable_agents.workflows.errors",
     "GuardrailContext": "durable_agents.activities.guardrail",
     "GuardrailResult": "durable_agents.workflows.payloads",
     "handoff": "durable_agents.activities.handoff",
     "input_guardrail": "durable_agents.activities.guardrail",
     "output_guardrail": "durable_agents.activities.guardrail",
-    "ModelSettings": "durable_agents.workflows.state",
-    "MCPServer": "durable_agents.workflows.state",
-    "ModelPrice": "durable_agents.workflows.state",
+    "ModelSettings": "durable_agents.workflows.agent_spec",
+    "MCPServer": "durable_agents.workflows.agent_spec",
+    "ModelPrice": "durable_agents.workflows.agent_spec",
     "AgentError": "durable_agents.workflows.errors",
     "RunFailed": "durable_agents.client.errors",
     "RunState": "durable_agents.workflows.state",
@@ -72,7 +71,7 @@ _EXPORTS = {
     "Verdict": "durable_agents.activities.evaluate",
     "ToolContext": "durable_agents.activities.tool",
     "tool": "durable_agents.activities.tool",
-    "WebhookSubscription": "durable_agents.workflows.state",
+    "WebhookSubscription": "durable_agents.workflows.agent_spec",
 }
 
 __all__ = [

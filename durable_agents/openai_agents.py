@@ -28,7 +28,7 @@ from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.handoff import handoff
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext
-from durable_agents.workflows.state import ApprovalPolicy, ModelSettings
+from durable_agents.workflows.agent_spec import ApprovalPolicy, ModelSettings
 
 __all__ = ["SDKAgentRefused", "from_sdk_agent"]
 

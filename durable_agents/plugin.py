@@ -41,8 +41,8 @@ from durable_agents.mcp_connections import MCPConnection
 from durable_agents.prices import prices_from_env, unpriced_budgets
 from durable_agents.signing import trust_from_env
 from durable_agents.webhooks import Endpoint, WebhookActivities
+from durable_agents.workflows.agent_spec import ModelAPIName, ModelPrice, WebhookSubscription
 from durable_agents.workflows.agent_workflow import AgentWorkflow
-from durable_agents.workflows.state import ModelAPIName, ModelPrice, WebhookSubscription
 from durable_agents.workflows.store_gc_workflow import StoreGCWorkflow
 from durable_agents.workflows.webhook_delivery import WebhookDeliveryWorkflow
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from durable_agents.activities.agent import Agent
+from durable_agents.workflows.agent_spec import ModelPrice
 from durable_agents.workflows.errors import AgentError
 from durable_agents.workflows.payloads import problems
-from durable_agents.workflows.state import ModelPrice
 
 PRICES_ENV = "AGENT_PRICES"
 """Worker environment: path of the JSON price table (unset: no prices)."""

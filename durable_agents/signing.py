@@ -24,9 +24,9 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import TypeAdapter, ValidationError
 
 from durable_agents.activities.agent import Trust
+from durable_agents.workflows.agent_spec import ApproverKey
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import AgentError
-from durable_agents.workflows.state import ApproverKey
 
 APPROVER_KEYS_ENV = "AGENT_APPROVER_KEYS"
 """Worker environment: path of the JSON list of approver public keys."""

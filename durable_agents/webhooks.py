@@ -48,8 +48,8 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agents.config_file import json_file
 from durable_agents.dataplane.secret_env import SecretEnvError, secret_from_env
+from durable_agents.workflows.agent_spec import EVENT_TYPES
 from durable_agents.workflows.contract import ACTIVITY_DELIVER_WEBHOOK
-from durable_agents.workflows.state import EVENT_TYPES
 from durable_agents.workflows.webhook_payloads import DeliveryRequest, DeliveryResult
 
 ENV = "AGENT_WEBHOOKS"

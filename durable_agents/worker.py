@@ -65,9 +65,9 @@ from durable_agents.prices import describe_prices, prices_from_env, unpriced_bud
 from durable_agents.signing import describe_trust, trust_from_env
 from durable_agents.webhooks import Endpoint
 from durable_agents.workflows import search_attributes
+from durable_agents.workflows.agent_spec import ModelAPIName, ModelPrice
 from durable_agents.workflows.contract import DEFAULT_TASK_QUEUE
 from durable_agents.workflows.errors import AgentError
-from durable_agents.workflows.state import ModelAPIName, ModelPrice
 
 DEV_PORT = 7233
 DEV_UI_PORT = 8233

@@ -29,6 +29,13 @@ with workflow.unsafe.imports_passed_through():
         loop,
         mcp_tools,
     )
+    from durable_agents.workflows.agent_spec import (
+        AgentSpec,
+        GuardrailSpec,
+        MCPServer,
+        RetrySpec,
+        ToolSpec,
+    )
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
         GuardrailVerdict,
@@ -36,17 +43,8 @@ with workflow.unsafe.imports_passed_through():
         ModelRequest,
         ToolOutcome,
     )
-    from durable_agents.workflows.state import (
-        MAX_RUN_IMAGE_BYTES,
-        AgentSpec,
-        ErrorInfo,
-        GuardrailSpec,
-        MCPServer,
-        RetrySpec,
-        RunState,
-        ToolCall,
-        ToolSpec,
-    )
+    from durable_agents.workflows.run_items import MAX_RUN_IMAGE_BYTES, ToolCall
+    from durable_agents.workflows.state import ErrorInfo, RunState
     from pydantic import JsonValue
 
 if TYPE_CHECKING:

@@ -18,15 +18,8 @@ import json
 from durable_agents.workflows import budget
 from durable_agents.workflows.contract import ERROR_SUB_RUN_FAILED
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
-from durable_agents.workflows.state import (
-    AssistantMessage,
-    ErrorInfo,
-    RunState,
-    RunStatus,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall, ToolResult, Usage
+from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 
 
 def agent_call_ids(state: RunState, calls: list[ToolCall]) -> list[str]:

@@ -48,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
         tree_approvals,
         visibility,
     )
+    from durable_agents.workflows.agent_spec import AgentSpec
+    from durable_agents.workflows.interrupt_models import Interruption
     from durable_agents.workflows.payloads import (
         AgentInput,
         AgentResult,
@@ -63,16 +65,8 @@ with workflow.unsafe.imports_passed_through():
         StatusView,
         ToolOutcome,
     )
-    from durable_agents.workflows.state import (
-        AgentSpec,
-        Decision,
-        ErrorInfo,
-        Interruption,
-        RunState,
-        RunStatus,
-        ToolCall,
-        Usage,
-    )
+    from durable_agents.workflows.run_items import Decision, ToolCall, Usage
+    from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 
 
 # Outside the workflow sandbox (`sandboxed=False`, as our other workflows): every module

@@ -22,7 +22,8 @@ from typing import Any, Literal
 from durable_agents.workflows.agent_spec import ToolSpec
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput
-from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall
+from durable_agents.workflows.state import RunState
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from referencing import Registry

@@ -20,7 +20,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import AssistantMessage, RunState, ToolCall, ToolResult
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall, ToolResult
+from durable_agents.workflows.state import RunState
 
 RESUMED = "the run was resumed from a snapshot taken while the call ran"
 """Why a call open in a resumed snapshot is answered interrupted."""

@@ -20,14 +20,8 @@ from typing import Literal
 
 from durable_agents.workflows import agent_calls, budget, tree_approvals
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import (
-    BACKGROUND_RUNS_KEPT,
-    AssistantMessage,
-    BackgroundRun,
-    RunState,
-    RunStatus,
-    ToolCall,
-)
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall
+from durable_agents.workflows.state import BACKGROUND_RUNS_KEPT, BackgroundRun, RunState, RunStatus
 from durable_agents.workflows.tree_payloads import SubRunFinished, SubRunProgress
 
 CHECK_TOOL = "check_background_agent"

@@ -40,7 +40,8 @@ with workflow.unsafe.imports_passed_through():
         PauseSignal,
         ToolOutcome,
     )
-    from durable_agents.workflows.state import RunState, RunStatus, ToolCall
+    from durable_agents.workflows.run_items import ToolCall
+    from durable_agents.workflows.state import RunState, RunStatus
     from durable_agents.workflows.tree_payloads import SubRunFinished
 
 

@@ -20,23 +20,20 @@ import math
 from datetime import datetime
 from typing import Literal
 
+from durable_agents.workflows.agent_spec import AgentSpec, ApprovalCondition, ModelSettings
 from durable_agents.workflows.approval_policy import condition_holds
 from durable_agents.workflows.contract import ERROR_BUDGET_EXCEEDED
 from durable_agents.workflows.payloads import ModelRequest
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     BUDGET_TOOL,
-    AgentSpec,
-    ApprovalCondition,
     AssistantMessage,
     BudgetRequest,
     Decision,
-    ErrorInfo,
-    ModelSettings,
-    RunState,
     ToolCall,
     ToolResult,
     UserMessage,
 )
+from durable_agents.workflows.state import ErrorInfo, RunState
 
 PER_MESSAGE = 16
 """Tokens allowed for a message's framing (role, separators) in the bound."""

@@ -26,17 +26,16 @@ from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows.payloads import ModelReply, ModelRequest
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Compaction,
-    ErrorInfo,
     Handoff,
     Item,
-    RunState,
     ToolResult,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import ErrorInfo, RunState
 
 CHARS_PER_TOKEN = 4
 MAX_SENT_IMAGES = 8

@@ -20,25 +20,24 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from durable_agents.workflows import answers, budget, handoffs, short_ids, signed_decisions
+from durable_agents.workflows.agent_spec import ApprovalPolicy
 from durable_agents.workflows.approval_policy import (
     arguments_problem,
     condition_holds,
     limits_problem,
 )
+from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput, PendingApproval, parse_time
-from durable_agents.workflows.state import (
-    ApprovalPolicy,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     BudgetRequest,
     Decision,
-    DecisionAttempt,
-    ErrorInfo,
-    RunState,
     ToolCall,
     ToolResult,
 )
+from durable_agents.workflows.state import ErrorInfo, RunState
 
 
 class _NotYetProposed(DecisionRefused):

@@ -32,17 +32,11 @@ from datetime import datetime
 from typing import Literal, TypeVar
 
 from durable_agents.workflows import budget, decisions, mcp_tools, settings
+from durable_agents.workflows.agent_spec import AgentSpec, ModelSettings
+from durable_agents.workflows.audit import REDEFINITIONS_KEPT, Redefinition
 from durable_agents.workflows.canonical import canonical_json
-from durable_agents.workflows.state import (
-    REDEFINITIONS_KEPT,
-    AgentSpec,
-    AssistantMessage,
-    DefinitionCheck,
-    ModelSettings,
-    Redefinition,
-    RunState,
-    ToolResult,
-)
+from durable_agents.workflows.run_items import AssistantMessage, ToolResult
+from durable_agents.workflows.state import DefinitionCheck, RunState
 
 Reason = Literal["session_message", "continue_as_new"]
 N = TypeVar("N", int, float)

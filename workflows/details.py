@@ -14,19 +14,10 @@ from durable_agents.workflows import (
     short_ids,
     tree_approvals,
 )
-from durable_agents.workflows.state import (
-    AssistantMessage,
-    BackgroundRun,
-    Compaction,
-    Interruption,
-    Redefinition,
-    RunState,
-    SubApproval,
-    ToolCall,
-    ToolListing,
-    ToolResult,
-    WebhookDelivery,
-)
+from durable_agents.workflows.audit import Redefinition, ToolListing, WebhookDelivery
+from durable_agents.workflows.interrupt_models import Interruption
+from durable_agents.workflows.run_items import AssistantMessage, Compaction, ToolCall, ToolResult
+from durable_agents.workflows.state import BackgroundRun, RunState, SubApproval
 
 SHORT = 80
 """Widest text (arguments, tool result) in the current details before it is cut."""

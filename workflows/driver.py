@@ -14,8 +14,10 @@ from datetime import datetime
 from typing import Protocol
 
 from durable_agents.workflows import budget, context, guardrails, interrupts, loop
+from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import GuardrailVerdict, ModelReply, ToolOutcome
-from durable_agents.workflows.state import Interruption, RunState, ToolCall
+from durable_agents.workflows.run_items import ToolCall
+from durable_agents.workflows.state import RunState
 
 
 class LoopIO(Protocol):

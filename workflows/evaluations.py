@@ -16,23 +16,16 @@ import json
 from datetime import datetime
 
 from durable_agents.workflows import budget, decisions, signed_decisions
+from durable_agents.workflows.agent_spec import ApprovalPolicy, EvaluatorRef, ModelSettings
 from durable_agents.workflows.approval_policy import limits_problem
+from durable_agents.workflows.audit import Evaluation
 from durable_agents.workflows.payloads import (
     EvaluationRequest,
     EvaluationResult,
     ModelRequest,
 )
-from durable_agents.workflows.state import (
-    ApprovalPolicy,
-    Decision,
-    Evaluation,
-    EvaluatorRef,
-    ModelSettings,
-    RunState,
-    ToolCall,
-    Usage,
-    UserMessage,
-)
+from durable_agents.workflows.run_items import Decision, ToolCall, Usage, UserMessage
+from durable_agents.workflows.state import RunState
 
 MAX_OUTPUT_TOKENS = 400
 """The most an agent evaluator's reply may use: its verdict and a short reason."""

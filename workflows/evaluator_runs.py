@@ -19,7 +19,8 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import contract, evaluations, inbox
     from durable_agents.workflows.activity_calls import root_message
     from durable_agents.workflows.payloads import EvaluationRequest, EvaluationResult
-    from durable_agents.workflows.state import RunState, ToolCall
+    from durable_agents.workflows.run_items import ToolCall
+    from durable_agents.workflows.state import RunState
 
     from durable_agents.gate_interceptor import GateRefused
 

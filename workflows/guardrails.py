@@ -20,17 +20,11 @@ from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows import handoffs
+from durable_agents.workflows.agent_spec import GuardrailSpec
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
 from durable_agents.workflows.payloads import GuardrailRequest, GuardrailVerdict
-from durable_agents.workflows.state import (
-    AssistantMessage,
-    ErrorInfo,
-    GuardrailCheck,
-    GuardrailSpec,
-    RunState,
-    RunStatus,
-    UserMessage,
-)
+from durable_agents.workflows.run_items import AssistantMessage, GuardrailCheck, UserMessage
+from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 from pydantic import JsonValue
 
 Kind = Literal["input", "output"]

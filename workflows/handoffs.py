@@ -26,14 +26,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from durable_agents.workflows import mcp_tools, settings
-from durable_agents.workflows.state import (
-    AgentSpec,
-    AssistantMessage,
-    Handoff,
-    RunState,
-    ToolCall,
-    ToolResult,
-)
+from durable_agents.workflows.agent_spec import AgentSpec
+from durable_agents.workflows.run_items import AssistantMessage, Handoff, ToolCall, ToolResult
+from durable_agents.workflows.state import RunState
 
 REASON_CHARS = 2_000
 """Characters of a handoff call's arguments kept as its reason."""

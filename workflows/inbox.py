@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         refusals,
         run_events,
     )
+    from durable_agents.workflows.audit import PREVIEW_CHARS, DecisionAttempt, RefusedSignal
     from durable_agents.workflows.payloads import (
         AnswerSignal,
         DecideInput,
@@ -40,14 +41,8 @@ with workflow.unsafe.imports_passed_through():
         RefreshToolsSignal,
         ResumeSignal,
     )
-    from durable_agents.workflows.state import (
-        PREVIEW_CHARS,
-        Decision,
-        DecisionAttempt,
-        RefusedSignal,
-        RunState,
-        ToolsRefresh,
-    )
+    from durable_agents.workflows.run_items import Decision
+    from durable_agents.workflows.state import RunState, ToolsRefresh
     from durable_agents.workflows.webhook_payloads import DeliveryReport
 
 

@@ -26,6 +26,8 @@ from durable_agents.workflows import (
     short_ids,
     tree_approvals,
 )
+from durable_agents.workflows.agent_spec import AgentSpec, ModelPrice
+from durable_agents.workflows.audit import PAUSES_KEPT, PauseEvent
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -42,22 +44,14 @@ from durable_agents.workflows.proposed_calls import (
     proposed_call,
     unique_call_ids,
 )
-from durable_agents.workflows.state import (
-    PAUSES_KEPT,
-    AgentSpec,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
-    ErrorInfo,
-    ModelPrice,
-    Pause,
-    PauseEvent,
-    RunOrigin,
-    RunState,
-    RunStatus,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import ErrorInfo, Pause, RunOrigin, RunState, RunStatus
 from durable_agents.workflows.steps import AskBudget as AskBudget
 from durable_agents.workflows.steps import AwaitChildren as AwaitChildren
 from durable_agents.workflows.steps import AwaitDecisions as AwaitDecisions

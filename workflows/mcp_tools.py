@@ -23,27 +23,25 @@ from datetime import datetime
 from typing import Any, Literal
 
 from durable_agents.workflows import decisions
+from durable_agents.workflows.agent_spec import AgentSpec, MCPServer, RetrySpec, ToolSpec
+from durable_agents.workflows.audit import LISTINGS_KEPT, ToolListing
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import (
-    AGENTS_LEFT_KEPT,
+from durable_agents.workflows.run_items import (
     BUDGET_TOOL,
     IMAGE_TYPES,
-    LISTINGS_KEPT,
     MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENTS,
     MAX_RUN_IMAGE_BYTES,
-    MCP_TOOLS_KEPT,
-    AgentSpec,
     Attachment,
-    MCPServer,
-    MCPToolsLeft,
-    RetrySpec,
-    RunState,
-    ToolListing,
     ToolResult,
-    ToolSpec,
-    ToolsRefresh,
     UserMessage,
+)
+from durable_agents.workflows.state import (
+    AGENTS_LEFT_KEPT,
+    MCP_TOOLS_KEPT,
+    MCPToolsLeft,
+    RunState,
+    ToolsRefresh,
 )
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -15,7 +15,8 @@ from datetime import datetime
 
 from durable_agents.workflows.contract import ERROR_OUTPUT_INVALID
 from durable_agents.workflows.payloads import OutputCheck
-from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus, UserMessage
+from durable_agents.workflows.run_items import UserMessage
+from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 
 PROBLEM_CHARS = 2_000
 """Characters of a validation error kept (in the feedback message and the error)."""

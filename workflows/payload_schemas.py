@@ -25,7 +25,8 @@ from durable_agents.workflows.payloads import (
     ResumeSignal,
     StatusView,
 )
-from durable_agents.workflows.state import SCHEMA_VERSION, Decision
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import SCHEMA_VERSION
 from durable_agents.workflows.state_pages import StatePart, StateQuery, StateView
 from pydantic import TypeAdapter
 

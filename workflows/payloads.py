@@ -11,24 +11,18 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from durable_agents.workflows.snapshot_input import SnapshotInput
-from durable_agents.workflows.state import (
+from durable_agents.workflows.agent_spec import (
     AgentSpec,
     ApprovalCondition,
-    Attachment,
     EvaluatorRef,
-    Interruption,
-    Item,
     ModelAPIName,
     ModelSettings,
-    ReasoningItem,
-    RuleVerdict,
-    RunStatus,
-    Signature,
-    StartProof,
-    Usage,
-    WebhookDelivery,
 )
+from durable_agents.workflows.audit import Signature, WebhookDelivery
+from durable_agents.workflows.interrupt_models import Interruption
+from durable_agents.workflows.run_items import Attachment, Item, ReasoningItem, RuleVerdict, Usage
+from durable_agents.workflows.snapshot_input import SnapshotInput
+from durable_agents.workflows.state import RunStatus, StartProof
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})")

@@ -9,15 +9,11 @@ import json
 import math
 import re
 
+from durable_agents.workflows.agent_spec import AgentSpec
 from durable_agents.workflows.approval_policy import limits_problem, requires_decision
 from durable_agents.workflows.payloads import ModelReply, ModelToolCall
-from durable_agents.workflows.state import (
-    AgentSpec,
-    AssistantMessage,
-    RuleVerdict,
-    RunState,
-    ToolCall,
-)
+from durable_agents.workflows.run_items import AssistantMessage, RuleVerdict, ToolCall
+from durable_agents.workflows.state import RunState
 
 
 def parse_arguments(text: str, *, finite: bool = True) -> object:

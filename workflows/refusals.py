@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from durable_agents.workflows.state import REFUSALS_KEPT, RefusedSignal, RunState
+from durable_agents.workflows.audit import REFUSALS_KEPT, RefusedSignal
+from durable_agents.workflows.state import RunState
 
 
 def over_limit(state: RunState) -> bool:

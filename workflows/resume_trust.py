@@ -31,16 +31,12 @@ from collections import Counter
 from datetime import datetime
 
 from durable_agents.workflows import budget, decisions, guardrails, loop, settings
+from durable_agents.workflows.agent_spec import AgentSpec
+from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.payloads import ModelToolCall
 from durable_agents.workflows.proposed_calls import malformed_problem, proposed_call
-from durable_agents.workflows.state import (
-    AgentSpec,
-    Decision,
-    DecisionAttempt,
-    RunState,
-    ToolCall,
-    ToolResult,
-)
+from durable_agents.workflows.run_items import Decision, ToolCall, ToolResult
+from durable_agents.workflows.state import RunState
 
 UNVERIFIED = "carried in a resumed snapshot, which cannot vouch for it: decide again"
 NOT_ASKED = "carried in a resumed snapshot for a call the agent's policy no longer asks about"

@@ -20,17 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import contract, decisions
+from durable_agents.workflows.agent_spec import AgentSpec, WebhookSubscription
 from durable_agents.workflows.argument_view import masked
+from durable_agents.workflows.audit import DELIVERIES_KEPT, WebhookDelivery
 from durable_agents.workflows.payloads import PendingApproval, parse_time
-from durable_agents.workflows.state import (
-    DELIVERIES_KEPT,
-    AgentSpec,
-    Decision,
-    Notices,
-    RunState,
-    WebhookDelivery,
-    WebhookSubscription,
-)
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import Notices, RunState
 from durable_agents.workflows.step_events import iso, stamped
 from durable_agents.workflows.webhook_payloads import DeliveryJob, DeliveryReport
 

@@ -26,8 +26,10 @@ with workflow.unsafe.imports_passed_through():
         snapshot_input,
         snapshot_signature,
     )
+    from durable_agents.workflows.agent_spec import AgentSpec
     from durable_agents.workflows.payloads import AgentInput
-    from durable_agents.workflows.state import AgentSpec, RunState, RunStatus, ToolCall
+    from durable_agents.workflows.run_items import ToolCall
+    from durable_agents.workflows.state import RunState, RunStatus
 
 
 async def described(agent: str) -> AgentSpec:

@@ -41,7 +41,8 @@ with workflow.unsafe.imports_passed_through():
         ResumeSignal,
         ToolOutcome,
     )
-    from durable_agents.workflows.state import ErrorInfo, RunState, ToolCall, Usage
+    from durable_agents.workflows.run_items import ToolCall, Usage
+    from durable_agents.workflows.state import ErrorInfo, RunState
     from durable_agents.workflows.tree_payloads import (
         ForwardAnswer,
         ForwardedDecision,

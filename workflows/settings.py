@@ -9,7 +9,7 @@ worker's taken (`workflows.resume_trust`).
 
 from __future__ import annotations
 
-from durable_agents.workflows.state import AgentSpec, ModelAPIName, ModelSettings
+from durable_agents.workflows.agent_spec import AgentSpec, ModelAPIName, ModelSettings
 
 AGENT_ONLY = ("extra_headers", "extra_body")
 """Settings only the agent sets."""

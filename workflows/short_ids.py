@@ -29,7 +29,8 @@ from collections.abc import Iterable
 
 from durable_agents.workflows import budget
 from durable_agents.workflows.errors import DecisionRefused
-from durable_agents.workflows.state import AssistantMessage, RunState, SubApproval, ToolCall
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall
+from durable_agents.workflows.state import RunState, SubApproval
 
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 """Crockford's base32 in lowercase: no i, l, o or u to misread or mistype."""

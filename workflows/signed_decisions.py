@@ -24,11 +24,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
+from durable_agents.workflows.agent_spec import ApproverKey
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecisionSignal, parse_time
 from durable_agents.workflows.proposed_calls import parse_arguments
-from durable_agents.workflows.state import ApproverKey, ToolCall
+from durable_agents.workflows.run_items import ToolCall
 
 SIGNED_FIELDS = ("run_id", "arguments_sha256", "expires_at", "decision")
 """Fields every signed decision must carry, so that it decides one call of one run,

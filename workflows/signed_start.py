@@ -19,9 +19,10 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import signed_decisions
+from durable_agents.workflows.agent_spec import ApproverKey
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import parse_time
-from durable_agents.workflows.state import START_PROOF_CHARS, ApproverKey, Starter, StartProof
+from durable_agents.workflows.state import START_PROOF_CHARS, Starter, StartProof
 
 FIELD = "start_signature"
 """The start input's field that carries the signature."""

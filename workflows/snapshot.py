@@ -27,17 +27,14 @@ from durable_agents.workflows.canonical import (
     integrity_block,
 )
 from durable_agents.workflows.migrations import MIGRATIONS, Migration
-from durable_agents.workflows.state import (
-    SCHEMA_VERSION,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Handoff,
-    RunOrigin,
-    RunState,
-    RunStatus,
     ToolResult,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import SCHEMA_VERSION, RunOrigin, RunState, RunStatus
 from pydantic import ValidationError
 
 _VERSION = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")  # bounded: int() of it is cheap

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from durable_agents.workflows.state import Decision, RunState, ToolCall
+    from durable_agents.workflows.run_items import Decision, ToolCall
+    from durable_agents.workflows.state import RunState
 
 Problem = tuple[str, str]
 """(JSON path, what is wrong)."""

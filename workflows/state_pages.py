@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from durable_agents.workflows.state import Item, RunState
+from durable_agents.workflows.run_items import Item
+from durable_agents.workflows.state import RunState
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import to_json
 

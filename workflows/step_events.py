@@ -15,15 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from durable_agents.workflows import argument_view, at_most_once, details, handoffs
+from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import (
-    AssistantMessage,
-    BackgroundRun,
-    Interruption,
-    RunState,
-    ToolCall,
-    UserMessage,
-)
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall, UserMessage
+from durable_agents.workflows.state import BackgroundRun, RunState
 from durable_agents.workflows.tree_payloads import SubRunFinished
 
 PREVIEW = 200

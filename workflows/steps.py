@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from durable_agents.workflows.payloads import ModelRequest
-from durable_agents.workflows.state import BudgetRequest, Compaction, RunStatus, ToolCall
+from durable_agents.workflows.run_items import BudgetRequest, Compaction, ToolCall
+from durable_agents.workflows.state import RunStatus
 from pydantic import JsonValue
 
 

@@ -28,7 +28,8 @@ with workflow.unsafe.imports_passed_through():
         step_events,
     )
     from durable_agents.workflows.payloads import ToolOutcome
-    from durable_agents.workflows.state import RunState, ToolCall
+    from durable_agents.workflows.run_items import ToolCall
+    from durable_agents.workflows.state import RunState
 
 
 T = TypeVar("T")

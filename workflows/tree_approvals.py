@@ -22,13 +22,8 @@ from datetime import timedelta
 from durable_agents.workflows import decisions, short_ids, signed_decisions
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput, PendingApproval, problems
-from durable_agents.workflows.state import (
-    SUB_APPROVALS_KEPT,
-    RunState,
-    RunStatus,
-    SubApproval,
-    ToolCall,
-)
+from durable_agents.workflows.run_items import ToolCall
+from durable_agents.workflows.state import SUB_APPROVALS_KEPT, RunState, RunStatus, SubApproval
 from durable_agents.workflows.tree_payloads import ForwardAnswer, ForwardedDecision, SubRunReport
 from pydantic import ValidationError
 

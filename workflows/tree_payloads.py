@@ -6,7 +6,8 @@ call (`forwarded_decision`) with that run's answers (`workflows.run_tree`,
 from __future__ import annotations
 
 from durable_agents.workflows.payloads import PendingApproval
-from durable_agents.workflows.state import Decision, RunStatus, Usage
+from durable_agents.workflows.run_items import Decision, Usage
+from durable_agents.workflows.state import RunStatus
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 

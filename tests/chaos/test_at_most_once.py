@@ -12,7 +12,8 @@ from durable_agents.client.snapshots import loads
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import details
 from durable_agents.workflows.payloads import AgentResult
-from durable_agents.workflows.state import Decision, RunState, RunStatus, ToolResult
+from durable_agents.workflows.run_items import Decision, ToolResult
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowHandle

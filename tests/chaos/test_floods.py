@@ -9,8 +9,9 @@ import time
 import pytest
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract
+from durable_agents.workflows.audit import REFUSALS_KEPT
 from durable_agents.workflows.payloads import DecisionSignal
-from durable_agents.workflows.state import REFUSALS_KEPT, RunStatus
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Fault
 from tests.chaos import ledger

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 
 from durable_agents.client.state_reader import querying, read_state
-from durable_agents.workflows.state import RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunStatus
 
 from tests.chaos.conftest import plan
 from tests.chaos.runs import start, task_failures

@@ -16,7 +16,7 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.workflows.contract import ERROR_TOOL_TIMEOUT
 from durable_agents.workflows.payloads import ModelRequest, ToolRequest
-from durable_agents.workflows.state import UserMessage
+from durable_agents.workflows.run_items import UserMessage
 from openai import AsyncOpenAI
 from temporalio.activity import ActivityCancellationDetails
 from temporalio.exceptions import ApplicationError

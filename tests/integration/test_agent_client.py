@@ -11,7 +11,8 @@ import pytest
 from durable_agents.client.errors import DecisionRefused, RunFailed, RunNotFound
 from durable_agents.workflows import contract, snapshot
 from durable_agents.workflows.payloads import StatusView
-from durable_agents.workflows.state import Decision, RunState, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.client import Client
 
 from durable_agents import AgentClient, AgentClientError

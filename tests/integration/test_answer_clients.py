@@ -12,7 +12,8 @@ import httpx2
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.errors import DecisionRefused
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents import Agent, AgentClient
 from durable_agents.testing import Call, Reply

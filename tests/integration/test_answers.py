@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import contract, limits
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_agents.testing import Call, Reply

@@ -13,7 +13,8 @@ import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import AgentInput, AgentResult, DecideInput, DecisionSignal
-from durable_agents.workflows.state import AssistantMessage, Decision, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage, Decision
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError

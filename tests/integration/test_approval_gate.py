@@ -11,8 +11,9 @@ import uuid
 import pytest
 from durable_agents.activities.agent import Trust
 from durable_agents.workflows import contract
+from durable_agents.workflows.run_items import Decision
 from durable_agents.workflows.signed_decisions import arguments_sha256
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving

@@ -15,7 +15,8 @@ from durable_agents.activities import approval_rules
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult
 from durable_agents.workflows.proposed_calls import NO_VERDICT
-from durable_agents.workflows.state import Decision, RunStatus, ToolCall, ToolResult
+from durable_agents.workflows.run_items import Decision, ToolCall, ToolResult
+from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_agents import Agent, tool

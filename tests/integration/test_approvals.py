@@ -9,7 +9,8 @@ import json
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecideInput, DecisionSignal
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError

@@ -11,13 +11,8 @@ import uuid
 
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError
-from durable_agents.workflows.state import (
-    BackgroundRun,
-    RunState,
-    RunStatus,
-    ToolResult,
-    UserMessage,
-)
+from durable_agents.workflows.run_items import ToolResult, UserMessage
+from durable_agents.workflows.state import BackgroundRun, RunState, RunStatus
 from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Reply

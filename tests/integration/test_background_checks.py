@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import background, contract
-from durable_agents.workflows.state import RunStatus, UserMessage
+from durable_agents.workflows.run_items import UserMessage
+from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus

@@ -18,12 +18,8 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client import snapshots
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal
-from durable_agents.workflows.state import (
-    BudgetRequest,
-    Decision,
-    RunStatus,
-    ToolResult,
-)
+from durable_agents.workflows.run_items import BudgetRequest, Decision, ToolResult
+from durable_agents.workflows.state import RunStatus
 from openai import AsyncOpenAI
 from temporalio.api.sdk.v1 import WorkflowMetadata
 

@@ -11,9 +11,11 @@ import dataclasses
 
 import pytest
 from durable_agents.workflows import contract, snapshot
+from durable_agents.workflows.agent_spec import ContextPolicy
 from durable_agents.workflows.context import SUMMARY_INSTRUCTIONS
 from durable_agents.workflows.payloads import AgentResult, StatusView
-from durable_agents.workflows.state import Compaction, ContextPolicy, RunStatus, ToolResult
+from durable_agents.workflows.run_items import Compaction, ToolResult
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowFailureError
 

@@ -12,7 +12,8 @@ import json
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentResult, StatusView
-from durable_agents.workflows.state import AssistantMessage, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from durable_agents import Agent, ModelSettings

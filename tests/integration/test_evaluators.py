@@ -15,8 +15,10 @@ from datetime import timedelta
 import pytest
 from durable_agents.activities.evaluate import Verdict
 from durable_agents.workflows import contract
+from durable_agents.workflows.agent_spec import ModelSettings
 from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal
-from durable_agents.workflows.state import Decision, ModelSettings, RunState, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 

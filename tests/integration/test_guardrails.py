@@ -11,7 +11,8 @@ import uuid
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult
-from durable_agents.workflows.state import GuardrailCheck, RunStatus
+from durable_agents.workflows.run_items import GuardrailCheck
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType
 
 from durable_agents import AgentClient, RunFailed

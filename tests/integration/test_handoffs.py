@@ -11,7 +11,8 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.gateway_auth import load_callers
 from durable_agents.workflows import search_attributes as sa
-from durable_agents.workflows.state import Handoff, RunStatus
+from durable_agents.workflows.run_items import Handoff
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents.plugin import AgentsPlugin, AgentsPluginError
 from durable_agents.testing import Call, Reply

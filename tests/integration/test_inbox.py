@@ -31,7 +31,7 @@ from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.client.inbox import CSP, assets
 from durable_agents.client.inbox_feed import InboxFeed
 from durable_agents.client.inbox_sessions import COOKIE, Sessions
-from durable_agents.workflows.state import Decision, ToolResult
+from durable_agents.workflows.run_items import Decision, ToolResult
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from durable_agents import AgentClient, signing

@@ -19,7 +19,8 @@ from durable_agents.workflows.payloads import (
     EndSessionSignal,
     MessageSignal,
 )
-from durable_agents.workflows.state import Decision, RunState, RunStatus, ToolResult, UserMessage
+from durable_agents.workflows.run_items import Decision, ToolResult, UserMessage
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment

@@ -23,7 +23,8 @@ import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import contract, decisions
 from durable_agents.workflows.payloads import DecisionSignal, MessageSignal
-from durable_agents.workflows.state import RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from durable_agents.mcp_connections import MCPConnection

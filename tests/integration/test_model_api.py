@@ -24,7 +24,7 @@ from durable_agents.activities.model_errors import (
 )
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ToolSchema
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
     ToolCall,

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from durable_agents.workflows.agent_spec import ModelSettings
 from durable_agents.workflows.payloads import AgentResult
-from durable_agents.workflows.state import ModelSettings, RunStatus
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply

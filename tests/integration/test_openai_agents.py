@@ -12,7 +12,8 @@ import pytest
 from agents import Runner
 from agents import RunState as SDKRunState
 from durable_agents.client.agent_client import AgentClient
-from durable_agents.workflows.state import AssistantMessage, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage
+from durable_agents.workflows.state import RunStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.testing import Call, Reply

@@ -14,7 +14,8 @@ from durable_agents.client import PauseRefused
 from durable_agents.client import snapshots as snapshot_files
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentResult, StatusView
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowHandle
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import aioboto3
 import boto3
 import pytest
-from durable_agents.workflows.state import RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunStatus
 from moto.server import ThreadedMotoServer
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client

@@ -3,7 +3,8 @@ against a real run."""
 
 from __future__ import annotations
 
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
 from tests.support.doc_blocks import page, section, temporal_commands

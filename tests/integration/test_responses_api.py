@@ -11,11 +11,11 @@ import pytest
 from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.output_type import output_type
 from durable_agents.workflows import contract
+from durable_agents.workflows.agent_spec import ModelSettings
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, OutputRef, ToolSchema
-from durable_agents.workflows.state import (
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    ModelSettings,
     ReasoningItem,
     ToolCall,
     ToolResult,

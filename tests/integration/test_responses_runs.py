@@ -11,7 +11,8 @@ import json
 import pytest
 from durable_agents.client import snapshots
 from durable_agents.workflows import contract
-from durable_agents.workflows.state import AssistantMessage, RunState, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.client import WorkflowFailureError
 
 from durable_agents import AgentClient

@@ -9,7 +9,8 @@ import json
 
 import pytest
 from durable_agents.client.agent_client import AgentClient
-from durable_agents.workflows.state import Handoff, RunStatus
+from durable_agents.workflows.run_items import Handoff
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving

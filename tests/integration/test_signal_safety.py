@@ -9,8 +9,9 @@ import asyncio
 
 import pytest
 from durable_agents.workflows import contract, limits
+from durable_agents.workflows.audit import REFUSALS_KEPT
 from durable_agents.workflows.payloads import DecisionSignal
-from durable_agents.workflows.state import REFUSALS_KEPT, RunState, RunStatus
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.client import (
     WorkflowFailureError,
     WorkflowQueryFailedError,

@@ -19,6 +19,7 @@ from durable_agents.client import (
 )
 from durable_agents.client.local_run import run_locally
 from durable_agents.workflows import decisions, loop, search_attributes, snapshot
+from durable_agents.workflows.agent_spec import ModelPrice
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -27,14 +28,8 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     StatusView,
 )
-from durable_agents.workflows.state import (
-    Decision,
-    ModelPrice,
-    RunOrigin,
-    RunState,
-    RunStatus,
-    UserMessage,
-)
+from durable_agents.workflows.run_items import Decision, UserMessage
+from durable_agents.workflows.state import RunOrigin, RunState, RunStatus
 from openai import AsyncOpenAI
 from temporalio.contrib.pydantic import pydantic_data_converter
 

@@ -10,7 +10,8 @@ import json
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecisionSignal
-from durable_agents.workflows.state import RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowFailureError
 
 from durable_agents.testing import Call, Reply

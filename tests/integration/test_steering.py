@@ -20,7 +20,8 @@ from durable_agents.client import (
 )
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, InterruptResult, StatusView
-from durable_agents.workflows.state import RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter

@@ -15,7 +15,8 @@ from typing import NoReturn
 import pytest
 from durable_agents.client import InterruptRefused, MessageRefused
 from durable_agents.workflows import contract
-from durable_agents.workflows.state import RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.plugin import SimplePlugin

@@ -19,7 +19,8 @@ from collections.abc import Callable
 import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.event_models import RUN_EVENT
-from durable_agents.workflows.state import AssistantMessage, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage
+from durable_agents.workflows.state import RunStatus
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 
 from durable_agents import AgentClient

@@ -13,7 +13,8 @@ from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.output_type import output_type
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentResult, ModelRequest, OutputRef
-from durable_agents.workflows.state import RunStatus, UserMessage
+from durable_agents.workflows.run_items import UserMessage
+from durable_agents.workflows.state import RunStatus
 from openai import AsyncOpenAI, BadRequestError
 from temporalio.api.enums.v1 import EventType
 from temporalio.exceptions import ApplicationError

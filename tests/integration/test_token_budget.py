@@ -9,7 +9,8 @@ import json
 
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentResult
-from durable_agents.workflows.state import AssistantMessage, RunStatus
+from durable_agents.workflows.run_items import AssistantMessage
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
 from tests.support.cli_support import bound_to

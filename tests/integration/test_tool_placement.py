@@ -18,7 +18,8 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ERROR_NOT_PLACED_HERE, ToolActivities
 from durable_agents.client.render import tools
 from durable_agents.workflows.payloads import ToolOutcome, ToolRequest
-from durable_agents.workflows.state import Attachment, RunStatus
+from durable_agents.workflows.run_items import Attachment
+from durable_agents.workflows.state import RunStatus
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.exceptions import ApplicationError

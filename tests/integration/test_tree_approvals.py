@@ -19,7 +19,8 @@ from durable_agents.client.errors import DecisionRefused
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.workflows import contract, search_attributes, short_ids
 from durable_agents.workflows.payloads import AgentInput, AgentResult, PendingApproval
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from durable_agents.client import AgentClient
 from durable_agents.workflows import short_ids
-from durable_agents.workflows.state import Decision, RunStatus
+from durable_agents.workflows.run_items import Decision
+from durable_agents.workflows.state import RunStatus
 from playwright.async_api import BrowserContext, Error, async_playwright, expect
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter

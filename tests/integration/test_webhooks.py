@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from durable_agents.workflows import contract
-from durable_agents.workflows.state import EVENT_TYPES, RunStatus
+from durable_agents.workflows.agent_spec import EVENT_TYPES
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents import AgentClient
 from durable_agents.testing import Call, Reply

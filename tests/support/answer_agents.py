@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from durable_agents.workflows.state import ApprovalPolicy
+from durable_agents.workflows.agent_spec import ApprovalPolicy
 from pydantic import BaseModel
 
 from durable_agents import Agent, tool

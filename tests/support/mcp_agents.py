@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from durable_agents.workflows.state import RetrySpec
+from durable_agents.workflows.agent_spec import RetrySpec
 
 from durable_agents import Agent, MCPServer, ToolContext, tool
 

@@ -32,8 +32,9 @@ from durable_agents.workflows.payloads import (
     PauseSignal,
     ResumeSignal,
 )
+from durable_agents.workflows.run_items import Decision
 from durable_agents.workflows.signed_decisions import arguments_sha256
-from durable_agents.workflows.state import Decision, RunState
+from durable_agents.workflows.state import RunState
 from openai import AsyncOpenAI
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowFailureError

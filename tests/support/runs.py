@@ -11,7 +11,8 @@ import uuid
 from durable_agents.client.state_reader import querying, read_state
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, StatusView
-from durable_agents.workflows.state import RunState, RunStatus, ToolResult
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 

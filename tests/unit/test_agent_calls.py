@@ -13,7 +13,8 @@ from durable_agents.client import render
 from durable_agents.client.tree import RunNode
 from durable_agents.workflows import agent_calls, loop
 from durable_agents.workflows.payloads import AgentInput, StatusView
-from durable_agents.workflows.state import RunState, RunStatus, ToolCall, Usage
+from durable_agents.workflows.run_items import ToolCall, Usage
+from durable_agents.workflows.state import RunState, RunStatus
 
 from durable_agents import Agent
 from tests.support.multi_agents import lead
@@ -69,7 +70,7 @@ def test_nesting_and_fan_out_are_refused():
 
 
 def test_a_token_budget_is_shared_between_the_replys_children_and_counts_what_they_used():
-    from durable_agents.workflows.state import Usage
+    from durable_agents.workflows.run_items import Usage
 
     budgeted = state_of(token_budget=1_000, usage=Usage(total_tokens=100))
     made = ["c1", "c2", "c3"]
@@ -167,7 +168,8 @@ def test_a_resumed_child_has_its_callers_context_and_is_not_paused():
 
 
 def test_sub_run_snapshots_of_calls_with_a_result_are_dropped():
-    from durable_agents.workflows.state import SubRunSnapshot, ToolResult
+    from durable_agents.workflows.run_items import ToolResult
+    from durable_agents.workflows.state import SubRunSnapshot
 
     state = _with_open_call(state_of())
     state.sub_runs = [

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import decisions, limits, loop, short_ids, tree_approvals
+from durable_agents.workflows.agent_spec import AgentSpec, ApprovalPolicy, ToolSpec
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -15,14 +16,8 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     PendingApproval,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalPolicy,
-    Decision,
-    RunState,
-    ToolResult,
-    ToolSpec,
-)
+from durable_agents.workflows.run_items import Decision, ToolResult
+from durable_agents.workflows.state import RunState
 from durable_agents.workflows.tree_payloads import SubRunReport
 from pydantic import BaseModel
 
@@ -106,7 +101,7 @@ def test_external_tool_without_return_annotation_is_refused_at_definition() -> N
 
 
 def test_external_tool_takes_no_conditions_nor_local() -> None:
-    from durable_agents.workflows.state import ApprovalCondition
+    from durable_agents.workflows.agent_spec import ApprovalCondition
 
     when = ApprovalPolicy(when=[ApprovalCondition(field="q", op="==", value="x")])
     with pytest.raises(ValueError, match="takes no conditions"):

@@ -11,10 +11,12 @@ import pytest
 from durable_agents.activities.tool import AT_MOST_ONCE_RETRY, Tool, tool
 from durable_agents.client import render, render_events
 from durable_agents.workflows import at_most_once, decisions, details, loop, step_events
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.event_models import ToolFinished
 from durable_agents.workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall
+from durable_agents.workflows.run_items import ToolResult
 from durable_agents.workflows.snapshot import dumps, fork, loads
-from durable_agents.workflows.state import AgentSpec, RunState, ToolResult, ToolSpec
+from durable_agents.workflows.state import RunState
 from pydantic import BaseModel, ValidationError
 from temporalio.common import RetryPolicy
 

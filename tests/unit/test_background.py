@@ -10,13 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from durable_agents.workflows import agent_calls, background, budget, loop
 from durable_agents.workflows.payloads import AgentInput
-from durable_agents.workflows.state import (
-    AssistantMessage,
-    RunState,
-    RunStatus,
-    ToolCall,
-    Usage,
-)
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall, Usage
+from durable_agents.workflows.state import RunState, RunStatus
 from durable_agents.workflows.tree_payloads import SubRunFinished
 
 from durable_agents import Agent
@@ -168,8 +163,8 @@ def test_records_are_bounded_by_dropping_ended_ones_first():
 
 
 def test_a_fork_keeps_the_runs_started_before_its_turn_running_if_they_ended_after_it():
+    from durable_agents.workflows.run_items import ToolResult, UserMessage
     from durable_agents.workflows.snapshot import fork
-    from durable_agents.workflows.state import ToolResult, UserMessage
 
     state = state_of()
 

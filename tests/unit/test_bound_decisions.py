@@ -10,6 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import decisions, loop, signed_decisions
+from durable_agents.workflows.agent_spec import (
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
+    ApproverKey,
+    ToolSpec,
+)
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
@@ -19,15 +26,8 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     ToolOutcome,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalCondition,
-    ApprovalPolicy,
-    ApproverKey,
-    RunState,
-    ToolResult,
-    ToolSpec,
-)
+from durable_agents.workflows.run_items import ToolResult
+from durable_agents.workflows.state import RunState
 
 from durable_agents import signing
 

@@ -7,15 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import budget, loop, resume_trust
+from durable_agents.workflows.agent_spec import AgentSpec, ModelSettings, OutputSpec, ToolSpec
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ModelSettings,
-    OutputSpec,
-    RunStatus,
-    ToolSpec,
-    Usage,
-)
+from durable_agents.workflows.run_items import Usage
+from durable_agents.workflows.state import RunStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,14 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import budget
+from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy
+from durable_agents.workflows.run_items import BudgetRequest
 from durable_agents.workflows.snapshot import SnapshotError, loads
-from durable_agents.workflows.state import (
-    ApprovalCondition,
-    ApprovalPolicy,
-    BudgetRequest,
-    ErrorInfo,
-    RunState,
-)
+from durable_agents.workflows.state import ErrorInfo, RunState
 
 from durable_agents import Agent, ModelSettings, tool
 from tests.support.snapshot_golden import golden_state, golden_text, sign

@@ -8,7 +8,8 @@ import pytest
 from durable_agents.client import cli_ops
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows.payloads import StatusView
-from durable_agents.workflows.state import RunStatus, Usage
+from durable_agents.workflows.run_items import Usage
+from durable_agents.workflows.state import RunStatus
 
 
 class EndedFirst:

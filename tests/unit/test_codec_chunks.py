@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from durable_agents.workflows.payloads import ModelRequest
-from durable_agents.workflows.state import AssistantMessage, ToolCall, ToolResult, UserMessage
+from durable_agents.workflows.run_items import AssistantMessage, ToolCall, ToolResult, UserMessage
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import WorkflowSerializationContext
 

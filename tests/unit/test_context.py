@@ -8,21 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import context, loop, snapshot
+from durable_agents.workflows.agent_spec import AgentSpec, ContextPolicy, ModelPrice, ToolSpec
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
-from durable_agents.workflows.state import (
-    AgentSpec,
-    AssistantMessage,
-    Compaction,
-    ContextPolicy,
-    ErrorInfo,
-    ModelPrice,
-    RunState,
-    RunStatus,
-    ToolResult,
-    ToolSpec,
-    Usage,
-)
+from durable_agents.workflows.run_items import AssistantMessage, Compaction, ToolResult, Usage
+from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 from pydantic import ValidationError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

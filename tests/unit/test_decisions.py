@@ -6,6 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.agent_spec import (
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
+    ToolSpec,
+)
 from durable_agents.workflows.approval_policy import arguments_problem, requires_decision
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
@@ -15,16 +21,8 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     ToolOutcome,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalCondition,
-    ApprovalPolicy,
-    Decision,
-    RunState,
-    RunStatus,
-    ToolResult,
-    ToolSpec,
-)
+from durable_agents.workflows.run_items import Decision, ToolResult
+from durable_agents.workflows.state import RunState, RunStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALWAYS = ApprovalPolicy()

@@ -8,19 +8,17 @@ import dataclasses
 import pytest
 from durable_agents.activities.agent import Trust
 from durable_agents.workflows import definitions, details, loop
+from durable_agents.workflows.agent_spec import ModelPrice, ModelSettings
+from durable_agents.workflows.audit import REDEFINITIONS_KEPT
 from durable_agents.workflows.payloads import AgentInput
-from durable_agents.workflows.state import (
-    REDEFINITIONS_KEPT,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    DefinitionCheck,
-    ModelPrice,
-    ModelSettings,
-    RunState,
     ToolCall,
     ToolResult,
     UserMessage,
 )
+from durable_agents.workflows.state import DefinitionCheck, RunState
 from pydantic import ValidationError
 
 from tests.support import agents
@@ -199,8 +197,8 @@ def test_the_workers_keys_and_price_stay_the_runs():
 
 
 def test_an_mcp_tool_that_comes_back_read_only_still_needs_approval():
+    from durable_agents.workflows.agent_spec import AgentSpec, MCPServer
     from durable_agents.workflows.mcp_tools import with_mcp_tools, without_mcp_tools
-    from durable_agents.workflows.state import AgentSpec, MCPServer
 
     lookup = {"name": "lookup", "inputSchema": {"type": "object"},
               "annotations": {"readOnlyHint": True}}  # fmt: skip

@@ -7,16 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import details, loop
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ErrorInfo,
-    ReasoningItem,
-    RunState,
-    RunStatus,
-    ToolSpec,
-    Usage,
-)
+from durable_agents.workflows.run_items import ReasoningItem, Usage
+from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 OBJECT = {"type": "object"}

@@ -9,8 +9,8 @@ import json
 
 import pytest
 from durable_agents.activities.evaluate import Verdict, _ask_function, parse_verdict
+from durable_agents.workflows.agent_spec import EvaluatorRef
 from durable_agents.workflows.payloads import EvaluationRequest
-from durable_agents.workflows.state import EvaluatorRef
 
 REQUEST = EvaluationRequest(
     run_id="r",

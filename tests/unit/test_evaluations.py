@@ -8,6 +8,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from durable_agents.workflows import decisions, details, evaluations, loop
+from durable_agents.workflows.agent_spec import (
+    AgentSpec,
+    ApprovalCondition,
+    ApprovalPolicy,
+    EvaluatorRef,
+    ModelPrice,
+    ToolSpec,
+)
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -15,16 +23,8 @@ from durable_agents.workflows.payloads import (
     ModelReply,
     ModelToolCall,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalCondition,
-    ApprovalPolicy,
-    EvaluatorRef,
-    ModelPrice,
-    RunState,
-    ToolSpec,
-    Usage,
-)
+from durable_agents.workflows.run_items import Usage
+from durable_agents.workflows.state import RunState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEMA = {"type": "object", "properties": {}}

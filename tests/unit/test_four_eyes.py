@@ -8,8 +8,9 @@ from datetime import timedelta
 
 import pytest
 from durable_agents.workflows import argument_view, decisions, signed_start
+from durable_agents.workflows.agent_spec import ApprovalPolicy
 from durable_agents.workflows.payloads import AgentInput, DecideInput, StartSignature
-from durable_agents.workflows.state import ApprovalPolicy, Starter
+from durable_agents.workflows.state import Starter
 
 from durable_agents import signing
 from tests.unit.test_bound_decisions import ALICE, HUGE, MALLORY, T0, refusal, signed, state_with
@@ -209,7 +210,7 @@ def test_a_standing_rule_of_the_run_s_starter_decides_nothing_under_separation_o
     # Bob's `always` rule came with a verified snapshot that Bob resumed (he signed its
     # start): his rule would approve a call of a run he started.
     from durable_agents.workflows import decisions as rules
-    from durable_agents.workflows.state import Decision
+    from durable_agents.workflows.run_items import Decision
 
     state = executing(FOUR_EYES, Starter(key_id="bob-1", owner="bob"))
     call = rules.pending_calls(state)[0]
@@ -231,8 +232,8 @@ def test_a_standing_rule_of_the_run_s_starter_decides_nothing_under_separation_o
 
 
 def test_a_limit_on_a_sensitive_argument_does_not_quote_its_value():
+    from durable_agents.workflows.agent_spec import ApprovalCondition
     from durable_agents.workflows.approval_policy import limits_problem
-    from durable_agents.workflows.state import ApprovalCondition
 
     policy = ApprovalPolicy(limits=[ApprovalCondition(field="pin", op="<=", value=9999)])
     problem = limits_problem(policy, {"pin": 123456}, sensitive=["pin"])

@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import guardrails, loop, resume_trust
+from durable_agents.workflows.agent_spec import GuardrailSpec
 from durable_agents.workflows.payloads import AgentInput, GuardrailVerdict, ModelReply, OutputCheck
-from durable_agents.workflows.state import GuardrailCheck, GuardrailSpec, RunStatus, UserMessage
+from durable_agents.workflows.run_items import GuardrailCheck, UserMessage
+from durable_agents.workflows.state import RunStatus
 
 from durable_agents import (
     Agent,

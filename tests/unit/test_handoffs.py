@@ -7,19 +7,16 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import decisions, guardrails, handoffs, loop, snapshot
+from durable_agents.workflows.agent_spec import AgentSpec, GuardrailSpec, ModelPrice, ToolSpec
 from durable_agents.workflows.payloads import AgentInput
-from durable_agents.workflows.state import (
-    AgentSpec,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    GuardrailSpec,
     Handoff,
-    ModelPrice,
-    RunState,
     ToolCall,
     ToolResult,
-    ToolSpec,
 )
+from durable_agents.workflows.state import RunState
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 PARAMS = {"type": "object", "properties": {}}
@@ -118,7 +115,7 @@ def test_a_handoffs_reason_is_its_reason_argument_or_its_arguments():
 
 def test_a_handoffs_input_filter_trims_what_the_new_agent_is_sent_not_the_run():
     from durable_agents.workflows import context
-    from durable_agents.workflows.state import UserMessage
+    from durable_agents.workflows.run_items import UserMessage
 
     agent = spec("a", "lookup")
     agent.tools[-1].input_filter = "remove_tools"

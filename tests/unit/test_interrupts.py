@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import decisions, interrupts, loop
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -15,14 +16,8 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     ToolOutcome,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    RunState,
-    RunStatus,
-    ToolResult,
-    ToolSpec,
-    Usage,
-)
+from durable_agents.workflows.run_items import ToolResult, Usage
+from durable_agents.workflows.state import RunState, RunStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEMA = {"type": "object", "properties": {}}

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import decisions, loop, proposed_calls
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -15,18 +16,8 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     ToolOutcome,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    Decision,
-    ErrorInfo,
-    RunState,
-    RunStatus,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    Usage,
-    UserMessage,
-)
+from durable_agents.workflows.run_items import Decision, ToolCall, ToolResult, Usage, UserMessage
+from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 from pydantic import ValidationError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

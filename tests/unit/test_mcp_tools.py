@@ -9,6 +9,7 @@ import base64
 from datetime import UTC, datetime
 
 import pytest
+from durable_agents.workflows.agent_spec import AgentSpec, MCPServer, RetrySpec, ToolSpec
 from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.mcp_tools import (
     outcome,
@@ -18,14 +19,7 @@ from durable_agents.workflows.mcp_tools import (
     tool_specs,
     with_mcp_tools,
 )
-from durable_agents.workflows.state import (
-    AgentSpec,
-    MCPServer,
-    MCPToolsLeft,
-    RetrySpec,
-    RunState,
-    ToolSpec,
-)
+from durable_agents.workflows.state import MCPToolsLeft, RunState
 
 from durable_agents.mcp_connections import MCPConfigError, parse
 
@@ -192,7 +186,7 @@ def test_agentctl_tools_shows_each_rule_of_an_approval_policy():
     from datetime import timedelta
 
     from durable_agents.client.render import approval_rule, tools
-    from durable_agents.workflows.state import ApprovalCondition, ApprovalPolicy
+    from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy
 
     policy = ApprovalPolicy(
         when=[ApprovalCondition(field="amount", op=">", value=100)],
@@ -225,7 +219,8 @@ def test_agentctl_tools_shows_each_rule_of_an_approval_policy():
 
 
 def _session(*contents: str, listed: int | None = 1):
-    from durable_agents.workflows.state import RunState, UserMessage
+    from durable_agents.workflows.run_items import UserMessage
+    from durable_agents.workflows.state import RunState
 
     from tests.support.snapshot_golden import at
 
@@ -240,13 +235,10 @@ def _session(*contents: str, listed: int | None = 1):
 
 
 def test_tools_are_listed_again_for_a_message_that_came_after_the_last_listing():
+    from durable_agents.workflows.audit import ToolListing
     from durable_agents.workflows.mcp_tools import listing_due
-    from durable_agents.workflows.state import (
-        GuardrailCheck,
-        ToolListing,
-        ToolsRefresh,
-        UserMessage,
-    )
+    from durable_agents.workflows.run_items import GuardrailCheck, UserMessage
+    from durable_agents.workflows.state import ToolsRefresh
 
     from tests.support.snapshot_golden import at
 
@@ -272,8 +264,9 @@ def test_tools_are_listed_again_for_a_message_that_came_after_the_last_listing()
 
 
 def test_a_listing_records_what_changed_and_never_takes_an_approval_away():
+    from durable_agents.workflows.audit import LISTINGS_KEPT
     from durable_agents.workflows.mcp_tools import record_listing, without_mcp_tools
-    from durable_agents.workflows.state import LISTINGS_KEPT, ToolsRefresh
+    from durable_agents.workflows.state import ToolsRefresh
 
     from tests.support.snapshot_golden import at
 
@@ -318,7 +311,7 @@ def test_a_listing_records_what_changed_and_never_takes_an_approval_away():
 
 def test_a_listing_revokes_always_rules_on_tools_that_changed_or_went_away():
     from durable_agents.workflows.mcp_tools import record_listing, without_mcp_tools
-    from durable_agents.workflows.state import AssistantMessage, Decision, ToolCall, ToolResult
+    from durable_agents.workflows.run_items import AssistantMessage, Decision, ToolCall, ToolResult
 
     from tests.support.snapshot_golden import at
 
@@ -346,7 +339,7 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n and the rest").decode()
 
 
 def test_an_image_is_kept_only_when_asked_and_only_of_a_type_and_size_models_read():
-    from durable_agents.workflows.state import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS
+    from durable_agents.workflows.run_items import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS
 
     image = {"type": "image", "data": PNG, "mimeType": "image/png"}
     result = {"content": [{"type": "text", "text": "look"}, image]}
@@ -398,7 +391,7 @@ def test_calls_that_ran_at_once_keep_their_images_within_the_runs_room_together(
 
 
 def test_a_forged_attachment_is_refused_when_a_state_is_read():
-    from durable_agents.workflows.state import Attachment
+    from durable_agents.workflows.run_items import Attachment
     from pydantic import ValidationError
 
     for bad in (
@@ -418,7 +411,7 @@ def test_images_reach_the_model_in_each_api_s_own_form_and_only_when_the_agent_s
     from durable_agents.activities.chat_completions import to_messages
     from durable_agents.activities.responses_api import to_input
     from durable_agents.workflows import context
-    from durable_agents.workflows.state import (
+    from durable_agents.workflows.run_items import (
         AssistantMessage,
         Attachment,
         Decision,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from durable_agents.activities.chat_completions import settings_options
 from durable_agents.workflows import settings
-from durable_agents.workflows.state import AgentSpec, ModelSettings, ToolSpec
+from durable_agents.workflows.agent_spec import AgentSpec, ModelSettings, ToolSpec
 from pydantic import ValidationError
 
 from durable_agents import Agent

@@ -21,16 +21,15 @@ from durable_agents.client.openai_agents_import import (
     read_document,
 )
 from durable_agents.workflows import loop
-from durable_agents.workflows.state import (
+from durable_agents.workflows.agent_spec import ModelPrice
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    ModelPrice,
-    RunState,
-    RunStatus,
     ToolCall,
     ToolResult,
     UserMessage,
 )
+from durable_agents.workflows.state import RunState, RunStatus
 
 from durable_agents.testing import ScriptedModelServer
 from tests.support import agents

@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from durable_agents.workflows import loop, snapshot
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
+from durable_agents.workflows.audit import PAUSES_KEPT
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall
-from durable_agents.workflows.state import PAUSES_KEPT, AgentSpec, Pause, RunStatus, ToolSpec
+from durable_agents.workflows.state import Pause, RunStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from durable_agents.workflows.state import ModelPrice, Usage
+from durable_agents.workflows.agent_spec import ModelPrice
+from durable_agents.workflows.run_items import Usage
 
 from durable_agents.prices import PriceTableError, parse_prices, prices_from_env
 

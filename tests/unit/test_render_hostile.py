@@ -7,8 +7,10 @@ from datetime import UTC, datetime
 
 from durable_agents.client import cli, render
 from durable_agents.workflows import loop
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ModelReply, ModelToolCall
-from durable_agents.workflows.state import AgentSpec, ErrorInfo, RunStatus, ToolSpec, Usage
+from durable_agents.workflows.run_items import Usage
+from durable_agents.workflows.state import ErrorInfo, RunStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PAY = ToolSpec(name="pay", description="", parameters={"type": "object"}, sensitive=["card"])

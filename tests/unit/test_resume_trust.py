@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import decisions, loop, resume_trust, snapshot
+from durable_agents.workflows.agent_spec import AgentSpec, ApprovalPolicy, ToolSpec
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -17,13 +18,7 @@ from durable_agents.workflows.payloads import (
     ToolOutcome,
 )
 from durable_agents.workflows.snapshot_signature import claim_of, verified_by
-from durable_agents.workflows.state import (
-    AgentSpec,
-    ApprovalPolicy,
-    RunOrigin,
-    RunState,
-    ToolSpec,
-)
+from durable_agents.workflows.state import RunOrigin, RunState
 
 from tests.support.approver_keys import MALLORY, OPS
 

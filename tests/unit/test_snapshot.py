@@ -7,27 +7,25 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from durable_agents.workflows.canonical import canonical_json
-from durable_agents.workflows.decisions import rule_decision
-from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
-from durable_agents.workflows.state import (
-    SCHEMA_VERSION,
+from durable_agents.workflows.agent_spec import (
     AgentSpec,
     ApprovalCondition,
     ApprovalPolicy,
+    ToolSpec,
+)
+from durable_agents.workflows.audit import DecisionAttempt
+from durable_agents.workflows.canonical import canonical_json
+from durable_agents.workflows.decisions import rule_decision
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    DecisionAttempt,
-    ErrorInfo,
-    RunOrigin,
-    RunState,
-    RunStatus,
     ToolCall,
     ToolResult,
-    ToolSpec,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.snapshot import SnapshotError, dumps, loads, validate
+from durable_agents.workflows.state import SCHEMA_VERSION, ErrorInfo, RunOrigin, RunState, RunStatus
 from durable_agents.workflows.state_checks import _ALL_ANSWERED
 from hypothesis import given, settings
 from hypothesis import strategies as st

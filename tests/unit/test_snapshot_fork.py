@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from durable_agents.workflows import decisions, loop
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
+from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -11,18 +13,9 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     ToolOutcome,
 )
+from durable_agents.workflows.run_items import Decision, Usage, UserMessage
 from durable_agents.workflows.snapshot import SnapshotError, dumps, fork, loads
-from durable_agents.workflows.state import (
-    AgentSpec,
-    Decision,
-    DecisionAttempt,
-    RunOrigin,
-    RunState,
-    RunStatus,
-    ToolSpec,
-    Usage,
-    UserMessage,
-)
+from durable_agents.workflows.state import RunOrigin, RunState, RunStatus
 
 from tests.support.snapshot_golden import OBJECT, T0, at
 

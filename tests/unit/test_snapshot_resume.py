@@ -10,8 +10,9 @@ from durable_agents.workflows.payloads import (
     ModelToolCall,
     ToolOutcome,
 )
+from durable_agents.workflows.run_items import Decision
 from durable_agents.workflows.snapshot import dumps, fork, loads
-from durable_agents.workflows.state import Decision, ErrorInfo, RunOrigin, RunState, RunStatus
+from durable_agents.workflows.state import ErrorInfo, RunOrigin, RunState, RunStatus
 
 from tests.support.snapshot_golden import T0, at
 from tests.unit.test_snapshot_fork import SPEC, USAGE

@@ -12,6 +12,7 @@ import pytest
 from durable_agents.workflows import guardrails, handoffs, loop, snapshot, state
 from durable_agents.workflows.migrations import MIGRATIONS
 from durable_agents.workflows.payloads import GuardrailVerdict
+from durable_agents.workflows.run_items import AssistantMessage, Decision
 from durable_agents.workflows.snapshot import (
     SnapshotError,
     dumps,
@@ -20,13 +21,7 @@ from durable_agents.workflows.snapshot import (
     migrate,
     validate,
 )
-from durable_agents.workflows.state import (
-    SCHEMA_VERSION,
-    AssistantMessage,
-    Decision,
-    RunOrigin,
-    RunStatus,
-)
+from durable_agents.workflows.state import SCHEMA_VERSION, RunOrigin, RunStatus
 
 from schemas import generate
 from tests.support import snapshot_golden

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from durable_agents.client.state_reader import StateReadError, read_state
 from durable_agents.workflows import loop, state_pages
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
+from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall, ToolOutcome
-from durable_agents.workflows.state import AgentSpec, DecisionAttempt, RunState, ToolSpec
+from durable_agents.workflows.state import RunState
 from durable_agents.workflows.state_pages import StateQueryError, answer, parse_query
 from pydantic_core import to_json
 

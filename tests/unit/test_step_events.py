@@ -9,20 +9,17 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.workflows import run_events, step_events
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.event_models import RUN_EVENT
 from durable_agents.workflows.payloads import ToolOutcome
-from durable_agents.workflows.state import (
-    AgentSpec,
+from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
-    Pause,
-    RunState,
-    RunStatus,
     ToolCall,
-    ToolSpec,
     Usage,
     UserMessage,
 )
+from durable_agents.workflows.state import Pause, RunState, RunStatus
 from pydantic import ValidationError
 
 AT = datetime(2026, 11, 26, 9, 30, tzinfo=UTC)

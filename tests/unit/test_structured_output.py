@@ -11,7 +11,8 @@ import pytest
 from durable_agents.activities.output_type import output_type
 from durable_agents.workflows import loop, output
 from durable_agents.workflows.payloads import AgentInput, ModelReply, OutputCheck
-from durable_agents.workflows.state import RunStatus, UserMessage
+from durable_agents.workflows.run_items import UserMessage
+from durable_agents.workflows.state import RunStatus
 from pydantic import BaseModel
 
 from durable_agents import Agent

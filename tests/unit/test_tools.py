@@ -177,7 +177,7 @@ def test_every_spec_field_has_a_source_on_its_definition():
     """A new option added to AgentSpec or ToolSpec without its Agent/Tool field fails here
     instead of being frozen at its default."""
     from durable_agents.activities.spec_fields import derive
-    from durable_agents.workflows.state import AgentSpec, ToolSpec
+    from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 
     spec = Agent(name="a", instructions="i", tools=[refund]).spec()
     assert set(spec.model_fields_set) == set(AgentSpec.model_fields)

@@ -13,18 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from durable_agents.workflows import run_events
-from durable_agents.workflows.state import (
-    AgentSpec,
-    AssistantMessage,
-    Decision,
-    Pause,
-    RunState,
-    RunStatus,
-    ToolCall,
-    ToolSpec,
-    UserMessage,
-    WebhookSubscription,
-)
+from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec, WebhookSubscription
+from durable_agents.workflows.run_items import AssistantMessage, Decision, ToolCall, UserMessage
+from durable_agents.workflows.state import Pause, RunState, RunStatus
 from durable_agents.workflows.webhook_payloads import DeliveryRequest
 from standardwebhooks import Webhook
 
@@ -240,7 +231,7 @@ def test_a_resumed_or_forked_run_announces_its_own_events():
 
 
 def test_reports_are_taken_in_order_and_a_delivery_that_gives_up_is_never_dropped():
-    from durable_agents.workflows.state import DELIVERIES_KEPT
+    from durable_agents.workflows.audit import DELIVERIES_KEPT
     from durable_agents.workflows.webhook_payloads import DeliveryReport
 
     state = _run(status=RunStatus.AWAITING_APPROVAL, execution_id="exec-1")
