@@ -43,10 +43,11 @@ class Greeter:
 """
 
 APP = '''
-import asyncio, json, sys
+import asyncio, gc, json, sys
 
 from openai import AsyncOpenAI
 from temporalio.client import Client
+from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from durable_agents import Agent, AgentInput, AgentsPlugin, tool
@@ -66,7 +67,9 @@ async def main(address: str, model_url: str, task_queue: str) -> None:
     plugin = AgentsPlugin(
         agents=[helper], model_client=AsyncOpenAI(base_url=model_url, api_key="x", max_retries=0)
     )
-    temporal = await Client.connect(address, plugins=[plugin])
+    # a runtime of its own, let go of before the process exits (docs: own-worker.md)
+    runtime = Runtime(telemetry=TelemetryConfig())
+    temporal = await Client.connect(address, plugins=[plugin], runtime=runtime)
     async with Worker(temporal, task_queue=task_queue, workflows=[Greeter], activities=[greet]):
         greeting = await temporal.execute_workflow(
             Greeter.run, "ann", id=f"{task_queue}-greet", task_queue=task_queue
@@ -81,6 +84,7 @@ async def main(address: str, model_url: str, task_queue: str) -> None:
 
 
 asyncio.run(main(*sys.argv[1:]))
+gc.collect()
 '''
 
 
