@@ -299,7 +299,10 @@ def gateway_app(
         request.state.audit = {"action": "interrupt", "run_id": run_id}
         caller = await allowed(request, "start", run_id)
         body = await _body(request, InterruptRequest)
-        done = await agents.interrupt(run_id, by=body.by or caller.name, reason=body.reason)
+        by = body.by or caller.name  # recorded as who interrupted: only a name it may use
+        if not caller.may_approve_as(by):
+            raise HTTPException(403, f"{caller.name} may not interrupt as {by[:60]!r}")
+        done = await agents.interrupt(run_id, by=by, reason=body.reason)
         request.state.audit["outcome"] = "interrupted"
         return _json(done.model_dump(mode="json"))
 

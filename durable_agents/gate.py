@@ -177,7 +177,10 @@ def check(keys: GateKeys, given: object, fields: Sequence[str]) -> str | None:
     if key is None:
         return f"its gate key {given['k'][:32]!r} is not one of this worker's"
     mac = given.get("t")
-    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, fields)):
+    # compare_digest takes only ASCII strings: anything else a sender wrote is no tag
+    if not (isinstance(mac, str) and mac.isascii()):
+        return "its gate tag does not match what it asks"
+    if not hmac.compare_digest(mac, _mac(key, fields)):
         return "its gate tag does not match what it asks"
     return None
 

@@ -162,7 +162,7 @@ def _header_tag(headers: Any) -> object:
         return None
     try:
         return json.loads(payload.data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
 
 

@@ -115,7 +115,7 @@ def _problem(
         return "not a JSON payload"
     try:
         body = json.loads(payload.data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return "not JSON"
     if not isinstance(body, dict):
         return "not a batch"

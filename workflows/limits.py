@@ -25,6 +25,8 @@ MAX_ANSWER_BYTES = 32_000
 """The most bytes of JSON an answer (`result`) may have: the model reads it."""
 MAX_ANSWER_DEPTH = 32
 """The deepest an answer may nest (arrays and objects)."""
+MAX_JSON_DEPTH = 64
+"""The deepest edited arguments, `always_when` or `metadata` may nest."""
 MAX_HELD = 50
 """Decisions held for calls a model reply has not proposed yet."""
 MAX_QUEUED_MESSAGES = 20
@@ -39,21 +41,25 @@ def decision_problem(payload: DecisionSignal) -> str | None:
             return f"{name}: {len(value):,} characters, at most {MAX_ID_CHARS:,}"
     if payload.reason is not None and len(payload.reason) > MAX_REASON_CHARS:
         return f"reason: {len(payload.reason):,} characters, at most {MAX_REASON_CHARS:,}"
-    if payload.result is not None:
-        depth = json_depth(payload.result)
-        if depth > MAX_ANSWER_DEPTH:
-            return f"result: nested {depth} deep, at most {MAX_ANSWER_DEPTH}"
-    for name, limit in (
-        ("result", MAX_ANSWER_BYTES),
-        ("arguments", MAX_ARGUMENTS_BYTES),
-        ("always_when", MAX_ARGUMENTS_BYTES),
-        ("metadata", MAX_METADATA_BYTES),
+    for name, limit, deepest in (
+        ("result", MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH),
+        ("arguments", MAX_ARGUMENTS_BYTES, MAX_JSON_DEPTH),
+        ("always_when", MAX_ARGUMENTS_BYTES, MAX_JSON_DEPTH),
+        ("metadata", MAX_METADATA_BYTES, MAX_JSON_DEPTH),
     ):
         value = getattr(payload, name)
-        if value is not None:
-            size = len(json.dumps(_plain(value), separators=(",", ":")).encode())
-            if size > limit:
-                return f"{name}: {size:,} bytes of JSON, at most {limit:,}"
+        if value is None:
+            continue
+        plain = _plain(value)
+        depth = json_depth(plain)
+        if depth > deepest:
+            return f"{name}: nested {depth} deep, at most {deepest}"
+        try:  # JSON has no Infinity or NaN: `1e400` reads as inf, and no digest holds it
+            text = json.dumps(plain, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            return f"{name}: a number that is not finite (JSON has no Infinity or NaN)"
+        if len(text.encode()) > limit:
+            return f"{name}: {len(text.encode()):,} bytes of JSON, at most {limit:,}"
     return None
 
 

@@ -206,8 +206,10 @@ class RunTree:
             if len(sent) != 1:
                 why = f"{len(sent)} arguments; the signal takes one payload"
                 self._inbox.refuse_signal(name, sent[0] if sent else raw_payloads.NONE, why)
+            elif not background_tree.gate_taken(said):  # what it lists reaches approvers
+                self._inbox.refuse_signal(name, sent[0], background_tree.gate_refusal(said))
             else:
-                self._take_report(state, sent[0], tagged=background_tree.gate_taken(said))
+                self._take_report(state, sent[0])
             return True
         raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
@@ -235,10 +237,11 @@ class RunTree:
             self._inbox.refuse_signal(name, raw, why)
         return True
 
-    def _take_report(self, state: RunState, raw: RawValue, *, tagged: bool) -> None:
-        """A child's report: its pending calls replace those it reported before; its
-        answers go to the decisions passed down to it that wait for them. A report that
-        cannot be taken changes nothing and is recorded as refused."""
+    def _take_report(self, state: RunState, raw: RawValue) -> None:
+        """A child's report (tagged by our workers' gate): its pending calls replace those
+        it reported before; its answers go to the decisions passed down to it that wait
+        for them. A report that cannot be taken changes nothing and is recorded as
+        refused."""
         report = raw_payloads.decode(raw, SubRunReport)
         if isinstance(report, str):
             why: str | None = report
@@ -252,9 +255,7 @@ class RunTree:
         if why is not None or isinstance(report, str):
             self._inbox.refuse_signal(contract.SIGNAL_SUB_RUN_REPORT, raw, why or "refused")
             return
-        # what its progress says reaches the model: taken only from our workers' runs
-        progress = report.progress if tagged else None
-        background.take_progress(state, report.run_id, progress, len(report.pending))
+        background.take_progress(state, report.run_id, report.progress, len(report.pending))
         for answer in report.answers:
             waiting = self._passed_down.get(answer.ref)
             if waiting is not None and waiting[0] == report.run_id and waiting[1] is None:

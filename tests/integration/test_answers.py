@@ -261,3 +261,30 @@ async def test_hostile_decide_payloads_are_refused_and_the_run_goes_on(asking, m
     )
     assert (await handle.result()).status is RunStatus.COMPLETED
     assert await workflow_task_failures(handle) == 0
+
+
+async def test_numbers_json_cannot_hold_are_refused_from_the_cli_and_the_run_goes_on(
+    asking, model_server
+):
+    """`1e400` is valid JSON, which pydantic reads as inf: taken, no digest of the next
+    model request held, and the run failed. Refused now, in an answer and in an
+    approval's metadata, sent as written by the `temporal` CLI."""
+    handle = await waiting(asking, model_server)
+    for text in (
+        '{"call_id": "c1", "approver": "m", "result": {"account": "A", "amount": 1e400}}',
+        '{"call_id": "c1", "approver": "m", "result": {"account": "A", "amount": -1e400}}',
+    ):
+        await temporal_cli(
+            asking, "workflow", "signal", "--workflow-id", handle.id,
+            "--name", "answer", "--input", text,
+        )  # fmt: skip
+    await temporal_cli(
+        asking, "workflow", "signal", "--workflow-id", handle.id, "--name", "reject",
+        "--input", '{"call_id": "c1", "approver": "m", "metadata": {"ticket": 1e400}}',
+    )  # fmt: skip
+    state = await state_of(handle)
+    refused = [r.refused_because or "" for r in state.refused_decisions]
+    assert len(refused) == 3 and all("not finite" in why for why in refused), refused
+    assert state.status is RunStatus.AWAITING_APPROVAL
+    await handle.signal(contract.SIGNAL_ANSWER, {"call_id": "c1", "approver": "m", "result": GOOD})
+    assert (await handle.result()).status is RunStatus.COMPLETED

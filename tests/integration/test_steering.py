@@ -355,6 +355,8 @@ async def test_agentctl_and_the_gateway_steer_a_run_and_refuse_what_they_must(
         huge = {"reason": "r" * 3_000}
         answer = await http.post(f"{path}/interrupt", json=huge, headers=bearer(STARTER))
         assert answer.status_code == 400
+        posing = await http.post(f"{path}/interrupt", json={"by": "ann"}, headers=bearer(STARTER))
+        assert posing.status_code == 403 and "may not interrupt as 'ann'" in posing.text
         taken = await http.post(
             f"{path}/messages",
             json={"content": "now this", "while_busy": "interrupt"},

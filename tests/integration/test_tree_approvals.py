@@ -263,6 +263,8 @@ async def test_a_decision_sent_to_the_caller_is_checked_by_the_run_that_holds_th
 
 
 async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_server, tmp_path):
+    """Reports from outside (no gate tag, whatever they list) and decisions passed down
+    to a run without a caller are refused; the caller lists only what its child said."""
     model_server.responder = by_model(
         {
             "lead-model": [
@@ -318,12 +320,11 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     assert [s for s, _ in refused] == [contract.SIGNAL_SUB_RUN_REPORT] * 9 + [
         contract.SIGNAL_FORWARDED_DECISION
     ]
-    assert "'victim-run' is not a run this run waits on" in refused[0][1]
-    assert "tool: String should have at most 200 characters" in refused[3][1]
-    assert "requested_at" in refused[4][1]
-    assert "its arguments_sha256 is not its arguments'" in refused[5][1]
-    assert refused[6][1] == refused[7][1] == "call 'x8': its arguments are not a JSON object"
-    assert refused[8][1] == "its calls carry 300020 characters of arguments, over 256000"
+    # None carries our workers' gate tag: refused before what they list is read (what a
+    # tagged report may list is checked too: tests/unit/test_tree_approvals.py)
+    untagged = "not sent by a run of this deployment's workers (no gate tag)"
+    shapeless = "not a sub_run_report payload"  # the gate cannot read a sender from it
+    assert [why for _, why in refused[:9]] == [untagged, shapeless, shapeless] + [untagged] * 6
     assert "not called as a tool" in refused[9][1]
     assert await workflow_task_failures(parent) == 0
     [listed] = await client.pending(run_id)
@@ -331,14 +332,18 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     child_state = await client.state(child)
     assert [r.signal for r in child_state.refused_signals] == [contract.SIGNAL_FORWARDED_DECISION]
 
-    # A report forged in the child's name can list a call; it cannot get one decided:
-    # the decision goes to the child, which holds no such call.
+    # A report forged in the child's name, listing the real call and one of its own: it
+    # has no gate tag either, so nothing it lists shows, and its call cannot be decided.
     await parent.signal(
         contract.SIGNAL_SUB_RUN_REPORT,
         {"run_id": child, "pending": [real.model_dump(mode="json"), fake_item]},
     )
-    await pending_below(client, run_id, 2)
-    with pytest.raises(DecisionRefused, match="no tool call x9 in run"):
+    deadline = time.monotonic() + 15
+    while len((await client.state(run_id)).refused_signals) < len(refused) + 1:
+        assert time.monotonic() < deadline, "the forged report was not refused"
+        await asyncio.sleep(0.05)
+    assert [p.call_id for p in await client.pending(run_id)] == ["n1"]
+    with pytest.raises(DecisionRefused, match="x9"):
         await client.decide(run_id, "x9", "approve", approver="eve")
     assert NOTICES == []
 
