@@ -95,7 +95,10 @@ async def screened(env, model_server):
     ASKED.clear()
     RELEASE.clear()
     async with serving(env.client, model_server, extra_agents=AGENTS) as running:
-        yield running
+        try:
+            yield running
+        finally:  # an evaluator no run waits for any more ends before its worker stops
+            RELEASE.set()
     RELEASE.set()
 
 
