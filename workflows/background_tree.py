@@ -60,6 +60,23 @@ def gate_refusal(said: RawValue) -> str:
     return str(given.get("why", "the gate did not check it"))[:2_000]
 
 
+async def start_child(
+    task: AgentInput, agent: str, child: str, close: workflow.ParentClosePolicy
+) -> Any:
+    """Start the child run `child` of an agent call (waited for, or in the background),
+    on this run's task queue; its handle."""
+    return await workflow.start_child_workflow(
+        contract.WORKFLOW_TYPE,
+        task,
+        id=child,
+        result_type=AgentResult,
+        task_queue=workflow.info().task_queue,
+        parent_close_policy=close,
+        static_summary=details.static_summary(agent, task.input or "(resumed)"),
+        search_attributes=search_attributes.at_start(agent) if task.resume_from is None else None,
+    )
+
+
 def _not_found(err: Exception) -> bool:
     """A signal failed because its workflow has ended (not, say, because it has had too
     many signals: that one runs)."""
@@ -155,19 +172,8 @@ class BackgroundRuns:
     ) -> ToolOutcome:
         self.starting.add(child)
         try:
-            handle = await workflow.start_child_workflow(
-                contract.WORKFLOW_TYPE,
-                task,
-                id=child,
-                result_type=AgentResult,
-                task_queue=workflow.info().task_queue,
-                # it outlives this workflow run (continue-as-new); the run's end stops it
-                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                static_summary=details.static_summary(agent, task.input or "(resumed)"),
-                search_attributes=search_attributes.at_start(agent)
-                if task.resume_from is None
-                else None,
-            )
+            # it outlives this workflow run (continue-as-new); the run's end stops it
+            handle = await start_child(task, agent, child, workflow.ParentClosePolicy.ABANDON)
         except WorkflowAlreadyStartedError:
             tree_approvals.forget(state, child)  # what a run of that id reported meanwhile
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")

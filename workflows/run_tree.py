@@ -23,18 +23,15 @@ with workflow.unsafe.imports_passed_through():
         background_tree,
         contract,
         decisions,
-        details,
         errors,
         inbox,
         limits,
         raw_payloads,
-        search_attributes,
         step_events,
         tree_approvals,
     )
     from durable_agents.workflows.payloads import (
         AgentInput,
-        AgentResult,
         DecideInput,
         DecisionSignal,
         PauseSignal,
@@ -156,17 +153,8 @@ class RunTree:
         """Start the child and wait for its end; with `share` (the tokens of the run's
         budget it was given), count what it used against the run's budget."""
         try:
-            handle = await workflow.start_child_workflow(
-                contract.WORKFLOW_TYPE,
-                task,
-                id=child,
-                result_type=AgentResult,
-                task_queue=workflow.info().task_queue,
-                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                static_summary=details.static_summary(agent, task.input or "(resumed)"),
-                search_attributes=search_attributes.at_start(agent)
-                if task.resume_from is None
-                else None,
+            handle = await background_tree.start_child(
+                task, agent, child, workflow.ParentClosePolicy.REQUEST_CANCEL
             )
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")

@@ -19,28 +19,11 @@ from durable_agents.workflows.payloads import (
 from durable_agents.workflows.run_items import Decision, ToolResult
 from durable_agents.workflows.state import RunState
 from durable_agents.workflows.tree_payloads import SubRunReport
-from pydantic import BaseModel
 
 from durable_agents import tool
+from tests.support.answer_agents import ask_refund
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class Line(BaseModel):
-    sku: str
-    quantity: int
-
-
-class Refund(BaseModel):
-    account: str
-    amount: float
-    lines: list[Line] = []
-
-
-@tool(external=True)
-def ask_refund(order_id: str) -> Refund:
-    """Ask a person how much to refund, to which account."""
-    raise AssertionError("an external tool's body never runs")
 
 
 @tool(external=True, needs_approval=ApprovalPolicy(timeout=timedelta(minutes=5)))
