@@ -13,6 +13,7 @@ import uuid
 
 import httpx2
 import pytest
+from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows import contract
 from durable_agents.workflows.run_items import ImagePart, UserMessage
 from durable_agents.workflows.state import RunStatus
@@ -304,3 +305,15 @@ async def test_agentctl_starts_and_messages_with_an_items_file_and_refuses_a_bad
         usage = argv[2:3] == ("text",) or len(argv) == 2
         assert outcome.code == (2 if usage else 1) and why in outcome.stderr, (argv, outcome)
     assert len(model_server.requests) == 2
+
+
+async def test_a_session_refuses_more_messages_at_once_than_it_queues(worker, model_server):
+    model_server.script(Reply(content="Hello."))
+    agents = AgentClient(worker.client, task_queue=worker.task_queue)
+    run_id = (await agents.start("looker", "hi", session=True)).id
+    await wait_for_status(worker.client.get_workflow_handle(run_id), RunStatus.AWAITING_INPUT)
+    many = [{"role": "user", "content": f"m{n}"} for n in range(21)]
+    with pytest.raises(AgentClientError, match="21 at once, 0 messages are queued already"):
+        await agents.message(run_id, many, while_busy="queue")
+    state = await agents.state(run_id)
+    assert [i.content for i in state.items if isinstance(i, UserMessage)] == ["hi"]
