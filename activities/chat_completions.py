@@ -18,6 +18,7 @@ from durable_agents.activities.model_errors import (
 )
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.openai_http import checked_client, post, post_streaming
+from durable_agents.activities.user_content import chat_content
 from durable_agents.workflows.agent_spec import ModelSettings, OutputSpec
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
 from durable_agents.workflows.run_items import (
@@ -163,7 +164,7 @@ def to_messages(
             messages.append(images_message(images))
             images = []
         if isinstance(item, UserMessage):
-            messages.append({"role": "user", "content": item.content})
+            messages.append({"role": "user", "content": chat_content(item)})
         elif isinstance(item, AssistantMessage):
             message: dict[str, Any] = {"role": "assistant", "content": item.content}
             if item.tool_calls:

@@ -5,8 +5,11 @@ session); an output guardrail gets the final output (the typed value for an agen
 with an output type, else the text). Either may be sync or async, may call a
 model, and may take a `GuardrailContext` parameter. Each returns a
 `GuardrailResult`: tripped, the run ends `guardrail_tripped` with the guardrail's
-name and reason, and nothing after it runs. Each runs as the `run_guardrail`
-activity, with its own timeout and retry policy.
+name and reason, and nothing after it runs, or, with `on_trip="refuse"`, the run
+answers with the guardrail's `refusal` and goes on. Each runs as the `run_guardrail`
+activity, with its own timeout and retry policy. A guardrail that runs an agent does
+so with `GuardrailContext.run_agent`: its model call goes through the worker's model
+API and is counted in the run's usage and budgets.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
+from durable_agents.activities.guardrail_models import GuardrailModels
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import retry_spec
 from durable_agents.workflows.agent_spec import GuardrailSpec
@@ -27,10 +31,14 @@ from durable_agents.workflows.payloads import GuardrailResult
 from pydantic import JsonValue
 from temporalio.common import RetryPolicy
 
+if TYPE_CHECKING:
+    from durable_agents.activities.agent import Agent
+
 DEFAULT_GUARDRAIL_TIMEOUT = timedelta(seconds=60)
 DEFAULT_GUARDRAIL_RETRY = RetryPolicy(maximum_attempts=3)
 
 Kind = Literal["input", "output"]
+OnTrip = Literal["end", "refuse"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,17 @@ class GuardrailContext:
     agent: str
     context: JsonValue = None
     """The JSON context the run was started with."""
+    models: GuardrailModels | None = field(default=None, repr=False, compare=False)
+    """The worker's model API for this check (None: the worker has none)."""
+
+    async def run_agent(self, agent: Agent, text: str) -> Any:
+        """`agent`'s answer to `text`, in one model call made by the worker and counted
+        in the run's usage and budgets: its typed output if it has an output type, else
+        the text. The agent has no tools or handoffs; a reply that is no valid output
+        raises (the guardrail's retries apply, then it counts as tripped)."""
+        if self.models is None:
+            raise RuntimeError("this worker has no model API for a guardrail's agent")
+        return await self.models.run_agent(agent, text, context=self.context, run_id=self.run_id)
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,10 @@ class Guardrail:
     retry_policy: RetryPolicy = field(default_factory=lambda: DEFAULT_GUARDRAIL_RETRY)
     context_param: str | None = None
     """Name of the parameter that receives the GuardrailContext, if any."""
+    on_trip: OnTrip = "end"
+    """What a tripwire does: `end` the run, or `refuse` (answer `refusal`, go on)."""
+    refusal: str | None = None
+    """The answer of a `refuse` guardrail (None: `DEFAULT_REFUSAL`)."""
 
     def spec(self) -> GuardrailSpec:
         """The plain-data description frozen into a run."""
@@ -77,7 +100,7 @@ class Guardrail:
 
 def input_guardrail(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     """A check on the user's message; usable as `@input_guardrail` or with options
-    (`name=`, `timeout=`, `retry_policy=`)."""
+    (`name=`, `timeout=`, `retry_policy=`, `on_trip=`, `refusal=`)."""
     return _decorator("input", fn, **options)
 
 
@@ -93,9 +116,12 @@ def _decorator(
     name: str | None = None,
     timeout: timedelta = DEFAULT_GUARDRAIL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
+    on_trip: OnTrip = "end",
+    refusal: str | None = None,
 ) -> Any:
     if timeout <= timedelta(0):
         raise ValueError(f"a guardrail's timeout must be positive, not {timeout}")
+    check_trip(on_trip, refusal)
     policy = retry_policy or DEFAULT_GUARDRAIL_RETRY
     retry_spec(policy)  # refuse an unbounded policy at definition time
 
@@ -107,9 +133,21 @@ def _decorator(
             timeout=timeout,
             retry_policy=policy,
             context_param=_context_param(f),
+            on_trip=on_trip,
+            refusal=refusal,
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+def check_trip(on_trip: str, refusal: str | None) -> None:
+    """ValueError unless `on_trip` and `refusal` go together."""
+    if on_trip not in ("end", "refuse"):
+        raise ValueError(f"on_trip must be 'end' or 'refuse', not {on_trip!r}")
+    if refusal is not None and on_trip != "refuse":
+        raise ValueError("a refusal is the answer of a guardrail with on_trip='refuse'")
+    if refusal is not None and not 0 < len(refusal) <= 2_000:
+        raise ValueError("a refusal has 1 to 2,000 characters")
 
 
 def _context_param(fn: Callable[..., Any]) -> str | None:

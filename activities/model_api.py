@@ -80,6 +80,9 @@ class ModelActivities:
                 f"default_api must be 'chat_completions' or 'responses', not {default_api!r}"
             )
         self._apis: dict[str, ModelAPI]
+        self.openai_client = api if isinstance(api, openai.AsyncOpenAI) else None
+        """The worker's `openai` client, if it was given one (guardrails' SDK agents)."""
+        self.default_api: ModelAPIName = default_api
         if isinstance(api, openai.AsyncOpenAI):
             self._apis = {
                 "chat_completions": ChatCompletionsAPI(api),
@@ -120,12 +123,13 @@ class ModelActivities:
             reply.output_check = typed.check(reply.content)
         return reply
 
-    async def reply(self, request: ModelRequest) -> ModelReply:
-        """The model's reply to `request`, within the worker's limit on calls in flight
-        (for a call of the run's other than its turns: an evaluator's)."""
+    async def reply(self, request: ModelRequest, output: OutputSpec | None = None) -> ModelReply:
+        """The model's reply to `request` (asked for `output`, if given), within the
+        worker's limit on calls in flight (for a call of the run's other than its turns:
+        an evaluator's, a guardrail's agent)."""
         api = self._apis[request.api or self._default_api]
         async with self._slots or contextlib.nullcontext():
-            reply = await api.complete(request)
+            reply = await (api.complete(request, output) if output else api.complete(request))
         telemetry.count_model_call(request.model, usage=reply.usage)
         return reply
 

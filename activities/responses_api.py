@@ -24,6 +24,7 @@ from durable_agents.activities.model_errors import (
 )
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.openai_http import checked_client, post, post_streaming
+from durable_agents.activities.user_content import responses_content
 from durable_agents.workflows.agent_spec import ModelSettings, OutputSpec
 from durable_agents.workflows.contract import ERROR_MODEL_REQUEST
 from durable_agents.workflows.payloads import ModelReply, ModelRequest, ModelToolCall, ToolSchema
@@ -161,7 +162,7 @@ def to_input(items: list[Item], *, tool_output_limit: int | None = None) -> list
     sent: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, UserMessage):
-            sent.append({"role": "user", "content": item.content})
+            sent.append({"role": "user", "content": responses_content(item)})
         elif isinstance(item, AssistantMessage):
             if item.content or item.tool_calls:
                 sent.extend(

@@ -11,7 +11,9 @@ import pydantic_core
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.guardrail import GuardrailContext
+from durable_agents.activities.guardrail_models import GuardrailModels
 from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
 from durable_agents.workflows.agent_spec import AgentSpec, ModelPrice, WebhookSubscription
@@ -64,9 +66,12 @@ class ToolActivities:
         prices: Mapping[str, ModelPrice] | None = None,
         webhooks: Sequence[WebhookSubscription] = (),
         placed_on: str | None = None,
+        models: ModelActivities | None = None,
     ) -> None:
         """`placed_on`: a tools-only worker of that task queue, which runs only the tools
-        placed there (`@tool(task_queue=...)`)."""
+        placed there (`@tool(task_queue=...)`). `models`: the worker's model API, for the
+        agents guardrails run (`GuardrailContext.run_agent`)."""
+        self._guardrail_models = GuardrailModels(models, prices) if models is not None else None
         self._registry = registry
         self._placed_on = placed_on
         self._trust = trust or Trust()
@@ -110,8 +115,9 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_GUARDRAIL,
                 non_retryable=True,
             )
+        models = self._guardrail_models.for_check() if self._guardrail_models else None
         context = GuardrailContext(
-            run_id=request.run_id, agent=request.agent, context=request.context
+            run_id=request.run_id, agent=request.agent, context=request.context, models=models
         )
         value = request.value
         if request.kind == "output" and agent is not None and agent.output_type is not None:
@@ -119,7 +125,8 @@ class ToolActivities:
         async with heartbeating():
             result = await found.check(value, context)
         reason = result.reason[:REASON_CHARS] if result.reason is not None else None
-        return GuardrailVerdict(name=found.name, tripped=result.tripped, reason=reason)
+        used = models.used if models is not None else None
+        return GuardrailVerdict(name=found.name, tripped=result.tripped, reason=reason, usage=used)
 
     @activity.defn(name=ACTIVITY_RUN_TOOL)
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
@@ -173,6 +180,7 @@ class ToolActivities:
             call_id=request.call_id,
             agent=request.agent,
             context=request.context,
+            usage=request.usage,
         )
         raw = request.arguments or "{}"
         content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))

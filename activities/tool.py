@@ -27,6 +27,7 @@ from durable_agents.workflows.agent_spec import (
     ToolSpec,
     WebhookSubscription,
 )
+from durable_agents.workflows.run_items import Usage
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -68,6 +69,8 @@ class ToolContext:
     agent: str
     context: JsonValue = None
     """The JSON context the run was started with."""
+    usage: Usage | None = None
+    """The run's usage (its model calls so far) when the call was made."""
     progress: Progress = field(default_factory=Progress, repr=False, compare=False)
     cancel_requested: threading.Event = field(
         default_factory=threading.Event, repr=False, compare=False

@@ -55,7 +55,14 @@ from durable_agents.client.operations import (
 )
 from durable_agents.client.retries import ActivityRetry
 from durable_agents.client.run import AgentRun
-from durable_agents.workflows import agent_calls, background, contract, details, state_pages
+from durable_agents.workflows import (
+    agent_calls,
+    background,
+    contract,
+    details,
+    input_items,
+    state_pages,
+)
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.agent_spec import AgentSpec, ApprovalCondition, ModelSettings
 from durable_agents.workflows.payloads import (
@@ -260,7 +267,7 @@ class AgentClient:
     async def start(
         self,
         agent: str,
-        input: str,
+        input: str | list[dict[str, Any]],
         *,
         context: JsonValue = None,
         max_turns: int | None = None,
@@ -303,8 +310,9 @@ class AgentClient:
             )
             start_input.token_budget = budgets.token_budget
             start_input.cost_budget = budgets.cost_budget
+        summary = input if isinstance(input, str) else input_items.text_of(start_input.input)
         started = await self._start(
-            start_input, run_id, input, signing_key=signing_key, new_id_only=new_id_only
+            start_input, run_id, summary, signing_key=signing_key, new_id_only=new_id_only
         )
         return self.run(started)
 
@@ -868,7 +876,7 @@ class AgentClient:
     async def message(
         self,
         run_id: str,
-        content: str,
+        content: str | list[dict[str, Any]],
         *,
         confirm: bool = False,
         while_busy: Literal["queue", "interrupt", "reject"] | None = None,

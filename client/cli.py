@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command == "pending" and (args.run_id is None) == (not args.all):
             parser.error("pending: give either RUN_ID or --all")
+        given = {"start": ("input", "INPUT"), "message": ("content", "TEXT")}.get(args.command)
+        if given is not None and (getattr(args, given[0]) is None) == (args.items is None):
+            parser.error(f"{args.command}: give {given[1]} or --items FILE (one of them)")
     except SystemExit as exit_:  # usage errors and --help keep argparse's own codes
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
@@ -115,7 +118,7 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
     run_id = (
         await agents.start(
             args.agent,
-            args.input,
+            given_input(args.input, args.items, "INPUT"),
             context=args.context,
             max_turns=args.max_turns,
             run_id=args.id,
@@ -141,10 +144,11 @@ async def _start(args: argparse.Namespace, agents: AgentClient) -> str:
 
 
 async def _message(args: argparse.Namespace, agents: AgentClient) -> str:
+    content = given_input(args.content, args.items, "TEXT")
     if args.while_busy is None:
-        taken = await agents.message(args.run_id, args.content, confirm=True)
+        taken = await agents.message(args.run_id, content, confirm=True)
         return _sent(args, "message", "message sent", confirmed=taken)
-    await agents.message(args.run_id, args.content, while_busy=args.while_busy)
+    await agents.message(args.run_id, content, while_busy=args.while_busy)
     if args.json:
         return json.dumps({"run_id": args.run_id, "update": "send_message", "taken": True})
     return f"message taken by run {args.run_id} (while busy: {args.while_busy})"
@@ -420,6 +424,28 @@ async def _result(args: argparse.Namespace, agents: AgentClient) -> str:
 # --- arguments ----------------------------------------------------------------------
 
 
+def given_input(text: str | None, items: str | None, name: str) -> str | list[Any]:
+    """The text, or the input list in the file `items` (`-`: standard input); exactly one
+    of them. A file that is not a JSON list is an `AgentClientError`."""
+    if (text is None) == (items is None):
+        raise AgentClientError(f"give {name} or --items FILE (one of them)")
+    if text is not None:
+        return text
+    assert items is not None
+    try:
+        raw = sys.stdin.read() if items == "-" else Path(items).read_text(encoding="utf-8")
+        value = json.loads(raw)
+    except OSError as err:
+        raise AgentClientError(f"--items {items}: {err.strerror or err}") from None
+    except (ValueError, RecursionError) as err:
+        raise AgentClientError(f"--items {items} is not JSON: {_unreadable(err)}") from None
+    if not isinstance(value, list):
+        raise AgentClientError(
+            f"--items {items}: a JSON list of input items, not a {type(value).__name__}"
+        )
+    return value
+
+
 def parse_context(text: str) -> JsonValue:
     """The `--context` option as JSON data; bad JSON is an `AgentClientError`."""
     try:
@@ -540,7 +566,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     start = command("start", _start, "start a run of AGENT on INPUT and print its id")
     start.add_argument("agent", metavar="AGENT")
-    start.add_argument("input", metavar="INPUT")
+    start.add_argument("input", metavar="INPUT", nargs="?")
+    start.add_argument(
+        "--items",
+        metavar="FILE",
+        help="start from an input list instead of INPUT: a JSON file (- : stdin) of user "
+        "messages with input_text and input_image parts",
+    )
     start.add_argument("--context", metavar="JSON", help="JSON handed to every tool call")
     start.add_argument("--max-turns", type=_positive_int, metavar="N")
     start.add_argument("--id", metavar="RUN_ID", help="workflow id (default: AGENT-<random>)")
@@ -583,7 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     message = command("message", _message, "send a session its user's next message")
     message.add_argument("run_id", metavar="RUN_ID")
-    message.add_argument("content", metavar="TEXT")
+    message.add_argument("content", metavar="TEXT", nargs="?")
+    message.add_argument(
+        "--items",
+        metavar="FILE",
+        help="send an input list instead of TEXT: a JSON file (- : stdin) of user messages",
+    )
     message.add_argument(
         "--while-busy",
         choices=["queue", "interrupt", "reject"],

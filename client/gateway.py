@@ -57,6 +57,7 @@ from durable_agents.client.inbox_feed import InboxFeed
 from durable_agents.client.inbox_sessions import Sessions
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
+from durable_agents.workflows.input_items import TextOrItems
 from durable_agents.workflows.payloads import (
     AgentInput,
     DecideInput,
@@ -64,7 +65,15 @@ from durable_agents.workflows.payloads import (
     PendingApproval,
 )
 from durable_agents.workflows.state import RunState
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -108,7 +117,8 @@ class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: str = Field(min_length=1, max_length=200)
-    input: str
+    input: TextOrItems
+    """A text, or an input list (user messages with text and image parts)."""
     run_id: str | None = Field(None, pattern=RUN_ID)
     request_id: str | None = Field(None, min_length=1, max_length=200)
     context: JsonValue = None
@@ -141,7 +151,7 @@ async def _not_as_asked(agents: AgentClient, run_id: str, body: StartRequest) ->
         return f"{held} (a {described.workflow_type} on task queue {info.task_queue!r})"
     asked = {
         "agent": body.agent,
-        "input": body.input,
+        "input": body.model_dump(mode="json")["input"],
         "context": body.context,
         "max_turns": body.max_turns,
         "session": body.session,
@@ -160,13 +170,26 @@ class MessageRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1)
+    content: TextOrItems
+    """A text (not empty), or an input list (user messages with text and image parts)."""
     agent: str | None = Field(None, min_length=1, max_length=200)
     context: JsonValue = None
     stream: bool | None = None
     while_busy: Literal["queue", "interrupt", "reject"] | None = None
     """If the run is working on a turn: queue the message, interrupt the turn and answer
     it, or refuse it (409 `message_refused`); None: the agent's default."""
+
+    @field_validator("content")
+    @classmethod
+    def _said(cls, content: Any) -> Any:
+        if content == "":
+            raise ValueError("a message is not empty")
+        return content
+
+
+def _content(body: MessageRequest) -> str | list[dict[str, Any]]:
+    content: str | list[dict[str, Any]] = body.model_dump(mode="json")["content"]
+    return content
 
 
 class InterruptRequest(BaseModel):
@@ -258,7 +281,7 @@ def gateway_app(
         try:
             started = await agents.start(
                 body.agent,
-                body.input,
+                body.model_dump(mode="json")["input"],
                 context=body.context,
                 max_turns=body.max_turns,
                 run_id=run_id,
@@ -286,7 +309,7 @@ def gateway_app(
         body = await _body(request, MessageRequest)
         try:
             await allowed(request, "start", run_id)  # the run's agent, if it exists
-            await agents.message(run_id, body.content, while_busy=body.while_busy)
+            await agents.message(run_id, _content(body), while_busy=body.while_busy)
         except RunNotFound:
             if body.agent is None:
                 raise
@@ -320,7 +343,7 @@ def gateway_app(
         try:
             await agents.start(
                 body.agent,
-                body.content,
+                _content(body),
                 context=body.context,
                 run_id=run_id,
                 session=True,
@@ -329,7 +352,7 @@ def gateway_app(
             )
         except RunExists:  # started a moment ago, maybe of another agent: checked again
             await allowed(request, "start", run_id)
-            await agents.message(run_id, body.content, while_busy=body.while_busy)
+            await agents.message(run_id, _content(body), while_busy=body.while_busy)
             request.state.audit["outcome"] = "sent"
             return JSONResponse({"run_id": run_id, "sent": True}, status_code=202)
         request.state.audit["outcome"] = "started"

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
+from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
 from durable_agents.workflows import (
@@ -78,7 +79,8 @@ async def run_locally(
     ValueError if `registry` does not serve the snapshot's agent or the snapshot
     does not fit it.
     """
-    tools = ToolActivities(registry)
+    models = getattr(model, "__self__", None)  # `ModelActivities(...).call_model`
+    tools = ToolActivities(registry, models=models if isinstance(models, ModelActivities) else None)
     try:
         described = await tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
     except ApplicationError as err:

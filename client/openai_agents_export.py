@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_agents.activities.user_content import responses_content
 from durable_agents.client.openai_agents_import import WRITTEN_SCHEMA_VERSION
 from durable_agents.workflows import budget
 from durable_agents.workflows.run_items import (
@@ -114,7 +115,10 @@ def export_state(state: RunState) -> dict[str, Any]:
         "current_turn": current_turn,
         "current_agent": agent,
         "original_input": _input_items(state.items[:last]),
-        "pending_input": [{"role": "user", "content": m} for m in state.queued_messages],
+        "pending_input": [
+            {"role": "user", "content": m if isinstance(m, str) else responses_content(m)}
+            for m in state.queued_messages
+        ],
         "model_responses": [
             {
                 "usage": _usage(reply.usage or Usage(model_calls=1)),
@@ -140,7 +144,7 @@ def _input_items(items: list[Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, UserMessage):
-            found.append({"role": "user", "content": item.content})
+            found.append({"role": "user", "content": responses_content(item)})
         elif isinstance(item, AssistantMessage):
             found += [_reasoning(r) for r in item.reasoning]
             if item.content:  # with an id: Chat Completions joins it to the calls after it

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import agents as sdk
 from agents.extensions import handoff_filters
@@ -23,11 +23,13 @@ from agents.models import get_default_model, get_default_model_settings
 from agents.tool_context import ToolContext as SDKToolContext
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from durable_agents import openai_agents_guardrails as sdk_guardrails
 from durable_agents.activities.agent import Agent
 from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.handoff import handoff
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext
+from durable_agents.openai_agents_guardrails import sdk_usage
 from durable_agents.workflows.agent_spec import ApprovalPolicy, ModelSettings
 
 __all__ = ["SDKAgentRefused", "from_sdk_agent"]
@@ -69,23 +71,38 @@ class SDKAgentRefused(ValueError):
         self.feature = feature
 
 
-def from_sdk_agent(sdk_agent: sdk.Agent[Any], *, context_type: Any = None) -> Agent:
+def from_sdk_agent(
+    sdk_agent: sdk.Agent[Any],
+    *,
+    context_type: Any = None,
+    guardrail_refusals: Mapping[str, str] | None = None,
+) -> Agent:
     """Our `Agent` for `sdk_agent`, and for every agent it reaches (referenced from it).
 
     `context_type` (a pydantic model or dataclass): what the SDK's functions receive as
     `ctx.context`, validated from the JSON context a run starts with (default: that JSON
-    value itself). A function tool's changes to it are not kept between calls."""
+    value itself). A function tool's changes to it are not kept between calls.
+    `guardrail_refusals`: SDK guardrails (by name) whose tripwire answers with this
+    text and keeps the session going; any other guardrail's tripwire ends the run
+    (`guardrail_tripped`). ValueError for a name no guardrail reached has."""
     if not isinstance(sdk_agent, sdk.Agent):
         raise TypeError(f"from_sdk_agent takes an agents.Agent, not {sdk_agent!r}")
-    return _Converter(context_type).agent(sdk_agent)
+    converter = _Converter(context_type, guardrail_refusals or {})
+    converted = converter.agent(sdk_agent)
+    unknown = sorted(set(guardrail_refusals or {}) - converter.guardrail_names)
+    if unknown:
+        raise ValueError(f"guardrail_refusals names no guardrail of these agents: {unknown}")
+    return converted
 
 
 class _Converter:
     """One conversion: SDK agents already converted (or under way: a cycle of handoffs)."""
 
-    def __init__(self, context_type: Any) -> None:
+    def __init__(self, context_type: Any, refusals: Mapping[str, str]) -> None:
         self._context = TypeAdapter(context_type) if context_type is not None else None
         self._done: dict[str, tuple[sdk.Agent[Any], Agent | None]] = {}
+        self._refusals = refusals
+        self.guardrail_names: set[str] = set()
 
     def agent(self, source: sdk.Agent[Any]) -> Agent:
         seen = self._done.get(source.name)
@@ -108,9 +125,19 @@ class _Converter:
             handoff_description=source.handoff_description,
             model_settings=_model_settings(source),
             output_type=_output_type(source),
+            input_guardrails=self._guardrails(source, "input"),
+            output_guardrails=self._guardrails(source, "output"),
         )
         self._done[source.name] = (source, converted)
         return converted
+
+    def _guardrails(self, owner: sdk.Agent[Any], kind: Literal["input", "output"]) -> list[Any]:
+        found = getattr(owner, f"{kind}_guardrails")
+        self.guardrail_names.update(g.get_name() for g in found)
+        return [
+            sdk_guardrails.convert(owner, g, kind, context=self._context, refusals=self._refusals)
+            for g in found
+        ]
 
     def _tool(self, owner: sdk.Agent[Any], found: Any) -> Tool:
         if not isinstance(found, sdk.FunctionTool):
@@ -167,6 +194,7 @@ class _Converter:
             value = context.validate_python(ctx.context) if context is not None else ctx.context
             tool_context = SDKToolContext(
                 context=value,
+                usage=sdk_usage(ctx.usage),
                 tool_name=found.name,
                 tool_call_id=ctx.call_id,
                 tool_arguments=raw,
@@ -223,11 +251,6 @@ def _refuse_agent_features(agent: sdk.Agent[Any]) -> None:
         raise SDKAgentRefused(name, "prompt", "stored prompts are not supported")
     if agent.model is not None and not isinstance(agent.model, str):
         raise SDKAgentRefused(name, "model as an object", "give the model's name")
-    for kind in ("input", "output"):
-        if getattr(agent, f"{kind}_guardrails"):
-            raise SDKAgentRefused(
-                name, f"{kind}_guardrails", f"not mapped yet: use our @{kind}_guardrail"
-            )
     if agent.hooks is not None:
         raise SDKAgentRefused(name, "hooks", "lifecycle hooks are not supported")
     if agent.tool_use_behavior != "run_llm_again":

@@ -245,10 +245,6 @@ class AgentsPlugin(SimplePlugin):
                 WebhookSubscription(endpoint=e.name, events=list(e.events))  # type: ignore[arg-type]
                 for e in endpoints.values()
             ]
-            tools = ToolActivities(
-                self.registry, trust=self.trust, prices=self.prices, webhooks=worker_wide
-            )
-            deliveries = WebhookActivities(endpoints)
             model = ModelActivities(
                 model_client,
                 max_concurrent=max_model_calls,
@@ -256,6 +252,14 @@ class AgentsPlugin(SimplePlugin):
                 default_api=model_api,
                 approval_rules=self.registry.approval_rule,
             )
+            tools = ToolActivities(
+                self.registry,
+                trust=self.trust,
+                prices=self.prices,
+                webhooks=worker_wide,
+                models=model,
+            )
+            deliveries = WebhookActivities(endpoints)
             evaluators = EvaluatorActivities(self.registry, model)
             activities = [
                 tools.describe_agent,

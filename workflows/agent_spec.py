@@ -329,6 +329,18 @@ class GuardrailSpec(_Model):
     """Start-to-close timeout of one attempt of its activity."""
     retry: RetrySpec = RetrySpec()
     """How often it is tried; one that still fails counts as tripped."""
+    on_trip: Literal["end", "refuse"] = Field("end", exclude_if=lambda v: v == "end")
+    """What its tripwire does: `end` the run (`guardrail_tripped`), or `refuse`: answer
+    with `refusal` instead of the model and go on (a session waits for the next
+    message, a single run completes with the refusal as its output)."""
+    refusal: str | None = Field(
+        None, min_length=1, max_length=2_000, exclude_if=lambda v: v is None
+    )
+    """The answer of a `refuse` guardrail that tripped (None: `DEFAULT_REFUSAL`)."""
+
+
+DEFAULT_REFUSAL = "Sorry, I can't help with that."
+"""What a `refuse` guardrail that tripped answers unless it says otherwise."""
 
 
 class ApproverKey(_Model):

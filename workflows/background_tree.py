@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         contract,
         details,
         inbox,
+        input_items,
         loop,
         raw_payloads,
         search_attributes,
@@ -72,7 +73,9 @@ async def start_child(
         result_type=AgentResult,
         task_queue=workflow.info().task_queue,
         parent_close_policy=close,
-        static_summary=details.static_summary(agent, task.input or "(resumed)"),
+        static_summary=details.static_summary(
+            agent, input_items.text_of(task.input) or "(resumed)"
+        ),
         search_attributes=search_attributes.at_start(agent) if task.resume_from is None else None,
     )
 

@@ -8,9 +8,12 @@ naming what they checked (`item`), so the loop knows what has been checked, also
 after a continue-as-new or a resume (a resumed snapshot that cannot be verified
 keeps no check of what the model has not answered: `workflows.resume_trust`). A
 tripwire ends the run `guardrail_tripped` with the guardrail's name and reason; an
-output that tripped one is withheld (`final_output` cleared). A guardrail that
-fails after its retries counts as tripped: a check that cannot run must not let
-anything through.
+output that tripped one is withheld (`final_output` cleared). A guardrail with
+`on_trip="refuse"` answers with its refusal instead (an assistant message marked
+`refused_by`, the final output): a session then waits for the next message. A
+guardrail that fails after its retries counts as tripped: a check that cannot run
+must not let anything through. What a guardrail's own model calls used is counted
+in the run's usage (and so held to its budgets).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows import handoffs
-from durable_agents.workflows.agent_spec import GuardrailSpec
+from durable_agents.workflows.agent_spec import DEFAULT_REFUSAL, GuardrailSpec
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
 from durable_agents.workflows.payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.run_items import AssistantMessage, GuardrailCheck, UserMessage
@@ -78,6 +81,8 @@ def output_due(state: RunState) -> bool:
         return False
     answer = state.items[reply]
     later = state.items[reply + 1 :]
+    if isinstance(answer, AssistantMessage) and answer.refused_by is not None:
+        return False  # a guardrail's own answer
     final = isinstance(answer, AssistantMessage) and not answer.tool_calls
     asked_again = any(isinstance(i, UserMessage) for i in later)
     return final and not asked_again and not _checked(state, reply, "output")
@@ -91,8 +96,12 @@ def record(
     now: datetime,
     item: int | None = None,
 ) -> None:
-    """Record the verdicts on the item at `item`; the first tripwire ends the run."""
+    """Record the verdicts on the item at `item` and count their usage; the first
+    tripwire ends the run or, for a guardrail that refuses, answers in the model's
+    place."""
     for verdict in verdicts:
+        if verdict.usage is not None:
+            state.usage = state.usage.plus(verdict.usage)
         state.items.append(
             GuardrailCheck(
                 kind=kind,
@@ -101,10 +110,14 @@ def record(
                 reason=verdict.reason,
                 item=item,
                 at=now,
+                usage=verdict.usage,
             )
         )
     tripped = next((v for v in verdicts if v.tripped), None)
-    if tripped is not None:
+    spec = _spec(state, kind, tripped.name) if tripped is not None else None
+    if spec is not None and spec.on_trip == "refuse":
+        _refuse(state, spec, now=now)
+    elif tripped is not None:
         why = f": {tripped.reason}" if tripped.reason else ""
         state.error = ErrorInfo(
             type=ERROR_GUARDRAIL_TRIPPED,
@@ -115,6 +128,21 @@ def record(
         if kind == "output":
             state.final_output = None
     state.updated_at = now
+
+
+def _spec(state: RunState, kind: Kind, name: str) -> GuardrailSpec | None:
+    return next((g for g in state.agent.guardrails(kind) if g.name == name), None)
+
+
+def _refuse(state: RunState, spec: GuardrailSpec, *, now: datetime) -> None:
+    """Answer with the guardrail's refusal: the run's final output, what the user reads;
+    a withheld output stays in the conversation, followed by the refusal."""
+    text = spec.refusal or DEFAULT_REFUSAL
+    state.turn += 1  # a reply of the run's, though not the model's: it takes a turn
+    state.items.append(
+        AssistantMessage(turn=state.turn, content=text, at=now, refused_by=spec.name)
+    )
+    state.final_output = text if state.agent.output is None else None
 
 
 def request(state: RunState, spec: GuardrailSpec, value: JsonValue) -> GuardrailRequest:

@@ -236,8 +236,10 @@ class Inbox:
         if too_large is not None:
             return too_large
         queue = self.state.queued_messages if self.state is not None else self._early_messages
-        if len(queue) >= limits.MAX_QUEUED_MESSAGES:
-            return f"{len(queue)} messages are queued already"
+        adding = len(payload.content) if isinstance(payload.content, list) else 1
+        if len(queue) + adding > limits.MAX_QUEUED_MESSAGES:
+            at_once = f"{adding} at once, " if adding > 1 else ""
+            return f"{at_once}{len(queue)} messages are queued already"
         state = self.state
         if state is None:
             return None

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from durable_agents.workflows import input_items
+from durable_agents.workflows.input_items import InputMessage
 from durable_agents.workflows.payloads import DecisionSignal
 
 MAX_ID_CHARS = 200
@@ -83,8 +85,10 @@ def _plain(value: object) -> object:
     return dump(mode="json") if dump is not None else value
 
 
-def message_problem(content: str) -> str | None:
-    """Why a message is too large to take, or None."""
+def message_problem(content: str | list[InputMessage]) -> str | None:
+    """Why a message is too large to take (or holds too many images), or None."""
+    if not isinstance(content, str):
+        return input_items.images_problem(content) or message_problem(input_items.text_of(content))
     if len(content) > MAX_MESSAGE_CHARS:
         return f"content: {len(content):,} characters, at most {MAX_MESSAGE_CHARS:,}"
     return None

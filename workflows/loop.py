@@ -19,6 +19,7 @@ from durable_agents.workflows import (
     definitions,
     guardrails,
     handoffs,
+    input_items,
     interrupts,
     mcp_tools,
     output,
@@ -28,6 +29,7 @@ from durable_agents.workflows import (
 )
 from durable_agents.workflows.agent_spec import AgentSpec, ModelPrice
 from durable_agents.workflows.audit import PAUSES_KEPT, PauseEvent
+from durable_agents.workflows.input_items import InputMessage
 from durable_agents.workflows.payloads import (
     AgentInput,
     ModelReply,
@@ -97,7 +99,7 @@ def new_state(
         session=agent_input.session,
         depth=agent_input.depth or 0,
         background=agent_input.background,
-        items=[UserMessage(content=agent_input.input)],
+        items=list(input_items.user_messages(agent_input.input)),
         created_at=now,
         updated_at=now,
     )
@@ -310,6 +312,7 @@ def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
         idempotency_key=call.idempotency_key or idempotency_key(state, call.call_id),
         context=state.context,
         approval_keys=decisions.signed_approval_keys(state, call.call_id),
+        usage=state.usage,
     )
 
 
@@ -414,9 +417,13 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
     state.updated_at = now
 
 
-def receive_message(state: RunState, content: str, *, now: datetime) -> None:
-    """Queue the user's next message; it is delivered by `deliver_messages`."""
-    state.queued_messages.append(content)
+def receive_message(state: RunState, content: str | list[InputMessage], *, now: datetime) -> None:
+    """Queue the user's next message (the messages of an input list); it is delivered
+    by `deliver_messages`."""
+    if isinstance(content, str):
+        state.queued_messages.append(content)
+    else:
+        state.queued_messages.extend(input_items.user_messages(content))
     state.updated_at = now
 
 
@@ -428,7 +435,9 @@ def deliver_messages(state: RunState, *, now: datetime) -> None:
         return
     if guardrails.output_due(state):  # the answer is checked before the next message
         return
-    state.items.extend(UserMessage(content=c) for c in state.queued_messages)
+    state.items.extend(
+        UserMessage(content=c) if isinstance(c, str) else c for c in state.queued_messages
+    )
     state.queued_messages = []
     state.updated_at = now
 

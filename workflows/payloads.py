@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from durable_agents.workflows.agent_spec import (
     AgentSpec,
@@ -19,6 +19,7 @@ from durable_agents.workflows.agent_spec import (
     ModelSettings,
 )
 from durable_agents.workflows.audit import Signature, WebhookDelivery
+from durable_agents.workflows.input_items import TextOrItems, images_problem
 from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.run_items import Attachment, Item, ReasoningItem, RuleVerdict, Usage
 from durable_agents.workflows.snapshot_input import SnapshotInput
@@ -54,8 +55,19 @@ class AgentInput(_Payload):
 
     agent: str = Field(min_length=1)
     """Name of an agent registered on the workers of the task queue."""
-    input: str
-    """The user's first message."""
+    input: TextOrItems
+    """The user's first message, or an input list (`workflows.input_items`: user
+    messages with text and image parts, as the OpenAI Agents SDK's `Runner.run` takes
+    them)."""
+
+    @field_validator("input")
+    @classmethod
+    def _few_images(cls, given: str | list[Any]) -> str | list[Any]:
+        problem = images_problem(given) if isinstance(given, list) else None
+        if problem is not None:
+            raise ValueError(problem)
+        return given
+
     context: JsonValue = None
     """JSON handed to every tool call (never to the model). With `resume_from`: laid
     over the snapshot's (`loop.overlay_context`)."""
@@ -211,7 +223,9 @@ class MessageSignal(_Payload):
     """Payload of the `send_message` signal and update: the user's next message in a
     session, and what it does if the run is working on a turn."""
 
-    content: str
+    content: TextOrItems
+    """The message: a text, or an input list (`workflows.input_items`: user messages
+    with text and image parts)."""
     while_busy: Literal["queue", "interrupt", "reject"] | None = None
     """`queue`: delivered once the turn's tool calls are answered; `interrupt`: the
     model call and tools under way are stopped, the calls without a result answered as
@@ -466,6 +480,9 @@ class ToolRequest(_Payload):
     """`KEY_ID PUBLIC_KEY` of each approver key whose signature approved this call (the
     run verified it with the keys frozen at its start): the tool's worker refuses the
     call when one is no longer among its own approver keys (revoked or removed)."""
+    usage: Usage | None = Field(None, exclude_if=lambda u: u is None)
+    """The run's usage when the call was made (the OpenAI Agents SDK's `ToolContext`
+    carries it to a converted SDK tool)."""
 
 
 class EvaluationRequest(_Payload):
@@ -521,6 +538,8 @@ class GuardrailVerdict(_Payload):
     name: str
     tripped: bool
     reason: str | None = None
+    usage: Usage | None = None
+    """What its model calls used (the agents it ran), priced by the worker if it can."""
 
 
 class ToolOutcome(_Payload):

@@ -98,9 +98,40 @@ class UserMessage(_Model):
 
     type: Literal["user_message"] = "user_message"
     content: str
+    """Its text (of a message given as parts: the text parts, a line each)."""
+    parts: list[Annotated[TextPart | ImagePart, Field(discriminator="type")]] = Field(
+        [], exclude_if=lambda parts: not parts
+    )
+    """A message given as parts (text and images, in order) is sent to the model so;
+    empty: the message is `content`."""
     feedback: bool = False
     """Written by the run, not the user: why the previous reply was not the agent's
     output type (it does not start a new exchange)."""
+
+
+class TextPart(_Model):
+    """Text of a user message given as parts."""
+
+    type: Literal["input_text"] = "input_text"
+    text: str
+
+
+class ImagePart(_Model):
+    """An image of a user message: an `https` URL the model's provider fetches, or the
+    image itself (kept as the run's state; history holds a payload-store reference to
+    a large one)."""
+
+    type: Literal["input_image"] = "input_image"
+    url: str | None = Field(None, exclude_if=lambda v: v is None)
+    image: Attachment | None = Field(None, exclude_if=lambda v: v is None)
+    detail: Literal["auto", "low", "high"] | None = Field(None, exclude_if=lambda v: v is None)
+    """How closely the model looks (None: the provider's default)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImagePart:
+        if (self.url is None) == (self.image is None):
+            raise ValueError("an image part has a url or an image, not both")
+        return self
 
 
 class ReasoningItem(_Model):
@@ -129,6 +160,9 @@ class AssistantMessage(_Model):
     """What this model call used, as the provider reported it."""
     reasoning: list[ReasoningItem] = []
     """The reasoning behind this reply (Responses API), passed back on later calls."""
+    refused_by: str | None = Field(None, exclude_if=lambda v: v is None)
+    """Not the model's: the refusal of this guardrail, which tripped (`on_trip="refuse"`);
+    output guardrails do not check it."""
 
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -275,6 +309,9 @@ class GuardrailCheck(_Model):
     item: int | None = Field(None, ge=0)
     """Index in `items` of what it checked; None: the latest such item before it."""
     at: AwareDatetime
+    usage: Usage | None = Field(None, exclude_if=lambda v: v is None)
+    """What the guardrail's own model calls used (an agent it ran), counted in the
+    run's usage and budgets."""
 
 
 class BudgetRequest(_Model):

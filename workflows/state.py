@@ -45,6 +45,7 @@ from durable_agents.workflows.interrupt_models import (
 from durable_agents.workflows.run_items import (
     Item,
     Usage,
+    UserMessage,
 )
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic_core import PydanticCustomError
@@ -312,8 +313,9 @@ class RunState(_Model):
     """Set when the run was resumed or forked from a snapshot of another run."""
     session: bool = False
     """After each final answer, wait for the next `send_message` instead of completing."""
-    queued_messages: list[str] = []
-    """User messages received mid-turn, delivered once the turn's tool calls are answered."""
+    queued_messages: list[str | UserMessage] = []
+    """User messages received mid-turn, delivered once the turn's tool calls are answered
+    (a text, or a message given as parts)."""
     end_reason: str | None = None
     """Why a session ended (ended by a signal, or idle)."""
     workflow_runs: list[str] = []

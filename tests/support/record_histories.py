@@ -60,6 +60,7 @@ from tests.support.once_agents import once_carried
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
 from tests.support.rule_agents import ruled
+from tests.support.sdk_guardrail_agents import polite_desk
 from tests.support.steer_agents import STEER_AGENTS
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -85,6 +86,18 @@ LOOKUP_AND_MAIL = Reply(
     )
 )
 """A local tool's call beside one that waits for approval."""
+
+RECEIPT = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "What does this receipt say?"},
+            {"type": "input_image", "image_url": "https://example.com/receipt.png"},
+        ],
+    }
+]
+"""A session's message given as an input list."""
+
 
 SCENARIOS = {
     # issue 45: a code rule's verdicts (Oakland asks, Paris does not) and the policy's
@@ -293,6 +306,22 @@ SCENARIOS = {
             ("awaiting_input", contract.SIGNAL_END_SESSION, EndSessionSignal()),
         ],
     ),
+    # an OpenAI Agents SDK agent through `from_sdk_agent`: its input guardrail runs an
+    # SDK agent (counted) and refuses; the session goes on with a message given as an
+    # input list (text and an image), which passes and is answered.
+    "sdk_guardrail_refused": (
+        "sdk_polite",
+        True,
+        [
+            Reply(content='{"reasoning": "algebra", "is_math_homework": true}'),
+            Reply(content='{"reasoning": "a receipt", "is_math_homework": false}'),
+            Reply(content="A receipt for 12 dollars."),
+        ],
+        [
+            ("awaiting_input", contract.SIGNAL_SEND_MESSAGE, MessageSignal(content=RECEIPT)),
+            ("turn:2", contract.SIGNAL_END_SESSION, EndSessionSignal()),
+        ],
+    ),
 }
 
 
@@ -350,6 +379,7 @@ async def _serving(
         for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
+        registry.add(polite_desk)  # an OpenAI Agents SDK agent with a guardrail agent
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
         with WebhookReceiver(HOOK_SECRET) as receiver:
             hooks = {"approvals": _hook(receiver.url)} if name.startswith("webhooks") else {}
@@ -380,6 +410,9 @@ async def _reached(handle, status: str) -> bool:
     if status.startswith("pending:"):
         pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
         return any(p.get("call_id") == status.removeprefix("pending:") for p in pending)
+    if status.startswith("turn:"):  # a session has answered that many turns
+        view = await handle.query(contract.QUERY_GET_STATUS)
+        return view.get("status") == "awaiting_input" and view.get("turn") >= int(status[5:])
     return (await handle.query(contract.QUERY_GET_STATUS)).get("status") == status
 
 
@@ -666,6 +699,7 @@ KEPT = (
     "at_most_once",  # a call stamped, one interrupted, carried over continue-as-new
     "answers",  # an external tool's call answered by short id
     "approval_rules",  # a code rule's verdicts, an evaluator's decision
+    "sdk_guardrail_refused",  # an SDK agent's guardrail agent refuses; items as a message
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

@@ -22,6 +22,7 @@ from durable_agents.client.openai_agents_import import (
 )
 from durable_agents.workflows import loop
 from durable_agents.workflows.agent_spec import ModelPrice
+from durable_agents.workflows.input_items import InputList
 from durable_agents.workflows.run_items import (
     AssistantMessage,
     Decision,
@@ -30,6 +31,7 @@ from durable_agents.workflows.run_items import (
     UserMessage,
 )
 from durable_agents.workflows.state import RunState, RunStatus
+from pydantic import TypeAdapter
 
 from durable_agents.testing import ScriptedModelServer
 from tests.support import agents
@@ -567,3 +569,31 @@ def test_a_count_no_reader_can_hold_is_refused(key):
     document = fixture_json("interrupted-chat")
     document[key] = 10**200
     assert f"$.{key}" in refusal(document)
+
+
+async def test_a_message_given_as_parts_is_exported_with_its_parts():
+    """A user message with an image, and one queued, reach the SDK's RunState as
+    Responses input parts (the SDK loads the file)."""
+    state = imported(fixture_json("interrupted-chat"))
+    parts = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "and this"},
+                {"type": "input_image", "image_url": "https://example.com/a.png"},
+            ],
+        }
+    ]
+    given = TypeAdapter(InputList).validate_python(parts)
+    state.items[0] = loop.input_items.user_messages(given)[0]
+    loop.receive_message(state, given, now=NOW)
+    document = export_state(state)
+    expected = [
+        {"type": "input_text", "text": "and this"},
+        {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"},
+    ]
+    assert document["original_input"][0]["content"] == expected
+    assert document["pending_input"] == [{"role": "user", "content": expected}]
+    with ScriptedModelServer() as server:  # never called: loading is offline
+        loaded = await SDKRunState.from_string(sdk_agent(server), json.dumps(document))
+    assert loaded._original_input[0]["content"] == expected
