@@ -361,8 +361,12 @@ async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
     if not audit.handlers:
         audit.addHandler(logging.StreamHandler(sys.stderr))
         audit.setLevel(logging.INFO)
+    from durable_agents.client import ui_links
+
+    target = agents.client.service_client.config.target_host
+    ui = ui_links.ui_address(args.ui, address=target)
     config = uvicorn.Config(
-        gateway.gateway_app(agents, callers),
+        gateway.gateway_app(agents, callers, ui=ui),
         host=args.host,
         port=args.port,
         log_level="warning",
@@ -434,6 +438,13 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         "--allow-unauthenticated",
         action="store_true",
         help="no bearer tokens (accepted only on a loopback address)",
+    )
+    gate.add_argument(
+        "--ui",
+        metavar="URL",
+        help="the Temporal UI's address, for the inbox's links to each run (default: "
+        "$AGENT_UI_URL; http://localhost:8233 when --address is the dev server's default, "
+        "localhost:7233; otherwise no links)",
     )
     forget = command(
         "erase",

@@ -202,13 +202,15 @@ def gateway_app(
     *,
     sessions: Sessions | None = None,
     feed: InboxFeed | None = None,
+    ui: str | None = None,
 ) -> Starlette:
     """The gateway over `agents`; `callers` None: no authentication (loopback only,
     checked by `agentctl serve`). `sessions` and `feed`: the inbox's (`client.inbox`;
-    default: new ones)."""
+    default: new ones). `ui`: the Temporal UI's address, for the inbox's links to runs
+    (a `feed` given keeps its own)."""
     hubs: dict[str, _Hub] = {}
     sessions = sessions or Sessions()
-    feed = feed or InboxFeed(agents)
+    feed = feed or InboxFeed(agents, ui=ui)
 
     def caller_of(request: Request) -> Caller:
         if callers is None:

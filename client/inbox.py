@@ -10,6 +10,8 @@ Routes (all under `/inbox`; the page's assets ship in this package, `inbox_asset
   session cookie (`client.inbox_sessions`) and answers the CSRF token.
   `GET /inbox/session`: who is signed in, and the CSRF token. `POST
   /inbox/session/end`: sign out.
+- `GET /inbox/context/{run_id}` (scope read, on the run): on demand, the run's summary,
+  status, conversation and Temporal UI link (`client.inbox_context`).
 - `GET /inbox/calls` (scope read): every waiting call the caller may see
   (`client.inbox_feed`); `GET /inbox/feed`: the same as server-sent events, an event
   `calls` each time it changes (`signed_out` when the session ends).
@@ -26,6 +28,7 @@ from importlib import resources
 from typing import Any
 
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
+from durable_agents.client.inbox_context import run_context
 from durable_agents.client.inbox_feed import InboxFeed, InboxView
 from durable_agents.client.inbox_sessions import (
     COOKIE,
@@ -148,6 +151,12 @@ def inbox_routes(
         caller = await allowed(request, "read")
         return JSONResponse(_visible(caller, await feed.current()))
 
+    async def context(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        await allowed(request, "read", run_id)
+        found = await run_context(feed.agents, run_id, ui=feed.ui)
+        return JSONResponse(found.model_dump(mode="json"), headers={"cache-control": "no-store"})
+
     async def follow(request: Request) -> Response:
         caller = await allowed(request, "read")
         cookie = request.cookies.get(COOKIE) if "authorization" not in request.headers else None
@@ -178,6 +187,7 @@ def inbox_routes(
         Route("/inbox/session/end", sign_out, methods=["POST"]),
         Route("/inbox/calls", calls),
         Route("/inbox/feed", follow),
+        Route("/inbox/context/{run_id:path}", context),
     ]
 
 
@@ -199,6 +209,8 @@ def _session_answer(caller: Caller, csrf: str, seconds_left: int) -> JSONRespons
         {
             "caller": caller.name,
             "scopes": sorted(caller.scopes),
+            "approve_as": sorted({caller.name, *caller.approve_as}),
+            "approve_as_anyone": caller is ANONYMOUS,
             "csrf": csrf,
             "seconds_left": seconds_left,
         },
