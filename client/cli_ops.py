@@ -361,12 +361,16 @@ async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
     if not audit.handlers:
         audit.addHandler(logging.StreamHandler(sys.stderr))
         audit.setLevel(logging.INFO)
-    from durable_agents.client import ui_links
+    from durable_agents.client import inbox_sessions, ui_links
 
+    try:
+        sessions = inbox_sessions.configured()
+    except inbox_sessions.SessionConfigError as err:
+        raise AgentClientError(str(err)) from None
     target = agents.client.service_client.config.target_host
     ui = ui_links.ui_address(args.ui, address=target)
     config = uvicorn.Config(
-        gateway.gateway_app(agents, callers, ui=ui),
+        gateway.gateway_app(agents, callers, sessions=sessions, ui=ui),
         host=args.host,
         port=args.port,
         log_level="warning",
@@ -374,7 +378,12 @@ async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
     )
     who = "no authentication" if callers is None else f"{len(callers)} callers"
     where = f"http://{args.host}:{args.port}"
-    line = f"agentctl serve: {where} ({who}); approval inbox: {where}/inbox"
+    kept = (
+        f"signed with ${inbox_sessions.KEY_ENV}"
+        if sessions.shared
+        else f"end with this process (set ${inbox_sessions.KEY_ENV} to keep them)"
+    )
+    line = f"agentctl serve: {where} ({who}); approval inbox: {where}/inbox (sessions {kept})"
     print(line, file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
     return ""

@@ -210,6 +210,11 @@ def gateway_app(
     (a `feed` given keeps its own)."""
     hubs: dict[str, _Hub] = {}
     sessions = sessions or Sessions()
+    sessions.bind(
+        (lambda name: ANONYMOUS if name == ANONYMOUS.name else None)
+        if callers is None
+        else callers.named
+    )
     feed = feed or InboxFeed(agents, ui=ui)
 
     def caller_of(request: Request) -> Caller:
