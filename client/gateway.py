@@ -55,6 +55,7 @@ from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
 from durable_agents.client.inbox import InboxHeaders, inbox_routes, session_caller
 from durable_agents.client.inbox_feed import InboxFeed
 from durable_agents.client.inbox_sessions import Sessions
+from durable_agents.client.proxy_identity import ProxyIdentity
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.payloads import (
@@ -203,11 +204,13 @@ def gateway_app(
     sessions: Sessions | None = None,
     feed: InboxFeed | None = None,
     ui: str | None = None,
+    proxy: ProxyIdentity | None = None,
 ) -> Starlette:
     """The gateway over `agents`; `callers` None: no authentication (loopback only,
     checked by `agentctl serve`). `sessions` and `feed`: the inbox's (`client.inbox`;
     default: new ones). `ui`: the Temporal UI's address, for the inbox's links to runs
-    (a `feed` given keeps its own)."""
+    (a `feed` given keeps its own). `proxy`: the identity header of a trusted proxy,
+    which signs a browser in to the inbox (`client.proxy_identity`; never by default)."""
     hubs: dict[str, _Hub] = {}
     sessions = sessions or Sessions()
     sessions.bind(
@@ -434,7 +437,7 @@ def gateway_app(
         Route("/runs/{run_id:path}/answers", answer, methods=["POST"]),
         Route("/runs/{run_id:path}/events", events),
         Route("/runs/{run_id:path}", status),
-        *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed),
+        *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed, proxy=proxy),
     ]
     middleware = [Middleware(_Audited), Middleware(InboxHeaders)]
     if callers is None:  # open on loopback: no other site's page may reach it by name

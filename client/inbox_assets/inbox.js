@@ -616,7 +616,13 @@
     $("key-file").addEventListener("change", loadKey);
     $("forget-key").addEventListener("click", forgetKey);
     const session = await call("GET", "/inbox/session");
-    if (session.ok) showInbox(session.data);
-    else showSignIn();
+    if (session.ok) return showInbox(session.data);
+    if (session.data && session.data.proxy === true) {
+      // a trusted proxy vouches for who this is: sign in as that caller, no token
+      const vouched = await call("POST", "/inbox/session", { proxy: true });
+      if (vouched.ok) return showInbox(vouched.data);
+      return showSignIn(problem(vouched));
+    }
+    showSignIn();
   });
 })();
