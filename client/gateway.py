@@ -453,12 +453,14 @@ def gateway_app(
 def openapi() -> dict[str, Any]:
     """The gateway's OpenAPI 3.1 document (`schemas/gateway.openapi.json`); RunState and
     the run events are the published JSON Schemas beside it."""
+    from durable_agents.client.inbox_openapi import MODELS as INBOX_MODELS
+    from durable_agents.client.inbox_openapi import inbox_paths
     from durable_agents.workflows.payloads import StatusView
     from durable_agents.workflows.run_items import Decision
     from durable_agents.workflows.state import SCHEMA_VERSION
     from pydantic.json_schema import models_json_schema
 
-    models = [
+    models: list[type[BaseModel]] = [
         StartRequest,
         MessageRequest,
         InterruptRequest,
@@ -468,6 +470,7 @@ def openapi() -> dict[str, Any]:
         StatusView,
         PendingApproval,
         Decision,
+        *INBOX_MODELS,
     ]
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
@@ -527,9 +530,12 @@ def openapi() -> dict[str, Any]:
         "info": {"title": "durable-agents gateway (agentctl serve)", "version": SCHEMA_VERSION},
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "inboxSession": {"type": "apiKey", "in": "cookie", "name": "inbox_session"},
+            },
         },
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"inboxSession": []}],
         "paths": {
             "/runs": {
                 "post": {
@@ -614,6 +620,7 @@ def openapi() -> dict[str, Any]:
                     },
                 }
             },
+            **inbox_paths(answer, ref),
         },
     }
 

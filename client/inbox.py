@@ -31,6 +31,7 @@ from typing import Any
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
 from durable_agents.client.inbox_context import run_context
 from durable_agents.client.inbox_feed import InboxFeed, InboxView
+from durable_agents.client.inbox_openapi import InboxCalls, InboxSession
 from durable_agents.client.inbox_sessions import (
     COOKIE,
     CSRF_HEADER,
@@ -210,27 +211,25 @@ def _visible(caller: Caller, view: InboxView) -> dict[str, Any]:
     """What of `view` the caller may see: calls of its agents only (every agent on the
     call's path), and whether it may decide them."""
     shown = [c for c in view.calls if caller.agents is None or set(c.path) <= caller.agents]
-    return {
-        "caller": caller.name,
-        "may_decide": caller.may("decide"),
-        "calls": [c.model_dump(mode="json") for c in shown],
-        "unanswered": view.unanswered if caller.agents is None else [],
-        "error": view.error,
-    }
+    return InboxCalls(
+        caller=caller.name,
+        may_decide=caller.may("decide"),
+        calls=shown,
+        unanswered=view.unanswered if caller.agents is None else [],
+        error=view.error,
+    ).model_dump(mode="json")
 
 
 def _session_answer(caller: Caller, csrf: str, seconds_left: int) -> JSONResponse:
-    return JSONResponse(
-        {
-            "caller": caller.name,
-            "scopes": sorted(caller.scopes),
-            "approve_as": sorted({caller.name, *caller.approve_as}),
-            "approve_as_anyone": caller is ANONYMOUS,
-            "csrf": csrf,
-            "seconds_left": seconds_left,
-        },
-        headers={"cache-control": "no-store"},
+    answer = InboxSession(
+        caller=caller.name,
+        scopes=sorted(caller.scopes),
+        approve_as=sorted({caller.name, *caller.approve_as}),
+        approve_as_anyone=caller is ANONYMOUS,
+        csrf=csrf,
+        seconds_left=seconds_left,
     )
+    return JSONResponse(answer.model_dump(mode="json"), headers={"cache-control": "no-store"})
 
 
 def _same_origin(request: Request) -> None:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
+import jsonschema
 import pytest
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.client.inbox_feed import InboxFeed
@@ -271,6 +272,16 @@ async def test_choices_and_context_sent_from_outside_are_checked(served):
         assert odd.status_code in (400, 404)
         before = await history_length(agents, run_id)
         found = (await http.get(context, headers=as_session(cookie))).json()
+        # What the routes answer is what the gateway's OpenAPI document says.
+        document = (await http.get("/openapi.json")).json()
+        listed = (await http.get("/inbox/calls", headers=as_session(cookie))).json()
+        for name, value in (
+            ("RunContext", found),
+            ("InboxSession", signed.json()),
+            ("InboxCalls", listed),
+        ):
+            schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+            jsonschema.validate(value, schema)
         assert found["summary"] == "assistant: inbox: hostile choices"
         assert [e["kind"] for e in found["conversation"]] == ["user", "call"]
         assert found["earlier"] == 0 and found["ui_url"].endswith(f"/workflows/{run_id}")
