@@ -57,6 +57,9 @@ class PolicyView(BaseModel):
     allow_always: bool = True
     """Whether an approval may also approve this tool's later calls in the run
     (`always`)."""
+    limit_conditions: list[ApprovalCondition] = []
+    """`limits` as conditions: an `always` may cover every later call within them
+    (`always_when`)."""
 
 
 class InboxCall(BaseModel):
@@ -324,6 +327,7 @@ def _policy(policy: ApprovalPolicy) -> PolicyView:
         limits=[_condition(c) for c in policy.limits],
         on_timeout=on_timeout,
         allow_always=policy.allow_always,
+        limit_conditions=policy.limits,
     )
 
 

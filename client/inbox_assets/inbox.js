@@ -290,16 +290,23 @@
       node.append(toggle, editLabel, editBox);
     }
     let alwaysBox = null;
+    let scopeBox = null;
+    const scopes = alwaysScopes(item);
     if (policy && policy.allow_always) {
       alwaysBox = el("input", { type: "checkbox", id: `${id}-always`, class: "always" });
       alwaysBox.disabled = !mayDecide;
+      scopeBox = el("select", { id: `${id}-scope` });
+      scopes.forEach((scope, index) => scopeBox.append(el("option", { value: String(index), text: scope.text })));
+      const scopeLine = el("div", { hidden: true }, el("label", { for: `${id}-scope`, text: "Which later calls" }), scopeBox);
+      alwaysBox.addEventListener("change", () => (scopeLine.hidden = !alwaysBox.checked));
       node.append(
         el(
           "div",
           { class: "check" },
           alwaysBox,
-          el("label", { for: `${id}-always`, text: "Always: decide later calls of this tool with these arguments the same way, for the rest of this run" }),
+          el("label", { for: `${id}-always`, text: "Always: decide later calls of this tool the same way, for the rest of this run" }),
         ),
+        scopeLine,
       );
     }
     let asBox = null;
@@ -335,7 +342,8 @@
       if (edited && always) {
         throw new Error("Always cannot go with edited arguments (the run refuses it: the rule would cover the arguments edited away). Untick Always or keep the model's arguments.");
       }
-      return { arguments: edited, always, approver: asBox ? asBox.value : null };
+      const scope = always ? scopes[Number(scopeBox.value)] : null;
+      return { arguments: edited, always, always_when: scope ? scope.when : null, approver: asBox ? asBox.value : null };
     }
 
     function showDiff(edited, send) {
@@ -361,6 +369,22 @@
     }
 
     return { node, review, read, showDiff, done };
+  }
+
+  // What an `always` may cover: the same arguments (the run's default), the later calls
+  // with the same value of one argument, or every later call within the policy's limits.
+  function alwaysScopes(item) {
+    const scopes = [{ text: "with these same arguments", when: null }];
+    for (const [field, value] of Object.entries(item.args || {})) {
+      if (value === null || typeof value === "object") continue;
+      const shown = safe(canonical(value));
+      scopes.push({ text: `with the same ${safe(field)} (${shown})`, when: [{ field, op: "==", value }] });
+    }
+    const limits = (item.policy && item.policy.limit_conditions) || [];
+    if (limits.length && limits.every((c) => c.value !== null)) {
+      scopes.push({ text: `any, within the policy's limits (${item.policy.limits.map(safe).join("; ")})`, when: limits });
+    }
+    return scopes;
   }
 
   // The arguments before and after an edit, one line per top-level field: unchanged
@@ -439,7 +463,7 @@
         return;
       }
     }
-    let chosen = { always: false, arguments: null, approver: null };
+    let chosen = { always: false, always_when: null, arguments: null, approver: null };
     if (view.choices) {
       try {
         chosen = view.choices.read(decision);
@@ -482,7 +506,10 @@
       const how = made.signed_by ? `, signed with ${safe(made.signed_by)}` : "";
       const verb = { approve: "Approved", reject: "Rejected", answer: "Answered" }[made.decision];
       const edited = made.arguments ? " with edited arguments" : "";
-      const always = made.always ? " (always: later calls with the same arguments too)" : "";
+      const covers = made.always_when
+        ? made.always_when.map((c) => `${safe(c.field)} ${c.op} ${safe(canonical(c.value))}`).join(" and ")
+        : "the same arguments";
+      const always = made.always ? ` (always: later calls with ${covers} too)` : "";
       view.outcome.className = "outcome";
       view.outcome.textContent =
         `${verb}${edited} by ${safe(made.approver)}${how}${always} ` +
@@ -513,6 +540,7 @@
     const payload = { call_id: item.call_id, decision, arguments_sha256: item.arguments_sha256, run_id: item.run_id };
     if (chosen.approver) payload.approver = chosen.approver;
     if (chosen.always) payload.always = true;
+    if (chosen.always_when) payload.always_when = chosen.always_when;
     if (chosen.arguments) payload.arguments = chosen.arguments;
     if (decision === "answer") payload.result = result;
     if (item.execution_id) payload.execution_id = item.execution_id;
@@ -538,6 +566,7 @@
     if (item.execution_id) payload.execution_id = item.execution_id;
     if (decision === "answer") payload.result = result;
     if (chosen.arguments) payload.arguments = chosen.arguments;
+    if (chosen.always_when) payload.always_when = chosen.always_when;
     const body = new TextEncoder().encode(canonical(payload));
     const sig = await crypto.subtle.sign({ name: "Ed25519" }, state.key.privateKey, body);
     return { ...payload, signature: { key_id: state.key.keyId, sig: b64url(new Uint8Array(sig)) } };

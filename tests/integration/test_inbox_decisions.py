@@ -19,10 +19,11 @@ import jsonschema
 import pytest
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.client.inbox_feed import InboxFeed
+from durable_agents.workflows.agent_spec import ApprovalCondition, ApprovalPolicy
 from durable_agents.workflows.run_items import Decision
 from playwright.async_api import expect
 
-from durable_agents import AgentClient, signing
+from durable_agents import Agent, AgentClient, signing, tool
 from durable_agents.testing import Call, Reply, ScriptedModelServer
 from tests.conftest import serving
 from tests.integration.test_inbox import (  # noqa: F401 (the module's browser fixture)
@@ -35,6 +36,19 @@ from tests.integration.test_inbox import (  # noqa: F401 (the module's browser f
     tool_runs,
 )
 from tests.support.approver_keys import ALICE
+
+TIPS: list[float] = []
+
+
+@tool(needs_approval=ApprovalPolicy(limits=[ApprovalCondition(field="amount", op="<=", value=50)]))
+def tip(amount: float) -> str:
+    """Tip the courier; never more than 50."""
+    TIPS.append(amount)
+    return f"tipped {amount}"
+
+
+cashier = Agent(name="cashier", instructions="Tip.", model="test-model", tools=[tip], max_turns=4)
+"""An `always` may cover every later call within `tip`'s limits."""
 
 DESK = "desk-token-0123456789abcdef"
 MAILROOM = "mailroom-token-0123456789ab"
@@ -68,7 +82,7 @@ def callers(tmp_path: Path) -> Callers:
 async def served(env, tmp_path) -> AsyncIterator[tuple]:
     scripts = Scripts()
     with ScriptedModelServer(responder=scripts) as model:
-        async with serving(env.client, model) as worker:
+        async with serving(env.client, model, extra_agents=[cashier]) as worker:
             agents = AgentClient(worker.client, task_queue=worker.task_queue)
             feed = InboxFeed(agents, ui=UI)
             async with gateway(agents, callers(tmp_path), feed=feed) as url:
@@ -159,32 +173,93 @@ async def test_an_approver_edits_arguments_seeing_the_diff_and_approves_as_anoth
     await page.context.close()
 
 
-async def test_always_from_the_inbox_approves_the_later_call_with_the_same_arguments(
+async def test_always_from_the_inbox_covers_the_later_calls_the_approver_chose(
+    served,
+    browser,  # noqa: F811
+):
+    """`always` for the same arguments covers the same call again, not another body;
+    `always` for the same `to` then covers a later call to it with another body."""
+    agents, scripts, url = served
+
+    def mail(call_id: str, body: str) -> Call:
+        return Call("send_email", {"to": "ops@example.com", "body": body}, call_id=call_id)
+
+    scripts.by_input["inbox: always"] = [
+        Reply(tool_calls=(mail("a1", "again"),)),
+        # the same arguments: the rule decides; another body: asks again
+        Reply(tool_calls=(mail("a2", "again"), mail("a3", "other"))),
+        Reply(tool_calls=(mail("a4", "third"),)),  # the same `to`: the second rule decides
+        Reply("sent four"),
+    ]
+    run_id = (await agents.start("assistant", "inbox: always")).id
+    page = await signed_in(browser, url, DESK)
+    first = call_of(page, "a1")
+    await first.get_by_label("Always").check()
+    scope = first.get_by_role("combobox", name="Which later calls")
+    assert await scope.locator("option").all_text_contents() == [
+        "with these same arguments",
+        'with the same to ("ops@example.com")',
+        'with the same body ("again")',
+    ]
+    await first.get_by_role("combobox", name="Approve as").select_option("desk")
+    await first.get_by_role("button", name="Approve", exact=True).click()
+    await expect(page.locator('[data-decided-call-id="a1"]')).to_contain_text(
+        "Approved by desk (always: later calls with the same arguments too)"
+    )
+    third = call_of(page, "a3")
+    await third.get_by_label("Always").check()
+    await third.get_by_role("combobox", name="Which later calls").select_option(
+        label='with the same to ("ops@example.com")'
+    )
+    await third.get_by_role("combobox", name="Approve as").select_option("desk")
+    await third.get_by_role("button", name="Approve", exact=True).click()
+    await expect(page.locator('[data-decided-call-id="a3"]')).to_contain_text(
+        'always: later calls with to == "ops@example.com" too'
+    )
+    assert (await agents.result(run_id)).final_output == "sent four"
+    state = await agents.state(run_id)
+    made = [(d.call_id, d.via, d.always) for d in state.items if isinstance(d, Decision)]
+    assert made == [
+        ("a1", "update", True),
+        ("a2", "rule", False),
+        ("a3", "update", True),
+        ("a4", "rule", False),
+    ]
+    [scoped] = [d for d in state.items if isinstance(d, Decision) and d.call_id == "a3"]
+    assert [c.model_dump() for c in scoped.always_when or []] == [
+        {"field": "to", "op": "==", "value": "ops@example.com"}
+    ]
+    assert tool_runs(run_id, "send_email") == 4
+    await page.context.close()
+
+
+async def test_always_within_the_policys_limits_covers_every_later_call_within_them(
     served,
     browser,  # noqa: F811
 ):
     agents, scripts, url = served
-    first = Call("send_email", {"to": "ops@example.com", "body": "again"}, call_id="a1")
-    second = Call("send_email", {"to": "ops@example.com", "body": "again"}, call_id="a2")
-    scripts.by_input["inbox: always"] = [
-        Reply(tool_calls=(first,)),
-        Reply(tool_calls=(second,)),
-        Reply("sent twice"),
+    TIPS.clear()
+    scripts.by_input["inbox: tips"] = [
+        Reply(tool_calls=(Call("tip", {"amount": 10}, call_id="t1"),)),
+        Reply(tool_calls=(Call("tip", {"amount": 30}, call_id="t2"),)),  # the rule: within
+        Reply("tipped"),
     ]
-    run_id = (await agents.start("assistant", "inbox: always")).id
+    run_id = (await agents.start("cashier", "inbox: tips")).id
     page = await signed_in(browser, url, DESK)
-    node = call_of(page, "a1")
+    node = call_of(page, "t1")
     await node.get_by_label("Always").check()
-    await node.get_by_role("combobox", name="Approve as").select_option("desk")
-    await node.get_by_role("button", name="Approve", exact=True).click()
-    await expect(page.locator('[data-decided-call-id="a1"]')).to_contain_text(
-        "Approved by desk (always: later calls with the same arguments too)"
+    await node.get_by_role("combobox", name="Which later calls").select_option(
+        label="any, within the policy's limits (amount <= 50)"
     )
-    assert (await agents.result(run_id)).final_output == "sent twice"
+    await node.get_by_role("button", name="Approve", exact=True).click()
+    await expect(page.locator('[data-decided-call-id="t1"]')).to_contain_text(
+        "always: later calls with amount <= 50 too"
+    )
+    assert (await agents.result(run_id)).final_output == "tipped"
     state = await agents.state(run_id)
-    made = [(d.call_id, d.via, d.always) for d in state.items if isinstance(d, Decision)]
-    assert made == [("a1", "update", True), ("a2", "rule", False)]
-    assert tool_runs(run_id, "send_email") == 2
+    made = [(d.call_id, d.via) for d in state.items if isinstance(d, Decision)]
+    assert made == [("t1", "update"), ("t2", "rule")]
+    assert TIPS == [10, 30]
     await page.context.close()
 
 
