@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
+import json
 import logging
+import os
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,7 +43,7 @@ from tests.integration.test_inbox import (  # noqa: F401 (the module's browser f
     call_of,
     callers,
 )
-from tests.support.cli_support import bound_to, error_lines
+from tests.support.cli_support import AGENTCTL, bound_to, error_lines
 from tests.support.runs import free_port
 
 
@@ -234,3 +236,54 @@ async def test_agentctl_serve_refuses_unusable_tls_and_proxy_options(
     refused = await ctl("serve", "--allow-unauthenticated", "--port", port, *given)
     assert refused.code == 1
     assert words in error_lines(refused.stderr)[0]
+
+
+async def test_agentctl_serve_with_tls_options_serves_https_with_shared_sessions(worker, tmp_path):
+    """The command itself: `agentctl serve --tls-cert --tls-key`, with a session key and
+    revocation file from the environment, answers https and says so."""
+    cert, key = self_signed(tmp_path)
+    file = tmp_path / "callers.json"
+    file.write_text(json.dumps([{"name": "desk", "token_env": "T_DESK", "scopes": ["read"]}]))
+    env = os.environ | {
+        "AGENT_GATEWAY_TOKENS": str(file),
+        "T_DESK": DESK,
+        "AGENT_INBOX_SESSION_KEY": "k" * 40,
+        "AGENT_INBOX_REVOCATIONS": str(tmp_path / "revoked.jsonl"),
+    }
+    port = free_port()
+    connection = ["--address", worker.address, "--namespace", worker.namespace]
+    process = await asyncio.create_subprocess_exec(
+        str(AGENTCTL),
+        *connection,
+        "serve",
+        "--port",
+        str(port),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stderr is not None
+        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        assert f"https://127.0.0.1:{port}/inbox" in line
+        assert "sessions signed with $AGENT_INBOX_SESSION_KEY" in line
+        trusting = ssl.create_default_context(cafile=str(cert))
+        async with httpx2.AsyncClient(verify=trusting, timeout=30) as http:
+            async with asyncio.timeout(30):
+                while True:
+                    try:
+                        answer = await http.get(f"https://127.0.0.1:{port}/healthz")
+                        break
+                    except httpx2.ConnectError:
+                        await asyncio.sleep(0.1)
+            assert answer.text == "ok"
+            signed = await http.post(
+                f"https://127.0.0.1:{port}/inbox/session", json={"token": DESK}
+            )
+            assert signed.status_code == 200 and "secure" in signed.headers["set-cookie"].lower()
+    finally:
+        process.terminate()
+        await process.wait()
