@@ -356,21 +356,40 @@ async def serve(args: argparse.Namespace, agents: AgentClient) -> str:
                 "address"
             )
     import uvicorn
+    from durable_agents.client import gateway_serving, inbox_sessions, proxy_identity, ui_links
 
+    try:
+        sessions = inbox_sessions.configured()
+        tls = gateway_serving.tls_files(args.tls_cert, args.tls_key)
+        proxy = None
+        if args.proxy_identity_header is not None or args.trusted_proxy:
+            proxy = proxy_identity.ProxyIdentity.parse(
+                args.proxy_identity_header or "", args.trusted_proxy or []
+            )
+    except (
+        inbox_sessions.SessionConfigError,
+        gateway_serving.ServingConfigError,
+        proxy_identity.ProxyConfigError,
+    ) as err:
+        raise AgentClientError(str(err)) from None
     audit = logging.getLogger(gateway.audit.name)
     if not audit.handlers:
         audit.addHandler(logging.StreamHandler(sys.stderr))
         audit.setLevel(logging.INFO)
-    config = uvicorn.Config(
-        gateway.gateway_app(agents, callers),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        lifespan="off",
+    target = agents.client.service_client.config.target_host
+    ui = ui_links.ui_address(args.ui, address=target)
+    app = gateway.gateway_app(agents, callers, sessions=sessions, ui=ui, proxy=proxy)
+    config = gateway_serving.config(
+        app, host=args.host, port=args.port, tls=tls, behind_trusted_proxy=proxy is not None
     )
     who = "no authentication" if callers is None else f"{len(callers)} callers"
-    where = f"http://{args.host}:{args.port}"
-    line = f"agentctl serve: {where} ({who}); approval inbox: {where}/inbox"
+    where = f"{'https' if tls else 'http'}://{args.host}:{args.port}"
+    kept = (
+        f"signed with ${inbox_sessions.KEY_ENV}"
+        if sessions.shared
+        else f"end with this process (set ${inbox_sessions.KEY_ENV} to keep them)"
+    )
+    line = f"agentctl serve: {where} ({who}); approval inbox: {where}/inbox (sessions {kept})"
     print(line, file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
     return ""
@@ -434,6 +453,28 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         "--allow-unauthenticated",
         action="store_true",
         help="no bearer tokens (accepted only on a loopback address)",
+    )
+    gate.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate")
+    gate.add_argument("--tls-key", metavar="FILE", help="its PEM private key (with --tls-cert)")
+    gate.add_argument(
+        "--proxy-identity-header",
+        metavar="HEADER",
+        help="sign in to the inbox as the caller this header names, when the request comes "
+        "from a --trusted-proxy (e.g. X-Forwarded-User); never by default",
+    )
+    gate.add_argument(
+        "--trusted-proxy",
+        action="append",
+        metavar="ADDRESS",
+        help="an address or CIDR range of the proxy the identity header is believed from "
+        "(repeatable); from elsewhere it is ignored and logged",
+    )
+    gate.add_argument(
+        "--ui",
+        metavar="URL",
+        help="the Temporal UI's address, for the inbox's links to each run (default: "
+        "$AGENT_UI_URL; http://localhost:8233 when --address is the dev server's default, "
+        "localhost:7233; otherwise no links)",
     )
     forget = command(
         "erase",

@@ -55,6 +55,7 @@ from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
 from durable_agents.client.inbox import InboxHeaders, inbox_routes, session_caller
 from durable_agents.client.inbox_feed import InboxFeed
 from durable_agents.client.inbox_sessions import Sessions
+from durable_agents.client.proxy_identity import ProxyIdentity
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
 from durable_agents.workflows.input_items import TextOrItems
@@ -225,13 +226,22 @@ def gateway_app(
     *,
     sessions: Sessions | None = None,
     feed: InboxFeed | None = None,
+    ui: str | None = None,
+    proxy: ProxyIdentity | None = None,
 ) -> Starlette:
     """The gateway over `agents`; `callers` None: no authentication (loopback only,
     checked by `agentctl serve`). `sessions` and `feed`: the inbox's (`client.inbox`;
-    default: new ones)."""
+    default: new ones). `ui`: the Temporal UI's address, for the inbox's links to runs
+    (a `feed` given keeps its own). `proxy`: the identity header of a trusted proxy,
+    which signs a browser in to the inbox (`client.proxy_identity`; never by default)."""
     hubs: dict[str, _Hub] = {}
     sessions = sessions or Sessions()
-    feed = feed or InboxFeed(agents)
+    sessions.bind(
+        (lambda name: ANONYMOUS if name == ANONYMOUS.name else None)
+        if callers is None
+        else callers.named
+    )
+    feed = feed or InboxFeed(agents, ui=ui)
 
     def caller_of(request: Request) -> Caller:
         if callers is None:
@@ -450,7 +460,7 @@ def gateway_app(
         Route("/runs/{run_id:path}/answers", answer, methods=["POST"]),
         Route("/runs/{run_id:path}/events", events),
         Route("/runs/{run_id:path}", status),
-        *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed),
+        *inbox_routes(callers=callers, sessions=sessions, feed=feed, allowed=allowed, proxy=proxy),
     ]
     middleware = [Middleware(_Audited), Middleware(InboxHeaders)]
     if callers is None:  # open on loopback: no other site's page may reach it by name
@@ -466,12 +476,14 @@ def gateway_app(
 def openapi() -> dict[str, Any]:
     """The gateway's OpenAPI 3.1 document (`schemas/gateway.openapi.json`); RunState and
     the run events are the published JSON Schemas beside it."""
+    from durable_agents.client.inbox_openapi import MODELS as INBOX_MODELS
+    from durable_agents.client.inbox_openapi import inbox_paths
     from durable_agents.workflows.payloads import StatusView
     from durable_agents.workflows.run_items import Decision
     from durable_agents.workflows.state import SCHEMA_VERSION
     from pydantic.json_schema import models_json_schema
 
-    models = [
+    models: list[type[BaseModel]] = [
         StartRequest,
         MessageRequest,
         InterruptRequest,
@@ -481,6 +493,7 @@ def openapi() -> dict[str, Any]:
         StatusView,
         PendingApproval,
         Decision,
+        *INBOX_MODELS,
     ]
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
@@ -540,9 +553,12 @@ def openapi() -> dict[str, Any]:
         "info": {"title": "durable-agents gateway (agentctl serve)", "version": SCHEMA_VERSION},
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "inboxSession": {"type": "apiKey", "in": "cookie", "name": "inbox_session"},
+            },
         },
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"inboxSession": []}],
         "paths": {
             "/runs": {
                 "post": {
@@ -627,6 +643,7 @@ def openapi() -> dict[str, Any]:
                     },
                 }
             },
+            **inbox_paths(answer, ref),
         },
     }
 

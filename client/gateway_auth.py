@@ -76,6 +76,10 @@ class Callers:
     def __len__(self) -> int:
         return len(self._by_digest)
 
+    def named(self, name: str) -> Caller | None:
+        """The caller called `name` (an inbox session names its caller), or None."""
+        return next((c for c in self._by_digest.values() if c.name == name), None)
+
     def find(self, authorization: str | None) -> Caller | None:
         """The caller an `Authorization: Bearer TOKEN` header names, or None."""
         scheme, _, token = (authorization or "").partition(" ")

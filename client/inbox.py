@@ -6,10 +6,13 @@ Routes (all under `/inbox`; the page's assets ship in this package, `inbox_asset
 
 - `GET /inbox`, `/inbox/inbox.js`, `/inbox/inbox.css`: the page (no inline script,
   no CDN; a strict Content-Security-Policy, no framing: `_HEADERS`).
-- `POST /inbox/session` `{"token"}`: sign in with a gateway caller's token; sets the
+- `POST /inbox/session` `{"token"}` (or `{"proxy": true}`: the identity a trusted proxy
+  vouches for, `client.proxy_identity`): sign in as a gateway caller; sets the
   session cookie (`client.inbox_sessions`) and answers the CSRF token.
   `GET /inbox/session`: who is signed in, and the CSRF token. `POST
   /inbox/session/end`: sign out.
+- `GET /inbox/context/{run_id}` (scope read, on the run): on demand, the run's summary,
+  status, conversation and Temporal UI link (`client.inbox_context`).
 - `GET /inbox/calls` (scope read): every waiting call the caller may see
   (`client.inbox_feed`); `GET /inbox/feed`: the same as server-sent events, an event
   `calls` each time it changes (`signed_out` when the session ends).
@@ -26,7 +29,9 @@ from importlib import resources
 from typing import Any
 
 from durable_agents.client.gateway_auth import ANONYMOUS, Caller, Callers, Scope
+from durable_agents.client.inbox_context import run_context
 from durable_agents.client.inbox_feed import InboxFeed, InboxView
+from durable_agents.client.inbox_openapi import InboxCalls, InboxSession
 from durable_agents.client.inbox_sessions import (
     COOKIE,
     CSRF_HEADER,
@@ -34,6 +39,7 @@ from durable_agents.client.inbox_sessions import (
     Sessions,
     csrf_matches,
 )
+from durable_agents.client.proxy_identity import ProxyIdentity
 from sse_starlette.sse import EventSourceResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -94,9 +100,15 @@ def session_caller(request: Request, sessions: Sessions) -> Caller | None:
 
 
 def inbox_routes(
-    *, callers: Callers | None, sessions: Sessions, feed: InboxFeed, allowed: Allowed
+    *,
+    callers: Callers | None,
+    sessions: Sessions,
+    feed: InboxFeed,
+    allowed: Allowed,
+    proxy: ProxyIdentity | None = None,
 ) -> list[Route]:
-    """The inbox's routes; `allowed` is the gateway's check of a caller and scope."""
+    """The inbox's routes; `allowed` is the gateway's check of a caller and scope;
+    `proxy`: the trusted proxy's identity header, to sign in with (`client.proxy_identity`)."""
     files = assets()
 
     def asset(name: str) -> Callable[[Request], Awaitable[Response]]:
@@ -109,10 +121,15 @@ def inbox_routes(
     async def sign_in(request: Request) -> Response:
         request.state.audit = {"action": "sign_in"}
         _same_origin(request)
-        token = await _token(request)
-        caller = ANONYMOUS if callers is None else callers.find(f"Bearer {token}")
-        if caller is None:
-            raise HTTPException(401, "that is not the token of a caller of this gateway")
+        body = await _sign_in_body(request)
+        if body.get("proxy") is True:
+            caller = _proxy_caller(request, proxy, callers)
+            request.state.audit["via"] = "proxy"
+        else:
+            token = _token(body)
+            caller = ANONYMOUS if callers is None else callers.find(f"Bearer {token}")
+            if caller is None:
+                raise HTTPException(401, "that is not the token of a caller of this gateway")
         request.state.caller = caller.name
         cookie, session = sessions.open(caller)
         answer = _session_answer(caller, session.csrf, sessions.seconds_left(session))
@@ -131,7 +148,9 @@ def inbox_routes(
     async def who(request: Request) -> Response:
         session = sessions.find(request.cookies.get(COOKIE))
         if session is None:
-            raise HTTPException(401, "not signed in")
+            vouched = proxy is not None and proxy.identity(request) is not None
+            problem = {"code": "unauthorized", "message": "not signed in"}
+            return JSONResponse({"error": problem, "proxy": vouched}, status_code=401)
         return _session_answer(session.caller, session.csrf, sessions.seconds_left(session))
 
     async def sign_out(request: Request) -> Response:
@@ -147,6 +166,12 @@ def inbox_routes(
     async def calls(request: Request) -> Response:
         caller = await allowed(request, "read")
         return JSONResponse(_visible(caller, await feed.current()))
+
+    async def context(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        await allowed(request, "read", run_id)
+        found = await run_context(feed.agents, run_id, ui=feed.ui)
+        return JSONResponse(found.model_dump(mode="json"), headers={"cache-control": "no-store"})
 
     async def follow(request: Request) -> Response:
         caller = await allowed(request, "read")
@@ -178,6 +203,7 @@ def inbox_routes(
         Route("/inbox/session/end", sign_out, methods=["POST"]),
         Route("/inbox/calls", calls),
         Route("/inbox/feed", follow),
+        Route("/inbox/context/{run_id:path}", context),
     ]
 
 
@@ -185,25 +211,25 @@ def _visible(caller: Caller, view: InboxView) -> dict[str, Any]:
     """What of `view` the caller may see: calls of its agents only (every agent on the
     call's path), and whether it may decide them."""
     shown = [c for c in view.calls if caller.agents is None or set(c.path) <= caller.agents]
-    return {
-        "caller": caller.name,
-        "may_decide": caller.may("decide"),
-        "calls": [c.model_dump(mode="json") for c in shown],
-        "unanswered": view.unanswered if caller.agents is None else [],
-        "error": view.error,
-    }
+    return InboxCalls(
+        caller=caller.name,
+        may_decide=caller.may("decide"),
+        calls=shown,
+        unanswered=view.unanswered if caller.agents is None else [],
+        error=view.error,
+    ).model_dump(mode="json")
 
 
 def _session_answer(caller: Caller, csrf: str, seconds_left: int) -> JSONResponse:
-    return JSONResponse(
-        {
-            "caller": caller.name,
-            "scopes": sorted(caller.scopes),
-            "csrf": csrf,
-            "seconds_left": seconds_left,
-        },
-        headers={"cache-control": "no-store"},
+    answer = InboxSession(
+        caller=caller.name,
+        scopes=sorted(caller.scopes),
+        approve_as=sorted({caller.name, *caller.approve_as}),
+        approve_as_anyone=caller is ANONYMOUS,
+        csrf=csrf,
+        seconds_left=seconds_left,
     )
+    return JSONResponse(answer.model_dump(mode="json"), headers={"cache-control": "no-store"})
 
 
 def _same_origin(request: Request) -> None:
@@ -216,7 +242,21 @@ def _same_origin(request: Request) -> None:
         raise HTTPException(403, f"sign-in from another origin ({origin[:100]}) is refused")
 
 
-async def _token(request: Request) -> str:
+def _proxy_caller(request: Request, proxy: ProxyIdentity | None, callers: Callers | None) -> Caller:
+    """The caller the trusted proxy's identity header names (see `client.proxy_identity`)."""
+    if proxy is None:
+        raise HTTPException(400, "this gateway trusts no proxy's identity header")
+    name = proxy.identity(request)
+    if name is None:
+        raise HTTPException(401, "no identity from a trusted proxy came with this request")
+    caller = callers.named(name) if callers is not None else None
+    if caller is None:
+        raise HTTPException(401, f"{name[:60]!r} is not a caller of this gateway")
+    request.state.caller = caller.name
+    return caller
+
+
+async def _sign_in_body(request: Request) -> dict[str, Any]:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
         raise HTTPException(415, "the body must be JSON (Content-Type: application/json)")
@@ -226,11 +266,18 @@ async def _token(request: Request) -> str:
         if len(raw) > MAX_SIGN_IN_BODY:
             raise HTTPException(413, f"the body is larger than {MAX_SIGN_IN_BODY} bytes")
     try:
-        token = json.loads(raw).get("token")
-    except (ValueError, AttributeError):
-        token = None
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise HTTPException(400, 'the body is {"token": "..."} (or {"proxy": true})')
+    return body
+
+
+def _token(body: dict[str, Any]) -> str:
+    token = body.get("token")
     if not isinstance(token, str) or not token.strip():
-        raise HTTPException(400, 'the body is {"token": "..."}')
+        raise HTTPException(400, 'the body is {"token": "..."} (or {"proxy": true})')
     return token.strip()
 
 

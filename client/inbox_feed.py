@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any, Literal
 
+from durable_agents.client import ui_links
 from durable_agents.client.agent_client import PENDING_QUERY, AgentClient
 from durable_agents.workflows import contract
 from durable_agents.workflows import search_attributes as sa
@@ -53,6 +54,12 @@ class PolicyView(BaseModel):
     separate_duties: bool = False
     limits: list[str] = []
     on_timeout: str | None = None
+    allow_always: bool = True
+    """Whether an approval may also approve this tool's later calls in the run
+    (`always`)."""
+    limit_conditions: list[ApprovalCondition] = []
+    """`limits` as conditions: an `always` may cover every later call within them
+    (`always_when`)."""
 
 
 class InboxCall(BaseModel):
@@ -86,6 +93,9 @@ class InboxCall(BaseModel):
     answer_schema_pretty: str | None = None
     """(`answer`) the answer's JSON Schema as indented JSON, shown above the answer box."""
     short_id: str | None = None
+    ui_url: str | None = None
+    """The run that holds the call, in the Temporal UI (None: the UI's address is not
+    known to the gateway)."""
 
 
 class InboxView(BaseModel):
@@ -108,8 +118,13 @@ class InboxFeed:
         interval: float = INTERVAL,
         query_timeout: timedelta = QUERY_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
+        ui: str | None = None,
     ) -> None:
         self._agents = agents
+        self.agents = agents
+        """The client it reads with (the inbox's on-demand reads use it too)."""
+        self.ui = ui
+        """The Temporal UI's address, for each call's `ui_url` (None: no links)."""
         self.interval = interval
         self._query_timeout = query_timeout
         self._clock = clock
@@ -207,7 +222,11 @@ class InboxFeed:
         for (holder, _), (item, root) in found.items():
             tools = await self._tool_policies(holder, item.execution_id)
             policy = (tools or {}).get(item.tool)
-            calls.append(_call(item, holder, root, listed.get(holder), policy))
+            found_call = _call(item, holder, root, listed.get(holder), policy)
+            if self.ui is not None:
+                namespace = self._agents.client.namespace
+                found_call.ui_url = ui_links.run(self.ui, namespace, holder)
+            calls.append(found_call)
         held = {(c.run_id, c.execution_id) for c in calls}
         for gone in set(self._policies) - held:
             del self._policies[gone]
@@ -307,6 +326,8 @@ def _policy(policy: ApprovalPolicy) -> PolicyView:
         separate_duties=policy.separate_duties,
         limits=[_condition(c) for c in policy.limits],
         on_timeout=on_timeout,
+        allow_always=policy.allow_always,
+        limit_conditions=policy.limits,
     )
 
 

@@ -253,7 +253,7 @@ ALL_VALUES = "*"
 """In a list of sensitive argument names: every value is (the tool's names are unknown)."""
 
 
-def _hidden(arguments_json: str, sensitive: Collection[str]) -> str:
+def hidden_arguments(arguments_json: str, sensitive: Collection[str]) -> str:
     """`redacted`, or with `ALL_VALUES`, every value masked."""
     if ALL_VALUES not in sensitive:
         return redacted(arguments_json, sensitive)
@@ -291,7 +291,8 @@ def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
         until = f" until {recorded.expires_at}" if recorded.expires_at else ""
         parts.append(f"always, for this tool's later calls {scope}{until}")
     if recorded.arguments is not None:
-        edited = safe(_hidden(json.dumps(recorded.arguments, ensure_ascii=False), sensitive))
+        given = json.dumps(recorded.arguments, ensure_ascii=False)
+        edited = safe(hidden_arguments(given, sensitive))
         parts.append(f"arguments edited by {safe(recorded.approver)} to {edited}")
     if recorded.decision == "answer":
         given = json.dumps(recorded.result, ensure_ascii=False)
@@ -390,8 +391,8 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         lines = [f"assistant (turn {item.turn}): {_cut(item.content)}"] if item.content else []
         lines += [
             f"assistant (turn {item.turn}) calls {safe(c.tool)}"
-            f"({_cut(_hidden(c.arguments, hidden.get(c.call_id, [])))}) [{safe(c.call_id)}]"
-            + (" needs approval" if c.needs_approval else "")
+            f"({_cut(hidden_arguments(c.arguments, hidden.get(c.call_id, [])))})"
+            f" [{safe(c.call_id)}]" + (" needs approval" if c.needs_approval else "")
             for c in item.tool_calls
         ]
         return lines

@@ -1,4 +1,4 @@
-"""Links into the Temporal UI, for `agentctl pending --all`.
+"""Links into the Temporal UI, for `agentctl pending --all` and the approval inbox.
 
 The UI lists the runs waiting for a decision with the visibility query
 `agent_client.PENDING_QUERY` (`AgentPendingApprovals > 0`, ...), which nothing tells
@@ -39,3 +39,9 @@ def waiting_runs(ui: str, namespace: str) -> str:
     """The UI's list of the runs of `namespace` waiting for a decision."""
     query = urllib.parse.quote(PENDING_QUERY, safe="")
     return f"{ui}/namespaces/{urllib.parse.quote(namespace, safe='')}/workflows?query={query}"
+
+
+def run(ui: str, namespace: str, run_id: str) -> str:
+    """The UI's page of one run (its latest execution)."""
+    quoted = urllib.parse.quote(namespace, safe="")
+    return f"{ui}/namespaces/{quoted}/workflows/{urllib.parse.quote(run_id, safe='')}"
