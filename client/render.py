@@ -224,8 +224,25 @@ def _table_with_arguments(
     table = _table([header, *rows]).split("\n")
     lines = [table[0]]
     for row, item in zip(table[1:], items, strict=True):
-        lines += [row, *arguments_lines(item, reveal=reveal), *answer_lines(item)]
+        lines += [
+            row,
+            *arguments_lines(item, reveal=reveal),
+            *answer_lines(item),
+            *evaluating_lines(item),
+        ]
     return "\n".join(lines)
+
+
+def evaluating_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
+    """That the policy's evaluator decides the call now, since when, and until when (a
+    person may decide first)."""
+    asked = getattr(item, "evaluating", None)
+    if asked is None:
+        return []
+    return [
+        f"    the evaluator {safe(asked.evaluator)} ({asked.kind}) decides it since "
+        f"{_time(asked.since)}, until {_time(asked.timeout_at)}; a person may decide first"
+    ]
 
 
 def answer_lines(item: PendingApproval | RunPendingApproval) -> list[str]:

@@ -195,6 +195,12 @@ class ApprovalPolicy(_Model):
         return self._evaluator_object
 
 
+BACKGROUND_CHECK_EVERY = timedelta(minutes=5)
+"""`AgentSpec.background_check_every`'s default."""
+BACKGROUND_CHECK_BOUNDS = (timedelta(seconds=1), timedelta(days=1))
+"""The shortest and longest `background_check_every` taken."""
+
+
 EventType = Literal[
     "approval_requested",
     "approval_decided",
@@ -202,6 +208,7 @@ EventType = Literal[
     "run_finished",
     "paused",
     "resumed",
+    "interrupted",
 ]
 """The run events a webhook can be sent (`workflows.run_events`)."""
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -495,6 +502,15 @@ class AgentSpec(_Model):
     """False: a sender may not stop a turn (a message asking `while_busy="interrupt"`
     and the `interrupt` update are refused), so no call waiting for a decision is
     withdrawn by whoever may signal the run."""
+    background_check_every: timedelta = Field(
+        BACKGROUND_CHECK_EVERY,
+        ge=BACKGROUND_CHECK_BOUNDS[0],
+        le=BACKGROUND_CHECK_BOUNDS[1],
+        exclude_if=lambda every: every == BACKGROUND_CHECK_EVERY,
+    )
+    """How often a run checks that the agents it runs in the background which an earlier
+    workflow run of it started (continue-as-new carried them) still run: a timer, and a
+    `caller_check` signal to each, while any runs (`workflows.background`)."""
     definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
     """When a changed definition of the agent (on the workers of the day) reaches a run
     already in flight: never (the run keeps the one it started with), at the next

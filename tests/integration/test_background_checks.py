@@ -6,7 +6,6 @@ real dev server, worker and scripted model server."""
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -68,13 +67,12 @@ RELAY_SCRIPT = {
 
 
 async def test_a_background_child_terminated_after_the_caller_continued_as_new_ends_in_the_caller(
-    team, model_server, monkeypatch
+    team, model_server
 ):
     """The review's repro: the relay continues as new after each turn, so the workflow run
     that started its child (and would hear Temporal's word on its end) is long gone when
     the child is terminated. The current run's check finds it gone: the child ends
     `failed`, its pending call goes, the model is told and the single run finishes."""
-    monkeypatch.setattr(background, "CHECK_EVERY", timedelta(seconds=1))
     model_server.responder = by_model({k: list(v) for k, v in RELAY_SCRIPT.items()})
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("relay", "go")).id
@@ -227,8 +225,10 @@ async def test_an_interrupt_while_a_background_child_starts_leaves_it_working(
     assert done.status.status is RunStatus.AWAITING_INPUT
     assert done.interruption is not None
     [call] = done.interruption.calls
-    assert call.call_id == "c1" and call.was == "running"
-    assert "the call had finished; its result: The scout agent works on this in the " in (call.note)
+    assert call.call_id == "c1" and call.was == "finished"  # started: the model is told so
+    assert "had finished; it keeps its own result: The scout agent works on this in the " in (
+        call.note
+    )
     assert f"as run {child}" in call.note and "was cancelled" not in call.note
     described = await holding.client.get_workflow_handle(child).describe()
     assert described.status is WorkflowExecutionStatus.RUNNING  # not cancelled
