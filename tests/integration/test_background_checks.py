@@ -110,6 +110,45 @@ async def test_a_background_child_terminated_after_the_caller_continued_as_new_e
     assert NOTICES == []
 
 
+async def test_a_background_child_terminated_is_noticed_at_once_by_the_run_that_started_it(
+    team, model_server
+):
+    """The workflow run that started the child holds its handle: Temporal tells it the
+    child was terminated, with no check (the coordinator checks every 5 minutes, the
+    default) and no signal sent to the child."""
+    model_server.responder = by_model(
+        {
+            "coord-model": [
+                Reply(tool_calls=(Call("scout", {"input": "dig"}, "c1"),)),
+                Reply(content="Started the scout."),
+                Reply(content="The scout is gone; I go on without it."),
+            ],
+            "scout-model": [Reply(tool_calls=(Call("notify", {"to": "ann", "text": "x"}, "n1"),))],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("coordinator", "go")).id
+    child = f"{run_id}/c1"
+
+    async def child_waits() -> bool:
+        return any(p.call_id == "n1" for p in await client.pending(run_id))
+
+    await _until(child_waits, "the child's call shows at the root")
+    await team.client.get_workflow_handle(child).terminate(reason="operator")
+    async with asyncio.timeout(60):  # far less than the 5 minutes between checks
+        result = await client.result(run_id)
+    assert result.final_output == "The scout is gone; I go on without it."
+    state = await client.state(run_id)
+    assert len(state.workflow_runs) == 1  # the run that started it
+    [entry] = state.background_runs
+    assert entry.status is RunStatus.FAILED and not entry.running
+    told = [i.content for i in state.items if isinstance(i, UserMessage)][-1]
+    assert told.startswith(f"[The scout agent you started in the background (run {child}")
+    assert "ended failed without an answer" in told and "terminated" in told.lower()
+    assert _checks_sent(await _events(team.client, run_id)) == []  # Temporal told it
+    assert await client.pending(run_id) == []
+
+
 async def test_the_caller_check_signal_from_outside_changes_nothing(team, model_server):
     """`caller_check` sent from outside, as an attacker would (no payload, garbage, too
     many arguments, a huge one): dropped without a trace; the run goes on as before."""
