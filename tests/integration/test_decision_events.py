@@ -6,7 +6,6 @@ once, before the calls it withdrew; an agent's own subscription may name it."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 import pytest
