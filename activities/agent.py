@@ -247,12 +247,11 @@ class Agent:
                 f"agent {self.name}: budget_approval takes no `when`: every extension is asked"
             )
         for server in self.mcp_servers:
-            if server.approval.rule is not None or server.approval.evaluator is not None:
+            if server.approval.evaluator is not None:
                 raise ValueError(
-                    f"agent {self.name}: MCP server {server.name}: its tools take no code "
-                    "rule or evaluator (the worker could not find them for a listed tool, "
-                    "so every call would wait for a person): use needs_approval (True, "
-                    "names or globs) and a data policy, or wrap the call in a @tool"
+                    f"agent {self.name}: MCP server {server.name}: its tools take no "
+                    "evaluator (a person decides their calls): give it a code rule "
+                    "(needs_approval=FUNCTION) or wrap the call in a @tool with one"
                 )
         if self.budget_approval.rule is not None or self.budget_approval.evaluator is not None:
             raise ValueError(

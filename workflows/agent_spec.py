@@ -316,11 +316,28 @@ class MCPServer(_Model):
     needs_approval: bool | list[str] | None = None
     """True: every tool needs approval; False: none; names or globs: those do (the
     others as their annotations say); None: as the server's annotations say (read-only:
-    no approval; destructive or unannotated: approval). The agent's word wins."""
+    no approval; destructive or unannotated: approval). The agent's word wins. Given a
+    function `(arguments, context) -> bool` (a code rule, `context.tool` says which
+    tool), every tool of the server is asked it: it is True, with the function as the
+    `approval` policy's `rule`."""
     approval: ApprovalPolicy = ApprovalPolicy()
     """The policy of the calls that need approval."""
     timeout_seconds: float = Field(60.0, gt=0)
     """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
+
+    def __init__(self, **data: Any) -> None:
+        """`needs_approval` given as a function (a worker's, in Python): a code rule over
+        every tool of the server (JSON only ever names it, in `approval.rule`)."""
+        rule = data.get("needs_approval")
+        if callable(rule):
+            given = data.get("approval")
+            policy = given if isinstance(given, ApprovalPolicy) else ApprovalPolicy(**given or {})
+            if policy.rule is not None:
+                raise ValueError("needs_approval is a code rule: the approval policy names another")
+            fields = {f: getattr(policy, f) for f in policy.model_fields_set}
+            data = {**data, "needs_approval": True, "approval": ApprovalPolicy(**fields, rule=rule)}
+        super().__init__(**data)
+
     retry: RetrySpec | None = None
     """How often a failing call is tried before its error goes to the model. None: a
     tool the server calls read-only or idempotent is tried 3 times, any other once (an

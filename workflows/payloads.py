@@ -437,6 +437,9 @@ class RuleScope(_Payload):
     """The tools with a code rule."""
     context: JsonValue = None
     """The run's context, as its tools get it."""
+    mcp: dict[str, str] = Field({}, exclude_if=lambda m: not m)
+    """Which of those are an MCP server's tools: tool name -> server name (the rule is
+    the server's, `MCPServer(needs_approval=FUNCTION)`)."""
 
 
 class OutputCheck(_Payload):

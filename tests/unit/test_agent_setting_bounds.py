@@ -1,7 +1,7 @@
-"""Agent settings a run could not honour, refused at definition and in a run's state: the
-background check interval (`Agent(background_check_every=...)`) out of bounds, a code rule
-or evaluator on an MCP server; and how a failed signal to a background run is read
-(`background.unreachable`: only a run that is not found counts as ended)."""
+"""Agent settings: the background check interval (`Agent(background_check_every=...)`),
+hostile values refused at definition and in a run's state; a code rule given as a
+function on an MCP server (an evaluator there is refused); how a failed signal to a
+background run is read (`background.unreachable`: only a run not found has ended)."""
 
 from __future__ import annotations
 
@@ -57,15 +57,18 @@ def test_only_a_run_that_is_not_found_counts_as_ended():
         assert not background.unreachable(transient)
 
 
-def test_an_mcp_server_refuses_a_code_rule_or_an_evaluator_it_could_not_apply():
+def test_an_mcp_servers_code_rule_is_its_policys_rule_and_an_evaluator_is_refused():
     from durable_agents import ApprovalPolicy, MCPServer
 
     def rule(arguments: dict, context) -> bool:
         return True
 
-    for policy in (ApprovalPolicy(rule=rule), ApprovalPolicy(evaluator=rule)):
-        server = MCPServer(name="tickets", needs_approval=True, approval=policy)
-        with pytest.raises(ValueError, match="MCP server tickets: its tools take no code rule"):
-            _agent(mcp_servers=[server])
-    with pytest.raises(ValidationError):  # needs_approval is data: True, False or names
-        MCPServer(name="tickets", needs_approval=rule)
+    server = MCPServer(name="tickets", needs_approval=rule, approval={"approvers": ["ann"]})
+    assert server.needs_approval is True and server.approval.rule_function is rule
+    assert server.approval.approvers == ["ann"]  # the rest of the policy stays
+    plain = server.model_dump(mode="json")  # what a run's spec carries: the name only
+    assert plain["needs_approval"] is True and plain["approval"]["rule"].endswith(".rule")
+    with pytest.raises(ValueError, match="MCP server tickets: its tools take no evaluator"):
+        _agent(mcp_servers=[MCPServer(name="tickets", approval=ApprovalPolicy(evaluator=rule))])
+    with pytest.raises(ValidationError):  # JSON cannot smuggle a function in
+        MCPServer.model_validate({"name": "tickets", "needs_approval": "os.system"})
