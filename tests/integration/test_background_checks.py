@@ -1,6 +1,8 @@
 """Agents in the background, the review's cases (issue 48): a caller that has continued
 as new still learns of a child that ended without telling it (its checks,
-`caller_check`), and an interrupt does not cut a background start half-way. Against a
+`caller_check`), the run that started a child hears of its termination at once, a
+control signal refused by a live child (its signal limit, on a dev server of its own)
+leaves it running, and an interrupt does not cut a background start half-way. Against a
 real dev server, worker and scripted model server."""
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import background, contract
-from durable_agents.workflows.run_items import UserMessage
+from durable_agents.workflows.run_items import ToolResult, UserMessage
 from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
@@ -298,3 +300,76 @@ async def test_an_interrupt_while_a_background_child_starts_leaves_it_working(
     await client.end_session(run_id)
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
     assert NOTICES == [{"to": "ann", "text": "x"}]
+
+
+# --- a control signal that fails for another reason than "not found" -------------------
+
+
+@pytest.fixture
+async def few_signals():
+    """A dev server of its own on which a workflow takes one signal at most
+    (`history.maximumSignalsPerExecution`): the second signal to a run fails, though the
+    run goes on."""
+    from durable_agents.workflows import search_attributes
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from durable_agents.dev_server_config import dev_server_args
+    from tests.support.dev_servers import local_server
+
+    args = [*dev_server_args(), "--dynamic-config-value", "history.maximumSignalsPerExecution=1"]
+    environment = await local_server(
+        data_converter=pydantic_data_converter,
+        search_attributes=search_attributes.ALL,
+        dev_server_extra_args=args,
+    )
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()
+
+
+async def test_a_message_that_cannot_be_signalled_leaves_a_running_child_running(
+    few_signals, model_server
+):
+    """The child is alive but takes no more signals: the control call tells the model to
+    try again later, and the child still counts as running (before, any failure of the
+    signal ended it in the caller as `failed`)."""
+    run_id = "few-signals-lead"
+    child = f"{run_id}/c1"
+
+    def message(text: str, call_id: str) -> Reply:
+        arguments = {"run_id": child, "message": text}
+        return Reply(tool_calls=(Call("message_background_agent", arguments, call_id),))
+
+    model_server.responder = by_model(
+        {
+            "coord-model": [
+                Reply(tool_calls=(Call("scout", {"input": "dig"}, "c1"),)),
+                message("first", "m1"),
+                message("second", "m2"),
+                Reply(content="The scout works on."),
+            ],
+            "scout-model": [Reply(tool_calls=(Call("notify", {"to": "ann", "text": "x"}, "n1"),))],
+        }
+    )
+    async with serving(few_signals.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as team:
+        client = AgentClient(team.client, task_queue=team.task_queue)
+        await client.start("coordinator", "go", run_id=run_id)
+
+        async def answered_twice() -> bool:
+            state = await client.state(run_id)
+            return {"m1", "m2"} <= {i.call_id for i in state.items if isinstance(i, ToolResult)}
+
+        await _until(answered_twice, "both messages answered")
+        state = await client.state(run_id)
+        results = {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
+        assert not results["m1"].is_error, results["m1"].content
+        second = results["m2"]
+        assert second.is_error and f"Run {child} could not be reached" in second.content
+        assert second.content.endswith("it still counts as running, try again later")
+        [entry] = state.background_runs
+        assert entry.running and entry.status is not RunStatus.FAILED
+        described = await team.client.get_workflow_handle(child).describe()
+        assert described.status is WorkflowExecutionStatus.RUNNING
+        for wid in (run_id, child):
+            await team.client.get_workflow_handle(wid).terminate("test over")
