@@ -362,13 +362,14 @@ def interruption(record: Interruption) -> str:
     if record.model_call:
         parts.append("model call cut")
     if record.calls:
-        shown = ", ".join(f"{safe(c.call_id)} {_WAS[c.was]}" for c in record.calls)
+        shown = ", ".join(f"{safe(c.call_id)} {_WAS.get(c.was, c.was)}" for c in record.calls)
         parts.append(f"{_plural(len(record.calls), 'call')} answered: {shown}")
     return SEP.join(parts)
 
 
 _WAS = {
     "running": "stopped",
+    "finished": "finished anyway (keeps its result)",
     "awaiting_approval": "withdrawn (waited for approval)",
     "awaiting_answer": "withdrawn (waited for an answer)",
     "approved": "not run (approved)",
