@@ -20,6 +20,8 @@ from durable_agents.activities.tool import (
 )
 from durable_agents.workflows import background
 from durable_agents.workflows.agent_spec import (
+    BACKGROUND_CHECK_BOUNDS,
+    BACKGROUND_CHECK_EVERY,
     AgentSpec,
     ApprovalPolicy,
     ApproverKey,
@@ -159,10 +161,24 @@ class Agent:
     `while_busy="interrupt"` and the `interrupt` update, so calls waiting for a (signed,
     separated) decision are never withdrawn by someone who may only signal the run.
     docs/how-to/steering.md."""
+    background_check_every: timedelta = BACKGROUND_CHECK_EVERY
+    """How often a run checks on the agents it runs in the background that an earlier
+    workflow run of it started (a continue-as-new carried them): a timer and a
+    `caller_check` signal to each while any runs; one that cannot be reached ended
+    without telling (terminated, timed out). 1 second to 1 day; default 5 minutes.
+    The workflow run that started a child hears of its end at once and checks nothing.
+    docs/how-to/steering.md."""
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("an agent needs a name")
+        low, high = BACKGROUND_CHECK_BOUNDS
+        every = self.background_check_every
+        if not isinstance(every, timedelta) or not low <= every <= high:
+            raise ValueError(
+                f"agent {self.name}: background_check_every must be a timedelta from "
+                f"{low} to {high}, not {every!r}"
+            )
         if self.max_turns < 1:
             raise ValueError(f"agent {self.name}: max_turns must be at least 1")
         names = [t.name for t in self.all_tools()]
@@ -230,6 +246,13 @@ class Agent:
             raise ValueError(
                 f"agent {self.name}: budget_approval takes no `when`: every extension is asked"
             )
+        for server in self.mcp_servers:
+            if server.approval.evaluator is not None:
+                raise ValueError(
+                    f"agent {self.name}: MCP server {server.name}: its tools take no "
+                    "evaluator (a person decides their calls): give it a code rule "
+                    "(needs_approval=FUNCTION) or wrap the call in a @tool with one"
+                )
         if self.budget_approval.rule is not None or self.budget_approval.evaluator is not None:
             raise ValueError(
                 f"agent {self.name}: budget_approval takes no code rule or evaluator: a person "

@@ -29,8 +29,9 @@ RULE_TIMEOUT = timedelta(seconds=10)
 
 ERROR_CHARS = 500
 
-RuleLookup = Callable[[str, str], tuple[str, Callable[..., Any]] | None]
-"""(agent, tool) -> the tool's rule (name, function) on this worker, or None."""
+RuleLookup = Callable[[str, str, str | None], tuple[str, Callable[..., Any]] | None]
+"""(agent, tool, its MCP server or None) -> the tool's rule (name, function) on this
+worker, or None."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ async def add_verdicts(reply: ModelReply, scope: RuleScope, find: RuleLookup | N
 
 async def verdict(call: ModelToolCall, scope: RuleScope, find: RuleLookup | None) -> RuleVerdict:
     """The rule's verdict on `call`; a rule that cannot say asks for a person."""
-    found = find(scope.agent, call.tool) if find is not None else None
+    server = scope.mcp.get(call.tool)
+    found = find(scope.agent, call.tool, server) if find is not None else None
     if found is None:
         return _person("?", f"this worker has no code rule for {scope.agent}'s tool {call.tool}")
     name, rule = found

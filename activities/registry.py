@@ -45,10 +45,19 @@ class AgentRegistry:
         """The agent called `name`, or None."""
         return self._agents.get(name)
 
-    def approval_rule(self, agent: str, tool: str) -> tuple[str, Callable[..., Any]] | None:
-        """The code rule of `agent`'s tool `tool` (its name and function), if it has one."""
-        found = self.tool(agent, tool)
-        policy = found.approval if found is not None else None
+    def approval_rule(
+        self, agent: str, tool: str, mcp_server: str | None = None
+    ) -> tuple[str, Callable[..., Any]] | None:
+        """The code rule of `agent`'s tool `tool` (its name and function), if it has one;
+        for a tool of MCP server `mcp_server`, the rule of the agent's server."""
+        if mcp_server is not None:
+            owner = self._agents.get(agent)
+            servers = owner.mcp_servers if owner is not None else ()
+            server = next((s for s in servers if s.name == mcp_server), None)
+            policy = server.approval if server is not None else None
+        else:
+            found = self.tool(agent, tool)
+            policy = found.approval if found is not None else None
         if policy is None or policy.rule is None or policy.rule_function is None:
             return None
         return policy.rule, policy.rule_function

@@ -690,7 +690,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hook_test.add_argument("endpoint", metavar="NAME")
     hook_test.set_defaults(command_fn=_webhooks_test)
-    pending = command("pending", _pending, "list the tool calls awaiting a decision")
+    pending = command(
+        "pending", _pending, "list the tool calls awaiting a decision (and evaluators at work)"
+    )
     pending.add_argument("run_id", metavar="RUN_ID", nargs="?")
     pending.add_argument("--all", action="store_true", help="of every run waiting for one")
     pending.add_argument("--show-sensitive", action="store_true", help=reveal_help)

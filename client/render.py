@@ -224,8 +224,25 @@ def _table_with_arguments(
     table = _table([header, *rows]).split("\n")
     lines = [table[0]]
     for row, item in zip(table[1:], items, strict=True):
-        lines += [row, *arguments_lines(item, reveal=reveal), *answer_lines(item)]
+        lines += [
+            row,
+            *arguments_lines(item, reveal=reveal),
+            *answer_lines(item),
+            *evaluating_lines(item),
+        ]
     return "\n".join(lines)
+
+
+def evaluating_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
+    """That the policy's evaluator decides the call now, since when, and until when (a
+    person may decide first)."""
+    asked = getattr(item, "evaluating", None)
+    if asked is None:
+        return []
+    return [
+        f"    the evaluator {safe(asked.evaluator)} ({asked.kind}) decides it since "
+        f"{_time(asked.since)}, until {_time(asked.timeout_at)}; a person may decide first"
+    ]
 
 
 def answer_lines(item: PendingApproval | RunPendingApproval) -> list[str]:
@@ -346,13 +363,14 @@ def interruption(record: Interruption) -> str:
     if record.model_call:
         parts.append("model call cut")
     if record.calls:
-        shown = ", ".join(f"{safe(c.call_id)} {_WAS[c.was]}" for c in record.calls)
+        shown = ", ".join(f"{safe(c.call_id)} {_WAS.get(c.was, c.was)}" for c in record.calls)
         parts.append(f"{_plural(len(record.calls), 'call')} answered: {shown}")
     return SEP.join(parts)
 
 
 _WAS = {
     "running": "stopped",
+    "finished": "finished anyway (keeps its result)",
     "awaiting_approval": "withdrawn (waited for approval)",
     "awaiting_answer": "withdrawn (waited for an answer)",
     "approved": "not run (approved)",

@@ -79,10 +79,15 @@ def _requested(e: dict[str, Any]) -> str:
 
 
 def _decided(e: dict[str, Any]) -> str:
-    verb = "approved" if e.get("decision") == "approve" else "rejected"
+    """`approved refund [r1] by ann: "fine"`; an answer with (the start of) the answer."""
+    verbs = {"approve": "approved", "answer": "answered"}
+    verb = verbs.get(str(e.get("decision")), "rejected")
     by = f" by {_text(e.get('approver'))}" if e.get("approver") else ""
     why = f": {_quoted(e.get('reason'))}" if e.get("reason") else ""
-    return f"{verb} {_text(e.get('tool'))} [{_text(e.get('call_id'))}]{by}{why}"
+    said = ""
+    if e.get("decision") == "answer" and "result" in e:
+        said = f" with {_cut(json.dumps(e['result'], ensure_ascii=False))}"
+    return f"{verb} {_text(e.get('tool'))} [{_text(e.get('call_id'))}]{by}{said}{why}"
 
 
 def _expired(e: dict[str, Any]) -> str:
@@ -113,7 +118,12 @@ def _interrupted(e: dict[str, Any]) -> str:
     if e.get("model_call"):
         parts.append("model call cut")
     calls = e.get("calls") if isinstance(e.get("calls"), list) else []
-    said = {"running": "stopped", "awaiting_approval": "withdrawn", "awaiting_answer": "withdrawn"}
+    said = {
+        "running": "stopped",
+        "finished": "finished anyway",
+        "awaiting_approval": "withdrawn",
+        "awaiting_answer": "withdrawn",
+    }
     shown = [
         f"{_text(c.get('call_id'))} {said.get(str(c.get('was')), 'not run')}"
         for c in calls

@@ -195,6 +195,12 @@ class ApprovalPolicy(_Model):
         return self._evaluator_object
 
 
+BACKGROUND_CHECK_EVERY = timedelta(minutes=5)
+"""`AgentSpec.background_check_every`'s default."""
+BACKGROUND_CHECK_BOUNDS = (timedelta(seconds=1), timedelta(days=1))
+"""The shortest and longest `background_check_every` taken."""
+
+
 EventType = Literal[
     "approval_requested",
     "approval_decided",
@@ -202,6 +208,7 @@ EventType = Literal[
     "run_finished",
     "paused",
     "resumed",
+    "interrupted",
 ]
 """The run events a webhook can be sent (`workflows.run_events`)."""
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -309,11 +316,28 @@ class MCPServer(_Model):
     needs_approval: bool | list[str] | None = None
     """True: every tool needs approval; False: none; names or globs: those do (the
     others as their annotations say); None: as the server's annotations say (read-only:
-    no approval; destructive or unannotated: approval). The agent's word wins."""
+    no approval; destructive or unannotated: approval). The agent's word wins. Given a
+    function `(arguments, context) -> bool` (a code rule, `context.tool` says which
+    tool), every tool of the server is asked it: it is True, with the function as the
+    `approval` policy's `rule`."""
     approval: ApprovalPolicy = ApprovalPolicy()
     """The policy of the calls that need approval."""
     timeout_seconds: float = Field(60.0, gt=0)
     """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
+
+    def __init__(self, **data: Any) -> None:
+        """`needs_approval` given as a function (a worker's, in Python): a code rule over
+        every tool of the server (JSON only ever names it, in `approval.rule`)."""
+        rule = data.get("needs_approval")
+        if callable(rule):
+            given = data.get("approval")
+            policy = given if isinstance(given, ApprovalPolicy) else ApprovalPolicy(**given or {})
+            if policy.rule is not None:
+                raise ValueError("needs_approval is a code rule: the approval policy names another")
+            fields = {f: getattr(policy, f) for f in policy.model_fields_set}
+            data = {**data, "needs_approval": True, "approval": ApprovalPolicy(**fields, rule=rule)}
+        super().__init__(**data)
+
     retry: RetrySpec | None = None
     """How often a failing call is tried before its error goes to the model. None: a
     tool the server calls read-only or idempotent is tried 3 times, any other once (an
@@ -507,6 +531,15 @@ class AgentSpec(_Model):
     """False: a sender may not stop a turn (a message asking `while_busy="interrupt"`
     and the `interrupt` update are refused), so no call waiting for a decision is
     withdrawn by whoever may signal the run."""
+    background_check_every: timedelta = Field(
+        BACKGROUND_CHECK_EVERY,
+        ge=BACKGROUND_CHECK_BOUNDS[0],
+        le=BACKGROUND_CHECK_BOUNDS[1],
+        exclude_if=lambda every: every == BACKGROUND_CHECK_EVERY,
+    )
+    """How often a run checks that the agents it runs in the background which an earlier
+    workflow run of it started (continue-as-new carried them) still run: a timer, and a
+    `caller_check` signal to each, while any runs (`workflows.background`)."""
     definition_updates: DefinitionUpdates = Field("never", exclude_if=lambda u: u == "never")
     """When a changed definition of the agent (on the workers of the day) reaches a run
     already in flight: never (the run keeps the one it started with), at the next

@@ -200,7 +200,7 @@ class AgentWorkflow:
         if state.sub_runs:  # a snapshot's children of calls that got a result: not resumed
             agent_calls.prune_sub_runs(state)
         await self._events.announce(state)
-        if loop.may_continue_as_new(step) and self._switch.due(state):
+        if loop.may_continue_as_new(step) and self._switch_due(state):
             await self._continue_as_new(state)
         if isinstance(step, loop.AwaitDecisions):  # a resumed or unpaused run's calls too
             self._evaluators.start_due(state)
@@ -209,8 +209,7 @@ class AgentWorkflow:
             self._emit(state, step_events.turn_started(state))
 
     def interrupted(self, state: RunState, interruption: Interruption) -> None:
-        self._emit(state, step_events.interrupted(state, interruption))
-        self._publish(state)
+        self._publish(state)  # its event goes out with the next announcement (webhooks too)
 
     def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
         self._events.emit(state, *events)
@@ -289,7 +288,12 @@ class AgentWorkflow:
     def _woken(self, state: RunState, seen: int) -> Callable[[], bool]:
         """The condition a wait ends on: a signal or update that changed the state, or
         a switch falling due while the run waits."""
-        return lambda: self._inbox.woken > seen or self._switch.due(state)
+        return lambda: self._inbox.woken > seen or self._switch_due(state)
+
+    def _switch_due(self, state: RunState) -> bool:
+        """Time to continue as new: an evaluator deciding a call puts it off until it
+        answers (the run waits as usual meanwhile: an interrupt is applied at once)."""
+        return self._switch.due(state) and not self._evaluators.busy
 
     async def _continue_as_new(self, state: RunState) -> None:
         """Carry the whole state into a new workflow run of the same workflow id.
@@ -591,4 +595,5 @@ class AgentWorkflow:
     @workflow.query(name=contract.QUERY_GET_PENDING_APPROVALS)
     def get_pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a decision."""
-        return [] if self._state is None else tree_approvals.pending(self._state)
+        state = self._state
+        return [] if state is None else self._evaluators.shown(state, tree_approvals.pending(state))

@@ -32,12 +32,6 @@ OUTPUT_PREVIEW = 2_000
 """The most characters of a child's latest reply its progress reports carry."""
 MAX_MESSAGE_CHARS = 32_000
 """The most characters the caller's model may send a background run at once."""
-CHECK_EVERY = timedelta(minutes=5)
-"""How often a caller checks that the background runs it did not start in its current
-workflow run (those a continue-as-new carried) still run: a timer, and a signal to each
-(`caller_check`), while any runs; a run that cannot be reached has ended without
-telling (terminated, timed out). The workflow run that started a child hears of its
-end from Temporal and checks nothing."""
 GONE = "it ended without telling its caller (terminated or timed out?)"
 """The error of a background run found ended by a check."""
 
@@ -59,6 +53,22 @@ CONTROL_TOOLS: dict[Control, tuple[str, str]] = {
 }
 """The tools that operate agents in the background: (name, description) by operation
 (`Agent.all_tools` adds them to an agent that calls agents in the background)."""
+
+
+def check_every(state: RunState) -> timedelta:
+    """How often the run checks that the background runs it did not start in its current
+    workflow run (those a continue-as-new carried) still run: a timer, and a signal to
+    each (`caller_check`), while any runs; a run that cannot be reached has ended
+    without telling (terminated, timed out). The agent's `background_check_every`. The
+    workflow run that started a child hears of its end from Temporal and checks nothing."""
+    return state.agent.background_check_every
+
+
+def unreachable(error: BaseException) -> bool:
+    """A signal (or cancel) to a background run failed because the run has ended: it is
+    not found (closed runs take no signal). Any other failure (a transient one, too many
+    signals) leaves it counted as running."""
+    return "not found" in str(error).lower()
 
 
 def is_background(state: RunState, call: ToolCall) -> bool:

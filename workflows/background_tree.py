@@ -80,12 +80,6 @@ async def start_child(
     )
 
 
-def _not_found(err: Exception) -> bool:
-    """A signal failed because its workflow has ended (not, say, because it has had too
-    many signals: that one runs)."""
-    return "not found" in str(err)
-
-
 class BackgroundRuns:
     """A run's agents in the background (and, a run started in the background, its
     report of its end to its caller)."""
@@ -119,7 +113,7 @@ class BackgroundRuns:
         return sorted(background.running_ids(state) - self._watched)
 
     async def _check_now_and_then(self, state: RunState) -> None:
-        """Every `background.CHECK_EVERY` while a background run this workflow run did not
+        """Every `background.check_every` while a background run this workflow run did not
         start runs, a `caller_check` signal to each: one that cannot be delivered has
         ended without telling (Temporal tells only the workflow run that started it).
         No timer and no signal while none runs."""
@@ -128,7 +122,7 @@ class BackgroundRuns:
             try:
                 await workflow.wait_condition(
                     lambda: not self._unwatched(state),
-                    timeout=background.CHECK_EVERY,
+                    timeout=background.check_every(state),
                     timeout_summary="check on agents in the background",
                 )
             except TimeoutError:
@@ -140,7 +134,7 @@ class BackgroundRuns:
             *(h.signal(contract.SIGNAL_CALLER_CHECK) for h in handles), return_exceptions=True
         )
         for child, outcome in zip(ids, sent, strict=True):
-            if isinstance(outcome, Exception) and _not_found(outcome):
+            if isinstance(outcome, Exception) and background.unreachable(outcome):
                 why = f"{background.GONE}: {outcome}"
                 self.take_end(
                     state, SubRunFinished(run_id=child, status=RunStatus.FAILED, error=why)
@@ -276,8 +270,12 @@ class BackgroundRuns:
             else:
                 await handle.cancel()
                 text = f"Run {entry.run_id} is asked to stop; its end comes to you as a message."
-        except Exception as err:  # it has ended without telling (terminated, say)
+        except Exception as err:
             text = f"Run {entry.run_id} could not be reached: {err}"
+            if not background.unreachable(err):  # it may well run: the model may try again
+                text += "; it still counts as running, try again later"
+                return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+            # it has ended without telling (terminated, say)
             gone = SubRunFinished(run_id=entry.run_id, status=RunStatus.FAILED, error=text)
             self.take_end(state, gone)  # it is counted as ended: nothing waits for it
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)

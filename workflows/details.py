@@ -129,7 +129,7 @@ def _interruption(record: Interruption, kept: int) -> str:
         who = f" by {_code(argument_view.safe(record.by))}"
     why = f": {_code(_short(record.reason, 200))}" if record.reason else ""
     cut = ["model call cut"] if record.model_call else []
-    for was, said in (("running", "stopped"), ("awaiting", "withdrawn")):
+    for was, said in (("running", "stopped"), ("finished", "finished"), ("awaiting", "withdrawn")):
         ids = [_code(_short(c.call_id, 40)) for c in record.calls if c.was.startswith(was)]
         cut += [f"{said} {', '.join(ids)}"] if ids else []
     other = [c for c in record.calls if c.was in ("approved", "not_started")]

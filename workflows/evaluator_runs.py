@@ -10,6 +10,7 @@ the refusal is audited there rather than failing the run's workflow task).
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -18,7 +19,12 @@ from temporalio.exceptions import ActivityError, CancelledError, TimeoutError
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import contract, evaluations, inbox
     from durable_agents.workflows.activity_calls import root_message
-    from durable_agents.workflows.payloads import EvaluationRequest, EvaluationResult
+    from durable_agents.workflows.payloads import (
+        Evaluating,
+        EvaluationRequest,
+        EvaluationResult,
+        PendingApproval,
+    )
     from durable_agents.workflows.run_items import ToolCall
     from durable_agents.workflows.state import RunState
 
@@ -35,11 +41,22 @@ class EvaluatorRuns:
     def __init__(self, signals: inbox.Inbox) -> None:
         self._inbox = signals
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._asked: dict[str, Evaluating] = {}
+        """What each running evaluator is, and since when (`get_pending_approvals`)."""
 
     @property
     def busy(self) -> bool:
         """Some evaluator has not answered yet (the run does not continue as new then)."""
         return bool(self._running)
+
+    def shown(self, state: RunState, pending: list[PendingApproval]) -> list[PendingApproval]:
+        """`pending` with the run's own calls an evaluator decides now marked so."""
+        return [
+            p.model_copy(update={"evaluating": self._asked[p.call_id]})
+            if p.call_id in self._asked and p.run_id in (None, state.run_id)
+            else p
+            for p in pending
+        ]
 
     def start_due(self, state: RunState) -> None:
         """Ask the evaluators of the calls that wait and have not been asked (none while
@@ -53,6 +70,7 @@ class EvaluatorRuns:
                 continue
             task = asyncio.create_task(self._evaluate(state, call, prepared))
             self._running[call.call_id] = task
+            self._asked[call.call_id] = _evaluating(state, call, workflow.now())
 
     async def _evaluate(self, state: RunState, call: ToolCall, request: EvaluationRequest) -> None:
         policy = evaluations.policy_of(state, call)
@@ -91,5 +109,17 @@ class EvaluatorRuns:
         finally:
             settled.cancel()
             self._running.pop(call.call_id, None)
+            self._asked.pop(call.call_id, None)
         evaluations.record(state, call, result, failure=failure, now=workflow.now())
         self._inbox.woken += 1  # the run's wait looks again
+
+
+def _evaluating(state: RunState, call: ToolCall, now: datetime) -> Evaluating:
+    policy = evaluations.policy_of(state, call)
+    assert policy is not None and policy.evaluator is not None
+    return Evaluating(
+        evaluator=policy.evaluator.name,
+        kind=policy.evaluator.kind,
+        since=now,
+        timeout_at=now + policy.evaluator_timeout,
+    )

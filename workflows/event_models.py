@@ -131,6 +131,12 @@ class ApprovalDecided(_Event):
     approver: str | None = None
     reason: str | None = None
     via: str | None = None
+    result: JsonValue = None
+    """(`decision: "answer"`) the answer, whole (at most 32,000 bytes of JSON, as
+    answers are taken); left out when it is JSON null."""
+    result_bytes: int | None = Field(None, ge=0)
+    """(`decision: "answer"`) an answer too large for an event (only a hand-made
+    snapshot's can be) is left out: its size; the run's state holds it."""
 
 
 class Paused(_Event):

@@ -15,10 +15,14 @@ calls to be answered (`queue`), stop the turn and answer the message (`interrupt
 be refused (`reject`)."""
 WHILE_BUSY: tuple[str, ...] = ("queue", "interrupt", "reject")
 
-CallWas = Literal["running", "awaiting_approval", "awaiting_answer", "approved", "not_started"]
-"""What an interrupted call was doing: running (stopped, or asked to stop), waiting for a
-decision (`awaiting_approval`) or for an external tool's answer (`awaiting_answer`),
-both withdrawn; approved but not started, or not started (it needed no decision)."""
+CallWas = Literal[
+    "running", "finished", "awaiting_approval", "awaiting_answer", "approved", "not_started"
+]
+"""What an interrupted call was doing: running (stopped, or asked to stop), or running
+and it `finished` anyway before the stop reached it (it keeps its real result, not an
+error); waiting for a decision (`awaiting_approval`) or for an external tool's answer
+(`awaiting_answer`), both withdrawn; approved but not started, or not started (it needed
+no decision)."""
 
 INTERRUPTIONS_KEPT = 20
 """The newest interruptions a run keeps in `RunState.interruptions`."""
@@ -52,8 +56,9 @@ class InterruptedCall(_Model):
     call_id: str = Field(min_length=1, max_length=200)
     tool: str = Field(max_length=200)
     was: CallWas
-    """Running (stopped, or asked to stop), waiting for a decision or an answer
-    (withdrawn), approved but not started, or not started (it needed no decision)."""
+    """Running (stopped, or asked to stop), finished anyway (its result is its own),
+    waiting for a decision or an answer (withdrawn), approved but not started, or not
+    started (it needed no decision)."""
     note: str = Field(max_length=NOTE_CHARS)
     """What the model is told, and what is known (a tool that cannot hear a cancel may
     still run)."""

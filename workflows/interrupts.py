@@ -93,8 +93,9 @@ def stopped_note(
     its outcome if it came anyway (the tool did not stop in time), `child` the run of an
     agent called as a tool (cancelled with it)."""
     said = prefix(pending)
-    if late is not None:
-        return _cut(f"{said}, but the call had finished; its result: {late.content}")
+    if late is not None:  # the call keeps its own result: this is what the record says
+        what = "failed" if late.is_error else "finished"
+        return _cut(f"{said}, but the call had {what}; it keeps its own result: {late.content}")
     if child is not None:
         return f"{said} while it ran: its run {child} was cancelled."
     if spec is not None and spec.mcp_server is not None:
@@ -124,9 +125,14 @@ def settle(state: RunState, *, now: datetime) -> Interruption | None:
         return None
     answered = {i.call_id for i in state.items if isinstance(i, ToolResult)}
     reply = next((i for i in reversed(state.items) if isinstance(i, AssistantMessage)), None)
-    open_calls = [c for c in (reply.tool_calls if reply else []) if c.call_id not in answered]
+    replied = reply.tool_calls if reply else []
+    open_calls = [c for c in replied if c.call_id not in answered]
     decided = decisions.decided(state)
-    calls: list[InterruptedCall] = []
+    calls: list[InterruptedCall] = [  # ran on past the stop and finished: its own result
+        InterruptedCall(call_id=c.call_id, tool=c.tool[:200], was="finished", note=note)
+        for c in replied
+        if c.call_id in answered and (note := pending.notes.get(c.call_id)) is not None
+    ]
     for call in open_calls:
         was = _was(call, decided, pending, answers.kind(state.agent.tool(call.tool)))
         note = pending.notes.get(call.call_id) or _untouched_note(pending, was)

@@ -291,11 +291,15 @@ def model_request(state: RunState) -> ModelRequest:
 
 def _rule_scope(state: RunState) -> RuleScope | None:
     """What `call_model` needs to ask the tools' code rules about the reply's calls."""
-    ruled = [t.name for t in state.agent.tools if t.needs_approval and t.approval.rule]
+    ruled = [t for t in state.agent.tools if t.needs_approval and t.approval.rule]
     if not ruled:
         return None
     return RuleScope(
-        agent=state.agent.name, run_id=state.run_id, tools=ruled, context=state.context
+        agent=state.agent.name,
+        run_id=state.run_id,
+        tools=[t.name for t in ruled],
+        context=state.context,
+        mcp={t.name: t.mcp_server for t in ruled if t.mcp_server is not None},
     )
 
 

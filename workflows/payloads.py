@@ -328,6 +328,19 @@ class InterruptResult(_Answer):
     `interruptions` will say)."""
 
 
+class Evaluating(_Answer):
+    """A policy's evaluator deciding a waiting call now (a person may still decide it
+    first)."""
+
+    evaluator: str
+    """The evaluator's name (a function's `module.qualname`, an agent's name)."""
+    kind: Literal["function", "agent"]
+    since: datetime
+    """When it was asked."""
+    timeout_at: datetime
+    """When it is given up on (the policy's `evaluator_timeout`): a person decides then."""
+
+
 class PendingApproval(_Answer):
     """One entry of the `get_pending_approvals` query."""
 
@@ -359,6 +372,9 @@ class PendingApproval(_Answer):
     short_id: str | None = None
     """A short id for the call (at most 8 characters, unique in the run tree, never
     another call's id), accepted wherever `call_id` is (`workflows.short_ids`)."""
+    evaluating: Evaluating | None = None
+    """The policy's evaluator is deciding the call now (None: it is not, or has answered;
+    a call of a run below shows it on that run, `run_id`)."""
 
 
 # --- a tree of runs (agents called as tools: workflows.tree_approvals) ----------------
@@ -435,6 +451,9 @@ class RuleScope(_Payload):
     """The tools with a code rule."""
     context: JsonValue = None
     """The run's context, as its tools get it."""
+    mcp: dict[str, str] = Field({}, exclude_if=lambda m: not m)
+    """Which of those are an MCP server's tools: tool name -> server name (the rule is
+    the server's, `MCPServer(needs_approval=FUNCTION)`)."""
 
 
 class OutputCheck(_Payload):

@@ -1,6 +1,7 @@
 """The run's events, as webhooks carry them: what happened since the run last announced
-(`due`), numbered, each announced once (`RunState.notices`, carried across
-continue-as-new), and which webhook endpoints each goes to (`endpoints_for`).
+(`due`: approvals, interruptions, pause, the run's end), numbered, each announced once
+(`RunState.notices`, carried across continue-as-new), and which webhook endpoints each
+goes to (`endpoints_for`).
 
 The pinned event object (DESIGN.md): `{"seq": int, "type": str, "at": str, ...}`,
 with the run (`run_id`, `agent`) and what the type says. An `approval_requested`
@@ -19,7 +20,7 @@ import shlex
 from datetime import datetime
 from typing import Any
 
-from durable_agents.workflows import contract, decisions
+from durable_agents.workflows import contract, decisions, limits, step_events
 from durable_agents.workflows.agent_spec import AgentSpec, WebhookSubscription
 from durable_agents.workflows.argument_view import masked
 from durable_agents.workflows.audit import DELIVERIES_KEPT, WebhookDelivery
@@ -58,6 +59,12 @@ def due(state: RunState, *, now: datetime, first_seq: int | None = None) -> list
     and the run marked as having announced them (`state.notices`)."""
     notices = state.notices or Notices()
     found: list[dict[str, Any]] = []
+    fresh = [
+        r
+        for r in state.interruptions
+        if notices.interrupted_at is None or r.applied_at > notices.interrupted_at
+    ]
+    found += [step_events.interrupted(state, r) for r in fresh]  # before what they withdrew
     pending = {p.call_id: p for p in decisions.pending_approvals(state)}
     made = decisions.decided(state)
     withdrawn = {c.call_id: c.note for r in state.interruptions for c in r.calls}
@@ -87,6 +94,7 @@ def due(state: RunState, *, now: datetime, first_seq: int | None = None) -> list
         pending=list(pending),
         paused=state.paused is not None if not state.status.is_final else notices.paused,
         finished=state.status.is_final,
+        interrupted_at=fresh[-1].applied_at if fresh else notices.interrupted_at,
     )
     return numbered
 
@@ -273,7 +281,7 @@ def _cli(run_id: str, signal: str, payload: dict[str, Any]) -> str:
 def _decided(state: RunState, decision: Decision) -> dict[str, Any]:
     tool = next((c.tool for c in decisions.all_calls(state) if c.call_id == decision.call_id), None)
     kind = "approval_expired" if decision.via == "timeout" else "approval_decided"
-    return {
+    event = {
         "type": kind,
         "path": [state.agent.name],
         "call_id": decision.call_id,
@@ -283,6 +291,19 @@ def _decided(state: RunState, decision: Decision) -> dict[str, Any]:
         "reason": decision.reason,
         "via": decision.via,
     }
+    if decision.decision == "answer":
+        event.update(_answer_result(decision))
+    return event
+
+
+def _answer_result(decision: Decision) -> dict[str, Any]:
+    """An answer's `result` as its event carries it: whole, as the answer was taken
+    (at most `limits.MAX_ANSWER_BYTES` of JSON); one larger (a hand-made snapshot's) is
+    left out, with its size (`result_bytes`): the run's state holds it."""
+    size = len(json.dumps(decision.result, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > limits.MAX_ANSWER_BYTES:
+        return {"result_bytes": size}
+    return {"result": decision.result}
 
 
 def _closed(state: RunState, call_id: str) -> dict[str, Any]:

@@ -161,6 +161,9 @@ class Notices(_Model):
     """Call ids whose `approval_requested` went out and that still wait."""
     paused: bool = False
     finished: bool = False
+    interrupted_at: AwareDatetime | None = Field(None, exclude_if=lambda at: at is None)
+    """When the newest interruption announced was applied (`Interruption.applied_at`):
+    those applied later are announced next."""
 
 
 class ErrorInfo(_Model):

@@ -84,7 +84,9 @@ class ToolBatch:
         they run (each started as its decision comes), in the reply's order; the images
         they bring within the run's room, together. An interrupt stops the calls still
         running (`workflows.steering`): the outcomes that came before it are kept, and
-        what is known of the others is noted for `interrupts.settle`."""
+        those that came while they were being stopped (the call finished anyway; not a
+        cancelled child run's end); what is known of the others is noted for
+        `interrupts.settle`."""
         self._running, self._ended, self._late, self._cut = {}, {}, {}, False
         done = await steering.unless_interrupted(
             state, self._run_batch(state, calls), cutting=self._cutting
@@ -107,6 +109,8 @@ class ToolBatch:
                 pending.notes[call.call_id] = interrupts.stopped_note(
                     pending, state.agent.tool(call.tool), late, below
                 )
+                if late is not None:  # it finished anyway: its real outcome is its result
+                    self._ended[call.call_id] = late
         reply = loop.last_reply(state)
         order = {c.call_id: n for n, c in enumerate(reply.tool_calls if reply else [])}
         kept = sorted(self._ended.values(), key=lambda o: order.get(o.call_id, len(order)))

@@ -1,18 +1,19 @@
 """Agents in the background, the review's cases (issue 48): a caller that has continued
 as new still learns of a child that ended without telling it (its checks,
-`caller_check`), and an interrupt does not cut a background start half-way. Against a
+`caller_check`), the run that started a child hears of its termination at once, a
+control signal refused by a live child (its signal limit, on a dev server of its own)
+leaves it running, and an interrupt does not cut a background start half-way. Against a
 real dev server, worker and scripted model server."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows import background, contract
-from durable_agents.workflows.run_items import UserMessage
+from durable_agents.workflows.run_items import ToolResult, UserMessage
 from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
@@ -68,13 +69,12 @@ RELAY_SCRIPT = {
 
 
 async def test_a_background_child_terminated_after_the_caller_continued_as_new_ends_in_the_caller(
-    team, model_server, monkeypatch
+    team, model_server
 ):
     """The review's repro: the relay continues as new after each turn, so the workflow run
     that started its child (and would hear Temporal's word on its end) is long gone when
     the child is terminated. The current run's check finds it gone: the child ends
     `failed`, its pending call goes, the model is told and the single run finishes."""
-    monkeypatch.setattr(background, "CHECK_EVERY", timedelta(seconds=1))
     model_server.responder = by_model({k: list(v) for k, v in RELAY_SCRIPT.items()})
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("relay", "go")).id
@@ -110,6 +110,45 @@ async def test_a_background_child_terminated_after_the_caller_continued_as_new_e
     assert told.startswith(f"[The scout agent you started in the background (run {child}")
     assert "ended failed without an answer" in told and background.GONE in told
     assert NOTICES == []
+
+
+async def test_a_background_child_terminated_is_noticed_at_once_by_the_run_that_started_it(
+    team, model_server
+):
+    """The workflow run that started the child holds its handle: Temporal tells it the
+    child was terminated, with no check (the coordinator checks every 5 minutes, the
+    default) and no signal sent to the child."""
+    model_server.responder = by_model(
+        {
+            "coord-model": [
+                Reply(tool_calls=(Call("scout", {"input": "dig"}, "c1"),)),
+                Reply(content="Started the scout."),
+                Reply(content="The scout is gone; I go on without it."),
+            ],
+            "scout-model": [Reply(tool_calls=(Call("notify", {"to": "ann", "text": "x"}, "n1"),))],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("coordinator", "go")).id
+    child = f"{run_id}/c1"
+
+    async def child_waits() -> bool:
+        return any(p.call_id == "n1" for p in await client.pending(run_id))
+
+    await _until(child_waits, "the child's call shows at the root")
+    await team.client.get_workflow_handle(child).terminate(reason="operator")
+    async with asyncio.timeout(60):  # far less than the 5 minutes between checks
+        result = await client.result(run_id)
+    assert result.final_output == "The scout is gone; I go on without it."
+    state = await client.state(run_id)
+    assert len(state.workflow_runs) == 1  # the run that started it
+    [entry] = state.background_runs
+    assert entry.status is RunStatus.FAILED and not entry.running
+    told = [i.content for i in state.items if isinstance(i, UserMessage)][-1]
+    assert told.startswith(f"[The scout agent you started in the background (run {child}")
+    assert "ended failed without an answer" in told and "terminated" in told.lower()
+    assert _checks_sent(await _events(team.client, run_id)) == []  # Temporal told it
+    assert await client.pending(run_id) == []
 
 
 async def test_the_caller_check_signal_from_outside_changes_nothing(team, model_server):
@@ -227,8 +266,10 @@ async def test_an_interrupt_while_a_background_child_starts_leaves_it_working(
     assert done.status.status is RunStatus.AWAITING_INPUT
     assert done.interruption is not None
     [call] = done.interruption.calls
-    assert call.call_id == "c1" and call.was == "running"
-    assert "the call had finished; its result: The scout agent works on this in the " in (call.note)
+    assert call.call_id == "c1" and call.was == "finished"  # started: the model is told so
+    assert "had finished; it keeps its own result: The scout agent works on this in the " in (
+        call.note
+    )
     assert f"as run {child}" in call.note and "was cancelled" not in call.note
     described = await holding.client.get_workflow_handle(child).describe()
     assert described.status is WorkflowExecutionStatus.RUNNING  # not cancelled
@@ -259,3 +300,76 @@ async def test_an_interrupt_while_a_background_child_starts_leaves_it_working(
     await client.end_session(run_id)
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
     assert NOTICES == [{"to": "ann", "text": "x"}]
+
+
+# --- a control signal that fails for another reason than "not found" -------------------
+
+
+@pytest.fixture
+async def few_signals():
+    """A dev server of its own on which a workflow takes one signal at most
+    (`history.maximumSignalsPerExecution`): the second signal to a run fails, though the
+    run goes on."""
+    from durable_agents.workflows import search_attributes
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from durable_agents.dev_server_config import dev_server_args
+    from tests.support.dev_servers import local_server
+
+    args = [*dev_server_args(), "--dynamic-config-value", "history.maximumSignalsPerExecution=1"]
+    environment = await local_server(
+        data_converter=pydantic_data_converter,
+        search_attributes=search_attributes.ALL,
+        dev_server_extra_args=args,
+    )
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()
+
+
+async def test_a_message_that_cannot_be_signalled_leaves_a_running_child_running(
+    few_signals, model_server
+):
+    """The child is alive but takes no more signals: the control call tells the model to
+    try again later, and the child still counts as running (before, any failure of the
+    signal ended it in the caller as `failed`)."""
+    run_id = "few-signals-lead"
+    child = f"{run_id}/c1"
+
+    def message(text: str, call_id: str) -> Reply:
+        arguments = {"run_id": child, "message": text}
+        return Reply(tool_calls=(Call("message_background_agent", arguments, call_id),))
+
+    model_server.responder = by_model(
+        {
+            "coord-model": [
+                Reply(tool_calls=(Call("scout", {"input": "dig"}, "c1"),)),
+                message("first", "m1"),
+                message("second", "m2"),
+                Reply(content="The scout works on."),
+            ],
+            "scout-model": [Reply(tool_calls=(Call("notify", {"to": "ann", "text": "x"}, "n1"),))],
+        }
+    )
+    async with serving(few_signals.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as team:
+        client = AgentClient(team.client, task_queue=team.task_queue)
+        await client.start("coordinator", "go", run_id=run_id)
+
+        async def answered_twice() -> bool:
+            state = await client.state(run_id)
+            return {"m1", "m2"} <= {i.call_id for i in state.items if isinstance(i, ToolResult)}
+
+        await _until(answered_twice, "both messages answered")
+        state = await client.state(run_id)
+        results = {i.call_id: i for i in state.items if isinstance(i, ToolResult)}
+        assert not results["m1"].is_error, results["m1"].content
+        second = results["m2"]
+        assert second.is_error and f"Run {child} could not be reached" in second.content
+        assert second.content.endswith("it still counts as running, try again later")
+        [entry] = state.background_runs
+        assert entry.running and entry.status is not RunStatus.FAILED
+        described = await team.client.get_workflow_handle(child).describe()
+        assert described.status is WorkflowExecutionStatus.RUNNING
+        for wid in (run_id, child):
+            await team.client.get_workflow_handle(wid).terminate("test over")

@@ -432,10 +432,21 @@ async def test_a_tool_that_ignores_its_cancel_holds_the_interrupt_and_keeps_its_
     steer_agents.RELEASED.add("s")
     await sending
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)
-    [record] = (await state_of(handle)).interruptions
-    assert record.calls[0].note.endswith("but the call had finished; its result: finished s anyway")
+    state = await state_of(handle)
+    [record] = state.interruptions
+    assert (record.calls[0].call_id, record.calls[0].was) == ("s1", "finished")
+    assert record.calls[0].note.endswith("had finished; it keeps its own result: finished s anyway")
+    [result] = [i for i in state.items if isinstance(i, ToolResult)]
+    # it finished: its real result, neither an error nor interrupted
+    assert (result.content, result.is_error) == ("finished s anyway", False)
+    assert not result.interrupted
     sent = messages(model_server.requests[1])
-    assert sent[2][0] == "tool:s1" and "finished s anyway" in sent[2][1]
+    assert sent[2] == ("tool:s1", "finished s anyway")
+    events = [e async for e in agents.events(handle.id, follow=False)]
+    [done] = [e for e in events if e["type"] == "tool_finished"]
+    assert done["is_error"] is False and "interrupted" not in done
+    [shown] = [e for e in events if e["type"] == "interrupted"]
+    assert [(c["call_id"], c["was"]) for c in shown["calls"]] == [("s1", "finished")]
     await agents.end_session(handle.id)
 
 

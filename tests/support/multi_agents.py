@@ -4,6 +4,8 @@ recorded history `handoff`) and call each other as tools
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import BaseModel
 
 from durable_agents import Agent, ModelSettings, handoff, tool  # the public face
@@ -181,6 +183,7 @@ relay = Agent(
     tools=[scout.as_tool(wait=False)],
     turns_per_workflow_run=1,
     max_turns=6,
+    background_check_every=timedelta(seconds=1),  # checks its carried children often
 )
 saver = Agent(
     name="saver",

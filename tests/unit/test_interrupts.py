@@ -78,7 +78,8 @@ def test_what_is_known_of_a_stopped_call_depends_on_how_it_runs():
     assert "MCP server was not told" in said["ticket"]
     assert "local tool was asked to stop" in said["lookup"]
     late = ToolOutcome(call_id="s1", content="42")
-    assert interrupts.stopped_note(pending, TOOLS[0], late).endswith("its result: 42")
+    said_late = interrupts.stopped_note(pending, TOOLS[0], late)
+    assert said_late.endswith("had finished; it keeps its own result: 42")
     assert "its run r/c1 was cancelled" in interrupts.stopped_note(pending, None, None, "r/c1")
     huge = interrupts.stopped_note(pending, TOOLS[0], ToolOutcome(call_id="s1", content="x" * 9000))
     assert len(huge) == 4_000
