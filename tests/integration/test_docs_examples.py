@@ -232,3 +232,55 @@ async def sh_quiet(line: str, env, cwd) -> str:
         return await sh(line, env, cwd)
     except AssertionError:
         return ""
+
+
+async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
+    """reference/schemas.md, how-to/operating.md (pause and resume, with agentctl and
+    with the `temporal` CLI) and how-to/codec-payload-store.md (store gc, erase), against
+    runs of the README's agent. `my-run` and `RUN_ID` become this test's runs."""
+    folder, env = served
+    [schemas] = blocks(page("reference/schemas.md"), lang="sh")
+    one, snapshot = sh_lines(schemas)
+    assert json.loads(await sh(one, env, folder))["title"] == "`approve` signal"
+    assert "RunState" in json.loads(await sh(snapshot, env, folder))["title"]
+
+    [operate] = [b for b in blocks(page("how-to/operating.md"), lang="sh") if "pause" in b.text]
+    pause, unpause, pause_signal, resume_signal = [
+        line.replace("my-run", "docs-pause") for line in sh_lines(operate)
+    ]
+    start, pending, approve, result = sh_lines(blocks(README.read_text(), lang="sh")[2])
+    await sh(start.replace("my-run", "docs-pause"), env, folder)
+    await until(pending.replace("my-run", "docs-pause"), env, folder, "issue_refund")
+    assert "docs-pause · paused · turn 1" in await sh(pause, env, folder)
+    await sh(unpause, env, folder)
+    status = "agentctl status docs-pause"
+    assert "paused" not in await sh(status, env, folder)
+    await sh(pause_signal, env, folder)
+    await until(status, env, folder, "paused")
+    await sh(resume_signal, env, folder)
+    await sh(approve.replace("my-run", "docs-pause"), env, folder)
+    assert "Done: Refunded" in await sh(result.replace("my-run", "docs-pause"), env, folder)
+
+    gc, erase = blocks(page("how-to/codec-payload-store.md"), lang="sh")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "kept").write_text("not a blob of the store")  # whatever else sits there stays
+    gc_env = {**env, "AGENT_PAYLOAD_STORE": str(store)}
+    dry, collect = sh_lines(gc)
+    assert "would" in (said := await sh(dry, gc_env, folder)) and "runs read" in said, said
+    assert "runs read" in await sh(collect, gc_env, folder)
+    assert (store / "kept").read_text() == "not a blob of the store"
+
+    # three ways to erase an ended run: the last one on a run of its own
+    dry, erase_one, erase_all = sh_lines(erase)
+    said = await sh(dry.replace("RUN_ID", "docs-pause"), env, folder)
+    assert "run docs-pause: would remove" in said, said
+    assert "docs-pause · completed" in await sh("agentctl status docs-pause", env, folder)
+    said = await sh(erase_one.replace("RUN_ID", "docs-pause"), env, folder)
+    assert "asked Temporal to delete 1 execution(s)" in said, said
+    await sh(start.replace("my-run", "docs-erase"), env, folder)
+    await until(pending.replace("my-run", "docs-erase"), env, folder, "issue_refund")
+    await sh(approve.replace("my-run", "docs-erase"), env, folder)
+    await sh(result.replace("my-run", "docs-erase"), env, folder)
+    said = await sh(erase_all.replace("RUN_ID", "docs-erase"), env, folder)
+    assert "asked Temporal to delete 1 execution(s)" in said, said
