@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser browser-background test typecheck docs chaos soak demo demo-mcp demo-team lint clean
+.PHONY: install browser browser-background test typecheck docs screenshots chaos soak demo demo-mcp demo-team lint clean
 
 install: $(VENV)/.installed
 
@@ -85,6 +85,13 @@ docs: $(VENV)/.docs-installed
 	ln -s $(CURDIR)/durable_agents/dataplane .docs-view/durable_agents/dataplane
 	for d in workflows activities client; do ln -s $(CURDIR)/$$d .docs-view/durable_agents/$$d; done
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The docs' pictures (docs/img/*.png): the browser tests that check what they show take
+# them against a real dev server's UI and a real gateway (about 40 s; Chromium needed).
+screenshots: install browser
+	DOCS_SCREENSHOTS=$(CURDIR)/docs/img $(BIN)/pytest -q -p no:cacheprovider \
+		"tests/integration/test_ui_browser.py::test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_tool" \
+		"tests/integration/test_inbox.py::test_an_approver_decides_calls_of_several_runs_from_the_inbox"
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -c deploy/constraints.txt -e '.[docs]'

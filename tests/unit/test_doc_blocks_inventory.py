@@ -114,3 +114,13 @@ def test_the_json_blocks_are_json():
             json.loads(block.text)
         except json.JSONDecodeError as error:
             pytest.fail(f"{where(path, block)}: {error}")
+
+
+def test_the_docs_pictures_stay_small_and_are_shown():
+    """docs/img/*.png (`make screenshots`): each under 150 KB, each on a page."""
+    pictures = sorted((DOCS / "img").glob("*.png"))
+    assert len(pictures) >= 3
+    text = "".join(p.read_text(encoding="utf-8") for p in PAGES)
+    for picture in pictures:
+        assert picture.stat().st_size < 150_000, picture.name
+        assert f"img/{picture.name})" in text, f"{picture.name} is on no page"
