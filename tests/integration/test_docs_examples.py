@@ -284,3 +284,20 @@ async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
     await sh(result.replace("my-run", "docs-erase"), env, folder)
     said = await sh(erase_all.replace("RUN_ID", "docs-erase"), env, folder)
     assert "asked Temporal to delete 1 execution(s)" in said, said
+
+
+async def test_the_own_worker_program_serves_its_workflow_and_approves_from_python(served):
+    """how-to/own-worker.md's whole program: the user's workflow and the tutorial's agent
+    on the user's own worker, a run started and approved with AgentClient, offline."""
+    folder, env = served
+    text = section(page("how-to/own-worker.md"), "The whole program, offline")
+    [program] = blocks(text, lang="python")
+    [command] = sh_lines(blocks(text, lang="sh")[0])
+    port = env["TEMPORAL_ADDRESS"].rsplit(":", 1)[1]
+    (folder / "my_app.py").write_text(program.text.replace("localhost:7233", f"localhost:{port}"))
+    printed = (await sh(command, env, folder, timeout=120)).splitlines()
+    assert printed == [
+        "tea: 3 EUR",
+        'approving issue_refund({"order_id": "A12", "amount": 40})',
+        "Done: Refunded 40.00 EUR for order A12.",
+    ]
