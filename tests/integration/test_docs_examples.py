@@ -235,8 +235,9 @@ async def sh_quiet(line: str, env, cwd) -> str:
 
 
 async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
-    """reference/schemas.md, how-to/operating.md (pause and resume, with agentctl and
-    with the `temporal` CLI) and how-to/codec-payload-store.md (store gc, erase), against
+    """reference/schemas.md, how-to/temporal-ui.md (the link `pending --all` prints),
+    how-to/operating.md (pause and resume, with agentctl and with the `temporal` CLI)
+    and how-to/codec-payload-store.md (store gc, erase), against
     runs of the README's agent. `my-run` and `RUN_ID` become this test's runs."""
     folder, env = served
     [schemas] = blocks(page("reference/schemas.md"), lang="sh")
@@ -251,6 +252,10 @@ async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
     start, pending, approve, result = sh_lines(blocks(README.read_text(), lang="sh")[2])
     await sh(start.replace("my-run", "docs-pause"), env, folder)
     await until(pending.replace("my-run", "docs-pause"), env, folder, "issue_refund")
+    # how-to/temporal-ui.md: the link `pending --all` ends with, as the page shows it
+    [link] = [b.text.strip() for b in blocks(page("how-to/temporal-ui.md"), lang="text")]
+    ui = {**env, "AGENT_UI_URL": "http://localhost:8233"}
+    assert (await sh("agentctl pending --all", ui, folder)).strip().splitlines()[-1] == link
     assert "docs-pause · paused · turn 1" in await sh(pause, env, folder)
     await sh(unpause, env, folder)
     status = "agentctl status docs-pause"
