@@ -234,10 +234,9 @@ async def sh_quiet(line: str, env, cwd) -> str:
         return ""
 
 
-async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
-    """reference/schemas.md, how-to/temporal-ui.md (the link `pending --all` prints),
-    how-to/operating.md (pause and resume, with agentctl and with the `temporal` CLI)
-    and how-to/codec-payload-store.md (store gc, erase), against
+async def test_the_how_to_command_lines_run_as_written(served):
+    """reference/schemas.md, how-to/temporal-ui.md (the link `pending --all` prints) and
+    how-to/operating.md (pause and resume, with agentctl and with the `temporal` CLI), against
     runs of the README's agent. `my-run` and `RUN_ID` become this test's runs."""
     folder, env = served
     [schemas] = blocks(page("reference/schemas.md"), lang="sh")
@@ -266,6 +265,23 @@ async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
     await sh(approve.replace("my-run", "docs-pause"), env, folder)
     assert "Done: Refunded" in await sh(result.replace("my-run", "docs-pause"), env, folder)
 
+
+async def completed_run(run_id: str, env, folder) -> None:
+    """A run of the README's agent, started, approved and ended with its own commands."""
+    start, pending, approve, result = [
+        line.replace("my-run", run_id)
+        for line in sh_lines(blocks(README.read_text(), lang="sh")[2])
+    ]
+    await sh(start, env, folder)
+    await until(pending, env, folder, "issue_refund")
+    await sh(approve, env, folder)
+    assert "Done: Refunded" in await sh(result, env, folder)
+
+
+async def test_the_store_and_erase_lines_run_as_written(served, tmp_path):
+    """how-to/codec-payload-store.md: `store gc` on a store folder, and the three ways to
+    erase an ended run (`RUN_ID` becomes this test's runs)."""
+    folder, env = served
     gc, erase = blocks(page("how-to/codec-payload-store.md"), lang="sh")
     store = tmp_path / "store"
     store.mkdir()
@@ -278,16 +294,14 @@ async def test_the_how_to_command_lines_run_as_written(served, tmp_path):
 
     # three ways to erase an ended run: the last one on a run of its own
     dry, erase_one, erase_all = sh_lines(erase)
-    said = await sh(dry.replace("RUN_ID", "docs-pause"), env, folder)
-    assert "run docs-pause: would remove" in said, said
-    assert "docs-pause · completed" in await sh("agentctl status docs-pause", env, folder)
-    said = await sh(erase_one.replace("RUN_ID", "docs-pause"), env, folder)
+    await completed_run("docs-erase-1", env, folder)
+    said = await sh(dry.replace("RUN_ID", "docs-erase-1"), env, folder)
+    assert "run docs-erase-1: would remove" in said, said
+    assert "docs-erase-1 · completed" in await sh("agentctl status docs-erase-1", env, folder)
+    said = await sh(erase_one.replace("RUN_ID", "docs-erase-1"), env, folder)
     assert "asked Temporal to delete 1 execution(s)" in said, said
-    await sh(start.replace("my-run", "docs-erase"), env, folder)
-    await until(pending.replace("my-run", "docs-erase"), env, folder, "issue_refund")
-    await sh(approve.replace("my-run", "docs-erase"), env, folder)
-    await sh(result.replace("my-run", "docs-erase"), env, folder)
-    said = await sh(erase_all.replace("RUN_ID", "docs-erase"), env, folder)
+    await completed_run("docs-erase-2", env, folder)
+    said = await sh(erase_all.replace("RUN_ID", "docs-erase-2"), env, folder)
     assert "asked Temporal to delete 1 execution(s)" in said, said
 
 
