@@ -21,7 +21,7 @@ FENCE = re.compile(
 # Every line that opens or closes a fence, however written: the inventory test checks
 # that FENCE found them all (a fence FENCE cannot read would escape it).
 FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.M)
-MARKER = re.compile(r"<!-- (not-run|run-by):")
+MARKER = re.compile(r"^[ \t]*<!-- (not-run|run-by):", re.M)
 
 
 @dataclass(frozen=True)
