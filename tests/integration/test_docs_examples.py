@@ -1,10 +1,14 @@
 """The README's first agent and the tutorial, run as written: the agent module saved as
 `my_agents.py`, `worker.py --dev --scripted-model` started as the README says (on free
-ports), then every `agentctl`, `temporal` and `curl` line of those pages against it.
+ports), then every `agentctl`, `temporal` and `curl` line of those pages against it; and,
+against the same worker, the how-to pages' runnable lines (gateway, schemas, pause and
+resume, store gc, erase, the pending-approvals link) and own-worker.md's whole program.
 
 Where a page leaves a value to the reader (`RUN_ID`, `SHA256`: what an earlier command
 answered), the test puts in what that command answered; nothing else is changed, except
-`.venv/bin/` (the interpreter's own folder) and the ports."""
+`.venv/bin/` (the interpreter's own folder), the ports, and `my-run` where one dev server
+holds the runs of several tests. Each block this file runs is marked
+`<!-- run-by: tests/integration/test_docs_examples.py -->` on its page."""
 
 from __future__ import annotations
 
