@@ -239,9 +239,10 @@ async def sh_quiet(line: str, env, cwd) -> str:
 
 
 async def test_the_how_to_command_lines_run_as_written(served):
-    """reference/schemas.md, how-to/temporal-ui.md (the link `pending --all` prints) and
-    how-to/operating.md (pause and resume, with agentctl and with the `temporal` CLI), against
-    runs of the README's agent. `my-run` and `RUN_ID` become this test's runs."""
+    """reference/schemas.md, how-to/approvals.md (a refused signal in `status`),
+    how-to/temporal-ui.md (the link `pending --all` prints) and how-to/operating.md
+    (pause and resume, with agentctl and with the `temporal` CLI), against runs of the
+    README's agent. `my-run` and `RUN_ID` become this test's runs."""
     folder, env = served
     [schemas] = blocks(page("reference/schemas.md"), lang="sh")
     one, snapshot = sh_lines(schemas)
@@ -255,6 +256,18 @@ async def test_the_how_to_command_lines_run_as_written(served):
     start, pending, approve, result = sh_lines(blocks(README.read_text(), lang="sh")[2])
     await sh(start.replace("my-run", "docs-pause"), env, folder)
     await until(pending.replace("my-run", "docs-pause"), env, folder, "issue_refund")
+    # how-to/approvals.md: what `agentctl status` says of a signal the run refused
+    [refused] = [b.text for b in blocks(page("how-to/approvals.md")) if "last refused" in b.text]
+    bad = '{"call_id": "call_9", "approver": "billing-service"}'
+    await sh(
+        f"temporal workflow signal --workflow-id docs-pause --name approve --input '{bad}'",
+        env,
+        folder,
+    )
+    said = await until("agentctl status docs-pause", env, folder, "last refused signal")
+    # the time and the definition's digest (of the agent as the workers serve it) vary
+    varying = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ|(?<=definition )[0-9a-f]{12}")
+    assert varying.sub("X", said.replace("docs-pause", "my-run")) == varying.sub("X", refused)
     # how-to/temporal-ui.md: the link `pending --all` ends with, as the page shows it
     [link] = [b.text.strip() for b in blocks(page("how-to/temporal-ui.md"), lang="text")]
     ui = {**env, "AGENT_UI_URL": "http://localhost:8233"}
