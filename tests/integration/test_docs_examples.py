@@ -241,8 +241,9 @@ async def sh_quiet(line: str, env, cwd) -> str:
 async def test_the_how_to_command_lines_run_as_written(served):
     """reference/schemas.md, how-to/approvals.md (a refused signal in `status`),
     how-to/temporal-ui.md (the link `pending --all` prints) and how-to/operating.md
-    (pause and resume, with agentctl and with the `temporal` CLI), against runs of the
-    README's agent. `my-run` and `RUN_ID` become this test's runs."""
+    (pause and resume, with agentctl and with the `temporal` CLI; the warning of a start
+    no worker polls for), against runs of the README's agent. `my-run` and `RUN_ID`
+    become this test's runs."""
     folder, env = served
     [schemas] = blocks(page("reference/schemas.md"), lang="sh")
     one, snapshot = sh_lines(schemas)
@@ -281,6 +282,18 @@ async def test_the_how_to_command_lines_run_as_written(served):
     await sh(resume_signal, env, folder)
     await sh(approve.replace("my-run", "docs-pause"), env, folder)
     assert "Done: Refunded" in await sh(result.replace("my-run", "docs-pause"), env, folder)
+
+    # how-to/operating.md: what `agentctl start` says when no worker polls the queue
+    [warning] = [b.text for b in blocks(page("how-to/operating.md")) if "typo-queue" in b.text]
+    typo = 'agentctl start my-support "Refund A12" --task-queue typo-queue --id docs-typo'
+    process = await asyncio.create_subprocess_exec(
+        "bash", "-c", typo, cwd=folder, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert (process.returncode, out.decode()) == (0, "docs-typo\n"), err.decode()
+    assert err.decode() == warning.replace("support-3f2a", "docs-typo")
+    await sh("agentctl cancel docs-typo", env, folder)
 
 
 async def completed_run(run_id: str, env, folder) -> None:
