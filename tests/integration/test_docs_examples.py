@@ -1,10 +1,14 @@
 """The README's first agent and the tutorial, run as written: the agent module saved as
 `my_agents.py`, `worker.py --dev --scripted-model` started as the README says (on free
-ports), then every `agentctl`, `temporal` and `curl` line of those pages against it.
+ports), then every `agentctl`, `temporal` and `curl` line of those pages against it; and,
+against the same worker, the how-to pages' runnable lines (gateway, schemas, pause and
+resume, store gc, erase, the pending-approvals link) and own-worker.md's whole program.
 
 Where a page leaves a value to the reader (`RUN_ID`, `SHA256`: what an earlier command
 answered), the test puts in what that command answered; nothing else is changed, except
-`.venv/bin/` (the interpreter's own folder) and the ports."""
+`.venv/bin/` (the interpreter's own folder), the ports, and `my-run` where one dev server
+holds the runs of several tests. Each block this file runs is marked
+`<!-- run-by: tests/integration/test_docs_examples.py -->` on its page."""
 
 from __future__ import annotations
 
@@ -232,3 +236,117 @@ async def sh_quiet(line: str, env, cwd) -> str:
         return await sh(line, env, cwd)
     except AssertionError:
         return ""
+
+
+async def test_the_how_to_command_lines_run_as_written(served):
+    """reference/schemas.md, how-to/approvals.md (a refused signal in `status`),
+    how-to/temporal-ui.md (the link `pending --all` prints) and how-to/operating.md
+    (pause and resume, with agentctl and with the `temporal` CLI; the warning of a start
+    no worker polls for), against runs of the README's agent. `my-run` and `RUN_ID`
+    become this test's runs."""
+    folder, env = served
+    [schemas] = blocks(page("reference/schemas.md"), lang="sh")
+    one, snapshot = sh_lines(schemas)
+    assert json.loads(await sh(one, env, folder))["title"] == "`approve` signal"
+    assert "RunState" in json.loads(await sh(snapshot, env, folder))["title"]
+
+    [operate] = [b for b in blocks(page("how-to/operating.md"), lang="sh") if "pause" in b.text]
+    pause, unpause, pause_signal, resume_signal = [
+        line.replace("my-run", "docs-pause") for line in sh_lines(operate)
+    ]
+    start, pending, approve, result = sh_lines(blocks(README.read_text(), lang="sh")[2])
+    await sh(start.replace("my-run", "docs-pause"), env, folder)
+    await until(pending.replace("my-run", "docs-pause"), env, folder, "issue_refund")
+    # how-to/approvals.md: what `agentctl status` says of a signal the run refused
+    [refused] = [b.text for b in blocks(page("how-to/approvals.md")) if "last refused" in b.text]
+    bad = '{"call_id": "call_9", "approver": "billing-service"}'
+    await sh(
+        f"temporal workflow signal --workflow-id docs-pause --name approve --input '{bad}'",
+        env,
+        folder,
+    )
+    said = await until("agentctl status docs-pause", env, folder, "last refused signal")
+    # the time and the definition's digest (of the agent as the workers serve it) vary
+    varying = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ|(?<=definition )[0-9a-f]{12}")
+    assert varying.sub("X", said.replace("docs-pause", "my-run")) == varying.sub("X", refused)
+    # how-to/temporal-ui.md: the link `pending --all` ends with, as the page shows it
+    [link] = [b.text.strip() for b in blocks(page("how-to/temporal-ui.md"), lang="text")]
+    ui = {**env, "AGENT_UI_URL": "http://localhost:8233"}
+    assert (await sh("agentctl pending --all", ui, folder)).strip().splitlines()[-1] == link
+    assert "docs-pause · paused · turn 1" in await sh(pause, env, folder)
+    await sh(unpause, env, folder)
+    status = "agentctl status docs-pause"
+    assert "paused" not in await sh(status, env, folder)
+    await sh(pause_signal, env, folder)
+    await until(status, env, folder, "paused")
+    await sh(resume_signal, env, folder)
+    await sh(approve.replace("my-run", "docs-pause"), env, folder)
+    assert "Done: Refunded" in await sh(result.replace("my-run", "docs-pause"), env, folder)
+
+    # how-to/operating.md: what `agentctl start` says when no worker polls the queue
+    [warning] = [b.text for b in blocks(page("how-to/operating.md")) if "typo-queue" in b.text]
+    typo = 'agentctl start my-support "Refund A12" --task-queue typo-queue --id docs-typo'
+    process = await asyncio.create_subprocess_exec(
+        "bash", "-c", typo, cwd=folder, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert (process.returncode, out.decode()) == (0, "docs-typo\n"), err.decode()
+    assert err.decode() == warning.replace("support-3f2a", "docs-typo")
+    await sh("agentctl cancel docs-typo", env, folder)
+
+
+async def completed_run(run_id: str, env, folder) -> None:
+    """A run of the README's agent, started, approved and ended with its own commands."""
+    start, pending, approve, result = [
+        line.replace("my-run", run_id)
+        for line in sh_lines(blocks(README.read_text(), lang="sh")[2])
+    ]
+    await sh(start, env, folder)
+    await until(pending, env, folder, "issue_refund")
+    await sh(approve, env, folder)
+    assert "Done: Refunded" in await sh(result, env, folder)
+
+
+async def test_the_store_and_erase_lines_run_as_written(served, tmp_path):
+    """how-to/codec-payload-store.md: `store gc` on a store folder, and the three ways to
+    erase an ended run (`RUN_ID` becomes this test's runs)."""
+    folder, env = served
+    gc, erase = blocks(page("how-to/codec-payload-store.md"), lang="sh")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "kept").write_text("not a blob of the store")  # whatever else sits there stays
+    gc_env = {**env, "AGENT_PAYLOAD_STORE": str(store)}
+    dry, collect = sh_lines(gc)
+    assert "would" in (said := await sh(dry, gc_env, folder)) and "runs read" in said, said
+    assert "runs read" in await sh(collect, gc_env, folder)
+    assert (store / "kept").read_text() == "not a blob of the store"
+
+    # three ways to erase an ended run: the last one on a run of its own
+    dry, erase_one, erase_all = sh_lines(erase)
+    await completed_run("docs-erase-1", env, folder)
+    said = await sh(dry.replace("RUN_ID", "docs-erase-1"), env, folder)
+    assert "run docs-erase-1: would remove" in said, said
+    assert "docs-erase-1 · completed" in await sh("agentctl status docs-erase-1", env, folder)
+    said = await sh(erase_one.replace("RUN_ID", "docs-erase-1"), env, folder)
+    assert "asked Temporal to delete 1 execution(s)" in said, said
+    await completed_run("docs-erase-2", env, folder)
+    said = await sh(erase_all.replace("RUN_ID", "docs-erase-2"), env, folder)
+    assert "asked Temporal to delete 1 execution(s)" in said, said
+
+
+async def test_the_own_worker_program_serves_its_workflow_and_approves_from_python(served):
+    """how-to/own-worker.md's whole program: the user's workflow and the tutorial's agent
+    on the user's own worker, a run started and approved with AgentClient, offline."""
+    folder, env = served
+    text = section(page("how-to/own-worker.md"), "The whole program, offline")
+    [program] = blocks(text, lang="python")
+    [command] = sh_lines(blocks(text, lang="sh")[0])
+    port = env["TEMPORAL_ADDRESS"].rsplit(":", 1)[1]
+    (folder / "my_app.py").write_text(program.text.replace("localhost:7233", f"localhost:{port}"))
+    printed = (await sh(command, env, folder, timeout=120)).splitlines()
+    assert printed == [
+        "tea: 3 EUR",
+        'approving issue_refund({"order_id": "A12", "amount": 40})',
+        "Done: Refunded 40.00 EUR for order A12.",
+    ]

@@ -218,6 +218,10 @@ async def test_an_approver_decides_calls_of_several_runs_from_the_inbox(served, 
     ):
         runs[name] = (await agents.start(agent, text)).id
         await expect(call_of(page, call_id)).to_have_count(1)  # without a reload
+        if call_id == "m1":  # docs/how-to/inbox.md: one call waiting, as an approver sees it
+            await expect(page.locator("#count")).to_have_text("1")
+            heading = page.locator("#waiting-title")
+            await browser_support.docs_screenshot(page, "inbox-waiting-call", top=heading)
     child = f"{runs['lead']}/c1"
     await expect(page.locator("#count")).to_have_text("4")
     await page.screenshot(path=SCREENSHOT, full_page=True)

@@ -8,6 +8,7 @@ The test skips only when that Chromium is missing or cannot start here.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from tests.conftest import serving
 from tests.integration.test_agent_client import wait_for_status
 from tests.support import browser as browser_support
 from tests.support.dev_servers import ui_server as ui_server_on_free_ports
+from tests.support.doc_blocks import page as doc_page
 from tests.support.multi_agents import AGENT_TOOL_AGENTS
 from tests.support.ops_support import eventually
 
@@ -118,6 +120,12 @@ async def test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_too
         await expect(page.get_by_role("link", name=done, exact=True)).to_have_count(0)
         await page.screenshot(path=tmp_path / "ui-filtered.png")
 
+        # The docs' link to the runs waiting for a decision (how-to/temporal-ui.md) lists it.
+        await page.goto(pending_approvals_link(ui_server.ui_url))
+        await expect(run_link).to_be_visible()
+        await expect(page.get_by_role("link", name=done, exact=True)).to_have_count(0)
+        await browser_support.docs_screenshot(page, "ui-pending-approvals")
+
         # Open it: the summary set at start, and the current details the workflow keeps.
         await run_link.click()
         await page.wait_for_url(f"**/workflows/{waiting}/**")
@@ -131,11 +139,23 @@ async def test_operator_finds_the_waiting_run_in_the_ui_and_sees_the_pending_too
         await expect(body).to_contain_text("Pending approvals (1)")
         await expect(body).to_contain_text("ops@example.com")
         await expect(body).to_contain_text("call id e1")
+        tabs = page.get_by_text("Call Stack", exact=True)  # the tab row, above the summary
+        await browser_support.docs_screenshot(page, "ui-run-details", top=tabs)
 
         shot = tmp_path / "ui-current-details.png"
         await page.screenshot(path=shot, full_page=True)
         shutil.copyfile(shot, SHARED_SCREENSHOT)
         await client.cancel(waiting)
+
+
+def pending_approvals_link(ui_url: str) -> str:
+    """The link how-to/temporal-ui.md gives to the runs waiting for a decision, on `ui_url`."""
+    [link] = re.findall(r"<(http://localhost:8233/[^>]*AgentPendingApprovals[^>]*)>", page_text())
+    return link.replace("http://localhost:8233", ui_url)
+
+
+def page_text() -> str:
+    return doc_page("how-to/temporal-ui.md")
 
 
 async def test_operator_finds_a_caller_by_its_childs_pending_approval_and_sees_the_call(

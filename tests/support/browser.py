@@ -24,3 +24,31 @@ async def chromium() -> Path | None:
     while INSTALLING.exists() and loop.time() < deadline:
         await asyncio.sleep(1)
     return CHROMIUM if CHROMIUM.exists() else None
+
+
+DOCS_SCREENSHOTS = "DOCS_SCREENSHOTS"
+"""The environment variable that makes the browser tests write the docs' pictures
+(`make screenshots`: docs/img); unset, they write none."""
+DOCS_VIEWPORT = {"width": 1000, "height": 650}
+
+
+async def docs_screenshot(page, name: str, *, top=None) -> Path | None:
+    """With DOCS_SCREENSHOTS=FOLDER: what the page shows now, at the docs' size
+    (1000 by 650, under 150 KB), as FOLDER/NAME.png; the page keeps its own size after.
+    The test takes it right after asserting what the picture shows, so it stays true.
+    `top`: a locator scrolled to the top of the picture."""
+    folder = os.environ.get(DOCS_SCREENSHOTS)
+    if not folder:
+        return None
+    size = page.viewport_size
+    await page.set_viewport_size(DOCS_VIEWPORT)
+    try:
+        if top is not None:
+            await top.evaluate("node => node.scrollIntoView({block: 'start'})")
+        path = Path(folder) / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=path)
+        return path
+    finally:
+        if size is not None:
+            await page.set_viewport_size(size)

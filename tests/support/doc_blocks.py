@@ -10,18 +10,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+# A fenced block (at any indentation: inside a list item too), with the marker line
+# before it, if any: `<!-- not-run: WHY -->` (not run, and why) or
+# `<!-- run-by: tests/.../test_x.py -->` (that test file reads the page and runs it).
 FENCE = re.compile(
-    r"(?:<!-- not-run: (?P<why>[^>]*) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M
+    r"(?:^[ \t]*<!-- (?P<mark>not-run|run-by): (?P<why>[^>]*?) -->[ \t]*\n)?"
+    r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+    re.S | re.M,
 )
+# Every line that opens or closes a fence, however written: the inventory test checks
+# that FENCE found them all (a fence FENCE cannot read would escape it).
+FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.M)
+MARKER = re.compile(r"^[ \t]*<!-- (not-run|run-by):", re.M)
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block: its language, its text, and why it is not run (if marked so)."""
+    """One fenced block: its language, its text, and how it is accounted for: why it is
+    not run (`not_run`) or which test file runs it (`run_by`)."""
 
     lang: str
     text: str
     not_run: str | None
+    run_by: str | None = None
+    line: int = 0  # where its fence opens (1-based), for messages
 
     def commands(self) -> list[str]:
         """Its shell commands, one per line (`\\` continuations joined; comments and
@@ -35,8 +47,24 @@ def page(path: Path | str) -> str:
 
 
 def blocks(text: str, *, lang: str | None = None) -> list[Block]:
-    """The fenced blocks of a Markdown text (of language `lang`, if given)."""
-    found = [Block(m.group("lang"), m.group("body"), m.group("why")) for m in FENCE.finditer(text)]
+    """The fenced blocks of a Markdown text (of language `lang`, if given); an indented
+    block's text is given without its indentation."""
+    found = []
+    for m in FENCE.finditer(text):
+        indent = m.group("indent")
+        body = "".join(
+            line.removeprefix(indent) for line in m.group("body").splitlines(keepends=True)
+        )
+        mark, why = m.group("mark"), m.group("why")
+        found.append(
+            Block(
+                m.group("lang"),
+                body,
+                why if mark == "not-run" else None,
+                why if mark == "run-by" else None,
+                text.count("\n", 0, m.start("indent")) + 1,
+            )
+        )
     return [b for b in found if lang is None or b.lang == lang]
 
 
