@@ -82,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         # threads can crash the exiting process (SIGSEGV/SIGABRT, sdk-python#300).
         gc.collect()
     if output:
-        print(render.ascii_json(output) if getattr(args, "json", False) else output)
+        try:
+            print(render.ascii_json(output) if getattr(args, "json", False) else output)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `agentctl ... | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet at exit
+            return 141  # as a program killed by SIGPIPE (128 + 13): the shell's convention
     return 0
 
 

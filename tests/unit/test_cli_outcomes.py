@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from durable_agents.client import cli_ops
@@ -31,3 +35,22 @@ async def test_cancel_wait_fails_when_the_run_ended_otherwise_first():
     args = argparse.Namespace(run_id="r1", reason=None, wait=True, json=False)
     with pytest.raises(AgentClientError, match=r"^run r1 ended completed before it could be"):
         await cli_ops.cancel(args, EndedFirst())  # type: ignore[arg-type]
+
+
+def test_a_reader_that_stops_reading_ends_agentctl_quietly(tmp_path):
+    """`agentctl ... | head` or `| grep -q`: the reader has closed the pipe before the
+    output is written; agentctl exits as a program stopped by SIGPIPE does (141), with no
+    traceback on stderr."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "runstate-2.0-single.json"
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run(
+            [Path(sys.executable).parent / "agentctl", "validate", str(fixture)],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (141, b"")
