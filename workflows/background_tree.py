@@ -54,6 +54,26 @@ def gate_taken(said: RawValue) -> bool:
     return given.get(contract.STREAM_VERDICT) in ("taken", "unchecked")
 
 
+def gate_execution(said: RawValue) -> str:
+    """The sender's execution (first execution run id) the gate's tag covers; empty when
+    the header named none."""
+    verdict = raw_payloads.as_json(said)
+    given = verdict.get(contract.SENDER_EXECUTION) if isinstance(verdict, dict) else None
+    return given if isinstance(given, str) else ""
+
+
+def other_execution(child: str, expected: str, said: RawValue) -> str | None:
+    """Why a tagged signal from `child` is not from the execution of it this run started
+    (`expected`, its first execution run id); None when it is."""
+    sent_by = gate_execution(said)
+    if sent_by == expected:
+        return None
+    return (
+        f"sent by execution {sent_by[:64]!r} of {child[:200]!r}, not the one this run "
+        f"started ({expected[:64]!r}): a signal of an earlier run under that id"
+    )
+
+
 def gate_refusal(said: RawValue) -> str:
     verdict = raw_payloads.as_json(said)
     given = verdict if isinstance(verdict, dict) else {}
@@ -180,6 +200,7 @@ class BackgroundRuns:
         finally:
             self.starting.discard(child)
         background.record(state, call, agent, child, share, workflow.now())
+        state.background_runs[-1].execution = handle.first_execution_run_id or ""
         self._watched.add(child)  # Temporal tells this workflow run its end: `_watch`
         self._emit(state, step_events.child_started(call, agent, child, in_background=True))
         if state.paused is not None:  # paused while it was starting: so is it
@@ -240,9 +261,14 @@ class BackgroundRuns:
             why = f"{len(args)} arguments; the signal takes one payload"
         else:
             end = raw_payloads.decode(raw, SubRunFinished)
+            entry = None if isinstance(end, str) else background.find(state, end.run_id)
             if isinstance(end, str):
                 why = end
-            elif self.take_end(state, end) or background.find(state, end.run_id) is not None:
+            elif entry is not None and (
+                other := other_execution(end.run_id, entry.execution, said)
+            ):
+                why = other
+            elif self.take_end(state, end) or entry is not None:
                 why = None  # taken, or its end came already (as Temporal told it)
             else:
                 why = f"{end.run_id[:200]!r} is not a run this run started in the background"

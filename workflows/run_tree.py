@@ -66,6 +66,9 @@ class RunTree:
         self._publish = publish
         self.children: set[str] = set()
         """The child runs (agents called as tools) this run waits on now."""
+        self.executions: dict[str, str] = {}
+        """Of those started, each one's first execution run id (from its handle): its
+        reports are taken only from that execution."""
         self.shares: dict[str, int] = {}
         """The token-budget shares of the children running now, not counted yet."""
         self._passed_down: dict[str, tuple[str, ForwardAnswer | None]] = {}
@@ -158,6 +161,21 @@ class RunTree:
             )
         except WorkflowAlreadyStartedError:
             return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+        self.executions[child] = handle.first_execution_run_id or ""
+        try:
+            return await self._wait_child(state, call, agent, handle, child, share)
+        finally:
+            self.executions.pop(child, None)
+
+    async def _wait_child(
+        self,
+        state: RunState,
+        call: ToolCall,
+        agent: str,
+        handle: Any,
+        child: str,
+        share: int | None,
+    ) -> ToolOutcome:
         self._emit(state, step_events.child_started(call, agent, child))
         if state.paused is not None:
             # paused while the child was starting: the pause did not reach it then
@@ -197,7 +215,7 @@ class RunTree:
             elif not background_tree.gate_taken(said):  # what it lists reaches approvers
                 self._inbox.refuse_signal(name, sent[0], background_tree.gate_refusal(said))
             else:
-                self._take_report(state, sent[0])
+                self._take_report(state, sent[0], said)
             return True
         raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
@@ -225,14 +243,29 @@ class RunTree:
             self._inbox.refuse_signal(name, raw, why)
         return True
 
-    def _take_report(self, state: RunState, raw: RawValue) -> None:
+    def _started_execution(self, state: RunState, child: str) -> str | None:
+        """The execution of `child` this run started (None: its start has not resolved
+        yet, so its first reports are taken from whichever execution sends them)."""
+        if child in self.executions:
+            return self.executions[child]
+        entry = background.find(state, child)
+        return entry.execution if entry is not None and entry.running else None
+
+    def _take_report(self, state: RunState, raw: RawValue, said: RawValue) -> None:
         """A child's report (tagged by our workers' gate): its pending calls replace those
         it reported before; its answers go to the decisions passed down to it that wait
         for them. A report that cannot be taken changes nothing and is recorded as
         refused."""
         report = raw_payloads.decode(raw, SubRunReport)
+        expected = (
+            None if isinstance(report, str) else self._started_execution(state, report.run_id)
+        )
         if isinstance(report, str):
             why: str | None = report
+        elif expected is not None and (
+            other := background_tree.other_execution(report.run_id, expected, said)
+        ):
+            why = other
         else:
             try:
                 # one starting in the background may report before its start resolves

@@ -271,6 +271,9 @@ class BackgroundRun(_Model):
     agent: str = Field(min_length=1, max_length=200)
     run_id: str = Field(min_length=1, max_length=200)
     """The child's workflow id (`<caller>/<call id>`)."""
+    execution: str = Field("", max_length=200)
+    """The child's first execution run id, from its handle when this run started it: its
+    end and reports are taken only from that execution (empty: recorded before)."""
     status: RunStatus = RunStatus.RUNNING
     """As the child last reported; final once its end arrived."""
     turn: int = Field(0, ge=0)
