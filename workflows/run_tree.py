@@ -66,6 +66,8 @@ class RunTree:
         self._publish = publish
         self.children: set[str] = set()
         """The child runs (agents called as tools) this run waits on now."""
+        self._tried: dict[str, list[str]] = {}
+        """The ids each agent call under way started (or tried to start) its child under."""
         self.executions: dict[str, str] = {}
         """Of those started, each one's first execution run id (from its handle): its
         reports are taken only from that execution."""
@@ -125,23 +127,24 @@ class RunTree:
         )
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
-        child = agent_calls.child_id(state.run_id, call.call_id)
-        self.children.add(child)
         evicted = False
         try:
-            outcome = await self._run_child(state, call, agent, task, child, share)
+            outcome = await self._run_child(state, call, agent, task, share)
             tool = state.agent.tool(call.tool)
             failing = tool is not None and tool.on_failure == "fail_run" and outcome.is_error
             if failing:
+                child = agent_calls.child_of(state, call.call_id)
                 fail(state, agent_calls.failure(call, agent, child, outcome))
             return outcome
         except GeneratorExit:  # the worker dropped the run from its cache: touch nothing
             evicted = True
             raise
         finally:
-            self.children.discard(child)
-            if not evicted and any(s.via == child for s in state.sub_approvals):
-                tree_approvals.forget(state, child)
+            tried = self._tried.pop(call.call_id, [])
+            self.children.difference_update(tried)
+            if not evicted and any(s.via in tried for s in state.sub_approvals):
+                for child in tried:
+                    tree_approvals.forget(state, child)
                 self._publish(state)
 
     async def _run_child(
@@ -150,17 +153,29 @@ class RunTree:
         call: ToolCall,
         agent: str,
         task: AgentInput,
-        child: str,
         share: int | None,
     ) -> ToolOutcome:
         """Start the child and wait for its end; with `share` (the tokens of the run's
         budget it was given), count what it used against the run's budget."""
+        tried = self._tried.setdefault(call.call_id, [])
+
+        def starting(child: str) -> None:  # its reports are taken while it starts
+            tried.append(child)
+            self.children.add(child)
+
         try:
-            handle = await background_tree.start_child(
-                task, agent, child, workflow.ParentClosePolicy.REQUEST_CANCEL
+            handle, child = await background_tree.start_child(
+                state,
+                call.call_id,
+                task,
+                agent,
+                workflow.ParentClosePolicy.REQUEST_CANCEL,
+                starting=starting,
             )
         except WorkflowAlreadyStartedError:
-            return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+            why = f"the runs with ids {', '.join(tried)} are running already"
+            return agent_calls.failed(call, agent, why)
+        self.children.difference_update(tried[:-1])  # a squatter's id: not ours
         self.executions[child] = handle.first_execution_run_id or ""
         try:
             return await self._wait_child(state, call, agent, handle, child, share)
