@@ -19,7 +19,6 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from durable_agents.workflows import answers, budget, handoffs, short_ids, signed_decisions
-from durable_agents.workflows.revoked_approvals import reopened_because
 from durable_agents.workflows.agent_spec import ApprovalPolicy
 from durable_agents.workflows.approval_policy import (
     arguments_problem,
@@ -30,6 +29,7 @@ from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput, PendingApproval, parse_time
+from durable_agents.workflows.revoked_approvals import reopened_because
 from durable_agents.workflows.run_items import (
     AssistantMessage,
     BudgetRequest,

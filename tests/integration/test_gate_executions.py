@@ -72,15 +72,13 @@ async def test_an_earlier_runs_copied_end_is_refused_by_the_later_run_with_the_s
     assert done.final_output == "Done: the first scout's words"
     # the first child's end, as its history shows it: payload and gate header
     handle = team.client.get_workflow_handle(run_id)
-    copied = None
+    copies = {}
     async for event in handle.fetch_history_events():
         attrs = event.workflow_execution_signaled_event_attributes
-        if (
-            event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
-            and attrs.signal_name == contract.SIGNAL_SUB_RUN_FINISHED
-        ):
-            copied = attrs
-    assert copied is not None and copied.header.fields  # it was sent, tagged
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            copies[attrs.signal_name] = attrs  # the last of each
+    tree_signals = (contract.SIGNAL_SUB_RUN_REPORT, contract.SIGNAL_SUB_RUN_FINISHED)
+    assert all(copies[name].header.fields for name in tree_signals)  # sent, tagged
 
     await client.start("coordinator", "second dig", run_id=run_id)  # same ids again
     child = f"{run_id}/c1"
@@ -91,17 +89,18 @@ async def test_an_earlier_runs_copied_end_is_refused_by_the_later_run_with_the_s
     await _until(child_waits, "the second child waits for approval")
     [entry] = (await client.state(run_id)).background_runs
     assert entry.run_id == child and entry.running and entry.execution
-    await team.client.workflow_service.signal_workflow_execution(
-        SignalWorkflowExecutionRequest(
-            namespace=team.client.namespace,
-            workflow_execution=WorkflowExecution(workflow_id=run_id),
-            signal_name=contract.SIGNAL_SUB_RUN_FINISHED,
-            input=copied.input,
-            header=copied.header,
-            identity="mallory",
-            request_id=str(uuid.uuid4()),
+    for name in tree_signals:  # its last report (nothing waits), then its end
+        await team.client.workflow_service.signal_workflow_execution(
+            SignalWorkflowExecutionRequest(
+                namespace=team.client.namespace,
+                workflow_execution=WorkflowExecution(workflow_id=run_id),
+                signal_name=name,
+                input=copies[name].input,
+                header=copies[name].header,
+                identity="mallory",
+                request_id=str(uuid.uuid4()),
+            )
         )
-    )
 
     async def refused() -> bool:
         state = await client.state(run_id)
@@ -109,8 +108,10 @@ async def test_an_earlier_runs_copied_end_is_refused_by_the_later_run_with_the_s
 
     await _until(refused, "the copied end refused")
     state = await client.state(run_id)
-    [why] = [r.refused_because for r in state.refused_signals]
-    assert "not the one this run started" in why and entry.execution[:64] in why
+    assert [r.signal for r in state.refused_signals] == list(tree_signals)
+    for why in [r.refused_because for r in state.refused_signals]:
+        assert "not the one this run started" in why and entry.execution[:64] in why
+    assert any(p.call_id == "n1" for p in await client.pending(run_id))  # not hidden
     assert state.background_runs[0].running  # still waits for its real child
     assert not any("first scout" in t for t in _texts(state))
 
