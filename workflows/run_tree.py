@@ -200,14 +200,18 @@ class RunTree:
             )
         if share is not None:
             self.shares[child] = share  # counted once: when it ends, or when this run does
-        try:
-            done = await handle
+        tool = state.agent.tool(call.tool)
+        left = tool is not None and tool.child_takes_no_interrupts
+        try:  # a child that takes no interrupts is not cancelled by its caller's
+            done = await (asyncio.shield(handle) if left else handle)
         except ChildWorkflowError as err:
             if self.shares.pop(child, None) is not None:  # what it used is not known
                 unstarted = activity_calls.failure_type(err) == contract.ERROR_INVALID_INPUT
                 agent_calls.count_spent(state, Usage() if unstarted else None, share or 0)
             return agent_calls.failed(call, agent, activity_calls.root_message(err))
         except asyncio.CancelledError:
+            if left and state.interrupt is None:  # the run is cancelled: so is the child
+                handle.cancel()
             if self.shares.pop(child, None) is not None:
                 agent_calls.count_spent(state, None, share or 0)  # cut off: all it was given
             raise

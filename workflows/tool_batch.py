@@ -104,9 +104,14 @@ class ToolBatch:
                 below = child if waited else None  # a background start is never cut
                 if below is not None and late is not None and late.is_error:
                     late = None  # the child's end as the cancel made it (a cancelled run)
-                pending.notes[call.call_id] = interrupts.stopped_note(
-                    pending, state.agent.tool(call.tool), late, below
-                )
+                spec = state.agent.tool(call.tool)
+                pending.notes[call.call_id] = interrupts.stopped_note(pending, spec, late, below)
+                if below is not None and spec is not None and spec.child_takes_no_interrupts:
+                    pending.notes[call.call_id] = (
+                        f"{interrupts.prefix(pending)} while it ran: its run {below} takes no "
+                        "interrupts (allow_interrupt=False), so it was left to finish; its "
+                        "end is not waited for."
+                    )
         reply = loop.last_reply(state)
         order = {c.call_id: n for n, c in enumerate(reply.tool_calls if reply else [])}
         ended = [o for o in self._ended.values() if not o.asked_again]

@@ -6,6 +6,7 @@ taken as the child. Waited children and children in the background alike."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from durable_agents.client.agent_client import AgentClient
@@ -14,7 +15,7 @@ from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Reply
-from tests.support.multi_agents import by_model
+from tests.support.multi_agents import NOTICES, by_model
 from tests.support.runs import temporal_cli, tool_results, workflow_task_failures
 
 
@@ -86,3 +87,47 @@ async def test_a_squatted_background_childs_id_does_not_fail_the_call(team, mode
     squatter = await team.client.get_workflow_handle(held).describe()
     assert squatter.status is WorkflowExecutionStatus.RUNNING
     await team.client.get_workflow_handle(held).terminate("test over")
+
+
+async def test_a_callers_interrupt_leaves_a_child_that_takes_no_interrupts_to_finish(
+    team, model_server
+):
+    """`Agent(allow_interrupt=False)` holds for its runs as a tool too: the caller's
+    interrupt (sent from outside, as anyone who may signal the caller) answers the call
+    as interrupted, but the child is not cancelled: its waiting call is still decided
+    by its approvers, and it finishes."""
+    model_server.responder = by_model(
+        {
+            "boss-model": [
+                Reply(tool_calls=(Call("steady", {"input": "tell ann"}, "s1"),)),
+                Reply(content="Stopped."),
+            ],
+            "steady-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "hi"}, "n1"),)),
+                Reply(content="ann was told"),
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    run_id = (await client.start("boss", "tell ann", session=True)).id
+    child = f"{run_id}/s1"
+    for _ in range(600):
+        if any(p.call_id == "n1" for p in await client.pending(run_id)):
+            break
+        await asyncio.sleep(0.1)
+    await client.interrupt(run_id, by="mallory", reason="stop everything")
+    for _ in range(600):
+        if (await client.status(run_id)).status is RunStatus.AWAITING_INPUT:
+            break
+        await asyncio.sleep(0.1)
+    state = await client.state(run_id)
+    result = tool_results(state)["s1"]
+    assert result.is_error and "left to finish" in result.content
+    assert (await team.client.get_workflow_handle(child).describe()).status is (
+        WorkflowExecutionStatus.RUNNING
+    )
+    await client.decide(child, "n1", "approve", approver="ops")  # on the child's own run
+    done = await client.result(child)
+    assert (done.status, done.final_output) == (RunStatus.COMPLETED, "ann was told")
+    assert NOTICES == [{"to": "ann", "text": "hi"}]
+    await client.end_session(run_id)
