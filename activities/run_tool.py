@@ -22,6 +22,7 @@ from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
     ACTIVITY_RUN_GUARDRAIL,
     ACTIVITY_RUN_TOOL,
+    ERROR_APPROVAL_KEY_REVOKED,
     ERROR_TOOL_RESULT,
     ERROR_TOOL_TIMEOUT,
     ERROR_UNKNOWN_AGENT,
@@ -50,8 +51,6 @@ REASON_CHARS = 2_000
 
 
 ERROR_NOT_PLACED_HERE = "ToolNotPlacedHere"
-ERROR_APPROVAL_KEY_REVOKED = "ApprovalKeyRevoked"
-"""A call approved with a key the tool's worker no longer trusts: not run, not retried."""
 """A tools-only worker was asked for a tool not placed on its queue (or not loaded)."""
 
 

@@ -247,6 +247,9 @@ class Tool:
             mcp_server=None,  # a function of the worker's, not an MCP server's tool
             mcp_tool=None,
             webhooks=list(self.webhooks) if self.webhooks is not None else None,
+            child_takes_no_interrupts=self.runs_agent is not None
+            and not self.background
+            and getattr(self.target, "allow_interrupt", True) is False,
         )
 
     async def invoke(self, arguments: BaseModel, ctx: ToolContext, raw: str = "{}") -> Any:

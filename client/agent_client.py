@@ -409,7 +409,7 @@ class AgentClient:
             return state
         found = list(state.sub_runs)
         waited = agent_calls.open_calls(state)[: agent_calls.MAX_CHILDREN_PER_REPLY]
-        children = [(c, agent_calls.child_id(state.run_id, c)) for c, _ in waited]
+        children = [(c, agent_calls.child_of(state, c)) for c, _ in waited]
         children += [(b.call_id, b.run_id) for b in background.running(state)]
         for call_id, child_id in children:
             if call_id in kept:

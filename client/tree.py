@@ -85,7 +85,7 @@ async def _node(
         if budget[0] <= 0:
             node.left_out += 1
             continue
-        child_id = agent_calls.child_id(run_id, child_call)
+        child_id = agent_calls.child_of(state, child_call)
         try:
             node.children.append(await _node(agents, child_id, child_call, budget))
         except RunNotFound:

@@ -71,6 +71,10 @@ AT_FIELD = "at"
 RUN_FIELD = "run"
 """The header tag's field naming the execution its call is bound to: the run's original
 run id (`_bound_execution`)."""
+EXEC_FIELD = "exec"
+"""The header tag's field of a signal from a run below (`_FROM_BELOW`) naming the
+sender's execution: its first execution run id (kept across its continue-as-new), which
+its caller learned from the child's handle when it started it."""
 SEED_FIELD = "seed"
 """The header tag's field holding the workflow's random seed when it asked
 (`_bound_execution`)."""
@@ -386,9 +390,9 @@ reports (whose progress, what the caller's model may read, is taken only tagged)
 
 
 def _below_fields(
-    signal: str, namespace: str, sender: str, receiver: str, args: Sequence[Any]
+    signal: str, namespace: str, sender: str, execution: str, receiver: str, args: Sequence[Any]
 ) -> list[str]:
-    return [signal, namespace, sender, receiver, gate.digest(args)]
+    return [signal, namespace, sender, f"exec={execution}", receiver, gate.digest(args)]
 
 
 def _below_verdict(
@@ -396,9 +400,15 @@ def _below_verdict(
 ) -> RawValue:
     """The gate's verdict on a signal from a run below (`_FROM_BELOW`): sent by the
     workflow code of our workers from the run it names (its tag binds that run, this one
-    and the payload)."""
-    if keys is None:
-        return _verdict({contract.STREAM_VERDICT: "unchecked"})
+    and the payload) and, as `execution`, the sender's execution its tag names (its
+    caller compares it with the one it started)."""
+    given = _header_tag(headers)
+    named = given.get(EXEC_FIELD) if isinstance(given, dict) else None
+    execution = named if isinstance(named, str) else ""
+    if keys is None:  # a replayer: what the header names, unchecked
+        return _verdict(
+            {contract.STREAM_VERDICT: "unchecked", contract.SENDER_EXECUTION: execution}
+        )
     if len(sent) != 1:
         return _verdict({contract.STREAM_VERDICT: "refused", "why": "not one payload"})
     try:
@@ -407,10 +417,10 @@ def _below_verdict(
         why = f"not a {signal} payload"
         return _verdict({contract.STREAM_VERDICT: "refused", "why": why})
     info = workflow.info()
-    fields = _below_fields(signal, info.namespace, body.run_id, info.workflow_id, [body])
-    problem = gate.check(keys, _header_tag(headers), fields)
+    fields = _below_fields(signal, info.namespace, body.run_id, execution, info.workflow_id, [body])
+    problem = gate.check(keys, given, fields)
     if problem is None:
-        return _verdict({contract.STREAM_VERDICT: "taken"})
+        return _verdict({contract.STREAM_VERDICT: "taken", contract.SENDER_EXECUTION: execution})
     why = f"not sent by a run of this deployment's workers ({problem})"
     return _verdict({contract.STREAM_VERDICT: "refused", "why": why})
 
@@ -425,13 +435,21 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
         self.keys = keys
 
     async def signal_external_workflow(self, input: SignalExternalWorkflowInput) -> None:
-        """A run's end and reports to the run above it carry the workers' tag."""
+        """A run's end and reports to the run above it carry the workers' tag, over its
+        execution (its first execution run id) too."""
         if input.signal in _FROM_BELOW and self.keys is not None:
             info, at = workflow.info(), _task_began()
+            execution = info.first_execution_run_id
             fields = _below_fields(
-                input.signal, info.namespace, info.workflow_id, input.workflow_id, input.args
+                input.signal,
+                info.namespace,
+                info.workflow_id,
+                execution,
+                input.workflow_id,
+                input.args,
             )
-            input.headers = {**input.headers, gate.HEADER: _header(self._tag(fields, at))}
+            tag = {**self._tag(fields, at), EXEC_FIELD: execution}
+            input.headers = {**input.headers, gate.HEADER: _header(tag)}
         return await self.next.signal_external_workflow(input)
 
     def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:

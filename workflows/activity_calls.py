@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         guardrails,
         loop,
         mcp_tools,
+        revoked_approvals,
     )
     from durable_agents.workflows.agent_spec import (
         AgentSpec,
@@ -260,6 +261,8 @@ async def run_tool(
         return outcome.model_copy(update=update)
     except ActivityError as err:
         _reraise_cancel(err)  # stopped (a cancelled run, an interrupt): no outcome of its own
+        if failure_type(err) == contract.ERROR_APPROVAL_KEY_REVOKED:  # it never started
+            return revoked_approvals.reopen(state, call, root_message(err), now=workflow.now())
         lost = _outcome_lost(err) if once else None
         if lost is not None:
             return at_most_once.interrupted(call, lost)

@@ -19,7 +19,13 @@ from durable_agents.workflows import budget
 from durable_agents.workflows.contract import ERROR_SUB_RUN_FAILED
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
 from durable_agents.workflows.run_items import AssistantMessage, ToolCall, ToolResult, Usage
-from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
+from durable_agents.workflows.state import (
+    RENAMED_CHILDREN_KEPT,
+    ErrorInfo,
+    RenamedChild,
+    RunState,
+    RunStatus,
+)
 
 
 def agent_call_ids(state: RunState, calls: list[ToolCall]) -> list[str]:
@@ -49,6 +55,31 @@ def child_id(run_id: str, call_id: str) -> str:
         return full
     digest = hashlib.sha256(full.encode()).hexdigest()[:24]
     return f"{run_id[: MAX_ID - len(digest) - 2]}/~{digest}"
+
+
+def child_of(state: RunState, call_id: str) -> str:
+    """The id of agent call `call_id`'s child run: the one it was started under when its
+    usual id was held by someone else (`RunState.renamed_children`), else `child_id`.
+    Clients find children here, never by computing `child_id` alone."""
+    for renamed in reversed(state.renamed_children):
+        if renamed.call_id == call_id and renamed.caller == state.run_id:
+            return renamed.run_id
+    return child_id(state.run_id, call_id)
+
+
+def rename(state: RunState, call_id: str, held: str, fresh: str) -> str:
+    """The id held by a workflow this run did not start: the child of `call_id` is
+    started under `held` and `fresh` (hex), recorded with why; that id."""
+    renamed = f"{held[: MAX_ID - len(fresh) - 1]}~{fresh}"
+    because = (
+        f"its usual id {held[:MAX_ID]!r} was held by a workflow this call did not start; "
+        f"started as {renamed!r}"
+    )
+    state.renamed_children.append(
+        RenamedChild(call_id=call_id, caller=state.run_id, run_id=renamed, because=because)
+    )
+    del state.renamed_children[:-RENAMED_CHILDREN_KEPT]
+    return renamed
 
 
 def refusal(state: RunState, call: ToolCall, reply_calls: list[str]) -> str | None:

@@ -264,6 +264,11 @@ class ToolSpec(_Model):
     background: bool = Field(False, exclude_if=lambda b: not b)
     """(An agent called as a tool) the call starts the child run and returns at once
     with its id (`Agent.as_tool(wait=False)`); its end reaches the run as a message."""
+    child_takes_no_interrupts: bool = Field(False, exclude_if=lambda n: not n)
+    """(An agent called as a tool and waited for) its agent takes no interrupts
+    (`Agent(allow_interrupt=False)`): the caller's interrupt answers the call as
+    interrupted without cancelling the child, which is left to finish (the caller's own
+    end still stops it)."""
     controls_background: Literal["check", "message", "stop"] | None = Field(
         None, exclude_if=lambda c: c is None
     )

@@ -68,9 +68,10 @@ class DecisionAttempt(_Model):
     """As `Decision.execution_id`."""
     metadata: dict[str, JsonValue] | None = None
     """As `Decision.metadata` (not kept on a refused one)."""
-    via: Literal["signal", "snapshot"] = "signal"
+    via: Literal["signal", "snapshot", "revoked"] = "signal"
     """`snapshot`: a decision carried in a resumed snapshot that could not be
-    verified, dropped rather than trusted."""
+    verified, dropped rather than trusted; `revoked`: an approval taken back because the
+    tool's worker no longer trusts the key that signed it (the call is asked again)."""
     at: AwareDatetime
     """Workflow time at which the signal was handled."""
     refused_because: str | None = None

@@ -55,6 +55,26 @@ def gate_taken(said: RawValue) -> bool:
     return given.get(contract.STREAM_VERDICT) in ("taken", "unchecked")
 
 
+def gate_execution(said: RawValue) -> str:
+    """The sender's execution (first execution run id) the gate's tag covers; empty when
+    the header named none."""
+    verdict = raw_payloads.as_json(said)
+    given = verdict.get(contract.SENDER_EXECUTION) if isinstance(verdict, dict) else None
+    return given if isinstance(given, str) else ""
+
+
+def other_execution(child: str, expected: str, said: RawValue) -> str | None:
+    """Why a tagged signal from `child` is not from the execution of it this run started
+    (`expected`, its first execution run id); None when it is."""
+    sent_by = gate_execution(said)
+    if sent_by == expected:
+        return None
+    return (
+        f"sent by execution {sent_by[:64]!r} of {child[:200]!r}, not the one this run "
+        f"started ({expected[:64]!r}): a signal of an earlier run under that id"
+    )
+
+
 def gate_refusal(said: RawValue) -> str:
     verdict = raw_payloads.as_json(said)
     given = verdict if isinstance(verdict, dict) else {}
@@ -62,10 +82,32 @@ def gate_refusal(said: RawValue) -> str:
 
 
 async def start_child(
+    state: RunState,
+    call_id: str,
+    task: AgentInput,
+    agent: str,
+    close: workflow.ParentClosePolicy,
+    *,
+    starting: Callable[[str], None] = lambda _: None,
+) -> tuple[Any, str]:
+    """Start the child run of agent call `call_id` (waited for, or in the background), on
+    this run's task queue, under its usual id; when a workflow this call did not start
+    holds that id (a squatter), under a fresh one, recorded with why
+    (`RunState.renamed_children`: where clients find it). Its handle and id; `starting`
+    is told each id tried before its start."""
+    child = agent_calls.child_of(state, call_id)
+    starting(child)
+    try:
+        return await _start_child(task, agent, child, close), child
+    except WorkflowAlreadyStartedError:
+        fresh = agent_calls.rename(state, call_id, child, workflow.uuid4().hex[:16])
+    starting(fresh)
+    return await _start_child(task, agent, fresh, close), fresh
+
+
+async def _start_child(
     task: AgentInput, agent: str, child: str, close: workflow.ParentClosePolicy
 ) -> Any:
-    """Start the child run `child` of an agent call (waited for, or in the background),
-    on this run's task queue; its handle."""
     return await workflow.start_child_workflow(
         contract.WORKFLOW_TYPE,
         task,
@@ -154,9 +196,8 @@ class BackgroundRuns:
         task = agent_calls.child_input(state, call, agent, token_budget=share, signed_start=signed)
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
-        child = agent_calls.child_id(state.run_id, call.call_id)
         task = task.model_copy(update={"background": True})
-        return await self._start(state, call, agent, task, child, share)
+        return await self._start(state, call, agent, task, share)
 
     async def _start(
         self,
@@ -164,19 +205,35 @@ class BackgroundRuns:
         call: ToolCall,
         agent: str,
         task: AgentInput,
-        child: str,
         share: int | None,
     ) -> ToolOutcome:
-        self.starting.add(child)
+        tried: list[str] = []
+
+        def starting(child: str) -> None:  # its first report may come before it resolves
+            tried.append(child)
+            self.starting.add(child)
+
         try:
             # it outlives this workflow run (continue-as-new); the run's end stops it
-            handle = await start_child(task, agent, child, workflow.ParentClosePolicy.ABANDON)
+            handle, child = await start_child(
+                state,
+                call.call_id,
+                task,
+                agent,
+                workflow.ParentClosePolicy.ABANDON,
+                starting=starting,
+            )
         except WorkflowAlreadyStartedError:
-            tree_approvals.forget(state, child)  # what a run of that id reported meanwhile
-            return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+            for held in tried:
+                tree_approvals.forget(state, held)  # what a run of that id reported meanwhile
+            why = f"the runs with ids {', '.join(tried)} are running already"
+            return agent_calls.failed(call, agent, why)
         finally:
-            self.starting.discard(child)
+            self.starting.difference_update(tried)
+        for held in tried[:-1]:
+            tree_approvals.forget(state, held)  # what the squatter reported meanwhile
         background.record(state, call, agent, child, share, workflow.now())
+        state.background_runs[-1].execution = handle.first_execution_run_id or ""
         self._watched.add(child)  # Temporal tells this workflow run its end: `_watch`
         self._emit(state, step_events.child_started(call, agent, child, in_background=True))
         if state.paused is not None:  # paused while it was starting: so is it
@@ -237,9 +294,14 @@ class BackgroundRuns:
             why = f"{len(args)} arguments; the signal takes one payload"
         else:
             end = raw_payloads.decode(raw, SubRunFinished)
+            entry = None if isinstance(end, str) else background.find(state, end.run_id)
             if isinstance(end, str):
                 why = end
-            elif self.take_end(state, end) or background.find(state, end.run_id) is not None:
+            elif entry is not None and (
+                other := other_execution(end.run_id, entry.execution, said)
+            ):
+                why = other
+            elif self.take_end(state, end) or entry is not None:
                 why = None  # taken, or its end came already (as Temporal told it)
             else:
                 why = f"{end.run_id[:200]!r} is not a run this run started in the background"
@@ -310,9 +372,8 @@ class BackgroundRuns:
             if task is None:  # the snapshot's child is another agent's: lost
                 loop.receive_message(state, background.lost_text(entry), now=workflow.now())
                 continue
-            child = agent_calls.child_id(state.run_id, entry.call_id)
             task = task.model_copy(update={"background": True})
-            outcome = await self._start(state, call, entry.agent, task, child, entry.share)
+            outcome = await self._start(state, call, entry.agent, task, entry.share)
             if outcome.is_error:
                 loop.receive_message(state, f"[{outcome.content}]", now=workflow.now())
 

@@ -68,6 +68,10 @@ way, tagged with the workers' gate keys (`durable_agents.stream_gate`)."""
 STREAM_VERDICT = "stream_gate"
 """The gate's verdict, appended to a publish signal's arguments: `{"stream_gate": "taken"
 | "unchecked" | "refused", "why"?: str}`; a publish without it is refused."""
+SENDER_EXECUTION = "execution"
+"""In the gate's verdict on a signal from a run below (`sub_run_finished`,
+`sub_run_report`): the sender's execution (its first execution run id) that its tag
+covers; the receiver takes it only from the execution it started."""
 
 ACTIVITY_DESCRIBE_AGENT = "describe_agent"
 ACTIVITY_CALL_MODEL = "call_model"
@@ -89,6 +93,9 @@ ERROR_SUB_RUN_FAILED = "SubRunFailed"
 when that child does not complete."""
 ERROR_INVALID_INPUT = "InvalidAgentInput"
 ERROR_DECISION_REFUSED = "DecisionRefused"
+ERROR_APPROVAL_KEY_REVOKED = "ApprovalKeyRevoked"
+"""`run_tool` refused a call approved with a key its worker no longer trusts: the run
+asks again (`workflows.revoked_approvals`)."""
 ERROR_PAUSE_REFUSED = "PauseRefused"
 ERROR_MESSAGE_REFUSED = "MessageRefused"
 """A `send_message` update the run cannot take (too long, ended, busy with `reject`)."""

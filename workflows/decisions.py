@@ -3,8 +3,7 @@
 A decision applies to one pending call of the latest reply. A signal that
 cannot apply never fails the run: it is held (its call is not proposed yet
 because a model call is under way), ignored (an exact repeat), or recorded
-as refused with the reason. The `decide` update is checked before it is
-accepted, so a refused update leaves no trace.
+as refused with the reason. The `decide` update is checked before it is accepted.
 
 Holding is limited to the time a model call is under way on purpose: call ids
 come from the model, so the reply being produced is the only place an id a
@@ -30,6 +29,7 @@ from durable_agents.workflows.audit import DecisionAttempt
 from durable_agents.workflows.contract import ERROR_APPROVAL_TIMEOUT
 from durable_agents.workflows.errors import DecisionRefused
 from durable_agents.workflows.payloads import DecideInput, PendingApproval, parse_time
+from durable_agents.workflows.revoked_approvals import reopened_because
 from durable_agents.workflows.run_items import (
     AssistantMessage,
     BudgetRequest,
@@ -426,6 +426,7 @@ def pending_approvals(state: RunState) -> list[PendingApproval]:
             kind=answers.kind(tool := state.agent.tool(c.tool)),
             answer_schema=tool.answer_schema if tool is not None else None,
             short_id=short_ids.of(state, c),
+            reopened_because=reopened_because(state, c.call_id),
         )
         for c in pending_calls(state)
         if (asked_at := _asked_at(state, c)) is not None

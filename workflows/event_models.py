@@ -120,6 +120,9 @@ class ApprovalRequested(_Event):
     """(`answer`) the JSON Schema its answer must meet."""
     short_id: str | None = None
     """The call's short id, accepted wherever `call_id` is."""
+    reopened_because: str | None = None
+    """The call was approved, but the tool's worker refused to start it (the key that
+    signed the approval was revoked): asked again, and why. Left out otherwise."""
 
 
 class ApprovalDecided(_Event):

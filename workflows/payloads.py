@@ -375,6 +375,10 @@ class PendingApproval(_Answer):
     evaluating: Evaluating | None = None
     """The policy's evaluator is deciding the call now (None: it is not, or has answered;
     a call of a run below shows it on that run, `run_id`)."""
+    reopened_because: str | None = Field(None, exclude_if=lambda r: r is None)
+    """The call was approved, but the tool's worker refused to start it (the approver
+    key that signed the approval was revoked), so it is asked again: why
+    (`workflows.revoked_approvals`). Left out when it is asked for the first time."""
 
 
 # --- a tree of runs (agents called as tools: workflows.tree_approvals) ----------------
@@ -576,6 +580,10 @@ class ToolOutcome(_Payload):
     interrupted: bool = Field(False, exclude_if=lambda interrupted: not interrupted)
     """The call's outcome was lost (`ToolResult.interrupted`). Made by the workflow, never
     by `run_tool`."""
+    asked_again: bool = Field(False, exclude_if=lambda again: not again)
+    """No outcome: the call's approval was taken back and it waits for a decision again
+    (`workflows.revoked_approvals`); `content` says why. Made by the workflow, never by
+    `run_tool`."""
 
 
 ModelRequest.model_rebuild()

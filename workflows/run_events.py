@@ -225,6 +225,7 @@ def _requested(
     for name in asked.sensitive:
         if name in shown:
             shown[name] = masked(shown[name])
+    again = {"reopened_because": asked.reopened_because} if asked.reopened_because else {}
     return {
         "type": "approval_requested",
         "path": [state.agent.name],
@@ -239,6 +240,7 @@ def _requested(
         "kind": asked.kind,
         "answer_schema": asked.answer_schema,
         "short_id": asked.short_id,
+        **again,
     }
 
 

@@ -66,6 +66,11 @@ class RunTree:
         self._publish = publish
         self.children: set[str] = set()
         """The child runs (agents called as tools) this run waits on now."""
+        self._tried: dict[str, list[str]] = {}
+        """The ids each agent call under way started (or tried to start) its child under."""
+        self.executions: dict[str, str] = {}
+        """Of those started, each one's first execution run id (from its handle): its
+        reports are taken only from that execution."""
         self.shares: dict[str, int] = {}
         """The token-budget shares of the children running now, not counted yet."""
         self._passed_down: dict[str, tuple[str, ForwardAnswer | None]] = {}
@@ -122,23 +127,24 @@ class RunTree:
         )
         if isinstance(task, str):
             return ToolOutcome(call_id=call.call_id, content=task, is_error=True)
-        child = agent_calls.child_id(state.run_id, call.call_id)
-        self.children.add(child)
         evicted = False
         try:
-            outcome = await self._run_child(state, call, agent, task, child, share)
+            outcome = await self._run_child(state, call, agent, task, share)
             tool = state.agent.tool(call.tool)
             failing = tool is not None and tool.on_failure == "fail_run" and outcome.is_error
             if failing:
+                child = agent_calls.child_of(state, call.call_id)
                 fail(state, agent_calls.failure(call, agent, child, outcome))
             return outcome
         except GeneratorExit:  # the worker dropped the run from its cache: touch nothing
             evicted = True
             raise
         finally:
-            self.children.discard(child)
-            if not evicted and any(s.via == child for s in state.sub_approvals):
-                tree_approvals.forget(state, child)
+            tried = self._tried.pop(call.call_id, [])
+            self.children.difference_update(tried)
+            if not evicted and any(s.via in tried for s in state.sub_approvals):
+                for child in tried:
+                    tree_approvals.forget(state, child)
                 self._publish(state)
 
     async def _run_child(
@@ -147,17 +153,44 @@ class RunTree:
         call: ToolCall,
         agent: str,
         task: AgentInput,
-        child: str,
         share: int | None,
     ) -> ToolOutcome:
         """Start the child and wait for its end; with `share` (the tokens of the run's
         budget it was given), count what it used against the run's budget."""
+        tried = self._tried.setdefault(call.call_id, [])
+
+        def starting(child: str) -> None:  # its reports are taken while it starts
+            tried.append(child)
+            self.children.add(child)
+
         try:
-            handle = await background_tree.start_child(
-                task, agent, child, workflow.ParentClosePolicy.REQUEST_CANCEL
+            handle, child = await background_tree.start_child(
+                state,
+                call.call_id,
+                task,
+                agent,
+                workflow.ParentClosePolicy.REQUEST_CANCEL,
+                starting=starting,
             )
         except WorkflowAlreadyStartedError:
-            return agent_calls.failed(call, agent, f"a run with id {child} is running already")
+            why = f"the runs with ids {', '.join(tried)} are running already"
+            return agent_calls.failed(call, agent, why)
+        self.children.difference_update(tried[:-1])  # a squatter's id: not ours
+        self.executions[child] = handle.first_execution_run_id or ""
+        try:
+            return await self._wait_child(state, call, agent, handle, child, share)
+        finally:
+            self.executions.pop(child, None)
+
+    async def _wait_child(
+        self,
+        state: RunState,
+        call: ToolCall,
+        agent: str,
+        handle: Any,
+        child: str,
+        share: int | None,
+    ) -> ToolOutcome:
         self._emit(state, step_events.child_started(call, agent, child))
         if state.paused is not None:
             # paused while the child was starting: the pause did not reach it then
@@ -167,14 +200,18 @@ class RunTree:
             )
         if share is not None:
             self.shares[child] = share  # counted once: when it ends, or when this run does
-        try:
-            done = await handle
+        tool = state.agent.tool(call.tool)
+        left = tool is not None and tool.child_takes_no_interrupts
+        try:  # a child that takes no interrupts is not cancelled by its caller's
+            done = await (asyncio.shield(handle) if left else handle)
         except ChildWorkflowError as err:
             if self.shares.pop(child, None) is not None:  # what it used is not known
                 unstarted = activity_calls.failure_type(err) == contract.ERROR_INVALID_INPUT
                 agent_calls.count_spent(state, Usage() if unstarted else None, share or 0)
             return agent_calls.failed(call, agent, activity_calls.root_message(err))
         except asyncio.CancelledError:
+            if left and state.interrupt is None:  # the run is cancelled: so is the child
+                handle.cancel()
             if self.shares.pop(child, None) is not None:
                 agent_calls.count_spent(state, None, share or 0)  # cut off: all it was given
             raise
@@ -197,7 +234,7 @@ class RunTree:
             elif not background_tree.gate_taken(said):  # what it lists reaches approvers
                 self._inbox.refuse_signal(name, sent[0], background_tree.gate_refusal(said))
             else:
-                self._take_report(state, sent[0])
+                self._take_report(state, sent[0], said)
             return True
         raw = args[0] if len(args) == 1 else None
         if name == contract.SIGNAL_FORWARDED_DECISION and raw is not None:
@@ -225,14 +262,29 @@ class RunTree:
             self._inbox.refuse_signal(name, raw, why)
         return True
 
-    def _take_report(self, state: RunState, raw: RawValue) -> None:
+    def _started_execution(self, state: RunState, child: str) -> str | None:
+        """The execution of `child` this run started (None: its start has not resolved
+        yet, so its first reports are taken from whichever execution sends them)."""
+        if child in self.executions:
+            return self.executions[child]
+        entry = background.find(state, child)
+        return entry.execution if entry is not None and entry.running else None
+
+    def _take_report(self, state: RunState, raw: RawValue, said: RawValue) -> None:
         """A child's report (tagged by our workers' gate): its pending calls replace those
         it reported before; its answers go to the decisions passed down to it that wait
         for them. A report that cannot be taken changes nothing and is recorded as
         refused."""
         report = raw_payloads.decode(raw, SubRunReport)
+        expected = (
+            None if isinstance(report, str) else self._started_execution(state, report.run_id)
+        )
         if isinstance(report, str):
             why: str | None = report
+        elif expected is not None and (
+            other := background_tree.other_execution(report.run_id, expected, said)
+        ):
+            why = other
         else:
             try:
                 # one starting in the background may report before its start resolves

@@ -275,6 +275,9 @@ class BackgroundRun(_Model):
     agent: str = Field(min_length=1, max_length=200)
     run_id: str = Field(min_length=1, max_length=200)
     """The child's workflow id (`<caller>/<call id>`)."""
+    execution: str = Field("", max_length=200, exclude_if=lambda e: not e)
+    """The child's first execution run id, from its handle when this run started it: its
+    end and reports are taken only from that execution (empty: recorded before)."""
     status: RunStatus = RunStatus.RUNNING
     """As the child last reported; final once its end arrived."""
     turn: int = Field(0, ge=0)
@@ -291,6 +294,24 @@ class BackgroundRun(_Model):
     def running(self) -> bool:
         """The child has not told its end yet."""
         return self.finished_at is None
+
+
+RENAMED_CHILDREN_KEPT = 64
+"""The newest renamed child runs a run remembers (`RunState.renamed_children`)."""
+
+
+class RenamedChild(_Model):
+    """An agent call whose child run could not take its usual id (`<run>/<call id>`,
+    `workflows.agent_calls.child_id`): a workflow this run did not start held it, so the
+    child was started under another id, this one."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    caller: str = Field(min_length=1, max_length=200)
+    """The run (workflow id) that started it: a run resumed or forked under another id
+    starts its own children under ids of its own."""
+    run_id: str = Field(min_length=1, max_length=200)
+    """The id the child was started under."""
+    because: str = Field(max_length=2_000)
 
 
 class RunState(_Model):
@@ -432,6 +453,12 @@ class RunState(_Model):
     )
     """The child runs its agent calls started in the background, running or ended
     (the newest `BACKGROUND_RUNS_KEPT`); the running ones outlive a continue-as-new."""
+    renamed_children: list[RenamedChild] = Field(
+        [], max_length=RENAMED_CHILDREN_KEPT, exclude_if=lambda r: not r
+    )
+    """Agent calls whose child run was started under another id than the usual one (a
+    workflow this run did not start held it): where clients find those children
+    (`workflows.agent_calls.child_of`), and why."""
     background: bool = Field(False, exclude_if=lambda b: not b)
     """(A child) started in the background: it tells its caller its progress and its
     end by signal (`sub_run_report`, `sub_run_finished`)."""

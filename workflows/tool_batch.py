@@ -91,29 +91,35 @@ class ToolBatch:
         done = await steering.unless_interrupted(
             state, self._run_batch(state, calls), cutting=self._cutting
         )
-        if isinstance(done, list):
-            return mcp_tools.within_image_room(state, done)
+        if isinstance(done, list):  # without the calls asked again (no outcome yet)
+            return mcp_tools.within_image_room(state, [o for o in done if not o.asked_again])
         pending = state.interrupt
         if pending is not None:
             for call in self._running.values():
                 if call.call_id in self._ended:
                     continue
                 late = self._late.get(call.call_id)
-                child = agent_calls.child_id(state.run_id, call.call_id)
+                child = agent_calls.child_of(state, call.call_id)
                 waited = agent_calls.target(state, call) and not background.is_background(
                     state, call
                 )
                 below = child if waited else None  # a background start is never cut
                 if below is not None and late is not None and late.is_error:
                     late = None  # the child's end as the cancel made it (a cancelled run)
-                pending.notes[call.call_id] = interrupts.stopped_note(
-                    pending, state.agent.tool(call.tool), late, below
-                )
+                spec = state.agent.tool(call.tool)
+                pending.notes[call.call_id] = interrupts.stopped_note(pending, spec, late, below)
+                if below is not None and spec is not None and spec.child_takes_no_interrupts:
+                    pending.notes[call.call_id] = (
+                        f"{interrupts.prefix(pending)} while it ran: its run {below} takes no "
+                        "interrupts (allow_interrupt=False), so it was left to finish; its "
+                        "end is not waited for."
+                    )
                 if late is not None:  # it finished anyway: its real outcome is its result
                     self._ended[call.call_id] = late
         reply = loop.last_reply(state)
         order = {c.call_id: n for n, c in enumerate(reply.tool_calls if reply else [])}
-        kept = sorted(self._ended.values(), key=lambda o: order.get(o.call_id, len(order)))
+        ended = [o for o in self._ended.values() if not o.asked_again]
+        kept = sorted(ended, key=lambda o: order.get(o.call_id, len(order)))
         return mcp_tools.within_image_room(state, kept)
 
     def _cutting(self) -> None:

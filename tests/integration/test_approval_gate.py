@@ -5,6 +5,7 @@ operable after every refusal."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -20,7 +21,13 @@ from tests.conftest import serving
 from tests.support import agents
 from tests.support.approver_keys import ALICE, BOB, MALLORY, WORKER_TRUST
 from tests.support.cli_support import bound_to
-from tests.support.runs import start, state_of, temporal_cli, wait_for_status
+from tests.support.runs import (
+    start,
+    state_of,
+    temporal_cli,
+    wait_for_status,
+    workflow_task_failures,
+)
 
 PAY = {"order": "A12", "amount": 900}
 MAIL = {"to": "carol@example.com", "body": "hello"}
@@ -395,7 +402,10 @@ async def test_a_key_removed_from_the_workers_stops_approving_in_a_run_started_b
 ):
     """The run froze alice's key when it started; the workers restart without it. Her
     signed approval still verifies against the run's keys, but the worker that would
-    run the call no longer trusts her key: the call does not run, the model is told."""
+    run the call no longer trusts her key: the call does not run, and it is asked again
+    (the approval taken back, with why, in the audit, the pending list and the
+    `approval_requested` event); her key approves nothing more in the run, and a
+    rejection answers the call."""
     queue = f"revoke-{uuid.uuid4().hex[:8]}"
     async with serving(env.client, model_server, task_queue=queue) as before:
         handle = await waiting(before, model_server, Call("pay", PAY, "p1"))
@@ -405,9 +415,41 @@ async def test_a_key_removed_from_the_workers_stops_approving_in_a_run_started_b
         await signal_from_cli(
             after, handle.id, "approve", signed(handle.id, "p1", PAY, execution_id=execution)
         )
-        result = await handle.result()
+
+        async def asked_again() -> bool:
+            state = await state_of(handle)
+            return any(r.via == "revoked" for r in state.refused_decisions)
+
+        for _ in range(600):
+            if await asked_again():
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError(f"never asked again: {await state_of(handle)}")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        [item] = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+        assert item["call_id"] == "p1" and "no longer trusts" in item["reopened_because"]
         state = await state_of(handle)
-    assert result.status is RunStatus.COMPLETED
+        [taken_back] = [r for r in state.refused_decisions if r.via == "revoked"]
+        assert taken_back.approver == "alice" and "asked again" in taken_back.refused_because
+        assert not any(isinstance(i, Decision) for i in state.items)
+        assert ALICE.key_id not in {k.key_id for k in state.agent.approver_keys}
+        # her signature again: her key approves nothing more in this run
+        again = signed(handle.id, "p1", PAY, execution_id=execution, reason="again")
+        await signal_from_cli(after, handle.id, "approve", again)
+        await handle.signal(contract.SIGNAL_APPROVE, {"call_id": "nothing", "approver": "x"})
+
+        async def refused_after() -> bool:  # the signal sent after it was handled
+            state = await state_of(handle)
+            return state.refused_decisions[-1].call_id == "nothing"
+
+        for _ in range(600):
+            if await refused_after():
+                break
+            await asyncio.sleep(0.1)
+        state = await state_of(handle)
+    assert state.status is RunStatus.AWAITING_APPROVAL  # still asked
     assert agents.CALLS == []  # never paid
-    [outcome] = [i for i in state.items if i.type == "tool_result" and i.call_id == "p1"]
-    assert outcome.is_error and "no longer trusts" in outcome.content
+    assert "does not know" in state.refused_decisions[-2].refused_because  # her key again
+    assert await workflow_task_failures(handle) == 0
+    await handle.terminate("test over")

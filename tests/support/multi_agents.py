@@ -195,10 +195,18 @@ saver = Agent(
     max_turns=6,
 )
 """Its background child gets a share of its budget, counted as used while it runs."""
+steady = Agent(
+    name="steady", instructions="You notify.", model="steady-model", tools=[notify],
+    allow_interrupt=False,
+)  # fmt: skip
+"""Takes no interrupts: its caller's interrupt leaves it to finish."""
+boss = Agent(
+    name="boss", instructions="You delegate.", model="boss-model", tools=[steady.as_tool()]
+)
 AGENT_TOOL_AGENTS = [
     *(lead, researcher, mailer, analyst, director),
     *(counter, budgeted, vault, strict, middle, topper),
-    *(scout, coordinator, relay, saver),
+    *(scout, coordinator, relay, saver, steady, boss),
 ]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 12_100 + 633 + 782 + 161 + 390 + 26 + 774 + 46 + 97 - 210 + 7 + 301 + 144
+FOLDER_LINES = 12_100 + 633 + 782 + 161 + 390 + 26 + 774 + 46 + 97 - 210 + 7 + 301 + 144 + 294
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports). Raised by what this wave's capabilities added:
 633 lines for steering a live run (issue 48: `interrupts.py`, `interrupt_models.py`,
@@ -22,7 +22,10 @@ for the review's fixes to steering and to agents in the background, 7 for the at
 review's (decision bounds, untagged reports refused), 301 for input lists and images and
 guardrails that refuse or run an agent (issue 46: `input_items.py`, `guardrails.py`), 144
 for what was left of decisions and steering (issues 45, 48: evaluators at work shown, a
-switch waiting for an evaluator, MCP code rules, the background check interval), each
+switch waiting for an evaluator, MCP code rules, the background check interval), 294 for
+issue 41's leftovers (reports bound to the child's execution, revoked keys re-ask:
+`revoked_approvals.py`, squatted child ids renamed, a caller's interrupt leaving a child
+that refuses interrupts), each
 with the handlers and fields it needs. Lowered by 210 when `state.py` stopped
 re-exporting the names of `agent_spec`, `audit`, `interrupt_models` and `run_items` (their
 importers import them from where they live)."""
