@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -262,6 +263,21 @@ class Agent:
         ) or api_problem(self.model_settings, self.model_api)
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")
+
+    def clone(self, **changes: Any) -> Agent:
+        """A copy of this agent with `changes` (any of its fields: `name`, `instructions`,
+        `tools`, `handoffs`, ...), checked as a new agent is. `Agent` is frozen, so an
+        agent is changed before it is served by cloning it (the OpenAI Agents SDK's
+        `agent.clone(...)`): `triage = triage.clone(handoffs=[*triage.handoffs, billing])`.
+        A clone that keeps the name is the same agent to a worker: serve one of the two."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(
+                f"agent {self.name}: clone() got {', '.join(unknown)}, which an Agent does "
+                f"not have (its fields: {', '.join(sorted(known))})"
+            )
+        return dataclasses.replace(self, **changes)
 
     def spec(self, trust: Trust | None = None, price: ModelPrice | None = None) -> AgentSpec:
         """The plain-data description frozen into a run at its start, with the keys of

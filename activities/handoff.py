@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool, approval_policy
-from durable_agents.workflows.agent_spec import ApprovalPolicy
+from durable_agents.workflows.agent_spec import ApprovalPolicy, ToolSpec
 from pydantic import BaseModel, ConfigDict, create_model
 
 
@@ -50,10 +50,9 @@ def handoff(
     arguments = input_type or create_model(
         f"transfer_to_{name}_arguments", __config__=ConfigDict(extra="forbid")
     )
-    line = f"Hand the conversation over to the {name} agent."
     return Tool(
         name=tool_name or "transfer_to_" + _NOT_NAME.sub("_", name)[:50],
-        description=description or (f"{line} {said}" if said else line),
+        description=description or default_description(name, said),
         fn=_not_called,
         arguments=arguments,
         approval=approval_policy(needs_approval),
@@ -62,6 +61,26 @@ def handoff(
         input_filter=input_filter,
         target=None if isinstance(agent, str) else agent,
     )
+
+
+def default_description(name: str, said: str | None) -> str:
+    """A handoff tool's description when none is given: a line naming the agent, and
+    what the agent says it is for (its `handoff_description`)."""
+    line = f"Hand the conversation over to the {name} agent."
+    return f"{line} {said}" if said else line
+
+
+def described_by_target(tool: ToolSpec, said: str | None) -> ToolSpec:
+    """`tool`, a handoff given by the target's name (`handoff("billing")`), described with
+    the target's `handoff_description` as a handoff given the agent itself would be (the
+    worker knows the agent by then); a description given stays."""
+    if (
+        tool.handoff is None
+        or not said
+        or tool.description != default_description(tool.handoff, None)
+    ):
+        return tool
+    return tool.model_copy(update={"description": default_description(tool.handoff, said)})
 
 
 def _not_called(**_: Any) -> None:

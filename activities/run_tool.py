@@ -11,6 +11,7 @@ import pydantic_core
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.guardrail import GuardrailContext
+from durable_agents.activities.handoff import described_by_target
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
@@ -86,6 +87,7 @@ class ToolActivities:
                 non_retryable=True,
             )
         spec = agent.spec(self._trust, self._prices.get(agent.model))
+        spec.tools = [described_by_target(t, self._said_of(t.handoff)) for t in spec.tools]
         for tool in spec.tools:  # an agent evaluator's calls cost the run: its price
             ref = tool.approval.evaluator
             if ref is not None and ref.kind == "agent" and ref.model in self._prices:
@@ -95,6 +97,11 @@ class ToolActivities:
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
         return spec
+
+    def _said_of(self, agent: str | None) -> str | None:
+        """The `handoff_description` of the served agent called `agent`, if any."""
+        found = self._registry.get(agent) if agent is not None else None
+        return found.handoff_description if found is not None else None
 
     @activity.defn(name=ACTIVITY_RUN_GUARDRAIL)
     async def run_guardrail(self, request: GuardrailRequest) -> GuardrailVerdict:

@@ -1,0 +1,71 @@
+"""Issue 46, our own API: tool descriptions from docstrings, `Agent.clone`, handoffs by
+name with their target's description, against a real dev server, worker and model
+server."""
+
+from __future__ import annotations
+
+import pytest
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.workflows.state import RunStatus
+
+from durable_agents.testing import Call, Reply
+from tests.conftest import serving
+from tests.support.native_agents import BOOKED, NATIVE_AGENTS
+
+
+@pytest.fixture
+async def desk(env, model_server):
+    BOOKED.clear()
+    async with serving(env.client, model_server, extra_agents=NATIVE_AGENTS) as running:
+        yield running
+
+
+def _tools(request: dict) -> dict[str, dict]:
+    return {t["function"]["name"]: t["function"] for t in request.get("tools", [])}
+
+
+async def test_docstring_descriptions_reach_the_model_and_a_named_handoff_keeps_its_target_s(
+    desk, model_server
+):
+    model_server.script(
+        Reply(tool_calls=(Call("transfer_to_seats", {}, "h1"),)),
+        # the annotation's pattern holds: a seat that is no seat is the model's mistake
+        Reply(tool_calls=(Call("book_seat", {"flight": "LX 318", "seat": "row 12"}, "b1"),)),
+        Reply(tool_calls=(Call("book_seat", {"flight": "LX 318", "seat": "12C"}, "b2"),)),
+        Reply(content="12C is yours."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("air_desk", "a window seat on LX 318, please")).id
+    result = await client.result(run_id)
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "12C is yours.")
+    assert BOOKED == [{"flight": "LX 318", "seat": "12C"}]
+
+    first, second, third, _ = model_server.requests
+    offered = _tools(first)
+    assert offered["find_passenger"]["description"] == "Look a passenger up by booking reference."
+    assert offered["find_passenger"]["parameters"]["properties"]["reference"]["description"] == (
+        "The six-letter booking reference."
+    )
+    assert offered["transfer_to_seats"]["description"] == (
+        "Hand the conversation over to the seats agent. Seat changes and upgrades."
+    )
+    booking = _tools(second)["book_seat"]
+    assert booking["description"] == "Book a seat on a flight."
+    properties = booking["parameters"]["properties"]
+    assert properties["flight"]["description"] == "The flight number, as printed on the ticket."
+    assert properties["seat"]["description"] == "A seat such as 12C."
+    refused = third["messages"][-1]
+    assert refused["role"] == "tool" and "pattern" in refused["content"]
+
+
+async def test_a_clone_serves_as_an_agent_of_its_own_with_the_changes_only(desk, model_server):
+    model_server.script(Reply(content="Good evening."), Reply(content="Good day."))
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    night = await client.result((await client.start("night_desk", "hello")).id)
+    day = await client.result((await client.start("air_desk", "hello")).id)
+    assert (night.final_output, day.final_output) == ("Good evening.", "Good day.")
+    at_night, by_day = model_server.requests
+    assert at_night["messages"][0]["content"] == "You help passengers at night."
+    assert by_day["messages"][0]["content"] == "You help passengers."
+    assert at_night["model"] == by_day["model"] == "air-model"
+    assert _tools(at_night) == _tools(by_day)
