@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from durable_agents.activities.agent import Agent
 from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.handoff import handoff
+from durable_agents.activities.instructions import InstructionsContext
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext
 from durable_agents.workflows.agent_spec import ApprovalPolicy, ModelSettings
@@ -101,7 +102,7 @@ class _Converter:
         handoffs = [self._handoff(source, h) for h in source.handoffs]
         converted = Agent(
             name=source.name,
-            instructions=source.instructions or "",  # a callable was refused
+            instructions=self._instructions(source),
             model=source.model or get_default_model(),  # a Model object was refused
             tools=tools,
             handoffs=handoffs,
@@ -111,6 +112,24 @@ class _Converter:
         )
         self._done[source.name] = (source, converted)
         return converted
+
+    def _instructions(self, source: sdk.Agent[Any]) -> Any:
+        """The SDK agent's instructions: its text, or its function `(run_context, agent)
+        -> str` (sync or async) as ours, asked on the worker before each model call with
+        the run's context as the SDK's `RunContextWrapper.context` (issue 46)."""
+        given = source.instructions
+        if not callable(given):
+            return given or ""
+        context = self._context
+
+        async def instructions(ctx: InstructionsContext) -> str:
+            value = context.validate_python(ctx.context) if context is not None else ctx.context
+            text = given(sdk.RunContextWrapper(context=value), source)
+            return await text if inspect.isawaitable(text) else text
+
+        instructions.__module__ = getattr(given, "__module__", None) or __name__
+        instructions.__qualname__ = getattr(given, "__qualname__", None) or "instructions"
+        return instructions
 
     def _tool(self, owner: sdk.Agent[Any], found: Any) -> Tool:
         if not isinstance(found, sdk.FunctionTool):
@@ -215,10 +234,6 @@ def _not_called(**_: Any) -> None:
 
 def _refuse_agent_features(agent: sdk.Agent[Any]) -> None:
     name = agent.name
-    if agent.instructions is not None and not isinstance(agent.instructions, str):
-        raise SDKAgentRefused(
-            name, "instructions as a function", "instructions are a string for now"
-        )
     if agent.prompt is not None:
         raise SDKAgentRefused(name, "prompt", "stored prompts are not supported")
     if agent.model is not None and not isinstance(agent.model, str):

@@ -255,6 +255,7 @@ class AgentsPlugin(SimplePlugin):
                 output_types=self.registry.output_type,
                 default_api=model_api,
                 approval_rules=self.registry.approval_rule,
+                instructions=self.registry.instructions,
             )
             evaluators = EvaluatorActivities(self.registry, model)
             activities = [

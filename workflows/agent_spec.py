@@ -414,6 +414,12 @@ class AgentSpec(_Model):
 
     name: str = Field(min_length=1)
     instructions: str
+    """The instructions; empty when a function gives them (`instructions_function`)."""
+    instructions_function: str | None = Field(
+        None, min_length=1, max_length=500, exclude_if=lambda f: f is None
+    )
+    """The function that gives the instructions, asked by `call_model` before each model
+    call (`Agent(instructions=FUNCTION)`), by its qualified name; None: `instructions`."""
     model: str = Field(min_length=1)
     tools: list[ToolSpec] = []
     max_turns: int = Field(10, ge=1)

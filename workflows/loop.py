@@ -19,6 +19,7 @@ from durable_agents.workflows import (
     definitions,
     guardrails,
     handoffs,
+    instructions,
     interrupts,
     mcp_tools,
     output,
@@ -272,7 +273,8 @@ def model_request(state: RunState) -> ModelRequest:
     spec = state.agent
     return ModelRequest(
         model=spec.model,
-        instructions=spec.instructions,
+        instructions=instructions.last_known(state),
+        instructions_from=instructions.scope(state),
         items=context.view(state),
         tools=[
             ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
@@ -359,6 +361,7 @@ def record_model_reply(
     if state.agent.price is not None:  # priced here, from the recorded tokens
         reply = reply.model_copy(update={"usage": priced(reply.usage, state.agent.price)})
     state.usage = state.usage.plus(reply.usage)
+    instructions.record(state, reply)
     calls = [proposed_call(state.agent, c) for c in unique_call_ids(state, reply)]
     short_ids.assign(state, calls)
     state.items.append(

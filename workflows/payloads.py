@@ -359,6 +359,15 @@ class DescribeAgentInput(_Payload):
     agent: str
 
 
+class InstructionsScope(_Payload):
+    """What `call_model` gives an agent's instructions function (`Agent(instructions=FUNCTION)`)."""
+
+    agent: str = Field(min_length=1, max_length=200)
+    run_id: str = Field(max_length=1_000)
+    context: JsonValue = None
+    """The run's JSON context, as its tools get it."""
+
+
 class ModelRequest(_Payload):
     """Input of `call_model`: everything the model needs for one turn."""
 
@@ -379,6 +388,9 @@ class ModelRequest(_Payload):
     approval_rules: RuleScope | None = Field(None, exclude_if=lambda r: r is None)
     """Ask the code rules of these tools about the reply's calls of them (on the worker,
     with the reply: the verdicts come back on its calls); None: no tool has one."""
+    instructions_from: InstructionsScope | None = Field(None, exclude_if=lambda s: s is None)
+    """Ask the agent's instructions function for the instructions (on the worker, in
+    `call_model`: the text comes back on the reply); None: `instructions` as they are."""
     stream_key: str | None = Field(None, exclude_if=lambda key: key is None)
     """Stream the reply: publish its text and tool arguments as they come, each delta
     naming the call by this key (a correlation id, not a secret: batches are tagged
@@ -445,6 +457,9 @@ class ModelReply(_Payload):
     """For a final reply (no tool calls) of an agent with an output type: the check."""
     reasoning: list[ReasoningItem] = []
     """The reasoning items of the reply (Responses API), to pass back on later calls."""
+    instructions: str | None = Field(None, exclude_if=lambda i: i is None)
+    """The instructions the agent's function gave for this call
+    (`ModelRequest.instructions_from`), recorded with the reply; None: none asked."""
 
 
 class ToolRequest(_Payload):

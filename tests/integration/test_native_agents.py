@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import RunFailed
 from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
-from tests.support.native_agents import BOOKED, NATIVE_AGENTS
+from tests.support.native_agents import BOOKED, INSTRUCTED, NATIVE_AGENTS
 
 
 @pytest.fixture
@@ -69,3 +70,53 @@ async def test_a_clone_serves_as_an_agent_of_its_own_with_the_changes_only(desk,
     assert by_day["messages"][0]["content"] == "You help passengers."
     assert at_night["model"] == by_day["model"] == "air-model"
     assert _tools(at_night) == _tools(by_day)
+
+
+async def test_instructions_from_a_function_are_asked_before_each_model_call_and_recorded(
+    desk, model_server
+):
+    INSTRUCTED.clear()
+    model_server.script(
+        Reply(tool_calls=(Call("find_passenger", {"reference": "QX7Z"}, "f1"),)),
+        Reply(tool_calls=(Call("transfer_to_parting", {}, "h1"),)),
+        Reply(content="Goodbye, Ann."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("greeter", "hello", context={"user": "Ann"})).id
+    result = await client.result(run_id)
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "Goodbye, Ann.")
+    systems = [r["messages"][0] for r in model_server.requests]
+    told = "Greet Ann by name. Turn of agent greeter."
+    assert systems == [
+        {"role": "system", "content": told},
+        {"role": "system", "content": told},
+        {"role": "system", "content": "Say goodbye to Ann."},  # the async one, after the handoff
+    ]
+    assert INSTRUCTED == [{"user": "Ann"}, {"user": "Ann"}]  # once per model call
+    state = await client.state(run_id)
+    assert state.agent.name == "parting"
+    assert state.agent.instructions_function == "tests.support.native_agents.farewell"
+    assert state.dynamic_instructions == "Say goodbye to Ann."
+
+
+@pytest.mark.parametrize(
+    ("context", "reason"),
+    [
+        ({"fail": "Bob"}, "raised LookupError: no profile for Bob"),
+        ({"size": 100_001}, "gave 100,001 characters, more than 100,000"),
+    ],
+)
+async def test_instructions_that_fail_fail_the_run_with_the_reason_and_no_model_call(
+    desk, model_server, context, reason
+):
+    INSTRUCTED.clear()
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("greeter", "hello", context=context)).id
+    with pytest.raises(RunFailed) as failed:
+        await client.result(run_id)
+    assert f"the instructions function of agent 'greeter' {reason}" in str(failed.value)
+    assert INSTRUCTED == [context]  # asked once: the failure is not retried
+    assert model_server.requests == []
+    state = await client.state(run_id)
+    assert state.status is RunStatus.FAILED and state.error.type == "InstructionsFailed"
+    assert state.dynamic_instructions is None

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from durable_agents import Agent, tool  # the public face
+from durable_agents import Agent, InstructionsContext, tool  # the public face
 
 BOOKED: list[dict] = []
 
@@ -55,3 +55,37 @@ concierge = Agent(
 night_desk = concierge.clone(name="night_desk", instructions="You help passengers at night.")
 
 NATIVE_AGENTS = [seats, concierge, night_desk]
+
+
+def greeting(ctx: InstructionsContext) -> str:
+    """The instructions of `greeter`, from the run's context (the SDK's dynamic
+    instructions): a context that says `"fail"` makes it raise, one that asks for
+    `"size"` characters gets them (tests/integration/test_native_agents.py)."""
+    context = ctx.context if isinstance(ctx.context, dict) else {}
+    INSTRUCTED.append(context)
+    if "fail" in context:
+        raise LookupError(f"no profile for {context['fail']}")
+    if "size" in context:
+        return "x" * int(context["size"])
+    return f"Greet {context.get('user', 'the user')} by name. Turn of agent {ctx.agent}."
+
+
+async def farewell(ctx: InstructionsContext) -> str:
+    """Async instructions, after a handoff."""
+    user = ctx.context.get("user") if isinstance(ctx.context, dict) else None
+    return f"Say goodbye to {user or 'the user'}."
+
+
+INSTRUCTED: list[dict] = []
+
+parting = Agent(name="parting", instructions=farewell, model="parting-model")
+greeter = Agent(
+    name="greeter",
+    instructions=greeting,
+    model="greeter-model",
+    tools=[find_passenger],
+    handoffs=[parting],
+    max_turns=4,
+)
+
+NATIVE_AGENTS += [parting, greeter]

@@ -56,6 +56,7 @@ from tests.support.histories import (
 )
 from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS, by_model
+from tests.support.native_agents import NATIVE_AGENTS
 from tests.support.once_agents import once_carried
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
@@ -112,6 +113,18 @@ SCENARIOS = {
             Reply(tool_calls=(Call("add_once", {"a": 1, "b": 2}, "a1"),)),
             Reply(tool_calls=(Call("stall_once", {}, "s1"),)),
             Reply("done"),
+        ],
+        [],
+    ),
+    # issue 46: instructions a function gives, asked before each model call (greeter's,
+    # then, after a handoff, parting's async one): the text recorded with each reply.
+    "dynamic_instructions": (
+        "greeter",
+        False,
+        [
+            Reply(tool_calls=(Call("find_passenger", {"reference": "QX7Z"}, "f1"),)),
+            Reply(tool_calls=(Call("transfer_to_parting", {}, "h1"),)),
+            Reply("goodbye"),
         ],
         [],
     ),
@@ -347,7 +360,8 @@ async def _serving(
         registry.add(placed)  # a tool on a task queue of its own
         registry.add(ruled)  # a code rule and an evaluator
         registry.add(once_carried)  # tools that run at most once
-        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]:
+        agents = [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]
+        for agent in [*agents, *NATIVE_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         mcp = {"tickets": MCPConnection(command=(sys.executable, "-m", "tests.support.mcp_server"))}
@@ -666,6 +680,7 @@ KEPT = (
     "at_most_once",  # a call stamped, one interrupted, carried over continue-as-new
     "answers",  # an external tool's call answered by short id
     "approval_rules",  # a code rule's verdicts, an evaluator's decision
+    "dynamic_instructions",  # instructions from a function, recorded with each reply
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

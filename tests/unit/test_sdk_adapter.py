@@ -134,7 +134,6 @@ async def _on_handoff(ctx) -> None:
     ("agent", "words"),
     [
         (Agent(name="a", tools=[WebSearchTool()]), "tool WebSearchTool"),
-        (Agent(name="a", instructions=lambda ctx, agent: "hi"), "instructions as a function"),
         (Agent(name="a", input_guardrails=[polite]), "input_guardrails"),
         (Agent(name="a", tool_use_behavior="stop_on_first_tool"), "tool_use_behavior"),
         (Agent(name="a", reset_tool_choice=False), "reset_tool_choice"),

@@ -1,0 +1,61 @@
+"""What the adapter maps onto issue 46's native features, with an SDK agent written as
+the SDK's documentation writes it (tests/support/sdk_native_agents.py), served by a real
+worker against the dev server and the scripted model server."""
+
+from __future__ import annotations
+
+import pytest
+from durable_agents.client.agent_client import AgentClient
+from durable_agents.client.errors import RunFailed
+from durable_agents.workflows.state import RunStatus
+
+from durable_agents.testing import Reply
+from tests.conftest import serving
+from tests.support import sdk_native_agents
+
+
+@pytest.fixture
+async def desk(env, model_server):
+    sdk_native_agents.ASKED.clear()
+    async with serving(
+        env.client, model_server, extra_agents=[sdk_native_agents.helper]
+    ) as running:
+        yield running
+
+
+async def test_the_sdk_s_dynamic_instructions_are_asked_with_its_typed_context(desk, model_server):
+    model_server.script(Reply(content="Hello Ann."))
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("sdk_helper", "hi", context={"name": "Ann", "uid": "u1"})).id
+    assert (await client.result(run_id)).final_output == "Hello Ann."
+    [request] = model_server.requests
+    assert request["messages"][0] == {
+        "role": "system",
+        "content": "The user's name is Ann. Help them with their questions.",
+    }
+    assert sdk_native_agents.ASKED == ["Ann"]
+    state = await client.state(run_id)
+    assert state.agent.instructions_function == (
+        "tests.support.sdk_native_agents.dynamic_instructions"
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "reason"),
+    [
+        ({"name": "Bob", "uid": "banned"}, "raised PermissionError: Bob may not use sdk_helper"),
+        ({"name": "Bob"}, "raised ValidationError"),  # not the context type: uid missing
+        ("a string", "raised ValidationError"),
+    ],
+)
+async def test_a_context_its_function_refuses_fails_the_run_before_any_model_call(
+    desk, model_server, context, reason
+):
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("sdk_helper", "hi", context=context)).id
+    with pytest.raises(
+        RunFailed, match=f"the instructions function of agent 'sdk_helper' {reason}"
+    ):
+        await client.result(run_id)
+    assert model_server.requests == []
+    assert (await client.state(run_id)).status is RunStatus.FAILED
