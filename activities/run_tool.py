@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 import pydantic_core
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
+from durable_agents.activities.context_change import changed_context
 from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.handoff import described_by_target
 from durable_agents.activities.heartbeat import heartbeating
@@ -179,11 +181,15 @@ class ToolActivities:
             run_id=request.run_id,
             call_id=request.call_id,
             agent=request.agent,
-            context=request.context,
+            context=copy.deepcopy(request.context),  # the tool's to change
         )
         raw = request.arguments or "{}"
         content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
-        return ToolOutcome(call_id=request.call_id, content=content)
+        return ToolOutcome(
+            call_id=request.call_id,
+            content=content,
+            context_update=changed_context(request.context, ctx.context_after()),
+        )
 
     def _revoked(self, approval_keys: list[str]) -> str | None:
         """The first approver key of `approval_keys` this worker does not trust now."""

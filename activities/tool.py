@@ -71,11 +71,25 @@ class ToolContext:
     call_id: str
     agent: str
     context: JsonValue = None
-    """The JSON context the run was started with."""
+    """The run's JSON context (what it was started with, as its tools changed it since).
+    The tool may change it in place (`ctx.context["seat"] = "12A"`) or replace it
+    (`set_context`): once the call returns, the change is the run's (for a JSON object,
+    the top-level keys set or removed; `workflows.context_updates`: at most 32,000 bytes
+    of JSON; calls running beside this one do not see it). A call that raises changes
+    nothing."""
     progress: Progress = field(default_factory=Progress, repr=False, compare=False)
     cancel_requested: threading.Event = field(
         default_factory=threading.Event, repr=False, compare=False
     )
+    _replaced: list[JsonValue] = field(default_factory=list, repr=False, compare=False)
+
+    def set_context(self, value: JsonValue) -> None:
+        """Make `value` (JSON) the run's context once this call returns (`context`)."""
+        self._replaced[:] = [value]
+
+    def context_after(self) -> JsonValue:
+        """The context as the tool left it: what `set_context` gave, else `context`."""
+        return self._replaced[0] if self._replaced else self.context
 
     def heartbeat(self, *details: Any) -> None:
         """Report progress: `details` (JSON values) ride on the tool's next heartbeat,

@@ -75,7 +75,8 @@ def from_sdk_agent(sdk_agent: sdk.Agent[Any], *, context_type: Any = None) -> Ag
 
     `context_type` (a pydantic model or dataclass): what the SDK's functions receive as
     `ctx.context`, validated from the JSON context a run starts with (default: that JSON
-    value itself). A function tool's changes to it are not kept between calls."""
+    value itself). A function tool's changes to it become the run's context (dumped back
+    to JSON), as the SDK's `update_seat` example expects (`ToolContext.context`)."""
     if not isinstance(sdk_agent, sdk.Agent):
         raise TypeError(f"from_sdk_agent takes an agents.Agent, not {sdk_agent!r}")
     return _Converter(context_type).agent(sdk_agent)
@@ -191,7 +192,13 @@ class _Converter:
                 tool_arguments=raw,
                 agent=owner,
             )
-            return await found.on_invoke_tool(tool_context, raw)
+            before = context.dump_python(value, mode="json") if context is not None else None
+            result = await found.on_invoke_tool(tool_context, raw)
+            if context is not None:  # a change the tool made to the typed context, kept
+                after = context.dump_python(tool_context.context, mode="json")
+                if after != before:
+                    ctx.set_context(after)
+            return result
 
         return invoke
 

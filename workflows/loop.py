@@ -15,6 +15,7 @@ from durable_agents.workflows import (
     at_most_once,
     budget,
     context,
+    context_updates,
     decisions,
     definitions,
     guardrails,
@@ -397,18 +398,18 @@ def record_model_reply(
 
 
 def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: datetime) -> None:
-    """Append the results of executed tool calls, in the order given; then switch to
-    the agent of a handoff taken (`workflows.handoffs`)."""
+    """Append the results of executed tool calls, in the order given, taking each one's
+    change to the context (`workflows.context_updates`); then switch to the agent of a
+    handoff taken (`workflows.handoffs`)."""
     for outcome in outcomes:
-        state.items.append(
-            ToolResult(
-                call_id=outcome.call_id,
-                content=outcome.content,
-                is_error=outcome.is_error,
-                attachments=outcome.attachments,
-                interrupted=outcome.interrupted,
-            )
+        result = ToolResult(
+            call_id=outcome.call_id,
+            content=outcome.content,
+            is_error=outcome.is_error,
+            attachments=outcome.attachments,
+            interrupted=outcome.interrupted,
         )
+        state.items.append(context_updates.apply(state, result, outcome.context_update))
     reply = last_reply(state)
     for outcome in outcomes:
         if outcome.handoff_to is not None and reply is not None:

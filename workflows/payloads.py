@@ -538,6 +538,21 @@ class GuardrailVerdict(_Payload):
     reason: str | None = None
 
 
+class ContextUpdate(_Payload):
+    """A tool's change to the run's context (`ToolContext.context`, `set_context`), made
+    on the worker: the new context, or why it was not taken (`workflows.context_updates`)."""
+
+    value: JsonValue = None
+    """The whole new context (it replaces the run's), when the context the tool saw or
+    the one it left is no JSON object; else None, and the change is in `keys`."""
+    keys: dict[str, JsonValue] | None = Field(None, exclude_if=lambda k: k is None)
+    """The top-level keys of the context object the tool set (added or changed)."""
+    removed: list[str] = Field([], exclude_if=lambda r: not r)
+    """The top-level keys of the context object the tool removed."""
+    refused: str | None = Field(None, min_length=1, max_length=2_000)
+    """Why the change is not taken (too large, not JSON); nothing else is then set."""
+
+
 class ToolOutcome(_Payload):
     """Result of `run_tool`: the tool's output, or why it has none."""
 
@@ -553,6 +568,9 @@ class ToolOutcome(_Payload):
     interrupted: bool = Field(False, exclude_if=lambda interrupted: not interrupted)
     """The call's outcome was lost (`ToolResult.interrupted`). Made by the workflow, never
     by `run_tool`."""
+    context_update: ContextUpdate | None = Field(None, exclude_if=lambda u: u is None)
+    """The tool changed the run's context (a tool with a `ToolContext` parameter); None:
+    it did not. Applied by the workflow in the order of the reply's calls."""
 
 
 ModelRequest.model_rebuild()

@@ -213,6 +213,11 @@ class ToolResult(_Model):
     )
     """Images the tool returned (`content` says what each is); written only when there
     are some."""
+    context_changed: StrictBool = Field(False, exclude_if=lambda changed: not changed)
+    """The call changed the run's context (`RunState.context` holds the result)."""
+    context_refused: str | None = Field(None, max_length=2_000, exclude_if=lambda r: r is None)
+    """Why the call's change to the run's context was not taken (too large, not JSON);
+    the context stayed as it was, the result is recorded all the same."""
 
 
 class Decision(_Model):

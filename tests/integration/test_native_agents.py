@@ -4,6 +4,8 @@ server."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import RunFailed
@@ -11,7 +13,9 @@ from durable_agents.workflows.state import RunStatus
 
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
-from tests.support.native_agents import BOOKED, INSTRUCTED, NATIVE_AGENTS
+from tests.support.cli_support import bound_to
+from tests.support.native_agents import BOOKED, INSTRUCTED, NATIVE_AGENTS, SAW
+from tests.support.runs import tool_results
 
 
 @pytest.fixture
@@ -120,3 +124,63 @@ async def test_instructions_that_fail_fail_the_run_with_the_reason_and_no_model_
     state = await client.state(run_id)
     assert state.status is RunStatus.FAILED and state.error.type == "InstructionsFailed"
     assert state.dynamic_instructions is None
+
+
+async def test_a_tool_changes_the_run_s_context_and_a_change_too_large_is_refused(
+    desk, model_server
+):
+    SAW.clear()
+    model_server.script(
+        Reply(tool_calls=(Call("change_seat", {"new_seat": "12A"}, "c1"),)),
+        Reply(  # run together: both see 12A; the model asks for a context too large
+            tool_calls=(
+                Call("add_note", {"note": "vegetarian", "copies": 1}, "n1"),
+                Call("change_seat", {"new_seat": "14C"}, "c2"),
+                Call("add_note", {"note": "x" * 100, "copies": 400}, "n2"),
+                Call("add_note", {"note": "when", "copies": 1}, "n3"),
+            )
+        ),
+        Reply(content="Seat 14C, noted."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("cabin", "move me", context={"passenger": "Ann"})).id
+    result = await client.result(run_id)
+    assert result.final_output == "Seat 14C, noted."
+
+    assert SAW[0] == ("change_seat", {"passenger": "Ann"})
+    assert sorted(SAW[1:], key=str) == sorted(
+        [
+            ("add_note", {"passenger": "Ann", "seat": "12A"}),
+            ("change_seat", {"passenger": "Ann", "seat": "12A"}),
+            ("add_note", {"passenger": "Ann", "seat": "12A"}),
+            ("add_note", {"passenger": "Ann", "seat": "12A"}),
+        ],
+        key=str,
+    )
+    systems = [r["messages"][0]["content"] for r in model_server.requests]
+    assert systems == [
+        "The passenger's seat: no seat yet.",
+        "The passenger's seat: 12A.",
+        "The passenger's seat: 14C.",
+    ]
+    state = await client.state(run_id)  # n1's key and c2's both kept: keys, in call order
+    assert state.context == {"passenger": "Ann", "seat": "14C", "notes": ["vegetarian"]}
+    results = tool_results(state)
+    assert results["c1"].context_changed and results["c2"].context_changed
+    assert results["n1"].context_changed
+    assert (results["n2"].content, results["n2"].context_changed) == ("noted", False)
+    assert re.fullmatch(
+        r"the new context is 4\d,\d{3} bytes of JSON, more than 32,000",
+        results["n2"].context_refused,
+    )
+    assert results["n3"].context_refused.startswith("the new context is not JSON: ")
+
+    shown = await bound_to(desk)("state", run_id)
+    assert shown.code == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert 'context: {"passenger": "Ann", "seat": "14C", "notes": ["vegetarian"]}' in lines
+    assert "  tool result [c1]: moved to 12A [context changed]" in lines
+    assert any(
+        line.startswith("  tool result [n2]: noted [context change refused: the new context")
+        for line in lines
+    )

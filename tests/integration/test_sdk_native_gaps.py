@@ -9,7 +9,7 @@ from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import RunFailed
 from durable_agents.workflows.state import RunStatus
 
-from durable_agents.testing import Reply
+from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import sdk_native_agents
 
@@ -17,9 +17,8 @@ from tests.support import sdk_native_agents
 @pytest.fixture
 async def desk(env, model_server):
     sdk_native_agents.ASKED.clear()
-    async with serving(
-        env.client, model_server, extra_agents=[sdk_native_agents.helper]
-    ) as running:
+    served = [sdk_native_agents.helper, sdk_native_agents.seat_booking]
+    async with serving(env.client, model_server, extra_agents=served) as running:
         yield running
 
 
@@ -59,3 +58,60 @@ async def test_a_context_its_function_refuses_fails_the_run_before_any_model_cal
         await client.result(run_id)
     assert model_server.requests == []
     assert (await client.state(run_id)).status is RunStatus.FAILED
+
+
+SEAT = {"confirmation_number": "X1", "new_seat": "3F"}
+
+
+async def test_the_sdk_s_update_seat_writes_the_run_s_context(desk, model_server):
+    model_server.script(
+        Reply(
+            tool_calls=(Call("update_seat", {"confirmation_number": "X1", "new_seat": "3F"}, "u1"),)
+        ),
+        Reply(
+            tool_calls=(Call("update_seat", {"confirmation_number": "X1", "new_seat": "3F"}, "u2"),)
+        ),
+        Reply(content="Done."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    start = {"passenger_name": "Ann", "flight_number": "FLT-123"}
+    run_id = (await client.start("sdk_native_seat_booking", "3F please", context=start)).id
+    assert (await client.result(run_id)).final_output == "Done."
+    state = await client.state(run_id)
+    assert state.context == {
+        "passenger_name": "Ann",
+        "confirmation_number": "X1",
+        "seat_number": "3F",
+        "flight_number": "FLT-123",
+    }
+    first, second = (i for i in state.items if getattr(i, "type", "") == "tool_result")
+    assert (first.content, first.context_changed) == (
+        "Updated seat to 3F for confirmation number X1",
+        True,
+    )
+    assert second.context_changed is False  # the same seat again: nothing changed
+
+
+async def test_an_sdk_tool_that_fails_after_writing_the_context_keeps_the_write_as_the_sdk(
+    desk, model_server
+):
+    """The SDK's `update_seat` writes the context, then its assertion fails: the SDK turns
+    the failure into a tool result and its context object keeps the writes; so does ours."""
+    model_server.script(
+        Reply(tool_calls=(Call("update_seat", SEAT, "u1"),)),
+        Reply(content="Sorry."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    start = {"passenger_name": "Bo"}  # no flight number: the tool's assertion fails
+    run_id = (await client.start("sdk_native_seat_booking", "3F", context=start)).id
+    assert (await client.result(run_id)).final_output == "Sorry."
+    state = await client.state(run_id)
+    assert state.context == {
+        "passenger_name": "Bo",
+        "confirmation_number": "X1",
+        "seat_number": "3F",
+        "flight_number": None,
+    }
+    [result] = [i for i in state.items if getattr(i, "type", "") == "tool_result"]
+    assert result.content.startswith("An error occurred while running the tool")  # the SDK's
+    assert result.context_changed

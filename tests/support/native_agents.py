@@ -4,11 +4,13 @@ handoff by name described by its target."""
 
 from __future__ import annotations
 
+import copy
+import datetime
 from typing import Annotated
 
 from pydantic import Field
 
-from durable_agents import Agent, InstructionsContext, tool  # the public face
+from durable_agents import Agent, InstructionsContext, ToolContext, tool  # the public face
 
 BOOKED: list[dict] = []
 
@@ -89,3 +91,57 @@ greeter = Agent(
 )
 
 NATIVE_AGENTS += [parting, greeter]
+
+
+SAW: list[tuple[str, object]] = []
+"""What the cabin's tools saw of the run's context: (tool, context), in order."""
+
+
+@tool
+def change_seat(new_seat: str, ctx: ToolContext) -> str:
+    """Move the passenger to another seat (the SDK's `update_seat`: it writes the context).
+
+    Args:
+        new_seat: The seat to move to.
+    """
+    SAW.append(("change_seat", copy.deepcopy(ctx.context)))
+    if isinstance(ctx.context, dict):
+        ctx.context["seat"] = new_seat  # in place
+    else:
+        ctx.set_context({"seat": new_seat})  # a run started without a context
+    return f"moved to {new_seat}"
+
+
+@tool
+def add_note(note: str, copies: int, ctx: ToolContext) -> str:
+    """Note something about the passenger (as many copies as asked: the model may ask too
+    many, and the run refuses a context that large).
+
+    Args:
+        note: What to note.
+        copies: How many times.
+    """
+    SAW.append(("add_note", copy.deepcopy(ctx.context)))
+    known = ctx.context if isinstance(ctx.context, dict) else {}
+    if note == "when":  # not JSON: refused with the reason
+        ctx.set_context({**known, "when": datetime.date(2026, 1, 1)})
+    else:
+        ctx.set_context({**known, "notes": [note] * copies})
+    return "noted"
+
+
+def seat_instructions(ctx: InstructionsContext) -> str:
+    """Instructions from the context the tools change."""
+    seat = ctx.context.get("seat", "no seat yet") if isinstance(ctx.context, dict) else "?"
+    return f"The passenger's seat: {seat}."
+
+
+cabin = Agent(
+    name="cabin",
+    instructions=seat_instructions,
+    model="cabin-model",
+    tools=[change_seat, add_note],
+    max_turns=5,
+)
+
+NATIVE_AGENTS += [cabin]

@@ -128,6 +128,23 @@ SCENARIOS = {
         ],
         [],
     ),
+    # issue 46: tools that change the run's context (one in place, one replacing it, one
+    # refused as too large), read back by the instructions function of the next call.
+    "context_updates": (
+        "cabin",
+        False,
+        [
+            Reply(tool_calls=(Call("change_seat", {"new_seat": "12A"}, "c1"),)),
+            Reply(
+                tool_calls=(
+                    Call("add_note", {"note": "vegetarian", "copies": 1}, "n1"),
+                    Call("add_note", {"note": "x" * 100, "copies": 400}, "n2"),
+                )
+            ),
+            Reply("seated"),
+        ],
+        [],
+    ),
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
     "local_tool": (
         "quick",
@@ -681,6 +698,7 @@ KEPT = (
     "answers",  # an external tool's call answered by short id
     "approval_rules",  # a code rule's verdicts, an evaluator's decision
     "dynamic_instructions",  # instructions from a function, recorded with each reply
+    "context_updates",  # tools' changes to the context: taken, and one refused
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

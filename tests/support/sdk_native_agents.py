@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents import Agent, RunContextWrapper
+from agents import Agent, RunContextWrapper, function_tool
+from pydantic import BaseModel
 
 from durable_agents.openai_agents import from_sdk_agent
 
@@ -34,3 +35,41 @@ sdk_helper = Agent[UserContext](
 )
 
 helper = from_sdk_agent(sdk_helper, context_type=UserContext)
+
+
+class AirlineAgentContext(BaseModel):
+    """The SDK customer-service example's context."""
+
+    passenger_name: str | None = None
+    confirmation_number: str | None = None
+    seat_number: str | None = None
+    flight_number: str | None = None
+
+
+@function_tool
+async def update_seat(
+    context: RunContextWrapper[AirlineAgentContext], confirmation_number: str, new_seat: str
+) -> str:
+    """
+    Update the seat for a given confirmation number.
+
+    Args:
+        confirmation_number: The confirmation number for the flight.
+        new_seat: The new seat to update to.
+    """
+    # Update the context based on the customer's input
+    context.context.confirmation_number = confirmation_number
+    context.context.seat_number = new_seat
+    # Ensure that the flight number has been set by the incoming handoff
+    assert context.context.flight_number is not None, "Flight number is required"
+    return f"Updated seat to {new_seat} for confirmation number {confirmation_number}"
+
+
+sdk_seat_booking = Agent[AirlineAgentContext](
+    name="sdk_native_seat_booking",
+    instructions="You are a seat booking agent.",
+    model="seat-model",
+    tools=[update_seat],
+)
+
+seat_booking = from_sdk_agent(sdk_seat_booking, context_type=AirlineAgentContext)
