@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
+import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool, approval_policy
+from durable_agents.activities.instructions import function_name
+from durable_agents.activities.tool import DEFAULT_TOOL_RETRY, Tool, ToolContext, approval_policy
 from durable_agents.workflows.agent_spec import ApprovalPolicy, ToolSpec
 from pydantic import BaseModel, ConfigDict, create_model
 
@@ -28,6 +33,7 @@ def handoff(
     input_type: type[BaseModel] | None = None,
     needs_approval: bool | ApprovalPolicy | Callable[..., Any] = False,
     input_filter: Literal["remove_tools"] | None = None,
+    on_handoff: Callable[..., Any] | None = None,
 ) -> Tool:
     """A tool the model calls to hand the run over to `agent` (an Agent, or the name of
     one the same worker serves: agents that hand over to each other). The model sees
@@ -36,7 +42,14 @@ def handoff(
     is what the model gives with it (a reason, say: kept in the run's `Handoff` item);
     `needs_approval` as for `@tool`; `input_filter="remove_tools"`: the new agent's
     model is not sent the tool calls and results from before the handoff (the run keeps
-    them). Taking it switches the run's agent from the next model call."""
+    them). Taking it switches the run's agent from the next model call.
+
+    `on_handoff`: a function run on the worker when the model takes the handoff, before
+    the switch, in a `run_tool` activity (retried as a tool is): `(ctx: ToolContext)`, or
+    `(ctx: ToolContext, input)` with `input_type` (the model's validated input), sync or
+    async. It may change the run's context (`ctx.context`, as a tool does: the new agent
+    starts with it). One that fails (its last attempt raised) leaves the run with its
+    agent, and the model is told why."""
     if input_filter not in (None, "remove_tools"):
         raise ValueError(f"handoff input_filter: 'remove_tools' or None, not {input_filter!r}")
     name = agent if isinstance(agent, str) else agent.name
@@ -50,6 +63,7 @@ def handoff(
     arguments = input_type or create_model(
         f"transfer_to_{name}_arguments", __config__=ConfigDict(extra="forbid")
     )
+    hook = _hook(name, on_handoff, input_type) if on_handoff is not None else None
     return Tool(
         name=tool_name or "transfer_to_" + _NOT_NAME.sub("_", name)[:50],
         description=description or default_description(name, said),
@@ -60,7 +74,41 @@ def handoff(
         handoff=name,
         input_filter=input_filter,
         target=None if isinstance(agent, str) else agent,
+        on_handoff=function_name(on_handoff) if on_handoff is not None else None,
+        invoke_json=hook,
     )
+
+
+def _hook(
+    name: str, fn: Callable[..., Any], input_type: type[BaseModel] | None
+) -> Callable[[str, ToolContext], Awaitable[Any]]:
+    """`run_tool`'s way to run an `on_handoff` function: with the call's context, and the
+    model's input validated as `input_type` if it has one (checked here, at definition)."""
+    if not callable(fn):
+        raise TypeError(f"handoff to {name}: on_handoff takes a function, not {fn!r}")
+    wanted = ("ctx", "input") if input_type is not None else ("ctx",)
+    try:
+        inspect.signature(fn).bind(*wanted)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"handoff to {name}: on_handoff must take {' and '.join(wanted)} "
+            f"({'with' if input_type is not None else 'without'} an input_type)"
+        ) from None
+
+    async def run(raw: str, ctx: ToolContext) -> str:
+        args: tuple[Any, ...] = (ctx,)
+        if input_type is not None:
+            args = (ctx, input_type.model_validate_json(raw))
+        if inspect.iscoroutinefunction(fn):
+            await fn(*args)
+        else:
+            call = functools.partial(contextvars.copy_context().run, fn, *args)
+            done = await asyncio.get_running_loop().run_in_executor(None, call)
+            if inspect.isawaitable(done):
+                await done
+        return f"on_handoff of the handoff to {name} ran"
+
+    return run
 
 
 def default_description(name: str, said: str | None) -> str:

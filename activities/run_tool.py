@@ -140,6 +140,10 @@ class ToolActivities:
         """
         agent = self._registry.get(request.agent)
         found = agent.tool(request.tool) if agent is not None else None
+        if found is None and agent is not None:  # a handoff's hook (`on_handoff`)
+            found = next(
+                (t for t in agent.all_tools() if t.name == request.tool and t.on_handoff), None
+            )
         if self._placed_on is not None and (found is None or found.task_queue != self._placed_on):
             # Another worker of the queue may serve it: retried, and the last failure is
             # what the model reads. Never run a tool this queue was not given.

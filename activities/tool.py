@@ -144,6 +144,9 @@ class Tool:
     input_filter: Literal["remove_tools"] | None = None
     """(`handoff`) what the new agent is sent of the conversation before the handoff:
     all of it (None), or all but tool calls and results (`remove_tools`)."""
+    on_handoff: str | None = None
+    """(`handoff`) the name of the hook a call runs on the worker before the handoff is
+    taken (`invoke_json` runs it); None: no hook, no activity."""
     task_queue: str | None = None
     """The task queue its calls go to (a GPU box, a worker inside a customer's network,
     served by `worker.py --tools-only MODULE --task-queue NAME`); None: the run's."""

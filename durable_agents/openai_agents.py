@@ -26,14 +26,17 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from durable_agents.activities.agent import Agent
 from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.handoff import handoff
-from durable_agents.activities.instructions import InstructionsContext
+from durable_agents.activities.instructions import InstructionsContext, function_name
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext
 from durable_agents.workflows.agent_spec import ApprovalPolicy, ModelSettings
 
 __all__ = ["SDKAgentRefused", "from_sdk_agent"]
 
-LATER_HOOKS = "handoff hooks and input filters in code arrive with issue 46"
+LATER_HOOKS = (
+    "an input filter in code (on the SDK's HandoffInputData) has no counterpart: "
+    "remove_all_tools maps to ours"
+)
 
 _MODEL_SETTINGS = {
     "temperature": "temperature",
@@ -220,11 +223,41 @@ class _Converter:
             reached: Any = target.name
         else:
             reached = self.agent(target)
-        return handoff(
+        converted = handoff(
             reached,
             tool_name=name or sdk.Handoff.default_tool_name(target),
             description=description or sdk.Handoff.default_tool_description(target),
             input_filter=filter_,
+        )
+        if isinstance(found, sdk.Agent) or _handoff_hook(found) is None:
+            return converted
+        return self._hooked(owner, found, converted)
+
+    def _hooked(self, owner: sdk.Agent[Any], found: sdk.Handoff[Any, Any], tool: Tool) -> Tool:
+        """The SDK handoff's `on_handoff` (and its `input_type`) as our hook: run on the
+        worker through the SDK's own `on_invoke_handoff` (it validates the input and calls
+        the hook) with the run's context, whose changes become the run's (issue 46)."""
+        context = self._context
+        hook = _handoff_hook(found)
+
+        async def invoke(raw: str, ctx: ToolContext) -> str:
+            value = context.validate_python(ctx.context) if context is not None else ctx.context
+            before = context.dump_python(value, mode="json") if context is not None else None
+            run_context = sdk.RunContextWrapper(context=value)
+            await found.on_invoke_handoff(run_context, raw)
+            if context is not None:
+                after = context.dump_python(run_context.context, mode="json")
+                if after != before:
+                    ctx.set_context(after)
+            return f"on_handoff of {found.tool_name} ran"
+
+        takes_input = bool(found.input_json_schema.get("properties"))
+        return dataclasses.replace(
+            tool,
+            on_handoff=function_name(hook),
+            invoke_json=invoke,
+            arguments=_JSONObject if takes_input else tool.arguments,
+            parameters_schema=found.input_json_schema if takes_input else None,
         )
 
 
@@ -300,10 +333,14 @@ def _refuse_agent_tool_options(agent: str, feature: str, found: sdk.FunctionTool
         )
 
 
+def _handoff_hook(found: sdk.Handoff[Any, Any]) -> Any:
+    """The `on_handoff` function `sdk.handoff(...)` was given, or None."""
+    return _closure(getattr(found.on_invoke_handoff, "args", (None,))[0]).get("on_handoff")
+
+
 def _refuse_handoff_features(agent: str, feature: str, found: sdk.Handoff[Any, Any]) -> None:
-    hook = _closure(getattr(found.on_invoke_handoff, "args", (None,))[0]).get("on_handoff")
-    if hook is not None or found.input_json_schema.get("properties"):
-        raise SDKAgentRefused(agent, f"{feature}: on_handoff", LATER_HOOKS)
+    if found.input_json_schema.get("properties") and _handoff_hook(found) is None:
+        raise SDKAgentRefused(agent, f"{feature}: on_handoff", "an input_type needs on_handoff")
     mapped = (None, handoff_filters.remove_all_tools)  # ours: input_filter="remove_tools"
     if found.input_filter not in mapped:
         raise SDKAgentRefused(agent, f"{feature}: input_filter", LATER_HOOKS)

@@ -272,6 +272,12 @@ class ToolSpec(_Model):
     """(A handoff) what the new agent's model is sent of the conversation before the
     handoff: None, all of it; `remove_tools`, without tool calls and results (the
     run keeps them)."""
+    on_handoff: str | None = Field(
+        None, min_length=1, max_length=500, exclude_if=lambda h: h is None
+    )
+    """(A handoff) the function run on the worker before the handoff is taken (its name;
+    `handoff(agent, on_handoff=FUNCTION)`), in a `run_tool` activity; one that fails
+    leaves the run with its agent, and its model is told why. None: no hook."""
     task_queue: str | None = Field(
         None, min_length=1, max_length=200, exclude_if=lambda q: q is None
     )

@@ -14,7 +14,7 @@ from durable_agents.workflows.state import RunStatus
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to
-from tests.support.native_agents import BOOKED, INSTRUCTED, NATIVE_AGENTS, SAW
+from tests.support.native_agents import BOOKED, HOOKED, INSTRUCTED, NATIVE_AGENTS, SAW
 from tests.support.runs import tool_results
 
 
@@ -184,3 +184,43 @@ async def test_a_tool_changes_the_run_s_context_and_a_change_too_large_is_refuse
         line.startswith("  tool result [n2]: noted [context change refused: the new context")
         for line in lines
     )
+
+
+async def test_handoff_hooks_run_on_the_worker_first_and_one_that_fails_keeps_the_agent(
+    desk, model_server
+):
+    HOOKED.clear()
+    model_server.script(
+        Reply(tool_calls=(Call("transfer_to_upgrades", {"why": "no reason"}, "h0"),)),
+        Reply(tool_calls=(Call("transfer_to_upgrades", {"reason": "free"}, "h1"),)),
+        Reply(tool_calls=(Call("transfer_to_cabin", {}, "h2"),)),
+        Reply(content="Welcome aboard."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("boarding", "upgrade me", context={"passenger": "Ann"})).id
+    result = await client.result(run_id)
+    assert result.final_output == "Welcome aboard."
+
+    # the malformed input never reached the hook; the free upgrade's hook raised on each
+    # of its attempts (a tool's retries), then the cabin's hook ran once, before the switch
+    assert HOOKED == [("check_upgrade", "free")] * 3 + [("assign_flight", {"passenger": "Ann"})]
+    state = await client.state(run_id)
+    results = tool_results(state)
+    assert results["h0"].is_error and results["h0"].content == (
+        "The handoff to upgrades failed: its on_handoff hook: Error: invalid arguments for "
+        "'transfer_to_upgrades': reason: Field required"
+    )
+    assert results["h1"].is_error and results["h1"].content.startswith(
+        "The handoff to upgrades failed: its on_handoff hook: Error: tool "
+        "'transfer_to_upgrades' failed: "
+    )
+    assert "upgrades are never free" in results["h1"].content
+    assert results["h2"].content == '{"assistant": "cabin"}' and results["h2"].context_changed
+    assert [(h.from_agent, h.to_agent) for h in state.items if h.type == "handoff"] == [
+        ("boarding", "cabin")
+    ]
+    assert state.agent.name == "cabin"
+    assert state.context == {"passenger": "Ann", "flight_number": "FLT-123"}
+    systems = [r["messages"][0]["content"] for r in model_server.requests]
+    assert systems[-1] == "The passenger's seat: no seat yet. Flight FLT-123."
+    assert model_server.requests[2]["model"] == "boarding-model"  # h1 kept the agent

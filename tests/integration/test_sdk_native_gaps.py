@@ -12,12 +12,14 @@ from durable_agents.workflows.state import RunStatus
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import sdk_native_agents
+from tests.support.runs import tool_results
 
 
 @pytest.fixture
 async def desk(env, model_server):
     sdk_native_agents.ASKED.clear()
-    served = [sdk_native_agents.helper, sdk_native_agents.seat_booking]
+    sdk_native_agents.ESCALATED.clear()
+    served = [sdk_native_agents.helper, sdk_native_agents.native_triage]
     async with serving(env.client, model_server, extra_agents=served) as running:
         yield running
 
@@ -115,3 +117,47 @@ async def test_an_sdk_tool_that_fails_after_writing_the_context_keeps_the_write_
     [result] = [i for i in state.items if getattr(i, "type", "") == "tool_result"]
     assert result.content.startswith("An error occurred while running the tool")  # the SDK's
     assert result.context_changed
+
+
+async def test_the_sdk_s_on_handoff_hooks_run_on_the_worker_and_set_the_context(desk, model_server):
+    model_server.script(
+        Reply(tool_calls=(Call("transfer_to_sdk_native_escalation", {"reason": 7}, "e1"),)),
+        Reply(tool_calls=(Call("transfer_to_sdk_native_seat_booking", {}, "h1"),)),
+        Reply(tool_calls=(Call("update_seat", SEAT, "u1"),)),
+        Reply(content="Seat 3F on FLT-123."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    start = {"passenger_name": "Ann"}
+    run_id = (await client.start("sdk_native_triage", "change my seat", context=start)).id
+    assert (await client.result(run_id)).final_output == "Seat 3F on FLT-123."
+    state = await client.state(run_id)
+    results = tool_results(state)
+    assert results["e1"].is_error and "reason" in results["e1"].content  # bad input: refused
+    assert sdk_native_agents.ESCALATED == []
+    assert results["h1"].context_changed
+    assert results["u1"].content == "Updated seat to 3F for confirmation number X1"
+    assert state.context == {
+        "passenger_name": "Ann",
+        "confirmation_number": "X1",
+        "seat_number": "3F",
+        "flight_number": "FLT-123",
+    }
+
+
+ESCALATE = "transfer_to_sdk_native_escalation"
+
+
+async def test_the_sdk_s_hook_with_an_input_type_gets_the_model_s_input(desk, model_server):
+    model_server.script(
+        Reply(
+            tool_calls=(Call("transfer_to_sdk_native_escalation", {"reason": "lost bag"}, "e1"),)
+        ),
+        Reply(content="Escalated."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("sdk_native_triage", "my bag", context={})).id
+    assert (await client.result(run_id)).final_output == "Escalated."
+    assert sdk_native_agents.ESCALATED == ["lost bag"]
+    state = await client.state(run_id)
+    assert state.agent.name == "sdk_native_escalation"
+    assert model_server.requests[1]["model"] == "escalation-model"

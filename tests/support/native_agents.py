@@ -8,9 +8,15 @@ import copy
 import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from durable_agents import Agent, InstructionsContext, ToolContext, tool  # the public face
+from durable_agents import (  # the public face
+    Agent,
+    InstructionsContext,
+    ToolContext,
+    handoff,
+    tool,
+)
 
 BOOKED: list[dict] = []
 
@@ -132,8 +138,9 @@ def add_note(note: str, copies: int, ctx: ToolContext) -> str:
 
 def seat_instructions(ctx: InstructionsContext) -> str:
     """Instructions from the context the tools change."""
-    seat = ctx.context.get("seat", "no seat yet") if isinstance(ctx.context, dict) else "?"
-    return f"The passenger's seat: {seat}."
+    known = ctx.context if isinstance(ctx.context, dict) else {}
+    flight = f" Flight {known['flight_number']}." if "flight_number" in known else ""
+    return f"The passenger's seat: {known.get('seat', 'no seat yet')}.{flight}"
 
 
 cabin = Agent(
@@ -145,3 +152,40 @@ cabin = Agent(
 )
 
 NATIVE_AGENTS += [cabin]
+
+
+HOOKED: list[tuple[str, object]] = []
+"""What the handoff hooks ran with: (hook, context or input), in order."""
+
+
+def assign_flight(ctx: ToolContext) -> None:
+    """The SDK example's `on_seat_booking_handoff`: the flight number set on the way."""
+    HOOKED.append(("assign_flight", copy.deepcopy(ctx.context)))
+    known = ctx.context if isinstance(ctx.context, dict) else {}
+    ctx.set_context({**known, "flight_number": "FLT-123"})
+
+
+class Why(BaseModel):
+    reason: str
+
+
+async def check_upgrade(ctx: ToolContext, input: Why) -> None:
+    """A hook with the model's input; it refuses a free upgrade."""
+    HOOKED.append(("check_upgrade", input.reason))
+    if input.reason == "free":
+        raise PermissionError("upgrades are never free")
+
+
+upgrades = Agent(name="upgrades", instructions="You sell upgrades.", model="upgrade-model")
+boarding = Agent(
+    name="boarding",
+    instructions="You route passengers.",
+    model="boarding-model",
+    handoffs=[
+        handoff(cabin, on_handoff=assign_flight),
+        handoff(upgrades, input_type=Why, on_handoff=check_upgrade),
+    ],
+    max_turns=6,
+)
+
+NATIVE_AGENTS += [upgrades, boarding]

@@ -145,6 +145,18 @@ SCENARIOS = {
         ],
         [],
     ),
+    # issue 46: handoff hooks: one that raises (the handoff not taken), one that sets the
+    # context before the run goes on with the cabin.
+    "handoff_hooks": (
+        "boarding",
+        False,
+        [
+            Reply(tool_calls=(Call("transfer_to_upgrades", {"reason": "free"}, "h1"),)),
+            Reply(tool_calls=(Call("transfer_to_cabin", {}, "h2"),)),
+            Reply("aboard"),
+        ],
+        [],
+    ),
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
     "local_tool": (
         "quick",
@@ -699,6 +711,7 @@ KEPT = (
     "approval_rules",  # a code rule's verdicts, an evaluator's decision
     "dynamic_instructions",  # instructions from a function, recorded with each reply
     "context_updates",  # tools' changes to the context: taken, and one refused
+    "handoff_hooks",  # on_handoff run as an activity: one failing, one changing the context
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents import Agent, RunContextWrapper, function_tool
+from agents import Agent, RunContextWrapper, function_tool, handoff
 from pydantic import BaseModel
 
 from durable_agents.openai_agents import from_sdk_agent
@@ -73,3 +73,35 @@ sdk_seat_booking = Agent[AirlineAgentContext](
 )
 
 seat_booking = from_sdk_agent(sdk_seat_booking, context_type=AirlineAgentContext)
+
+
+async def on_seat_booking_handoff(context: RunContextWrapper[AirlineAgentContext]) -> None:
+    """The SDK example's hook: the flight number set as the seat agent takes over."""
+    context.context.flight_number = "FLT-123"
+
+
+class EscalationData(BaseModel):
+    reason: str
+
+
+ESCALATED: list[str] = []
+
+
+async def on_escalation(ctx: RunContextWrapper[AirlineAgentContext], input: EscalationData) -> None:
+    ESCALATED.append(input.reason)
+
+
+sdk_escalation = Agent[AirlineAgentContext](
+    name="sdk_native_escalation", instructions="You take escalations.", model="escalation-model"
+)
+sdk_native_triage = Agent[AirlineAgentContext](
+    name="sdk_native_triage",
+    instructions="You are a helpful triaging agent.",
+    model="triage-model",
+    handoffs=[
+        handoff(agent=sdk_seat_booking, on_handoff=on_seat_booking_handoff),
+        handoff(agent=sdk_escalation, on_handoff=on_escalation, input_type=EscalationData),
+    ],
+)
+
+native_triage = from_sdk_agent(sdk_native_triage, context_type=AirlineAgentContext)
