@@ -101,10 +101,13 @@ class ModelActivities:
     async def call_model(self, request: ModelRequest) -> ModelReply:
         """Ask the model for its next reply to the conversation in `request`."""
         try:
-            given = None
+            given = known = None
             if request.instructions_from is not None:  # the agent's function, asked now
                 given = await instructions_for(request.instructions_from, self._instructions)
-                request = request.model_copy(update={"instructions": given})
+                known, request = (
+                    request.instructions,
+                    request.model_copy(update={"instructions": given}),
+                )
             typed = self._output_type(request) if request.output is not None else None
             options: dict[str, Any] = {"output": typed.spec} if typed is not None else {}
             api = self._apis[request.api or self._default_api]
@@ -125,7 +128,8 @@ class ModelActivities:
             telemetry.count_model_call(request.model, outcome=outcome)
             raise
         telemetry.count_model_call(request.model, usage=reply.usage)
-        reply.instructions = given
+        # the text travels back (into the run's history) only when it changed
+        reply.instructions = given if given != known else None
         if typed is not None and not reply.tool_calls:
             reply.output_check = typed.check(reply.content)
         return reply

@@ -459,7 +459,8 @@ class ModelReply(_Payload):
     """The reasoning items of the reply (Responses API), to pass back on later calls."""
     instructions: str | None = Field(None, exclude_if=lambda i: i is None)
     """The instructions the agent's function gave for this call
-    (`ModelRequest.instructions_from`), recorded with the reply; None: none asked."""
+    (`ModelRequest.instructions_from`), recorded with the reply; None: none asked, or
+    the same text as the request's (what the run knew from the call before)."""
 
 
 class ToolRequest(_Payload):

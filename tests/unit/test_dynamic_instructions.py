@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from durable_agents.activities import instructions as asked
 from durable_agents.activities.instructions import InstructionsContext, instructions_for
+from durable_agents.activities.model_api import ModelActivities
 from durable_agents.workflows import instructions, loop
 from durable_agents.workflows.payloads import (
     AgentInput,
@@ -19,6 +20,7 @@ from durable_agents.workflows.payloads import (
 )
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from durable_agents import Agent
 from tests.support.native_agents import greeter, greeting
@@ -118,3 +120,31 @@ def test_a_forged_scope_is_refused_by_the_payload_itself():
             ModelRequest.model_validate({**base, "instructions_from": {"run_id": "r", **forged}})
     with pytest.raises(ValidationError):
         ModelReply.model_validate({"instructions": 42})
+
+
+class _Canned:
+    """A ModelAPI of the test's own: records the instructions each call was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.sent.append(request.instructions)
+        return ModelReply(content="ok")
+
+
+async def test_call_model_sends_the_function_s_text_and_returns_it_only_when_it_changed():
+    api = _Canned()
+    model = ModelActivities(api, instructions={"greeter": greeting}.get)
+    state = make_state(greeter.spec(), context={"user": "Ann"})
+    text = "Greet Ann by name. Turn of agent greeter."
+    first = await ActivityEnvironment().run(model.call_model, loop.model_request(state))
+    assert first.instructions == text
+    instructions.record(state, first)
+    second = await ActivityEnvironment().run(model.call_model, loop.model_request(state))
+    assert second.instructions is None  # the same text: the history does not carry it again
+    instructions.record(state, second)
+    assert api.sent == [text, text] and state.dynamic_instructions == text
+    state.context = {"user": "Bo"}
+    third = await ActivityEnvironment().run(model.call_model, loop.model_request(state))
+    assert third.instructions == "Greet Bo by name. Turn of agent greeter."
