@@ -13,7 +13,7 @@ from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.context_change import changed_context
 from durable_agents.activities.guardrail import GuardrailContext
-from durable_agents.activities.handoff import described_by_target
+from durable_agents.activities.handoff import described_by_target, left_out_by
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
@@ -142,7 +142,12 @@ class ToolActivities:
         found = agent.tool(request.tool) if agent is not None else None
         if found is None and agent is not None:  # a handoff's hook (`on_handoff`)
             found = next(
-                (t for t in agent.all_tools() if t.name == request.tool and t.on_handoff), None
+                (
+                    t
+                    for t in agent.all_tools()
+                    if t.name == request.tool and (t.on_handoff or t.filter_items)
+                ),
+                None,
             )
         if self._placed_on is not None and (found is None or found.task_queue != self._placed_on):
             # Another worker of the queue may serve it: retried, and the last failure is
@@ -188,11 +193,15 @@ class ToolActivities:
             context=copy.deepcopy(request.context),  # the tool's to change
         )
         raw = request.arguments or "{}"
-        content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
+        if found.handoff is not None and found.invoke_json is None:  # a filter, no hook
+            content = f"the input filter of {found.name} ran"
+        else:
+            content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
         return ToolOutcome(
             call_id=request.call_id,
             content=content,
             context_update=changed_context(request.context, ctx.context_after()),
+            left_out=await left_out_by(found, request.conversation),
         )
 
     def _revoked(self, approval_keys: list[str]) -> str | None:

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from durable_agents.activities.docstrings import documented
 from durable_agents.activities.heartbeat import Progress
+from durable_agents.activities.instructions import function_name
 from durable_agents.activities.spec_fields import derive
 from durable_agents.workflows.agent_spec import (
     ApprovalPolicy,
@@ -146,7 +147,10 @@ class Tool:
     all of it (None), or all but tool calls and results (`remove_tools`)."""
     on_handoff: str | None = None
     """(`handoff`) the name of the hook a call runs on the worker before the handoff is
-    taken (`invoke_json` runs it); None: no hook, no activity."""
+    taken (`invoke_json` runs it); None: no hook."""
+    filter_items: Callable[[list[Any]], Any] | None = field(default=None, repr=False, compare=False)
+    """(`handoff`) the input filter in code (`handoff(agent, input_filter=FUNCTION)`):
+    given the conversation's items, it returns those the new agent is sent."""
     task_queue: str | None = None
     """The task queue its calls go to (a GPU box, a worker inside a customer's network,
     served by `worker.py --tools-only MODULE --task-queue NAME`); None: the run's."""
@@ -262,6 +266,9 @@ class Tool:
             needs_approval=self.approval is not None,
             approval=self.approval or ApprovalPolicy(),
             retry=retry_spec(self.retry_policy),
+            input_filter_function=(
+                function_name(self.filter_items) if self.filter_items is not None else None
+            ),
             mcp_server=None,  # a function of the worker's, not an MCP server's tool
             mcp_tool=None,
             webhooks=list(self.webhooks) if self.webhooks is not None else None,

@@ -275,6 +275,12 @@ class ToolSpec(_Model):
     on_handoff: str | None = Field(
         None, min_length=1, max_length=500, exclude_if=lambda h: h is None
     )
+    input_filter_function: str | None = Field(
+        None, min_length=1, max_length=500, exclude_if=lambda f: f is None
+    )
+    """(A handoff) the function that chooses, on the worker, what the new agent's model is
+    sent of the conversation before the handoff (`handoff(agent, input_filter=FUNCTION)`),
+    run with the hook; None: `input_filter`."""
     """(A handoff) the function run on the worker before the handoff is taken (its name;
     `handoff(agent, on_handoff=FUNCTION)`), in a `run_tool` activity; one that fails
     leaves the run with its agent, and its model is told why. None: no hook."""

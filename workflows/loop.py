@@ -313,6 +313,7 @@ def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
         idempotency_key=call.idempotency_key or idempotency_key(state, call.call_id),
         context=state.context,
         approval_keys=decisions.signed_approval_keys(state, call.call_id),
+        conversation=handoffs.filtered_from(state, call),
     )
 
 
@@ -414,7 +415,7 @@ def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: d
     for outcome in outcomes:
         if outcome.handoff_to is not None and reply is not None:
             call = next(c for c in reply.tool_calls if c.call_id == outcome.call_id)
-            handoffs.take(state, call, outcome.handoff_to, now=now)
+            handoffs.take(state, call, outcome.handoff_to, now=now, left_out=outcome.left_out)
     state.updated_at = now
 
 

@@ -476,6 +476,9 @@ class ToolRequest(_Payload):
     idempotency_key: str
     """Workflow id + tool call id: stable across retries and continue-as-new."""
     context: JsonValue = None
+    conversation: list[Item] = Field([], exclude_if=lambda items: not items)
+    """(A handoff with an input filter in code) the run's user messages, replies and tool
+    results so far, in order, for the filter to choose from."""
     approval_keys: list[str] = Field(
         default_factory=list, max_length=16, exclude_if=lambda keys: not keys
     )
@@ -569,6 +572,9 @@ class ToolOutcome(_Payload):
     interrupted: bool = Field(False, exclude_if=lambda interrupted: not interrupted)
     """The call's outcome was lost (`ToolResult.interrupted`). Made by the workflow, never
     by `run_tool`."""
+    left_out: list[int] | None = Field(None, exclude_if=lambda out: out is None)
+    """(A handoff with an input filter in code) the positions in the request's
+    `conversation` of the items the filter left out for the new agent."""
     context_update: ContextUpdate | None = Field(None, exclude_if=lambda u: u is None)
     """The tool changed the run's context (a tool with a `ToolContext` parameter); None:
     it did not. Applied by the workflow in the order of the reply's calls."""

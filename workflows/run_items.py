@@ -346,6 +346,10 @@ class Handoff(_Model):
     input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
     """What the new agent's model is sent of the conversation before this handoff
     (`ToolSpec.input_filter`)."""
+    left_out: list[int] | None = Field(None, exclude_if=lambda out: out is None)
+    """(An input filter in code) the positions in the run's items of the messages,
+    replies and tool results its new agent's model is not sent (`workflows.context`);
+    what the filter did not see (the handoff's own results) is sent. None: no filter."""
     at: AwareDatetime
 
 

@@ -17,8 +17,15 @@ from durable_agents.workflows.state import RunStatus
 from durable_agents.testing import Call, Fault, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to
-from tests.support.native_agents import BOOKED, HOOKED, INSTRUCTED, NATIVE_AGENTS, SAW
-from tests.support.runs import tool_results
+from tests.support.native_agents import (
+    BOOKED,
+    FILTERED,
+    HOOKED,
+    INSTRUCTED,
+    NATIVE_AGENTS,
+    SAW,
+)
+from tests.support.runs import tool_results, wait_for_status
 
 
 @pytest.fixture
@@ -260,3 +267,53 @@ async def test_a_forged_snapshot_cannot_choose_the_instructions_a_resumed_run_is
     state = await client.state(handle.id)
     assert state.agent.instructions_function == "tests.support.native_agents.greeting"
     assert state.dynamic_instructions == "Greet Ann by name. Turn of agent greeter."
+
+
+async def test_an_input_filter_in_code_chooses_what_the_new_agent_sees_and_cannot_write(
+    desk, model_server
+):
+    FILTERED.clear()
+    model_server.script(
+        Reply(tool_calls=(Call("find_passenger", {"reference": "QX7Z"}, "f1"),)),
+        Reply(tool_calls=(Call("forge_to_quiet", {}, "h1"),)),
+        Reply(tool_calls=(Call("transfer_to_quiet", {}, "h2"),)),
+        Reply(content="Hi."),
+        Reply(content="Still brief."),
+    )
+    client = AgentClient(desk.client, task_queue=desk.task_queue)
+    run_id = (await client.start("lounge", "hello", session=True)).id
+    handle = desk.client.get_workflow_handle(run_id)
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+    await client.message(run_id, "and then?")
+    await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+
+    state = await client.state(run_id)
+    results = tool_results(state)
+    assert results["h1"].is_error and results["h1"].content.startswith(
+        "The handoff to quiet failed: its hooks: Error: tool 'forge_to_quiet' failed: the "
+        "input filter of forge_to_quiet gave back list holding something it was not given"
+    )
+    [moved] = [i for i in state.items if i.type == "handoff"]
+    assert (moved.to_agent, moved.call_id) == ("quiet", "h2")
+    # each filter saw the conversation up to its call, once (a refusal is not retried)
+    assert FILTERED == [
+        ["user_message", "assistant_message", "tool_result", "assistant_message"],
+        [
+            "user_message",
+            "assistant_message",
+            "tool_result",
+            "assistant_message",
+            "tool_result",
+            "assistant_message",
+        ],
+    ]
+    quiet_first, quiet_next = model_server.requests[3:]
+    assert [m["role"] for m in quiet_first["messages"]] == ["system", "user"]
+    assert quiet_first["messages"][1]["content"] == "hello"
+    assert [(m["role"], m.get("content")) for m in quiet_next["messages"]] == [
+        ("system", "You answer briefly."),
+        ("user", "hello"),
+        ("assistant", "Hi."),
+        ("user", "and then?"),
+    ]
+    assert len(state.items) > 8  # the run keeps every item: only what is sent is chosen

@@ -157,6 +157,18 @@ SCENARIOS = {
         ],
         [],
     ),
+    # issue 46: an input filter in code: the lounge hands over to quiet, who is sent
+    # only the user's messages (the run records what the filter left out).
+    "input_filter": (
+        "lounge",
+        False,
+        [
+            Reply(tool_calls=(Call("find_passenger", {"reference": "QX7Z"}, "f1"),)),
+            Reply(tool_calls=(Call("transfer_to_quiet", {}, "h1"),)),
+            Reply("brief"),
+        ],
+        [],
+    ),
     # v45: a local tool (local-tools, schema 1.29): the lookup runs as a local activity.
     "local_tool": (
         "quick",
@@ -712,6 +724,7 @@ KEPT = (
     "dynamic_instructions",  # instructions from a function, recorded with each reply
     "context_updates",  # tools' changes to the context: taken, and one refused
     "handoff_hooks",  # on_handoff run as an activity: one failing, one changing the context
+    "input_filter",  # a handoff's filter in code, its choice recorded on the handoff
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues

@@ -8,7 +8,7 @@ from pathlib import Path
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 MODULE_LINES = 600
-FOLDER_LINES = 12_100 + 633 + 782 + 161 + 390 + 26 + 774 + 46 + 97 - 210 + 7 + 186
+FOLDER_LINES = 12_100 + 633 + 782 + 161 + 390 + 26 + 774 + 46 + 97 - 210 + 7 + 274
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports). Raised by what this wave's capabilities added:
 633 lines for steering a live run (issue 48: `interrupts.py`, `interrupt_models.py`,
@@ -19,9 +19,10 @@ carried by a continue-as-new and checked at the first step (issue 44, `visibilit
 for approval rules in code, normalised data conditions and evaluators (issue 45:
 `condition_ops.py`, `live_approvals.py`, `evaluations.py`, `evaluator_runs.py`), 46 and 97
 for the review's fixes to steering and to agents in the background, 7 for the attack
-review's (decision bounds, untagged reports refused), 186 for instructions a function
-gives, a context tools may change and handoff hooks (issue 46: `instructions.py`,
-`context_updates.py`, the hook's run in `tool_batch.py`, the fields that carry them),
+review's (decision bounds, untagged reports refused), 274 for instructions a function
+gives, a context tools may change, handoff hooks and input filters in code (issue 46:
+`instructions.py`, `context_updates.py`, the hooks' run in `tool_batch.py`, what a
+filter left out in `handoffs.py` and `context.py`, the fields that carry them),
 each with the handlers and fields it needs. Lowered by 210
 when `state.py` stopped re-exporting the names of `agent_spec`, `audit`,
 `interrupt_models` and `run_items` (their importers import them from where they live)."""
