@@ -431,6 +431,8 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         ]
     if isinstance(item, Handoff):
         why = f": {_cut(item.reason)}" if item.reason else ""
+        if item.left_out is not None:  # an input filter in code chose what it is sent
+            why += f" [its input filter left out {_plural(len(item.left_out), 'item')}]"
         return [
             f"handed over [{item.call_id}] from {safe(item.from_agent)} to "
             f"{safe(item.to_agent)} (turn {item.turn}){why}"

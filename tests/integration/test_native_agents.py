@@ -317,3 +317,6 @@ async def test_an_input_filter_in_code_chooses_what_the_new_agent_sees_and_canno
         ("user", "and then?"),
     ]
     assert len(state.items) > 8  # the run keeps every item: only what is sent is chosen
+    assert moved.left_out == [1, 2, 3, 4, 5]  # the replies and results before h2
+    shown = await bound_to(desk)("state", run_id)
+    assert "from lounge to quiet (turn 3) [its input filter left out 5 items]" in shown.stdout
