@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 from durable_agents.activities.guardrail import Guardrail
 from durable_agents.activities.handoff import handoff
+from durable_agents.activities.instructions import function_name
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import (
@@ -62,7 +64,10 @@ class Agent:
     """An agent definition; the worker serves every Agent in the modules it is given."""
 
     name: str
-    instructions: str
+    instructions: str | Callable[..., Any]
+    """The system prompt: text, or a function `(context: InstructionsContext) -> str`
+    (sync or async) asked on the worker before each model call, with the run's context
+    (`activities.instructions`); the text it gives is recorded with the reply."""
     model: str = "gpt-4o-mini"
     tools: Sequence[Tool] = ()
     max_turns: int = 10
@@ -181,6 +186,11 @@ class Agent:
             )
         if self.max_turns < 1:
             raise ValueError(f"agent {self.name}: max_turns must be at least 1")
+        if not isinstance(self.instructions, str) and not callable(self.instructions):
+            raise TypeError(
+                f"agent {self.name}: instructions are a text or a function (context) -> str, "
+                f"not {type(self.instructions).__name__}"
+            )
         names = [t.name for t in self.all_tools()]
         for name in names:
             if names.count(name) > 1:
@@ -286,14 +296,32 @@ class Agent:
         if problem is not None:
             raise ValueError(f"agent {self.name}: {problem}")
 
+    def clone(self, **changes: Any) -> Agent:
+        """A copy of this agent with `changes` (any of its fields: `name`, `instructions`,
+        `tools`, `handoffs`, ...), checked as a new agent is. `Agent` is frozen, so an
+        agent is changed before it is served by cloning it (the OpenAI Agents SDK's
+        `agent.clone(...)`): `triage = triage.clone(handoffs=[*triage.handoffs, billing])`.
+        A clone that keeps the name is the same agent to a worker: serve one of the two."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(
+                f"agent {self.name}: clone() got {', '.join(unknown)}, which an Agent does "
+                f"not have (its fields: {', '.join(sorted(known))})"
+            )
+        return dataclasses.replace(self, **changes)
+
     def spec(self, trust: Trust | None = None, price: ModelPrice | None = None) -> AgentSpec:
         """The plain-data description frozen into a run at its start, with the keys of
         the worker's configuration (`durable_agents.signing.Trust`) and the price of
         its model from the worker's price table."""
         trust = trust or Trust()
+        dynamic = not isinstance(self.instructions, str)
         return derive(
             AgentSpec,
             self,
+            instructions="" if dynamic else self.instructions,
+            instructions_function=function_name(self.instructions) if dynamic else None,
             price=price,
             context_policy=self.context,
             approver_keys=list(trust.approver_keys),

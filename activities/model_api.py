@@ -21,6 +21,7 @@ from durable_agents.activities import telemetry
 from durable_agents.activities.approval_rules import RuleLookup, add_verdicts
 from durable_agents.activities.chat_completions import ChatCompletionsAPI
 from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.instructions import InstructionsLookup, instructions_for
 from durable_agents.activities.model_stream import Deltas
 from durable_agents.activities.output_type import OutputType
 from durable_agents.activities.responses_api import ResponsesAPI
@@ -64,6 +65,7 @@ class ModelActivities:
         output_types: Callable[[str], OutputType | None] | None = None,
         default_api: ModelAPIName = "chat_completions",
         approval_rules: RuleLookup | None = None,
+        instructions: InstructionsLookup | None = None,
     ) -> None:
         """`api`: an `openai` client (built with `max_retries=0`), spoken to through
         the API each request names, else `default_api`; or one `ModelAPI` for every
@@ -72,7 +74,9 @@ class ModelActivities:
         `output_types`: finds an agent's output type by its schema digest
         (`AgentRegistry.output_type`), to check final replies against. `approval_rules`:
         finds a tool's code rule (`AgentRegistry.approval_rule`), asked about the
-        reply's calls (`activities.approval_rules`)."""
+        reply's calls (`activities.approval_rules`). `instructions`: finds an agent's
+        instructions function (`AgentRegistry.instructions`), asked before each call of
+        a request that says so (`activities.instructions`)."""
         if max_concurrent is not None and max_concurrent < 1:
             raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
         if default_api not in ("chat_completions", "responses"):
@@ -94,11 +98,19 @@ class ModelActivities:
         self._slots = asyncio.Semaphore(max_concurrent) if max_concurrent else None
         self._output_types = output_types
         self._approval_rules = approval_rules
+        self._instructions = instructions
 
     @activity.defn(name=ACTIVITY_CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelReply:
         """Ask the model for its next reply to the conversation in `request`."""
         try:
+            given = known = None
+            if request.instructions_from is not None:  # the agent's function, asked now
+                given = await instructions_for(request.instructions_from, self._instructions)
+                known, request = (
+                    request.instructions,
+                    request.model_copy(update={"instructions": given}),
+                )
             typed = self._output_type(request) if request.output is not None else None
             options: dict[str, Any] = {"output": typed.spec} if typed is not None else {}
             api = self._apis[request.api or self._default_api]
@@ -119,6 +131,8 @@ class ModelActivities:
             telemetry.count_model_call(request.model, outcome=outcome)
             raise
         telemetry.count_model_call(request.model, usage=reply.usage)
+        # the text travels back (into the run's history) only when it changed
+        reply.instructions = given if given != known else None
         if typed is not None and not reply.tool_calls:
             reply.output_check = typed.check(reply.content)
         return reply

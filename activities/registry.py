@@ -45,6 +45,12 @@ class AgentRegistry:
         """The agent called `name`, or None."""
         return self._agents.get(name)
 
+    def instructions(self, agent: str) -> Callable[..., Any] | None:
+        """`agent`'s instructions function (`Agent(instructions=FUNCTION)`), or None."""
+        found = self._agents.get(agent)
+        given = found.instructions if found is not None else None
+        return given if callable(given) else None
+
     def approval_rule(
         self, agent: str, tool: str, mcp_server: str | None = None
     ) -> tuple[str, Callable[..., Any]] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -10,8 +11,10 @@ from datetime import UTC, datetime
 import pydantic_core
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
+from durable_agents.activities.context_change import changed_context
 from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.guardrail_models import GuardrailModels
+from durable_agents.activities.handoff import described_by_target, left_out_by
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
@@ -90,6 +93,7 @@ class ToolActivities:
                 non_retryable=True,
             )
         spec = agent.spec(self._trust, self._prices.get(agent.model))
+        spec.tools = [described_by_target(t, self._said_of(t.handoff)) for t in spec.tools]
         for tool in spec.tools:  # an agent evaluator's calls cost the run: its price
             ref = tool.approval.evaluator
             if ref is not None and ref.kind == "agent" and ref.model in self._prices:
@@ -99,6 +103,11 @@ class ToolActivities:
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
         return spec
+
+    def _said_of(self, agent: str | None) -> str | None:
+        """The `handoff_description` of the served agent called `agent`, if any."""
+        found = self._registry.get(agent) if agent is not None else None
+        return found.handoff_description if found is not None else None
 
     @activity.defn(name=ACTIVITY_RUN_GUARDRAIL)
     async def run_guardrail(self, request: GuardrailRequest) -> GuardrailVerdict:
@@ -137,6 +146,15 @@ class ToolActivities:
         """
         agent = self._registry.get(request.agent)
         found = agent.tool(request.tool) if agent is not None else None
+        if found is None and agent is not None:  # a handoff's hook (`on_handoff`)
+            found = next(
+                (
+                    t
+                    for t in agent.all_tools()
+                    if t.name == request.tool and (t.on_handoff or t.filter_items)
+                ),
+                None,
+            )
         if self._placed_on is not None and (found is None or found.task_queue != self._placed_on):
             # Another worker of the queue may serve it: retried, and the last failure is
             # what the model reads. Never run a tool this queue was not given.
@@ -178,12 +196,20 @@ class ToolActivities:
             run_id=request.run_id,
             call_id=request.call_id,
             agent=request.agent,
-            context=request.context,
+            context=copy.deepcopy(request.context),  # the tool's to change
             usage=request.usage,
         )
         raw = request.arguments or "{}"
-        content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
-        return ToolOutcome(call_id=request.call_id, content=content)
+        if found.handoff is not None and found.invoke_json is None:  # a filter, no hook
+            content = f"the input filter of {found.name} ran"
+        else:
+            content = _as_text(found.name, await _invoke(found, arguments, ctx, raw))
+        return ToolOutcome(
+            call_id=request.call_id,
+            content=content,
+            context_update=changed_context(request.context, ctx.context_after()),
+            left_out=await left_out_by(found, request.conversation),
+        )
 
     def _revoked(self, approval_keys: list[str]) -> str | None:
         """The first approver key of `approval_keys` this worker does not trust now."""

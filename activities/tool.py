@@ -1,7 +1,9 @@
 """The `@tool` decorator: a typed Python function becomes a tool.
 
-The JSON Schema of the arguments comes from the type hints (via pydantic),
-the description from the docstring. A parameter annotated `ToolContext`
+The JSON Schema of the arguments comes from the type hints (via pydantic), the
+description from the docstring (or `@tool(description=...)`), each argument's
+description from the docstring's `Args:` section (`activities.docstrings`) unless its
+annotation gives one. A parameter annotated `ToolContext`
 receives the call's context (idempotency key, run id, user context) and is
 not part of the schema.
 """
@@ -17,9 +19,11 @@ import threading
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
+from durable_agents.activities.docstrings import documented
 from durable_agents.activities.heartbeat import Progress
+from durable_agents.activities.instructions import function_name
 from durable_agents.activities.spec_fields import derive
 from durable_agents.workflows.agent_spec import (
     ApprovalPolicy,
@@ -31,6 +35,7 @@ from durable_agents.workflows.run_items import Usage
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     JsonValue,
     PydanticUserError,
     TypeAdapter,
@@ -68,13 +73,27 @@ class ToolContext:
     call_id: str
     agent: str
     context: JsonValue = None
-    """The JSON context the run was started with."""
+    """The run's JSON context (what it was started with, as its tools changed it since).
+    The tool may change it in place (`ctx.context["seat"] = "12A"`) or replace it
+    (`set_context`): once the call returns, the change is the run's (for a JSON object,
+    the top-level keys set or removed; `workflows.context_updates`: at most 32,000 bytes
+    of JSON; calls running beside this one do not see it). A call that raises changes
+    nothing."""
     usage: Usage | None = None
     """The run's usage (its model calls so far) when the call was made."""
     progress: Progress = field(default_factory=Progress, repr=False, compare=False)
     cancel_requested: threading.Event = field(
         default_factory=threading.Event, repr=False, compare=False
     )
+    _replaced: list[JsonValue] = field(default_factory=list, repr=False, compare=False)
+
+    def set_context(self, value: JsonValue) -> None:
+        """Make `value` (JSON) the run's context once this call returns (`context`)."""
+        self._replaced[:] = [value]
+
+    def context_after(self) -> JsonValue:
+        """The context as the tool left it: what `set_context` gave, else `context`."""
+        return self._replaced[0] if self._replaced else self.context
 
     def heartbeat(self, *details: Any) -> None:
         """Report progress: `details` (JSON values) ride on the tool's next heartbeat,
@@ -129,6 +148,12 @@ class Tool:
     input_filter: Literal["remove_tools"] | None = None
     """(`handoff`) what the new agent is sent of the conversation before the handoff:
     all of it (None), or all but tool calls and results (`remove_tools`)."""
+    on_handoff: str | None = None
+    """(`handoff`) the name of the hook a call runs on the worker before the handoff is
+    taken (`invoke_json` runs it); None: no hook."""
+    filter_items: Callable[[list[Any]], Any] | None = field(default=None, repr=False, compare=False)
+    """(`handoff`) the input filter in code (`handoff(agent, input_filter=FUNCTION)`):
+    given the conversation's items, it returns those the new agent is sent."""
     task_queue: str | None = None
     """The task queue its calls go to (a GPU box, a worker inside a customer's network,
     served by `worker.py --tools-only MODULE --task-queue NAME`); None: the run's."""
@@ -244,6 +269,9 @@ class Tool:
             needs_approval=self.approval is not None,
             approval=self.approval or ApprovalPolicy(),
             retry=retry_spec(self.retry_policy),
+            input_filter_function=(
+                function_name(self.filter_items) if self.filter_items is not None else None
+            ),
             mcp_server=None,  # a function of the worker's, not an MCP server's tool
             mcp_tool=None,
             webhooks=list(self.webhooks) if self.webhooks is not None else None,
@@ -295,6 +323,7 @@ def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
+    description: str | None = None,
     needs_approval: bool | ApprovalPolicy | Callable[..., Any] = False,
     timeout: timedelta = DEFAULT_TOOL_TIMEOUT,
     retry_policy: RetryPolicy | None = None,
@@ -309,6 +338,10 @@ def tool(
 ) -> Any:
     """Turn a typed function into a Tool; usable as `@tool` or `@tool(...)`.
 
+    `description`: what the model is told the tool does (default: the docstring's text,
+    without its `Args:`/`Returns:` sections; each parameter's line in `Args:` (or
+    Sphinx's `:param x:`, NumPy's `Parameters`) describes that argument, unless its
+    annotation says `Field(description=...)`).
     `needs_approval` is True (every call waits for a decision), an ApprovalPolicy
     (conditions on the arguments, allowed approvers, a timeout, an evaluator), or a
     code rule: a function `(arguments: dict, context: ApprovalContext) -> bool`, sync
@@ -339,8 +372,14 @@ def tool(
     if local and heartbeat_timeout not in (None, DEFAULT_HEARTBEAT_TIMEOUT):
         raise ValueError("a local tool has no heartbeat: leave heartbeat_timeout out")
 
+    if description is not None and (not isinstance(description, str) or not description.strip()):
+        raise TypeError(
+            f"tool description: a text, not {description!r} (leave it out: the docstring)"
+        )
+
     def wrap(f: Callable[..., Any]) -> Tool:
-        arguments, context_param = _arguments_model(f)
+        doc = documented(f)
+        arguments, context_param = _arguments_model(f, doc.parameters)
         unknown = sorted(set(sensitive) - set(arguments.model_fields))
         if unknown:
             raise TypeError(
@@ -353,7 +392,7 @@ def tool(
             approval = (approval or ApprovalPolicy()).model_copy(update={"allow_always": False})
         return Tool(
             name=name or f.__name__,
-            description=inspect.getdoc(f) or "",
+            description=description if description is not None else doc.description,
             fn=f,
             arguments=arguments,
             approval=approval,
@@ -432,11 +471,22 @@ def approval_policy(
     )
 
 
-def _arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None]:
+def _arguments_model(
+    fn: Callable[..., Any], said: dict[str, str] | None = None
+) -> tuple[type[BaseModel], str | None]:
+    """The model of `fn`'s arguments; `said`: the docstring's description of each,
+    given to a field whose annotation and default give none."""
     hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     context_param = None
-    for param in inspect.signature(fn).parameters.values():
+    parameters = inspect.signature(fn).parameters
+    unknown = sorted(set(said or {}) - set(parameters))
+    if unknown:
+        raise TypeError(
+            f"tool {fn.__name__}: its docstring describes {', '.join(unknown)}, which "
+            f"{'is no parameter' if len(unknown) == 1 else 'are no parameters'}"
+        )
+    for param in parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {fn.__name__}: *args and **kwargs are not supported")
         if param.name not in hints:
@@ -445,13 +495,25 @@ def _arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | Non
             context_param = param.name
             continue
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (hints[param.name], default)
+        hint = hints[param.name]
+        if said and param.name in said:
+            hint = _described(hint, said[param.name])
+        fields[param.name] = (hint, default)
     model = create_model(
         f"{fn.__name__}_arguments",
         __config__=ConfigDict(extra="forbid"),
         **fields,
     )
     return model, context_param
+
+
+def _described(hint: Any, description: str) -> Any:
+    """`hint` with `description` placed before its own metadata, so a description the
+    annotation or the default gives (pydantic takes the last) keeps priority."""
+    if get_origin(hint) is Annotated:
+        inner, *metadata = get_args(hint)
+        return Annotated[(inner, Field(description=description), *metadata)]  # type: ignore[valid-type]
+    return Annotated[hint, Field(description=description)]
 
 
 def retry_spec(policy: RetryPolicy) -> RetrySpec:

@@ -340,6 +340,8 @@ def state(snapshot: RunState, *, reveal: bool = False) -> str:
                 # known here, so all its values are masked.
                 hidden[call.call_id] = tool.sensitive if tool is not None else [ALL_VALUES]
     lines = [head, *_imported(snapshot)]
+    if snapshot.context is not None:  # as its tools left it (workflows.context_updates)
+        lines.append(f"context: {_cut(json.dumps(snapshot.context, ensure_ascii=False), 500)}")
     lines += [f"  {line}" for item in snapshot.items for line in _item(item, hidden)]
     lines += [listing(done) for done in snapshot.tool_listings]
     lines += [interruption(done) for done in snapshot.interruptions]
@@ -417,6 +419,10 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
     if isinstance(item, ToolResult):
         mark = "interrupted" if item.interrupted else "error" if item.is_error else "result"
         images = f" [{_plural(len(item.attachments), 'image')} kept]" if item.attachments else ""
+        if item.context_changed:
+            images += " [context changed]"
+        if item.context_refused:
+            images += f" [context change refused: {_cut(item.context_refused)}]"
         return [f"tool {mark} [{safe(item.call_id)}]: {_cut(item.content)}{images}"]
     if isinstance(item, Decision):
         masked_names = hidden.get(item.call_id, [])
@@ -444,6 +450,8 @@ def _item(item: Item, hidden: dict[str, list[str]]) -> list[str]:
         ]
     if isinstance(item, Handoff):
         why = f": {_cut(item.reason)}" if item.reason else ""
+        if item.left_out is not None:  # an input filter in code chose what it is sent
+            why += f" [its input filter left out {_plural(len(item.left_out), 'item')}]"
         return [
             f"handed over [{item.call_id}] from {safe(item.from_agent)} to "
             f"{safe(item.to_agent)} (turn {item.turn}){why}"

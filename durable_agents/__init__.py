@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         output_guardrail,
     )
     from durable_agents.activities.handoff import handoff
+    from durable_agents.activities.instructions import InstructionsContext
     from durable_agents.activities.tool import Tool, ToolContext, tool
     from durable_agents.client.agent_client import AgentClient
     from durable_agents.client.errors import AgentClientError, RunFailed
@@ -58,6 +59,7 @@ _EXPORTS = {
     "GuardrailContext": "durable_agents.activities.guardrail",
     "GuardrailResult": "durable_agents.workflows.payloads",
     "handoff": "durable_agents.activities.handoff",
+    "InstructionsContext": "durable_agents.activities.instructions",
     "input_guardrail": "durable_agents.activities.guardrail",
     "output_guardrail": "durable_agents.activities.guardrail",
     "ModelSettings": "durable_agents.workflows.agent_spec",
@@ -90,6 +92,7 @@ __all__ = [
     "DecisionRefused",
     "GuardrailContext",
     "GuardrailResult",
+    "InstructionsContext",
     "MCPServer",
     "ModelPrice",
     "ModelSettings",

@@ -27,6 +27,7 @@ from durable_agents import openai_agents_guardrails as sdk_guardrails
 from durable_agents.activities.agent import Agent
 from durable_agents.activities.approval_rules import ApprovalContext
 from durable_agents.activities.handoff import handoff
+from durable_agents.activities.instructions import InstructionsContext, function_name
 from durable_agents.activities.output_type import output_type as as_output
 from durable_agents.activities.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext
 from durable_agents.openai_agents_guardrails import sdk_usage
@@ -34,7 +35,10 @@ from durable_agents.workflows.agent_spec import ApprovalPolicy, ModelSettings
 
 __all__ = ["SDKAgentRefused", "from_sdk_agent"]
 
-LATER_HOOKS = "handoff hooks and input filters in code arrive with issue 46"
+LATER_HOOKS = (
+    "an input filter in code (on the SDK's HandoffInputData) has no counterpart: "
+    "remove_all_tools maps to ours"
+)
 
 _MODEL_SETTINGS = {
     "temperature": "temperature",
@@ -81,7 +85,8 @@ def from_sdk_agent(
 
     `context_type` (a pydantic model or dataclass): what the SDK's functions receive as
     `ctx.context`, validated from the JSON context a run starts with (default: that JSON
-    value itself). A function tool's changes to it are not kept between calls.
+    value itself). A function tool's changes to it become the run's context (dumped back
+    to JSON), as the SDK's `update_seat` example expects (`ToolContext.context`).
     `guardrail_refusals`: SDK guardrails (by name) whose tripwire answers with this
     text and keeps the session going; any other guardrail's tripwire ends the run
     (`guardrail_tripped`). ValueError for a name no guardrail reached has."""
@@ -118,7 +123,7 @@ class _Converter:
         handoffs = [self._handoff(source, h) for h in source.handoffs]
         converted = Agent(
             name=source.name,
-            instructions=source.instructions or "",  # a callable was refused
+            instructions=self._instructions(source),
             model=source.model or get_default_model(),  # a Model object was refused
             tools=tools,
             handoffs=handoffs,
@@ -138,6 +143,24 @@ class _Converter:
             sdk_guardrails.convert(owner, g, kind, context=self._context, refusals=self._refusals)
             for g in found
         ]
+
+    def _instructions(self, source: sdk.Agent[Any]) -> Any:
+        """The SDK agent's instructions: its text, or its function `(run_context, agent)
+        -> str` (sync or async) as ours, asked on the worker before each model call with
+        the run's context as the SDK's `RunContextWrapper.context` (issue 46)."""
+        given = source.instructions
+        if not callable(given):
+            return given or ""
+        context = self._context
+
+        async def instructions(ctx: InstructionsContext) -> str:
+            value = context.validate_python(ctx.context) if context is not None else ctx.context
+            text = given(sdk.RunContextWrapper(context=value), source)
+            return await text if inspect.isawaitable(text) else text
+
+        instructions.__module__ = getattr(given, "__module__", None) or __name__
+        instructions.__qualname__ = getattr(given, "__qualname__", None) or "instructions"
+        return instructions
 
     def _tool(self, owner: sdk.Agent[Any], found: Any) -> Tool:
         if not isinstance(found, sdk.FunctionTool):
@@ -200,7 +223,13 @@ class _Converter:
                 tool_arguments=raw,
                 agent=owner,
             )
-            return await found.on_invoke_tool(tool_context, raw)
+            before = context.dump_python(value, mode="json") if context is not None else None
+            result = await found.on_invoke_tool(tool_context, raw)
+            if context is not None:  # a change the tool made to the typed context, kept
+                after = context.dump_python(tool_context.context, mode="json")
+                if after != before:
+                    ctx.set_context(after)
+            return result
 
         return invoke
 
@@ -222,11 +251,41 @@ class _Converter:
             reached: Any = target.name
         else:
             reached = self.agent(target)
-        return handoff(
+        converted = handoff(
             reached,
             tool_name=name or sdk.Handoff.default_tool_name(target),
             description=description or sdk.Handoff.default_tool_description(target),
             input_filter=filter_,
+        )
+        if isinstance(found, sdk.Agent) or _handoff_hook(found) is None:
+            return converted
+        return self._hooked(owner, found, converted)
+
+    def _hooked(self, owner: sdk.Agent[Any], found: sdk.Handoff[Any, Any], tool: Tool) -> Tool:
+        """The SDK handoff's `on_handoff` (and its `input_type`) as our hook: run on the
+        worker through the SDK's own `on_invoke_handoff` (it validates the input and calls
+        the hook) with the run's context, whose changes become the run's (issue 46)."""
+        context = self._context
+        hook = _handoff_hook(found)
+
+        async def invoke(raw: str, ctx: ToolContext) -> str:
+            value = context.validate_python(ctx.context) if context is not None else ctx.context
+            before = context.dump_python(value, mode="json") if context is not None else None
+            run_context = sdk.RunContextWrapper(context=value)
+            await found.on_invoke_handoff(run_context, raw)
+            if context is not None:
+                after = context.dump_python(run_context.context, mode="json")
+                if after != before:
+                    ctx.set_context(after)
+            return f"on_handoff of {found.tool_name} ran"
+
+        takes_input = bool(found.input_json_schema.get("properties"))
+        return dataclasses.replace(
+            tool,
+            on_handoff=function_name(hook),
+            invoke_json=invoke,
+            arguments=_JSONObject if takes_input else tool.arguments,
+            parameters_schema=found.input_json_schema if takes_input else None,
         )
 
 
@@ -243,10 +302,6 @@ def _not_called(**_: Any) -> None:
 
 def _refuse_agent_features(agent: sdk.Agent[Any]) -> None:
     name = agent.name
-    if agent.instructions is not None and not isinstance(agent.instructions, str):
-        raise SDKAgentRefused(
-            name, "instructions as a function", "instructions are a string for now"
-        )
     if agent.prompt is not None:
         raise SDKAgentRefused(name, "prompt", "stored prompts are not supported")
     if agent.model is not None and not isinstance(agent.model, str):
@@ -301,10 +356,14 @@ def _refuse_agent_tool_options(agent: str, feature: str, found: sdk.FunctionTool
         )
 
 
+def _handoff_hook(found: sdk.Handoff[Any, Any]) -> Any:
+    """The `on_handoff` function `sdk.handoff(...)` was given, or None."""
+    return _closure(getattr(found.on_invoke_handoff, "args", (None,))[0]).get("on_handoff")
+
+
 def _refuse_handoff_features(agent: str, feature: str, found: sdk.Handoff[Any, Any]) -> None:
-    hook = _closure(getattr(found.on_invoke_handoff, "args", (None,))[0]).get("on_handoff")
-    if hook is not None or found.input_json_schema.get("properties"):
-        raise SDKAgentRefused(agent, f"{feature}: on_handoff", LATER_HOOKS)
+    if found.input_json_schema.get("properties") and _handoff_hook(found) is None:
+        raise SDKAgentRefused(agent, f"{feature}: on_handoff", "an input_type needs on_handoff")
     mapped = (None, handoff_filters.remove_all_tools)  # ours: input_filter="remove_tools"
     if found.input_filter not in mapped:
         raise SDKAgentRefused(agent, f"{feature}: input_filter", LATER_HOOKS)

@@ -251,6 +251,7 @@ class AgentsPlugin(SimplePlugin):
                 output_types=self.registry.output_type,
                 default_api=model_api,
                 approval_rules=self.registry.approval_rule,
+                instructions=self.registry.instructions,
             )
             tools = ToolActivities(
                 self.registry,

@@ -284,6 +284,18 @@ class ToolSpec(_Model):
     """(A handoff) what the new agent's model is sent of the conversation before the
     handoff: None, all of it; `remove_tools`, without tool calls and results (the
     run keeps them)."""
+    on_handoff: str | None = Field(
+        None, min_length=1, max_length=500, exclude_if=lambda h: h is None
+    )
+    input_filter_function: str | None = Field(
+        None, min_length=1, max_length=500, exclude_if=lambda f: f is None
+    )
+    """(A handoff) the function that chooses, on the worker, what the new agent's model is
+    sent of the conversation before the handoff (`handoff(agent, input_filter=FUNCTION)`),
+    run with the hook; None: `input_filter`."""
+    """(A handoff) the function run on the worker before the handoff is taken (its name;
+    `handoff(agent, on_handoff=FUNCTION)`), in a `run_tool` activity; one that fails
+    leaves the run with its agent, and its model is told why. None: no hook."""
     task_queue: str | None = Field(
         None, min_length=1, max_length=200, exclude_if=lambda q: q is None
     )
@@ -455,6 +467,12 @@ class AgentSpec(_Model):
 
     name: str = Field(min_length=1)
     instructions: str
+    """The instructions; empty when a function gives them (`instructions_function`)."""
+    instructions_function: str | None = Field(
+        None, min_length=1, max_length=500, exclude_if=lambda f: f is None
+    )
+    """The function that gives the instructions, asked by `call_model` before each model
+    call (`Agent(instructions=FUNCTION)`), by its qualified name; None: `instructions`."""
     model: str = Field(min_length=1)
     tools: list[ToolSpec] = []
     max_turns: int = Field(10, ge=1)

@@ -125,6 +125,9 @@ def _filtered(state: RunState, items: list[Item]) -> list[Item]:
     at = next((n for n in range(len(state.items) - 1, -1, -1) if _filters(state.items[n])), None)
     if at is None:
         return items
+    found = state.items[at]
+    if isinstance(found, Handoff) and found.left_out is not None:
+        return _left_out(state, items, at, found.left_out)
     before = {id(i) for i in state.items[:at] if isinstance(i, AssistantMessage)}
     removed = {
         c.call_id for i in state.items[:at] if isinstance(i, AssistantMessage) for c in i.tool_calls
@@ -142,7 +145,35 @@ def _filtered(state: RunState, items: list[Item]) -> list[Item]:
 
 
 def _filters(item: Item) -> bool:
-    return isinstance(item, Handoff) and item.input_filter == "remove_tools"
+    return isinstance(item, Handoff) and (
+        item.input_filter == "remove_tools" or item.left_out is not None
+    )
+
+
+def _left_out(state: RunState, items: list[Item], at: int, out: list[int]) -> list[Item]:
+    """`items` without what an input filter in code left out of the conversation before
+    the handoff at `at` (`Handoff.left_out`), kept whole: a reply's calls whose results
+    went are left out of it, and a result whose call went goes too."""
+    gone = [state.items[n] for n in out if 0 <= n < at]
+    gone_ids = {id(i) for i in gone}
+    gone_results = {i.call_id for i in gone if isinstance(i, ToolResult)}
+    calls_gone = {c.call_id for i in gone if isinstance(i, AssistantMessage) for c in i.tool_calls}
+    before = {id(i) for i in state.items[:at]}
+    shown: list[Item] = []
+    for item in items:
+        if isinstance(item, ToolResult):
+            if item.call_id in gone_results or item.call_id in calls_gone:
+                continue
+        elif id(item) in gone_ids:
+            continue
+        elif isinstance(item, AssistantMessage) and id(item) in before:
+            calls = [c for c in item.tool_calls if c.call_id not in gone_results]
+            if len(calls) != len(item.tool_calls):
+                if not calls and not item.content:
+                    continue
+                item = item.model_copy(update={"tool_calls": calls})
+        shown.append(item)
+    return shown
 
 
 def _sendable(state: RunState, items: list[Item]) -> list[Item]:

@@ -122,6 +122,11 @@ ERROR_BUDGET_EXCEEDED = "BudgetExceeded"
 ERROR_OUTPUT_INVALID = "OutputInvalid"
 """The final reply never matched the agent's output type (status `output_invalid`)."""
 ERROR_OUTPUT_TYPE_UNKNOWN = "OutputTypeUnknown"
+ERROR_INPUT_FILTER = "InputFilterInvalid"
+"""A handoff's input filter in code gave back something it was not given."""
+ERROR_INSTRUCTIONS_FAILED = "InstructionsFailed"
+"""An agent's instructions function raised, gave no text, or gave too much (the run
+fails with the reason: a model is never called with instructions left out)."""
 """A model call asked to check an output type this worker's agents do not define
 (retryable: a worker of the run's build can take it)."""
 

@@ -27,7 +27,14 @@ from datetime import datetime
 
 from durable_agents.workflows import mcp_tools, settings
 from durable_agents.workflows.agent_spec import AgentSpec
-from durable_agents.workflows.run_items import AssistantMessage, Handoff, ToolCall, ToolResult
+from durable_agents.workflows.run_items import (
+    AssistantMessage,
+    Handoff,
+    Item,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from durable_agents.workflows.state import RunState
 
 REASON_CHARS = 2_000
@@ -73,11 +80,37 @@ def not_taken(call: ToolCall, chosen: ToolCall, to_agent: str) -> str:
     )
 
 
-def take(state: RunState, call: ToolCall, spec: AgentSpec, *, now: datetime) -> None:
+def filtered_from(state: RunState, call: ToolCall) -> list[Item]:
+    """What `call`'s handoff gives its input filter in code: the conversation so far
+    (none for any other call)."""
+    tool = state.agent.tool(call.tool)
+    if tool is None or tool.input_filter_function is None:
+        return []
+    return [state.items[n] for n in conversation(state)]
+
+
+def conversation(state: RunState) -> list[int]:
+    """The positions in the run's items of its user messages, replies and tool results:
+    what an input filter in code chooses from (`ToolRequest.conversation`)."""
+    kinds = UserMessage | AssistantMessage | ToolResult
+    return [n for n, item in enumerate(state.items) if isinstance(item, kinds)]
+
+
+def take(
+    state: RunState,
+    call: ToolCall,
+    spec: AgentSpec,
+    *,
+    now: datetime,
+    left_out: list[int] | None = None,
+) -> None:
     """Switch the run to `spec` (the agent `call` hands over to, as a worker serves it
     now), recording the handoff, after answering the reply's calls that have not run.
     The new agent's own model settings apply (the start input's overrides were for the
-    first agent); MCP tools come listed with `spec`."""
+    first agent); MCP tools come listed with `spec`. `left_out`: what an input filter in
+    code left out, as positions in the conversation it was sent (which only grew since)."""
+    given = conversation(state)
+    out = None if left_out is None else [given[k] for k in left_out if 0 <= k < len(given)]
     answered = {i.call_id for i in state.items if isinstance(i, ToolResult)}
     reply = next(i for i in reversed(state.items) if isinstance(i, AssistantMessage))
     for other in reply.tool_calls:
@@ -105,6 +138,7 @@ def take(state: RunState, call: ToolCall, spec: AgentSpec, *, now: datetime) -> 
             turn=state.turn,
             reason=reason(call),
             input_filter=tool.input_filter if tool is not None else None,
+            left_out=sorted(set(out)) if out is not None else None,
             at=now,
         )
     )

@@ -15,11 +15,13 @@ from durable_agents.workflows import (
     at_most_once,
     budget,
     context,
+    context_updates,
     decisions,
     definitions,
     guardrails,
     handoffs,
     input_items,
+    instructions,
     interrupts,
     mcp_tools,
     output,
@@ -274,7 +276,8 @@ def model_request(state: RunState) -> ModelRequest:
     spec = state.agent
     return ModelRequest(
         model=spec.model,
-        instructions=spec.instructions,
+        instructions=instructions.last_known(state),
+        instructions_from=instructions.scope(state),
         items=context.view(state),
         tools=[
             ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
@@ -317,6 +320,7 @@ def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
         context=state.context,
         approval_keys=decisions.signed_approval_keys(state, call.call_id),
         usage=state.usage,
+        conversation=handoffs.filtered_from(state, call),
     )
 
 
@@ -366,6 +370,7 @@ def record_model_reply(
     if state.agent.price is not None:  # priced here, from the recorded tokens
         reply = reply.model_copy(update={"usage": priced(reply.usage, state.agent.price)})
     state.usage = state.usage.plus(reply.usage)
+    instructions.record(state, reply)
     calls = [proposed_call(state.agent, c) for c in unique_call_ids(state, reply)]
     short_ids.assign(state, calls)
     state.items.append(
@@ -401,23 +406,23 @@ def record_model_reply(
 
 
 def record_tool_outcomes(state: RunState, outcomes: list[ToolOutcome], *, now: datetime) -> None:
-    """Append the results of executed tool calls, in the order given; then switch to
-    the agent of a handoff taken (`workflows.handoffs`)."""
+    """Append the results of executed tool calls, in the order given, taking each one's
+    change to the context (`workflows.context_updates`); then switch to the agent of a
+    handoff taken (`workflows.handoffs`)."""
     for outcome in outcomes:
-        state.items.append(
-            ToolResult(
-                call_id=outcome.call_id,
-                content=outcome.content,
-                is_error=outcome.is_error,
-                attachments=outcome.attachments,
-                interrupted=outcome.interrupted,
-            )
+        result = ToolResult(
+            call_id=outcome.call_id,
+            content=outcome.content,
+            is_error=outcome.is_error,
+            attachments=outcome.attachments,
+            interrupted=outcome.interrupted,
         )
+        state.items.append(context_updates.apply(state, result, outcome.context_update))
     reply = last_reply(state)
     for outcome in outcomes:
         if outcome.handoff_to is not None and reply is not None:
             call = next(c for c in reply.tool_calls if c.call_id == outcome.call_id)
-            handoffs.take(state, call, outcome.handoff_to, now=now)
+            handoffs.take(state, call, outcome.handoff_to, now=now, left_out=outcome.left_out)
     state.updated_at = now
 
 

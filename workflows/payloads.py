@@ -393,6 +393,15 @@ class DescribeAgentInput(_Payload):
     agent: str
 
 
+class InstructionsScope(_Payload):
+    """What `call_model` gives an agent's instructions function (`Agent(instructions=FUNCTION)`)."""
+
+    agent: str = Field(min_length=1, max_length=200)
+    run_id: str = Field(max_length=1_000)
+    context: JsonValue = None
+    """The run's JSON context, as its tools get it."""
+
+
 class ModelRequest(_Payload):
     """Input of `call_model`: everything the model needs for one turn."""
 
@@ -413,6 +422,9 @@ class ModelRequest(_Payload):
     approval_rules: RuleScope | None = Field(None, exclude_if=lambda r: r is None)
     """Ask the code rules of these tools about the reply's calls of them (on the worker,
     with the reply: the verdicts come back on its calls); None: no tool has one."""
+    instructions_from: InstructionsScope | None = Field(None, exclude_if=lambda s: s is None)
+    """Ask the agent's instructions function for the instructions (on the worker, in
+    `call_model`: the text comes back on the reply); None: `instructions` as they are."""
     stream_key: str | None = Field(None, exclude_if=lambda key: key is None)
     """Stream the reply: publish its text and tool arguments as they come, each delta
     naming the call by this key (a correlation id, not a secret: batches are tagged
@@ -482,6 +494,10 @@ class ModelReply(_Payload):
     """For a final reply (no tool calls) of an agent with an output type: the check."""
     reasoning: list[ReasoningItem] = []
     """The reasoning items of the reply (Responses API), to pass back on later calls."""
+    instructions: str | None = Field(None, exclude_if=lambda i: i is None)
+    """The instructions the agent's function gave for this call
+    (`ModelRequest.instructions_from`), recorded with the reply; None: none asked, or
+    the same text as the request's (what the run knew from the call before)."""
 
 
 class ToolRequest(_Payload):
@@ -497,6 +513,9 @@ class ToolRequest(_Payload):
     idempotency_key: str
     """Workflow id + tool call id: stable across retries and continue-as-new."""
     context: JsonValue = None
+    conversation: list[Item] = Field([], exclude_if=lambda items: not items)
+    """(A handoff with an input filter in code) the run's user messages, replies and tool
+    results so far, in order, for the filter to choose from."""
     approval_keys: list[str] = Field(
         default_factory=list, max_length=16, exclude_if=lambda keys: not keys
     )
@@ -565,6 +584,21 @@ class GuardrailVerdict(_Payload):
     """What its model calls used (the agents it ran), priced by the worker if it can."""
 
 
+class ContextUpdate(_Payload):
+    """A tool's change to the run's context (`ToolContext.context`, `set_context`), made
+    on the worker: the new context, or why it was not taken (`workflows.context_updates`)."""
+
+    value: JsonValue = None
+    """The whole new context (it replaces the run's), when the context the tool saw or
+    the one it left is no JSON object; else None, and the change is in `keys`."""
+    keys: dict[str, JsonValue] | None = Field(None, exclude_if=lambda k: k is None)
+    """The top-level keys of the context object the tool set (added or changed)."""
+    removed: list[str] = Field([], exclude_if=lambda r: not r)
+    """The top-level keys of the context object the tool removed."""
+    refused: str | None = Field(None, min_length=1, max_length=2_000)
+    """Why the change is not taken (too large, not JSON); nothing else is then set."""
+
+
 class ToolOutcome(_Payload):
     """Result of `run_tool`: the tool's output, or why it has none."""
 
@@ -584,6 +618,12 @@ class ToolOutcome(_Payload):
     """No outcome: the call's approval was taken back and it waits for a decision again
     (`workflows.revoked_approvals`); `content` says why. Made by the workflow, never by
     `run_tool`."""
+    left_out: list[int] | None = Field(None, exclude_if=lambda out: out is None)
+    """(A handoff with an input filter in code) the positions in the request's
+    `conversation` of the items the filter left out for the new agent."""
+    context_update: ContextUpdate | None = Field(None, exclude_if=lambda u: u is None)
+    """The tool changed the run's context (a tool with a `ToolContext` parameter); None:
+    it did not. Applied by the workflow in the order of the reply's calls."""
 
 
 ModelRequest.model_rebuild()

@@ -247,6 +247,11 @@ class ToolResult(_Model):
     )
     """Images the tool returned (`content` says what each is); written only when there
     are some."""
+    context_changed: StrictBool = Field(False, exclude_if=lambda changed: not changed)
+    """The call changed the run's context (`RunState.context` holds the result)."""
+    context_refused: str | None = Field(None, max_length=2_000, exclude_if=lambda r: r is None)
+    """Why the call's change to the run's context was not taken (too large, not JSON);
+    the context stayed as it was, the result is recorded all the same."""
 
 
 class Decision(_Model):
@@ -378,6 +383,10 @@ class Handoff(_Model):
     input_filter: Literal["remove_tools"] | None = Field(None, exclude_if=lambda f: f is None)
     """What the new agent's model is sent of the conversation before this handoff
     (`ToolSpec.input_filter`)."""
+    left_out: list[int] | None = Field(None, exclude_if=lambda out: out is None)
+    """(An input filter in code) the positions in the run's items of the messages,
+    replies and tool results its new agent's model is not sent (`workflows.context`);
+    what the filter did not see (the handoff's own results) is sent. None: no filter."""
     at: AwareDatetime
 
 

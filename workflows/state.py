@@ -382,6 +382,9 @@ class RunState(_Model):
     cost_budget: float | None = Field(None, gt=0, allow_inf_nan=False)
     """The run's cost budget (in `agent.price.currency`): the agent's, or lower if the
     start input asked."""
+    dynamic_instructions: str | None = Field(None, exclude_if=lambda i: i is None)
+    """The instructions the agent's function gave for the latest model call
+    (`Agent(instructions=FUNCTION)`, `workflows.instructions`); None: none asked yet."""
     paused: Pause | None = None
     """Set while an operator has the run paused (a resumed snapshot stays paused unless
     the resume says otherwise)."""

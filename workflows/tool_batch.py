@@ -221,5 +221,19 @@ class ToolBatch:
         if refused is not None:
             text = f"The handoff to {to_agent} is refused: {refused}."
             return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
+        hooked = None  # `handoff(..., on_handoff=FUNCTION)`: run first, on the worker
+        hook = state.agent.require_tool(call.tool)
+        if hook.on_handoff is not None or hook.input_filter_function is not None:
+            hooked = await activity_calls.run_tool(state, call)
+            if hooked.is_error:
+                what = "on_handoff hook" if hook.input_filter_function is None else "hooks"
+                text = f"The handoff to {to_agent} failed: its {what}: {hooked.content}"
+                return ToolOutcome(call_id=call.call_id, content=text, is_error=True)
         self._emit(state, step_events.handoff(state, call, to_agent))
-        return ToolOutcome(call_id=call.call_id, content=handoffs.result(to_agent), handoff_to=spec)
+        return ToolOutcome(
+            call_id=call.call_id,
+            content=handoffs.result(to_agent),
+            handoff_to=spec,
+            context_update=hooked.context_update if hooked is not None else None,
+            left_out=hooked.left_out if hooked is not None else None,
+        )

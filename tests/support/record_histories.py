@@ -56,6 +56,7 @@ from tests.support.histories import (
 )
 from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, HANDOFF_AGENTS, by_model
+from tests.support.native_agents import NATIVE_AGENTS
 from tests.support.once_agents import once_carried
 from tests.support.placed_agents import placed
 from tests.support.priced_agents import PRICES
@@ -125,6 +126,59 @@ SCENARIOS = {
             Reply(tool_calls=(Call("add_once", {"a": 1, "b": 2}, "a1"),)),
             Reply(tool_calls=(Call("stall_once", {}, "s1"),)),
             Reply("done"),
+        ],
+        [],
+    ),
+    # issue 46: instructions a function gives, asked before each model call (greeter's,
+    # then, after a handoff, parting's async one): the text recorded with each reply.
+    "dynamic_instructions": (
+        "greeter",
+        False,
+        [
+            Reply(tool_calls=(Call("find_passenger", {"reference": "QX7Z"}, "f1"),)),
+            Reply(tool_calls=(Call("transfer_to_parting", {}, "h1"),)),
+            Reply("goodbye"),
+        ],
+        [],
+    ),
+    # issue 46: tools that change the run's context (one in place, one replacing it, one
+    # refused as too large), read back by the instructions function of the next call.
+    "context_updates": (
+        "cabin",
+        False,
+        [
+            Reply(tool_calls=(Call("change_seat", {"new_seat": "12A"}, "c1"),)),
+            Reply(
+                tool_calls=(
+                    Call("add_note", {"note": "vegetarian", "copies": 1}, "n1"),
+                    Call("add_note", {"note": "x" * 100, "copies": 400}, "n2"),
+                )
+            ),
+            Reply("seated"),
+        ],
+        [],
+    ),
+    # issue 46: handoff hooks: one that raises (the handoff not taken), one that sets the
+    # context before the run goes on with the cabin.
+    "handoff_hooks": (
+        "boarding",
+        False,
+        [
+            Reply(tool_calls=(Call("transfer_to_upgrades", {"reason": "free"}, "h1"),)),
+            Reply(tool_calls=(Call("transfer_to_cabin", {}, "h2"),)),
+            Reply("aboard"),
+        ],
+        [],
+    ),
+    # issue 46: an input filter in code: the lounge hands over to quiet, who is sent
+    # only the user's messages (the run records what the filter left out).
+    "input_filter": (
+        "lounge",
+        False,
+        [
+            Reply(tool_calls=(Call("find_passenger", {"reference": "QX7Z"}, "f1"),)),
+            Reply(tool_calls=(Call("transfer_to_quiet", {}, "h1"),)),
+            Reply("brief"),
         ],
         [],
     ),
@@ -376,7 +430,8 @@ async def _serving(
         registry.add(placed)  # a tool on a task queue of its own
         registry.add(ruled)  # a code rule and an evaluator
         registry.add(once_carried)  # tools that run at most once
-        for agent in [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]:
+        agents = [*HANDOFF_AGENTS, *AGENT_TOOL_AGENTS, *STEER_AGENTS, *ANSWER_AGENTS]
+        for agent in [*agents, *NATIVE_AGENTS]:
             registry.add(agent)
         registry.add(dataclasses.replace(assistant, name="streamer", stream=True))
         registry.add(polite_desk)  # an OpenAI Agents SDK agent with a guardrail agent
@@ -700,6 +755,10 @@ KEPT = (
     "answers",  # an external tool's call answered by short id
     "approval_rules",  # a code rule's verdicts, an evaluator's decision
     "sdk_guardrail_refused",  # an SDK agent's guardrail agent refuses; items as a message
+    "dynamic_instructions",  # instructions from a function, recorded with each reply
+    "context_updates",  # tools' changes to the context: taken, and one refused
+    "handoff_hooks",  # on_handoff run as an activity: one failing, one changing the context
+    "input_filter",  # a handoff's filter in code, its choice recorded on the handoff
 )
 """The scenarios recorded (of `SCENARIOS`); and below, the tree of runs with an
 approval below (`tree_approvals`), an agent in the background whose caller continues
