@@ -18,8 +18,8 @@ from durable_agents.activities.approval_rules import ApprovalContext, call_judge
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.workflows.check_payloads import EvaluationRequest, EvaluationResult
 from durable_agents.workflows.contract import ACTIVITY_EVALUATE_CALL
-from durable_agents.workflows.payloads import EvaluationRequest, EvaluationResult
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio import activity
 

@@ -27,7 +27,7 @@ from durable_agents.activities.guardrail_models import GuardrailModels
 from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import retry_spec
 from durable_agents.workflows.agent_spec import GuardrailSpec
-from durable_agents.workflows.payloads import GuardrailResult
+from durable_agents.workflows.check_payloads import GuardrailResult
 from pydantic import JsonValue
 from temporalio.common import RetryPolicy
 

@@ -21,6 +21,7 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
 from durable_agents.workflows.agent_spec import AgentSpec, ModelPrice, WebhookSubscription
 from durable_agents.workflows.approval_policy import arguments_problem
+from durable_agents.workflows.check_payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
     ACTIVITY_RUN_GUARDRAIL,
@@ -31,14 +32,7 @@ from durable_agents.workflows.contract import (
     ERROR_UNKNOWN_AGENT,
     ERROR_UNKNOWN_GUARDRAIL,
 )
-from durable_agents.workflows.payloads import (
-    DescribeAgentInput,
-    GuardrailRequest,
-    GuardrailVerdict,
-    ToolOutcome,
-    ToolRequest,
-    problems,
-)
+from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError

@@ -29,11 +29,11 @@ from durable_agents.workflows import (
     resume_trust,
 )
 from durable_agents.workflows.agent_spec import AgentSpec, GuardrailSpec
+from durable_agents.workflows.check_payloads import GuardrailVerdict
 from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import (
     DecideInput,
     DescribeAgentInput,
-    GuardrailVerdict,
     ModelReply,
     ModelRequest,
     PendingApproval,

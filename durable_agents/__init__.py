@@ -39,8 +39,9 @@ if TYPE_CHECKING:
         ModelSettings,
         WebhookSubscription,
     )
+    from durable_agents.workflows.check_payloads import GuardrailResult
     from durable_agents.workflows.errors import AgentError, DecisionRefused
-    from durable_agents.workflows.payloads import AgentInput, AgentResult, GuardrailResult
+    from durable_agents.workflows.payloads import AgentInput, AgentResult
     from durable_agents.workflows.state import RunState, RunStatus
 
 _EXPORTS = {
@@ -57,7 +58,7 @@ _EXPORTS = {
     "ContextPolicy": "durable_agents.workflows.agent_spec",
     "DecisionRefused": "durable_agents.workflows.errors",
     "GuardrailContext": "durable_agents.activities.guardrail",
-    "GuardrailResult": "durable_agents.workflows.payloads",
+    "GuardrailResult": "durable_agents.workflows.check_payloads",
     "handoff": "durable_agents.activities.handoff",
     "InstructionsContext": "durable_agents.activities.instructions",
     "input_guardrail": "durable_agents.activities.guardrail",

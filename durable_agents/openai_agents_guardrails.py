@@ -31,7 +31,7 @@ from agents.usage import deserialize_usage
 from pydantic import BaseModel, TypeAdapter
 
 from durable_agents.activities.guardrail import Guardrail, GuardrailContext, check_trip
-from durable_agents.workflows.payloads import GuardrailResult
+from durable_agents.workflows.check_payloads import GuardrailResult
 from durable_agents.workflows.run_items import Usage
 
 _CHECK: contextvars.ContextVar[GuardrailContext | None] = contextvars.ContextVar(

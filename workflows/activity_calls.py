@@ -37,9 +37,9 @@ with workflow.unsafe.imports_passed_through():
         RetrySpec,
         ToolSpec,
     )
+    from durable_agents.workflows.check_payloads import GuardrailVerdict
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
-        GuardrailVerdict,
         ModelReply,
         ModelRequest,
         ToolOutcome,

@@ -49,12 +49,12 @@ with workflow.unsafe.imports_passed_through():
         visibility,
     )
     from durable_agents.workflows.agent_spec import AgentSpec
+    from durable_agents.workflows.check_payloads import GuardrailVerdict
     from durable_agents.workflows.interrupt_models import Interruption
     from durable_agents.workflows.payloads import (
         AgentInput,
         AgentResult,
         DecideInput,
-        GuardrailVerdict,
         InterruptInput,
         InterruptResult,
         MessageSignal,

@@ -74,3 +74,15 @@ def same(a: JsonValue, b: JsonValue) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return a == b
+
+
+def overlay_context(base: JsonValue, overlay: JsonValue) -> JsonValue:
+    """A resumed run's tool context: `overlay` laid over the snapshot's `base`. Two
+    objects merge key by key (the overlay's value wins, nested objects merged the same
+    way); anything else is replaced by the overlay."""
+    if isinstance(base, dict) and isinstance(overlay, dict):
+        merged = dict(base)
+        for key, value in overlay.items():
+            merged[key] = overlay_context(base.get(key), value) if key in base else value
+        return merged
+    return overlay

@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Protocol
 
 from durable_agents.workflows import budget, context, guardrails, interrupts, loop
+from durable_agents.workflows.check_payloads import GuardrailVerdict
 from durable_agents.workflows.interrupt_models import Interruption
-from durable_agents.workflows.payloads import GuardrailVerdict, ModelReply, ToolOutcome
+from durable_agents.workflows.payloads import ModelReply, ToolOutcome
 from durable_agents.workflows.run_items import ToolCall
 from durable_agents.workflows.state import RunState
 

@@ -19,11 +19,8 @@ from durable_agents.workflows import budget, decisions, signed_decisions
 from durable_agents.workflows.agent_spec import ApprovalPolicy, EvaluatorRef, ModelSettings
 from durable_agents.workflows.approval_policy import limits_problem
 from durable_agents.workflows.audit import Evaluation
-from durable_agents.workflows.payloads import (
-    EvaluationRequest,
-    EvaluationResult,
-    ModelRequest,
-)
+from durable_agents.workflows.check_payloads import EvaluationRequest, EvaluationResult
+from durable_agents.workflows.payloads import ModelRequest
 from durable_agents.workflows.run_items import Decision, ToolCall, Usage, UserMessage
 from durable_agents.workflows.state import RunState
 

@@ -19,12 +19,8 @@ from temporalio.exceptions import ActivityError, CancelledError, TimeoutError
 with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import contract, evaluations, inbox
     from durable_agents.workflows.activity_calls import root_message
-    from durable_agents.workflows.payloads import (
-        Evaluating,
-        EvaluationRequest,
-        EvaluationResult,
-        PendingApproval,
-    )
+    from durable_agents.workflows.check_payloads import EvaluationRequest, EvaluationResult
+    from durable_agents.workflows.payloads import Evaluating, PendingApproval
     from durable_agents.workflows.run_items import ToolCall
     from durable_agents.workflows.state import RunState
 

@@ -24,8 +24,8 @@ from typing import Literal
 
 from durable_agents.workflows import handoffs
 from durable_agents.workflows.agent_spec import DEFAULT_REFUSAL, GuardrailSpec
+from durable_agents.workflows.check_payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.contract import ERROR_GUARDRAIL_TRIPPED
-from durable_agents.workflows.payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.run_items import AssistantMessage, GuardrailCheck, UserMessage
 from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 from pydantic import JsonValue

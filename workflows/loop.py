@@ -72,7 +72,6 @@ from durable_agents.workflows.steps import Step as Step
 from durable_agents.workflows.steps import Summarize as Summarize
 from durable_agents.workflows.steps import may_continue_as_new as may_continue_as_new
 from durable_agents.workflows.steps import status_for as status_for
-from pydantic import JsonValue
 
 # --- starting ----------------------------------------------------------------
 
@@ -500,18 +499,6 @@ def finish(state: RunState, status: RunStatus, *, now: datetime) -> None:
         state.error = budget.exceeded(state, model_request(state))
     state.status = status
     state.updated_at = now
-
-
-def overlay_context(base: JsonValue, overlay: JsonValue) -> JsonValue:
-    """A resumed run's tool context: `overlay` laid over the snapshot's `base`. Two
-    objects merge key by key (the overlay's value wins, nested objects merged the same
-    way); anything else is replaced by the overlay."""
-    if isinstance(base, dict) and isinstance(overlay, dict):
-        merged = dict(base)
-        for key, value in overlay.items():
-            merged[key] = overlay_context(base.get(key), value) if key in base else value
-        return merged
-    return overlay
 
 
 def model_failed(state: RunState, error: ErrorInfo, *, now: datetime) -> bool:

@@ -14,7 +14,6 @@ from typing import Any, Literal
 from durable_agents.workflows.agent_spec import (
     AgentSpec,
     ApprovalCondition,
-    EvaluatorRef,
     ModelAPIName,
     ModelSettings,
 )
@@ -70,7 +69,7 @@ class AgentInput(_Payload):
 
     context: JsonValue = None
     """JSON handed to every tool call (never to the model). With `resume_from`: laid
-    over the snapshot's (`loop.overlay_context`)."""
+    over the snapshot's (`context_updates.overlay_context`)."""
     max_turns: int | None = Field(None, ge=1)
     """Overrides the agent's own limit of model calls."""
     session: bool = False
@@ -525,63 +524,6 @@ class ToolRequest(_Payload):
     usage: Usage | None = Field(None, exclude_if=lambda u: u is None)
     """The run's usage when the call was made (the OpenAI Agents SDK's `ToolContext`
     carries it to a converted SDK tool)."""
-
-
-class EvaluationRequest(_Payload):
-    """Input of `evaluate_call`: one waiting call, for its policy's evaluator."""
-
-    run_id: str
-    agent: str
-    tool: str
-    call_id: str
-    arguments: str
-    """The call's arguments (JSON text), as the person deciding sees them."""
-    context: JsonValue = None
-    evaluator: EvaluatorRef
-    """Which evaluator: the worker checks it is the one its tool names now."""
-    model_request: ModelRequest | None = None
-    """(An agent) the model call to make, built by the run (so it is held to the run's
-    budgets before it starts)."""
-
-
-class EvaluationResult(_Payload):
-    """Result of `evaluate_call`: what the evaluator said."""
-
-    verdict: Literal["approve", "reject", "escalate"]
-    reason: str | None = Field(None, max_length=2_000)
-    usage: Usage | None = None
-    """(An agent) what its model call used."""
-
-
-class GuardrailResult(_Payload):
-    """What a guardrail function returns."""
-
-    tripped: bool
-    """True: stop the run (`guardrail_tripped`)."""
-    reason: str | None = None
-    """Why, for the people who read the run (kept in RunState, at most 2,000 characters)."""
-
-
-class GuardrailRequest(_Payload):
-    """Input of `run_guardrail`."""
-
-    run_id: str
-    agent: str
-    name: str
-    kind: Literal["input", "output"]
-    value: JsonValue
-    """What it checks: the user's message, or the final output (JSON for a typed one)."""
-    context: JsonValue = None
-
-
-class GuardrailVerdict(_Payload):
-    """Result of `run_guardrail`."""
-
-    name: str
-    tripped: bool
-    reason: str | None = None
-    usage: Usage | None = None
-    """What its model calls used (the agents it ran), priced by the worker if it can."""
 
 
 class ContextUpdate(_Payload):

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows import (
         activity_calls,
         at_most_once,
+        context_updates,
         contract,
         definitions,
         loop,
@@ -171,7 +172,7 @@ class RunStart:
                 state.paused = None
             overlay = agent_input.context
             if overlay is not None:
-                state.context = loop.overlay_context(state.context, overlay)
+                state.context = context_updates.overlay_context(state.context, overlay)
                 # Decisions were given under the snapshot's context: ask them again.
                 verified = None
             try:

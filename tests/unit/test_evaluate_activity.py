@@ -10,7 +10,7 @@ import json
 import pytest
 from durable_agents.activities.evaluate import Verdict, _ask_function, parse_verdict
 from durable_agents.workflows.agent_spec import EvaluatorRef
-from durable_agents.workflows.payloads import EvaluationRequest
+from durable_agents.workflows.check_payloads import EvaluationRequest
 
 REQUEST = EvaluationRequest(
     run_id="r",

@@ -16,13 +16,8 @@ from durable_agents.workflows.agent_spec import (
     ModelPrice,
     ToolSpec,
 )
-from durable_agents.workflows.payloads import (
-    AgentInput,
-    DecideInput,
-    EvaluationResult,
-    ModelReply,
-    ModelToolCall,
-)
+from durable_agents.workflows.check_payloads import EvaluationResult
+from durable_agents.workflows.payloads import AgentInput, DecideInput, ModelReply, ModelToolCall
 from durable_agents.workflows.run_items import Usage
 from durable_agents.workflows.state import RunState
 

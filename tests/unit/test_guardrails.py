@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from durable_agents.workflows import guardrails, loop, resume_trust
 from durable_agents.workflows.agent_spec import GuardrailSpec
-from durable_agents.workflows.payloads import AgentInput, GuardrailVerdict, ModelReply, OutputCheck
+from durable_agents.workflows.check_payloads import GuardrailVerdict
+from durable_agents.workflows.payloads import AgentInput, ModelReply, OutputCheck
 from durable_agents.workflows.run_items import GuardrailCheck, UserMessage
 from durable_agents.workflows.state import RunStatus
 

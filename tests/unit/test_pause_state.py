@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from durable_agents.workflows import loop, snapshot
+from durable_agents.workflows import context_updates, loop, snapshot
 from durable_agents.workflows.agent_spec import AgentSpec, ToolSpec
 from durable_agents.workflows.audit import PAUSES_KEPT
 from durable_agents.workflows.payloads import AgentInput, ModelReply, ModelToolCall
@@ -83,12 +83,12 @@ def test_a_fork_does_not_inherit_the_sources_pause():
 def test_a_context_overlay_merges_objects_key_by_key_and_replaces_the_rest():
     base = {"tenant": "acme", "limits": {"max": 5, "currency": "EUR"}, "tags": ["a"]}
     overlay = {"limits": {"max": 10}, "tags": ["b"], "user": "u2"}
-    assert loop.overlay_context(base, overlay) == {
+    assert context_updates.overlay_context(base, overlay) == {
         "tenant": "acme",
         "limits": {"max": 10, "currency": "EUR"},
         "tags": ["b"],
         "user": "u2",
     }
-    assert loop.overlay_context({"a": 1}, [1, 2]) == [1, 2]
-    assert loop.overlay_context(None, {"a": 1}) == {"a": 1}
-    assert loop.overlay_context({"a": {"b": 1}}, {"a": None}) == {"a": None}
+    assert context_updates.overlay_context({"a": 1}, [1, 2]) == [1, 2]
+    assert context_updates.overlay_context(None, {"a": 1}) == {"a": 1}
+    assert context_updates.overlay_context({"a": {"b": 1}}, {"a": None}) == {"a": None}

@@ -10,8 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 from durable_agents.workflows import guardrails, handoffs, loop, snapshot, state
+from durable_agents.workflows.check_payloads import GuardrailVerdict
 from durable_agents.workflows.migrations import MIGRATIONS
-from durable_agents.workflows.payloads import GuardrailVerdict
 from durable_agents.workflows.run_items import AssistantMessage, Decision
 from durable_agents.workflows.snapshot import (
     SnapshotError,
