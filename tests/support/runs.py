@@ -32,7 +32,7 @@ async def state_of(handle: WorkflowHandle) -> RunState:
 
 
 async def wait_for_status(
-    handle: WorkflowHandle, status: RunStatus, timeout: float = 15
+    handle: WorkflowHandle, status: RunStatus, timeout: float = 30
 ) -> StatusView:
     deadline = time.monotonic() + timeout
     while True:
