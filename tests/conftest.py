@@ -141,3 +141,4 @@ async def worker(
     """A worker on the session's dev server (see `serving`)."""
     async with serving(env.client, model_server) as running:
         yield running
+        model_server.stop()  # a reply still delayed ends now, not in the worker's drain

@@ -15,3 +15,4 @@ async def team(env, model_server):
     NOTICES.clear()
     async with serving(env.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
         yield running
+        model_server.stop()  # a reply still delayed ends now, not in the worker's drain

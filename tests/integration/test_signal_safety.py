@@ -5,8 +5,6 @@ dynamic signal handler: the run's every later workflow task failed."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from durable_agents.workflows import contract, limits
 from durable_agents.workflows.audit import REFUSALS_KEPT
@@ -22,6 +20,8 @@ from temporalio.exceptions import CancelledError
 from durable_agents.testing import Call, Reply
 from tests.support import agents
 from tests.support.runs import (
+    held,
+    requested,
     start,
     state_of,
     temporal_cli,
@@ -274,11 +274,12 @@ async def test_a_malformed_decision_with_huge_fields_is_kept_clipped(worker, mod
 
 
 async def test_a_run_cancelled_during_its_model_call_ends_cancelled(worker, model_server):
-    model_server.script(Reply(content="late", delay_seconds=3))
+    release = held(model_server, Reply(content="late"))
     handle = await start(worker)
-    await asyncio.sleep(0.5)  # the model call is in flight
+    await requested(model_server)  # the model call is in flight, answering only when told
     await handle.cancel()
     with pytest.raises(WorkflowFailureError) as ended:
         await handle.result()
+    release.set()  # (the worker's teardown waits for the call it runs)
     assert isinstance(ended.value.cause, CancelledError)
     assert (await state_of(handle)).status is RunStatus.CANCELLED
