@@ -126,12 +126,16 @@ def _caught_output(out: io.StringIO, err: io.StringIO) -> Iterator[None]:
                     sys.stderr = sys.stderr.before  # type: ignore[assignment]
 
 
-async def in_process(*args: str, connection: tuple[str, ...] = ()) -> Outcome:
-    """agentctl's `cli.main` in a thread of this process, its output caught; the
-    event loop (and the test's worker on it) runs on meanwhile."""
+async def in_process(
+    *args: str, connection: tuple[str, ...] = (), out: io.StringIO | None = None
+) -> Outcome:
+    """agentctl's `cli.main` in a thread of this process, its output caught (in `out`
+    when given: a test can watch what is printed while the command runs); the event
+    loop (and the test's worker on it) runs on meanwhile."""
 
     def command() -> Outcome:
-        out, err = io.StringIO(), io.StringIO()
+        nonlocal out
+        out, err = out if out is not None else io.StringIO(), io.StringIO()
         with _caught_output(out, err):
             code = cli.main([*connection, *args])
         return Outcome(code, out.getvalue(), err.getvalue())
