@@ -140,10 +140,11 @@ async def test_watch_json_prints_one_event_per_line(worker, model_server):
 
 async def test_watch_gives_up_after_its_timeout(worker, model_server):
     ctl = bound_to(worker)
-    model_server.script(Reply(content="slow", delay_seconds=8))  # outlasts agentctl starts
+    release = held(model_server, Reply(content="slow"))  # answers once the watch gave up
     rid = new_id()
     assert (await ctl("start", "assistant", "hi", "--id", rid)).code == 0
     watched = await ctl("watch", rid, "--timeout", "0.5")
+    release.set()
     assert watched.code == 1
     [line] = error_lines(watched.stderr)
     assert line == f"agentctl: error: run '{rid}' still running after 0.5s (--timeout)"

@@ -190,13 +190,14 @@ async def test_oversized_decisions_are_refused_without_keeping_their_bulk(worker
 
 
 async def test_held_decisions_and_queued_messages_are_capped(worker, model_server):
-    model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=2), Reply(content="ok"))
+    release = held(model_server, Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
     handle = await start(worker, session=True)
-    await wait_for_status(handle, RunStatus.RUNNING)
+    await requested(model_server)  # the model answers once the signals are in
     extra = 5
     for n in range(limits.MAX_HELD + extra):  # while the model answers: held for its reply
         await handle.signal(contract.SIGNAL_REJECT, DecisionSignal(call_id=f"c{n}", approver="m"))
     state = await state_of(handle)
+    release.set()
     assert len(state.held_decisions) == limits.MAX_HELD
     assert [r.refused_because.endswith("are held already") for r in state.refused_decisions] == [
         True
