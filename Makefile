@@ -49,7 +49,8 @@ browser-background:
 	else $(MAKE) --no-print-directory browser; fi
 
 # The chaos suite's long scenarios (marked chaos_slow) run in `make chaos` only; its
-# fast slice (kill -9 failover, cancel, model and tool faults, bad input) runs here.
+# fast slice (kill -9 failover, cancel, model and tool faults, bad input, a versioned
+# deploy with one build) runs here.
 # Three pytest processes (pytest-xdist), each with its own dev server. Measured on the
 # 2-core reference machine from a fresh clone (2026-12-07, Chromium already installed):
 # pytest 275 s for 1,996 tests, the whole target 304 s with the venv's install (it was

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from types import MappingProxyType
 
 import pytest
@@ -83,6 +84,9 @@ TLS = ssl.create_default_context()
 bundle again (40 ms of CPU; 14% of a test process's Python CPU), for a model server
 that speaks plain HTTP."""
 
+NO_DRAIN = timedelta(0)
+"""The `worker` fixture's drain: nothing a test left running is waited for at its end."""
+
 NO_WEBHOOKS: Mapping[str, Endpoint] = MappingProxyType({})
 """A test worker's webhook endpoints unless the test gives some (None: AGENT_WEBHOOKS)."""
 
@@ -99,9 +103,11 @@ async def serving(
     mcp_servers: Mapping[str, MCPConnection] | None = None,
     webhook_endpoints: Mapping[str, Endpoint] | None = NO_WEBHOOKS,
     plugins: Sequence[Plugin] = (),
+    drain: timedelta | None = None,
 ) -> AsyncIterator[RunningWorker]:
     """A real worker for the test agents on `task_queue` (default: a fresh one),
-    talking to `model_server`; `plugins` are added to the worker's."""
+    talking to `model_server`; `plugins` are added to the worker's; `drain`: how long
+    its running activities get to finish when it stops (None: the worker's default)."""
     agents.CALLS.clear()
     task_queue = task_queue or f"test-{uuid.uuid4().hex[:8]}"
     openai_client = AsyncOpenAI(
@@ -123,6 +129,7 @@ async def serving(
         mcp_servers=mcp_servers,
         webhook_endpoints=webhook_endpoints,
         plugins=plugins,
+        **({} if drain is None else {"drain": drain}),
     )
     async with running:
         yield RunningWorker(
@@ -138,6 +145,8 @@ async def serving(
 async def worker(
     env: WorkflowEnvironment, model_server: ScriptedModelServer
 ) -> AsyncIterator[RunningWorker]:
-    """A worker on the session's dev server (see `serving`)."""
-    async with serving(env.client, model_server) as running:
+    """A worker on the session's dev server (see `serving`). What a test leaves running
+    ends when it does: its activities are cancelled at once (a model reply delayed 30 s
+    or a 30 s nap held the teardown 1.5 s each)."""
+    async with serving(env.client, model_server, drain=NO_DRAIN) as running:
         yield running

@@ -7,7 +7,7 @@ import uuid
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, DecisionSignal, StatusView
 from durable_agents.workflows.state import RunStatus
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
 
@@ -47,6 +47,23 @@ async def task_failures(handle: WorkflowHandle) -> int:
     """Workflow task failures in the run's history (a kill only times tasks out)."""
     events = [e async for e in handle.fetch_history_events()]
     return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+
+
+async def retry_causes(handle: WorkflowHandle) -> list[str]:
+    """What ended the attempt before each retried activity attempt of the run, in history
+    order: the timeout's type (`TIMEOUT_TYPE_HEARTBEAT`, `TIMEOUT_TYPE_START_TO_CLOSE`,
+    ...) or the failure's message. A kill -9 shows as the timeout that noticed it."""
+    causes = []
+    async for event in handle.fetch_history_events():
+        started = event.activity_task_started_event_attributes
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED or started.attempt < 2:
+            continue
+        failure = started.last_failure
+        if failure.HasField("timeout_failure_info"):
+            causes.append(TimeoutType.Name(failure.timeout_failure_info.timeout_type))
+        else:
+            causes.append(failure.message)
+    return causes
 
 
 async def is_final(handle: WorkflowHandle) -> bool:

@@ -61,27 +61,26 @@ async def test_transient_model_faults_are_retried_and_the_run_completes(
     report.add(f"model fault {name}, twice, then answers", "completed", f"{took:.1f} s")
 
 
-@pytest.mark.parametrize(
-    ("status", "reason"),
-    [(400, "bad request"), (401, "invalid api key"), (404, "no such model")],
-)
-async def test_refused_model_requests_fail_the_run_at_once(
-    client, workers, endpoint, report, status, reason
-):
-    await workers.start("a")
-    endpoint.script(Fault(status, reason))
-    took, result = await _timed_run(client, workers)
-    assert isinstance(result, WorkflowFailureError)
-    cause = result.cause
-    while getattr(cause, "cause", None) is not None:
-        cause = cause.cause
-    assert f"HTTP {status}: {reason}" in str(cause)
-    assert len(endpoint.requests) == 1  # never retried
-    report.add(
-        f"model answers HTTP {status}",
-        "run failed at once, reason kept",
-        f"failed {took:.1f} s after start: `{cause}`",
-    )
+REFUSED = [(400, "bad request"), (401, "invalid api key"), (404, "no such model")]
+
+
+async def test_refused_model_requests_fail_the_run_at_once(client, workers, endpoint, report):
+    await workers.start("a")  # one worker process, a run per refusal in turn (not 3 starts)
+    for status, reason in REFUSED:
+        before = len(endpoint.requests)
+        endpoint.script(Fault(status, reason))
+        took, result = await _timed_run(client, workers)
+        assert isinstance(result, WorkflowFailureError), status
+        cause = result.cause
+        while getattr(cause, "cause", None) is not None:
+            cause = cause.cause
+        assert f"HTTP {status}: {reason}" in str(cause)
+        assert len(endpoint.requests) == before + 1  # never retried
+        report.add(
+            f"model answers HTTP {status}",
+            "run failed at once, reason kept",
+            f"failed {took:.1f} s after start: `{cause}`",
+        )
 
 
 @pytest.mark.chaos_slow

@@ -15,6 +15,7 @@ import shlex
 import time
 import uuid
 
+import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult
 from durable_agents.workflows.state import RunStatus
@@ -41,9 +42,13 @@ async def temporal(address: str, *args: str) -> tuple[int, str]:
     return process.returncode, out.decode() + err.decode()
 
 
-async def set_current(address: str, deployment: str, build: str) -> float:
+async def set_current(
+    address: str, deployment: str, build: str, *, propagation: float | None = None
+) -> float:
     """deploy/README.md's `set-current-version` (retried until the version is known to
-    the server: its workers have polled); when it took effect."""
+    the server: its workers have polled); when it took effect. Then waits `propagation`
+    seconds (default `PROPAGATION`) for the change to reach the task queue: 0 where only
+    one build's workers poll, whose tasks run on that build whenever the change arrives."""
     deadline = time.monotonic() + 30
     while True:
         code, said = await temporal(
@@ -53,7 +58,7 @@ async def set_current(address: str, deployment: str, build: str) -> float:
         )
         if code == 0:
             took_effect = time.monotonic()
-            await asyncio.sleep(PROPAGATION)
+            await asyncio.sleep(PROPAGATION if propagation is None else propagation)
             return took_effect
         assert time.monotonic() < deadline, said
         await asyncio.sleep(0.5)
@@ -117,6 +122,45 @@ async def waiting_for(handle, wanted: RunStatus) -> None:
             await asyncio.sleep(0.1)
 
 
+async def test_a_runs_tasks_run_on_the_current_build_and_the_readme_finds_them(
+    client, server, workers
+):
+    """The fast slice of the scenario below, kept in `make test`: `worker.py --deployment
+    --build-id` joins a Worker Deployment, made current as deploy/README.md says, and a
+    run's every workflow task runs on that build; the README's rollout commands are the
+    five the scenario runs, and its `describe` and `workflow count` lines, as written,
+    find the version and its run."""
+    deployment = f"agents-{uuid.uuid4().hex[:6]}"
+    await workers.start("a", "--deployment", deployment, "--build-id", "A")
+    await set_current(server.address, deployment, "A", propagation=0)
+    run = await start(client, workers.task_queue, plan("charge", {"amount": 1, "seconds": 0}))
+    assert (await asyncio.wait_for(run.result(), 30)).status is RunStatus.COMPLETED
+    assert {b for tasks in await task_builds(run) for b in tasks} == {"A"}
+    steps = rollout_commands(deployment)
+    assert [c[:3] for c in steps] == ROLLOUT
+    code, said = await temporal(server.address, *steps[0])
+    assert code == 0 and re.search(rf"{deployment}\s+A\s", said), said
+    everything = f'TemporalWorkerDeploymentVersion="{deployment}:A"'
+    async with asyncio.timeout(20):  # visibility: a moment behind
+        while True:
+            code, said = await temporal(server.address, "workflow", "count", "--query", everything)
+            assert code == 0, said
+            if not said.strip().endswith(": 0"):
+                break
+            await asyncio.sleep(0.5)
+
+
+ROLLOUT = [
+    ["worker", "deployment", "describe"],
+    ["worker", "deployment", "set-current-version"],
+    ["worker", "deployment", "describe-version"],
+    ["workflow", "count", "--query"],
+    ["worker", "deployment", "set-current-version"],
+]
+"""The first words of deploy/README.md's rollout commands, in order."""
+
+
+@pytest.mark.chaos_slow  # 24-32 s (two builds, three propagation waits); its slice above
 async def test_pinned_runs_stay_new_runs_and_switches_go_to_the_current_build(
     client, server, workers, ledger_path, report, tmp_path
 ):
@@ -179,13 +223,7 @@ async def test_pinned_runs_stay_new_runs_and_switches_go_to_the_current_build(
 
     # deploy/README.md's steps 2 and 4, as written: both versions, A draining, its runs.
     steps = rollout_commands(deployment)
-    assert [c[:3] for c in steps] == [
-        ["worker", "deployment", "describe"],
-        ["worker", "deployment", "set-current-version"],
-        ["worker", "deployment", "describe-version"],
-        ["workflow", "count", "--query"],
-        ["worker", "deployment", "set-current-version"],
-    ]
+    assert [c[:3] for c in steps] == ROLLOUT
     code, said = await temporal(server.address, *steps[0])
     assert code == 0 and all(re.search(rf"{deployment}\s+{b}\s", said) for b in "AB"), said
     code, said = await temporal(server.address, *steps[2])

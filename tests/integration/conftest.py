@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import serving
+from tests.conftest import NO_DRAIN, serving
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
 
 
@@ -13,5 +13,6 @@ async def team(env, model_server):
     """A worker serving the agents that call each other as tools
     (`tests.support.multi_agents`), their notices cleared."""
     NOTICES.clear()
-    async with serving(env.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as running:
+    agents = AGENT_TOOL_AGENTS
+    async with serving(env.client, model_server, extra_agents=agents, drain=NO_DRAIN) as running:
         yield running

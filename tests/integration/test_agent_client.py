@@ -20,7 +20,7 @@ from durable_agents.testing import Call, Reply
 from tests.support import agents
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="call_email")
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0  # bounds a failing test only: a loaded machine takes seconds
 
 
 async def wait_for_status(

@@ -17,7 +17,14 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agents.testing import Call, Reply
 from tests.support import agents
-from tests.support.runs import start, state_of, temporal_cli, wait_for_status
+from tests.support.runs import (
+    held,
+    requested,
+    start,
+    state_of,
+    temporal_cli,
+    wait_for_status,
+)
 
 
 def email(call_id: str, to: str = "a") -> Call:
@@ -57,10 +64,14 @@ async def test_several_pending_calls_decided_in_any_order(worker, model_server):
 async def test_approval_sent_while_the_model_is_answering_is_refused(worker, model_server):
     """Call ids are predictable (`call_0`, ...): an approval sent before its call is
     proposed would approve arguments nobody saw. It is refused, and the call waits."""
-    model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=1.5), Reply(content="ok"))
+    release = held(model_server, Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
     handle = await start(worker)
-    await asyncio.sleep(0.5)  # the model call is under way; e1 is not proposed yet
+    await requested(model_server)  # the model call is under way; e1 is not proposed yet
     await approve(handle, "e1", reason="pre-approved")
+    async with asyncio.timeout(30):
+        while not (await state_of(handle)).refused_decisions:
+            await asyncio.sleep(0.05)
+    release.set()  # only now the model answers, proposing e1
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     state = await state_of(handle)
     assert state.held_decisions == [] and agents.CALLS == []
@@ -75,12 +86,16 @@ async def test_approval_sent_while_the_model_is_answering_is_refused(worker, mod
 async def test_rejection_sent_while_the_model_is_answering_is_held_and_applied(
     worker, model_server
 ):
-    model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=1.5), Reply(content="ok"))
+    release = held(model_server, Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
     handle = await start(worker)
-    await asyncio.sleep(0.5)
+    await requested(model_server)  # the model call is under way; e1 is not proposed yet
     await handle.signal(
         contract.SIGNAL_REJECT, DecisionSignal(call_id="e1", approver="ann", reason="no")
     )
+    async with asyncio.timeout(30):
+        while not (await state_of(handle)).held_decisions:  # held, not refused
+            await asyncio.sleep(0.05)
+    release.set()  # only now the model answers, proposing e1
     async with asyncio.timeout(30):
         assert (await handle.result()).status is RunStatus.COMPLETED
     state = await state_of(handle)

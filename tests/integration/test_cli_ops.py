@@ -5,14 +5,22 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import threading
 import uuid
 
 from durable_agents.client import AgentClient, cli_ops
 
 from durable_agents.testing import Call, Reply
 from tests.support import agents
-from tests.support.cli_support import agentctl, bound_to, error_lines, wait_for_status
+from tests.support.cli_support import (
+    agentctl,
+    bound_to,
+    error_lines,
+    in_process,
+    wait_for_status,
+)
 from tests.support.ops_support import eventually, fresh_namespace
+from tests.support.runs import held
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="e1")
 
@@ -67,18 +75,39 @@ async def test_list_refuses_an_unknown_status_and_a_bad_query(worker):
     assert "invalid visibility query" in line
 
 
+class Printed(io.StringIO):
+    """A command's output, setting `seen` once `words` are printed."""
+
+    def __init__(self, words: str, seen: threading.Event) -> None:
+        super().__init__()
+        self.words, self.seen = words, seen
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self.words in self.getvalue():
+            self.seen.set()
+        return written
+
+
 async def test_watch_prints_changes_then_what_the_run_needs(worker, model_server):
     ctl = bound_to(worker)
-    model_server.script(
-        # Slower than agentctl's start-up (~1 s; over 2.5 s seen on a loaded 2-core
-        # machine running the suite, over 6 s beside two more pytest processes), so the
-        # watch sees the run running.
-        Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),), delay_seconds=10),
-        Reply(tool_calls=(EMAIL,)),
+    # The model answers only once the watch has printed the run running (it was a 10 s
+    # delay to outlast agentctl's start on a loaded machine: order, not a margin).
+    release = held(
+        model_server, Reply(tool_calls=(Call("add", {"a": 1, "b": 2}),)), Reply(tool_calls=(EMAIL,))
     )
     rid = new_id()
     assert (await ctl("start", "assistant", "add then mail", "--id", rid)).code == 0
-    watched = await ctl("watch", rid, "--interval", "0.2")
+    connection = (
+        *("--address", worker.address, "--namespace", worker.namespace),
+        *("--task-queue", worker.task_queue),
+    )
+    printed = Printed(f"{rid} · running · turn ", release)
+    try:
+        watch = ("watch", rid, "--interval", "0.2")
+        watched = await in_process(*watch, connection=connection, out=printed)
+    finally:
+        release.set()
     assert watched.code == 0, watched.stderr
     lines = watched.stdout.strip().splitlines()
     assert f"{rid} · running · turn " in lines[0]
@@ -111,10 +140,11 @@ async def test_watch_json_prints_one_event_per_line(worker, model_server):
 
 async def test_watch_gives_up_after_its_timeout(worker, model_server):
     ctl = bound_to(worker)
-    model_server.script(Reply(content="slow", delay_seconds=8))  # outlasts agentctl starts
+    release = held(model_server, Reply(content="slow"))  # answers once the watch gave up
     rid = new_id()
     assert (await ctl("start", "assistant", "hi", "--id", rid)).code == 0
     watched = await ctl("watch", rid, "--timeout", "0.5")
+    release.set()
     assert watched.code == 1
     [line] = error_lines(watched.stderr)
     assert line == f"agentctl: error: run '{rid}' still running after 0.5s (--timeout)"

@@ -95,7 +95,7 @@ async def long_session(env, agent: str, exchanges: int) -> None:
 
 @pytest.mark.parametrize("agent", ["forgetful", "digester"])
 async def test_a_long_session_stays_inside_the_window_and_keeps_everything(env, agent):
-    await long_session(env, agent, 20)  # 40 model calls, ten windows' worth of output
+    await long_session(env, agent, 10)  # 20 model calls, five windows' worth of output
 
 
 @pytest.mark.soak

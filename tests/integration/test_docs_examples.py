@@ -19,10 +19,12 @@ import re
 import shlex
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_support import Outcome, in_process
 from tests.support.doc_blocks import README, ROOT, Block, blocks, page, section
 from tests.support.runs import free_port
 
@@ -57,11 +59,28 @@ async def sh(line: str, env: dict[str, str], cwd: Path, timeout: float = 60) -> 
 
 
 async def until(line: str, env, cwd, words: str, timeout: float = 20) -> str:
-    """Run `line` until its output holds `words` (a run moves on by itself in between)."""
+    """Run `line` until its output holds `words` (a run moves on by itself in between).
+
+    A plain `agentctl` line is asked in this process while the run gets there (each
+    console script's start costs about a second of CPU: this test's polls were 14 s of
+    it), then run as written: the output returned is the page's command's."""
     async with asyncio.timeout(timeout):
+        if (ask := in_process_twin(line, env)) is not None:
+            while words not in (await ask()).stdout:
+                await asyncio.sleep(0.2)
         while words not in (out := await sh(line, env, cwd)):
             await asyncio.sleep(0.2)
     return out
+
+
+def in_process_twin(line: str, env: dict[str, str]) -> Callable[[], Awaitable[Outcome]] | None:
+    """`line` as agentctl's `cli.main` in this process, on the page's server, when the
+    line is one agentctl command and nothing else (no pipe, variable or redirection)."""
+    argv = shlex.split(line)
+    if argv[0] != "agentctl" or any(c in line for c in "|&;<>$`"):
+        return None
+    connection = ("--address", env["TEMPORAL_ADDRESS"])
+    return lambda: in_process(*argv[1:], connection=connection)
 
 
 def sh_lines(block: Block) -> list[str]:

@@ -41,7 +41,7 @@ WITHIN = [ApprovalCondition(field="amount", op="<=", value=100)]
 
 async def screen(arguments: dict, context) -> Verdict:
     """Approves every refund; amount 7 breaks it, 13 makes it wait for RELEASE (then
-    it rejects), 21 makes it hang past its timeout."""
+    it rejects), 21 makes it hang past its timeout (until RELEASE)."""
     amount = arguments["amount"]
     ASKED.append(amount)
     if amount == 7:
@@ -49,8 +49,8 @@ async def screen(arguments: dict, context) -> Verdict:
     if amount == 13:
         await RELEASE.wait()
         return Verdict(decision="reject", reason="too late to matter")
-    if amount == 21:
-        await asyncio.sleep(60)
+    if amount == 21:  # past its 1 s timeout, until the test is over (RELEASE at teardown)
+        await asyncio.wait_for(RELEASE.wait(), 60)
     return Verdict(decision="approve", reason=f"a routine refund of {amount}")
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx2
 import pytest
 import uvicorn
+from durable_agents.client import inbox_feed
 from durable_agents.client.gateway import gateway_app
 from durable_agents.client.gateway_auth import Callers, load_callers
 from durable_agents.client.inbox import CSP, assets
@@ -49,6 +50,9 @@ WAIT_MS = 30_000
 DESK, READER = "desk-token-0123456789abcdef", "reader-token-0123456789abcdef"
 HOSTILE = "<img src=x onerror=alert(1)></script>\u202eevil"
 FIGURES = Path("/tmp/inbox-figures.json")
+READ_INTERVAL = 0.5
+"""The test feeds' seconds between reads: what the page shows is the same at the
+default 2 s (`inbox_feed.INTERVAL`), but every row waited a read (16 s a test)."""
 """Where the end-to-end test writes its measurements (page weight, latency, cost)."""
 SCREENSHOT = Path("/tmp/inbox-screenshot.png")
 """The inbox with four calls waiting, at phone width, where a person can look at it."""
@@ -127,7 +131,7 @@ async def served(env, tmp_path_factory) -> AsyncIterator[Served]:
     with ScriptedModelServer(responder=scripts) as model:
         async with serving(env.client, model, extra_agents=AGENT_TOOL_AGENTS) as worker:
             agents = AgentClient(worker.client, task_queue=worker.task_queue)
-            feed = InboxFeed(agents)
+            feed = InboxFeed(agents, interval=READ_INTERVAL)
             async with gateway(agents, known, feed=feed) as url:
                 yield Served(worker, agents, scripts, url, feed, known)
 
@@ -246,7 +250,7 @@ async def test_an_approver_decides_calls_of_several_runs_from_the_inbox(served, 
             await asyncio.sleep(0.05)
     per_read = {k: (counts[k] - before[k]) / 2 for k in ("visibility", "queries")}
     assert served.feed.counts["state_reads"] == before["state_reads"]
-    per_minute = {k: v * 60 / served.feed.interval for k, v in per_read.items()}
+    per_minute = {k: v * 60 / inbox_feed.INTERVAL for k, v in per_read.items()}  # (default)
 
     # The child's call: its path from the top, decided through the caller.
     child_call = call_of(page, "n1")
@@ -346,6 +350,7 @@ async def test_an_approver_decides_calls_of_several_runs_from_the_inbox(served, 
                 "page_bytes": weight,
                 "row_delay_s": delays,
                 "row_delay_p50_s": statistics.median(delays),
+                "read_interval_s": READ_INTERVAL,
                 "per_read_4_calls_in_5_runs": per_read,
                 "per_minute_4_calls_in_5_runs": per_minute,
             },
@@ -458,7 +463,8 @@ async def test_the_page_says_when_the_feed_drops_and_catches_up_when_it_returns(
     mail = Call("send_email", {"to": "ops@example.com", "body": "later"}, call_id="d1")
     s.by_input["inbox: while offline"] = [Reply(tool_calls=(mail,)), Reply("mailed")]
     port = free_port()
-    app = gateway_app(served.agents, served.callers, feed=InboxFeed(served.agents))
+    feed = InboxFeed(served.agents, interval=READ_INTERVAL)
+    app = gateway_app(served.agents, served.callers, feed=feed)
     running = await serve_app(app, port)
     page = await signed_in(browser, f"http://127.0.0.1:{port}", DESK)
     connection = page.locator("#connection")

@@ -33,7 +33,14 @@ from tests.conftest import serving
 from tests.support.cli_support import bound_to, error_lines
 from tests.support.histories import payloads_of
 from tests.support.mcp_agents import backoffice, frontdesk, helpdesk
-from tests.support.runs import free_port, start, state_of, tool_results, wait_for_status
+from tests.support.runs import (
+    free_port,
+    held,
+    start,
+    state_of,
+    tool_results,
+    wait_for_status,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -418,9 +425,10 @@ async def test_a_handoff_back_keeps_the_approval_a_server_tried_to_take_away(
         env={"MCP_CATALOG": str(catalog), "PYTHONPATH": str(ROOT)},
     )
     delete = Call("tickets_delete_ticket", {"ticket_id": "T1", "reason": "dup"}, "d1")
-    model_server.script(
-        Reply(tool_calls=(Call("transfer_to_backoffice", {}, "h1"),)),
-        Reply(tool_calls=(Call("transfer_to_frontdesk", {}, "h2"),), delay_seconds=3),
+    model_server.script(Reply(tool_calls=(Call("transfer_to_backoffice", {}, "h1"),)))
+    back = held(  # backoffice hands back only once the catalog has changed
+        model_server,
+        Reply(tool_calls=(Call("transfer_to_frontdesk", {}, "h2"),)),
         Reply(tool_calls=(delete, Call("tickets_lookup_ticket", {"ticket_id": "T1"}, "l1"))),
         Reply(content="done"),
     )
@@ -438,6 +446,7 @@ async def test_a_handoff_back_keeps_the_approval_a_server_tried_to_take_away(
             assert time.monotonic() < deadline, "the run did not hand over to backoffice"
             await asyncio.sleep(0.1)
         catalog.write_text("lookup_ticket\ndelete_ticket:read-only\n")  # while it is away
+        back.set()
         await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
         state = await state_of(handle)
         assert state.agent.name == "frontdesk"
@@ -456,9 +465,11 @@ async def test_a_servers_own_output_schema_cannot_hold_the_workers_event_loop():
     # The MCP SDK checked a result against the schema the same server listed, on the
     # event loop: a's and a "!" against ^(a+)+$, twice as long for each a (25: seconds;
     # 40: hours, every run on the worker held). Taken as sent now: the loop keeps ticking.
+    # 30 a's would hold it for minutes: a gap of 5 s tells that from a loaded machine's
+    # scheduling (a 1 s bound over 25 a's could be either).
     connection = MCPConnection(
         command=(sys.executable, "-m", "tests.support.raw_mcp_server"),
-        env={"PYTHONPATH": str(ROOT), "REDOS_N": "25"},
+        env={"PYTHONPATH": str(ROOT), "REDOS_N": "30"},
     )
     gaps: list[float] = []
 
@@ -479,5 +490,5 @@ async def test_a_servers_own_output_schema_cannot_hold_the_workers_event_loop():
     finally:
         ticking.cancel()
     assert [block.text for block in result.content] == ["looked up"]
-    assert result.structured_content == {"s": "a" * 25 + "!"}
-    assert max(gaps) < 1.0, f"the event loop was held {max(gaps):.1f} s"
+    assert result.structured_content == {"s": "a" * 30 + "!"}
+    assert max(gaps) < 5.0, f"the event loop was held {max(gaps):.1f} s"

@@ -17,6 +17,7 @@ from durable_agents.workflows import contract, event_stream
 from durable_agents.workflows.event_models import RUN_EVENT
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult
 
@@ -153,6 +154,12 @@ def poll(handle, offset: int):
     )
 
 
+async def updates_accepted(handle) -> int:
+    """The updates the run has accepted so far (a waiting poll is one)."""
+    accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    return sum([e.event_type == accepted async for e in handle.fetch_history_events()])
+
+
 async def test_followers_are_bounded_and_hostile_polls_are_answered(
     worker, model_server, monkeypatch
 ):
@@ -168,8 +175,11 @@ async def test_followers_are_bounded_and_hostile_polls_are_answered(
         assert f"not an offset of this run's events (0 to {end})" in str(refused.value.cause)
     with pytest.raises(WorkflowUpdateFailedError):  # not a poll request at all
         await handle.execute_update(contract.STREAM_POLL, "garbage")
+    accepted = await updates_accepted(handle)
     waiting = [asyncio.create_task(poll(handle, end)) for _ in range(4)]
-    await asyncio.sleep(0.5)
+    async with asyncio.timeout(30):  # the four wait in the run: in its history, not slept on
+        while await updates_accepted(handle) < accepted + 4:
+            await asyncio.sleep(0.05)
     with pytest.raises(AgentClientError, match="4 followers already wait"):
         await collect(agents.events(handle.id), timeout=10)
     # Once a waiting poll is older than POLL_WAIT, a new follower takes its place: the

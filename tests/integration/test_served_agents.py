@@ -15,6 +15,9 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.workflows.state import RunStatus
 from openai import AsyncOpenAI
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from durable_agents import served_agents
@@ -29,6 +32,7 @@ from tests.support.cli_support import bound_to
 async def workers(client, model_server, task_queue: str, *served: tuple[list, bool]):
     """One worker per entry: (its agents, whether it also polls each agent's own queue)."""
     model = AsyncOpenAI(base_url=model_server.base_url, api_key="test", max_retries=0)
+    polling: list[tuple[str, str]] = []
     async with AsyncExitStack() as stack:
         for number, (names, own_queues) in enumerate(served):
             # Its own connection, as another process has: one client takes one worker
@@ -48,9 +52,27 @@ async def workers(client, model_server, task_queue: str, *served: tuple[list, bo
                     identity=f"worker{number}@test",  # one process: tell them apart
                 )  # fmt: skip
                 await stack.enter_async_context(worker)
-        await asyncio.sleep(0.5)  # the pollers reach the server
+                polling.append((queue, f"worker{number}@test"))
+        for queue, identity in polling:  # the pollers reached the server: seen, not slept on
+            await polled_by(client, queue, identity)
         yield
     await model.close()
+
+
+async def polled_by(client: Client, queue: str, identity: str) -> None:
+    """Wait (30 s at most) until the server lists a workflow poller of `queue` whose
+    identity begins with `identity`."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    async with asyncio.timeout(30):
+        while True:
+            described = await client.workflow_service.describe_task_queue(request)
+            if any(p.identity.startswith(identity) for p in described.pollers):
+                return
+            await asyncio.sleep(0.05)
 
 
 def test_an_identity_says_which_agents_and_only_when_it_fits():

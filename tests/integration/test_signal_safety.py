@@ -5,8 +5,6 @@ dynamic signal handler: the run's every later workflow task failed."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from durable_agents.workflows import contract, limits
 from durable_agents.workflows.audit import REFUSALS_KEPT
@@ -22,6 +20,8 @@ from temporalio.exceptions import CancelledError
 from durable_agents.testing import Call, Reply
 from tests.support import agents
 from tests.support.runs import (
+    held,
+    requested,
     start,
     state_of,
     temporal_cli,
@@ -190,13 +190,14 @@ async def test_oversized_decisions_are_refused_without_keeping_their_bulk(worker
 
 
 async def test_held_decisions_and_queued_messages_are_capped(worker, model_server):
-    model_server.script(Reply(tool_calls=(email("e1"),), delay_seconds=2), Reply(content="ok"))
+    release = held(model_server, Reply(tool_calls=(email("e1"),)), Reply(content="ok"))
     handle = await start(worker, session=True)
-    await wait_for_status(handle, RunStatus.RUNNING)
+    await requested(model_server)  # the model answers once the signals are in
     extra = 5
     for n in range(limits.MAX_HELD + extra):  # while the model answers: held for its reply
         await handle.signal(contract.SIGNAL_REJECT, DecisionSignal(call_id=f"c{n}", approver="m"))
     state = await state_of(handle)
+    release.set()
     assert len(state.held_decisions) == limits.MAX_HELD
     assert [r.refused_because.endswith("are held already") for r in state.refused_decisions] == [
         True
@@ -274,11 +275,12 @@ async def test_a_malformed_decision_with_huge_fields_is_kept_clipped(worker, mod
 
 
 async def test_a_run_cancelled_during_its_model_call_ends_cancelled(worker, model_server):
-    model_server.script(Reply(content="late", delay_seconds=3))
+    release = held(model_server, Reply(content="late"))
     handle = await start(worker)
-    await asyncio.sleep(0.5)  # the model call is in flight
+    await requested(model_server)  # the model call is in flight, answering only when told
     await handle.cancel()
     with pytest.raises(WorkflowFailureError) as ended:
         await handle.result()
+    release.set()  # (the worker's teardown waits for the call it runs)
     assert isinstance(ended.value.cause, CancelledError)
     assert (await state_of(handle)).status is RunStatus.CANCELLED

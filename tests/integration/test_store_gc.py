@@ -25,7 +25,7 @@ from durable_agents.dataplane.store_gc import collect_garbage, references
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
-from tests.support.cli_support import agentctl
+from tests.support.cli_support import agentctl, in_process
 from tests.support.ops_support import fresh_namespace
 from tests.support.runs import wait_for_status
 
@@ -203,8 +203,8 @@ async def test_a_scheduled_collection_runs_on_the_workers_and_reports(env, model
             (("--schedule", "1d", "--force"), "never forced"),
             (("--schedule", "1d", "--unschedule"), "not allowed with argument"),
         ):
-            said = await agentctl("store", "gc", *refused, connection=own)
-            assert said.code != 0 and why in said.stderr, said.stderr
+            said = await in_process("store", "gc", *refused, connection=own)  # no process:
+            assert said.code != 0 and why in said.stderr, said.stderr  # the same cli.main
         try:
             made = await agentctl("store", "gc", "--schedule", "1d", connection=own)
             assert made.code == 0, made.stderr
@@ -227,7 +227,7 @@ async def test_a_scheduled_collection_runs_on_the_workers_and_reports(env, model
             described = (await schedule.describe()).schedule
             assert described.spec.intervals[0].every == timedelta(days=2)
             assert described.state.paused and described.state.note == "by the test"  # kept
-            wrong = await agentctl("store", "gc", "--unschedule", "--dry-run", connection=own)
+            wrong = await in_process("store", "gc", "--unschedule", "--dry-run", connection=own)
             assert wrong.code != 0 and "--unschedule takes no other option" in wrong.stderr
         finally:
             gone = await agentctl("store", "gc", "--unschedule", connection=own)

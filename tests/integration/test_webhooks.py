@@ -169,9 +169,13 @@ async def test_the_run_records_how_its_deliveries_go(env, model_server):
             handle = await start(worker, "mail ann")
             await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
             await until(lambda: len(flaky.accepted()) == 1 and len(gone.deliveries) == 1)
-            await asyncio.sleep(0.5)
-            state = await state_of(handle)
-            by = {d.endpoint: d for d in state.webhook_deliveries}
+            async with asyncio.timeout(30):  # the deliveries' reports reach the run
+                while True:
+                    state = await state_of(handle)
+                    by = {d.endpoint: d for d in state.webhook_deliveries}
+                    if {d.status for d in by.values()} >= {"delivered", "refused"}:
+                        break
+                    await asyncio.sleep(0.05)
             assert (by["approvals"].status, by["approvals"].attempts) == ("delivered", 2)
             assert (by["old-hook"].status, by["old-hook"].code) == ("refused", 404)
             status = await handle.query(contract.QUERY_GET_STATUS)

@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 
 async def eventually(
-    read: Callable[[], Awaitable[T]], ok: Callable[[T], bool], *, timeout: float = 10
+    read: Callable[[], Awaitable[T]], ok: Callable[[T], bool], *, timeout: float = 30
 ) -> T:
     """Poll `read` until `ok` holds (visibility is eventually consistent)."""
     deadline = asyncio.get_running_loop().time() + timeout

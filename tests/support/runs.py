@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 import uuid
 
@@ -15,6 +16,8 @@ from durable_agents.workflows.run_items import ToolResult
 from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
+
+from durable_agents.testing import Reply, ScriptedModelServer
 
 
 async def start(worker, text: str = "hi", *, agent: str = "assistant", **options) -> WorkflowHandle:
@@ -32,7 +35,7 @@ async def state_of(handle: WorkflowHandle) -> RunState:
 
 
 async def wait_for_status(
-    handle: WorkflowHandle, status: RunStatus, timeout: float = 15
+    handle: WorkflowHandle, status: RunStatus, timeout: float = 30
 ) -> StatusView:
     deadline = time.monotonic() + timeout
     while True:
@@ -103,3 +106,27 @@ async def workflow_task_failures(handle: WorkflowHandle) -> int:
     """How many workflow tasks of the run failed (a run that fails them is wedged)."""
     events = [e async for e in handle.fetch_history_events()]
     return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+
+
+def held(model_server: ScriptedModelServer, first: Reply, *then: Reply) -> threading.Event:
+    """The model server answers its next request with `first` only once the event
+    returned is set (60 s at most), then `then` in turn: a test acts while a model call
+    is under way, in that order, however slow the machine (no delay to outlast)."""
+    release = threading.Event()
+    replies = [first, *then]
+
+    def answer(body: dict) -> Reply:
+        reply = replies.pop(0)
+        if reply is first:
+            release.wait(60)
+        return reply
+
+    model_server.responder = answer
+    return release
+
+
+async def requested(model_server: ScriptedModelServer, count: int = 1) -> None:
+    """Wait (30 s at most) until the model server has received `count` requests."""
+    async with asyncio.timeout(30):
+        while len(model_server.requests) < count:
+            await asyncio.sleep(0.02)
