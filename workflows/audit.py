@@ -5,10 +5,11 @@ definitions taken, webhook deliveries, and where an imported run came from.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from durable_agents.workflows.agent_spec import ApprovalCondition
-from durable_agents.workflows.run_items import Usage
+from durable_agents.workflows.run_items import Decision, Usage
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictStr
 
 
@@ -76,6 +77,20 @@ class DecisionAttempt(_Model):
     """Workflow time at which the signal was handled."""
     refused_because: str | None = None
     """Why it cannot apply; None while it is held for a call not yet seen."""
+
+    @classmethod
+    def taken_back(
+        cls, decision: Decision, *, via: Literal["snapshot", "revoked"], at: datetime, why: str
+    ) -> DecisionAttempt:
+        """A recorded decision taken back (`via`): what `refused_decisions` keeps of it."""
+        kept = decision.model_dump(include=_TAKEN_BACK)
+        return cls(**kept, via=via, at=at, refused_because=why)
+
+
+_TAKEN_BACK = {
+    *("call_id", "decision", "approver", "reason", "always", "sender", "arguments"),
+    *("run_id", "arguments_sha256", "expires_at", "execution_id"),
+}
 
 
 class Evaluation(_Model):

@@ -103,7 +103,9 @@ def reground(
     why = UNVERIFIED if verified_by is None else NOT_ASKED
     for decision in dropped:
         if decision.via in ("signal", "update", "rule", "evaluator"):
-            result.refused_decisions.append(_dropped(decision, why, now=now))
+            result.refused_decisions.append(
+                DecisionAttempt.taken_back(decision, via="snapshot", at=now, why=why)
+            )
     if verified_by is None:
         # What the model has not answered is checked again: a snapshot's word that
         # it passed its guardrails counts for nothing.
@@ -139,18 +141,3 @@ def _problem(spec: AgentSpec, call: ToolCall, index: int, made: int) -> str | No
             f"one (call {index + 1} of {made}) was not run. Make fewer at once."
         )
     return problem
-
-
-def _dropped(decision: Decision, why: str, *, now: datetime) -> DecisionAttempt:
-    return DecisionAttempt(
-        call_id=decision.call_id,
-        decision=decision.decision,
-        approver=decision.approver,
-        reason=decision.reason,
-        always=decision.always,
-        sender=decision.sender,
-        arguments=decision.arguments,
-        via="snapshot",
-        at=now,
-        refused_because=why,
-    )

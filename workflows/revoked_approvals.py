@@ -14,6 +14,7 @@ goes out again, and a new decision runs it or rejects it.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 from durable_agents.workflows import refusals
 from durable_agents.workflows.audit import DecisionAttempt
@@ -21,7 +22,7 @@ from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.run_items import AssistantMessage, Decision, ToolCall
 from durable_agents.workflows.state import RunState
 
-VIA = "revoked"
+VIA: Final = "revoked"
 """`DecisionAttempt.via` of an approval taken back because its key was revoked."""
 
 
@@ -47,20 +48,8 @@ def reopen(state: RunState, call: ToolCall, why: str, *, now: datetime) -> ToolO
     state.revoked_rules = sorted({*state.revoked_rules, *rules})
     for decision in taken:
         state.refused_decisions.append(
-            DecisionAttempt(
-                call_id=decision.call_id,
-                decision=decision.decision,
-                approver=decision.approver,
-                reason=decision.reason,
-                always=decision.always,
-                sender=decision.sender,
-                run_id=decision.run_id,
-                arguments_sha256=decision.arguments_sha256,
-                expires_at=decision.expires_at,
-                execution_id=decision.execution_id,
-                via=VIA,
-                at=now,
-                refused_because=f"{why}; the call is asked again",
+            DecisionAttempt.taken_back(
+                decision, via=VIA, at=now, why=f"{why}; the call is asked again"
             )
         )
     refusals.trim(state)
