@@ -30,6 +30,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from durable_agents import gate, mcp_connections, served_agents, webhooks
 from durable_agents.activities.agent import Agent, Trust
 from durable_agents.activities.evaluate import EvaluatorActivities
+from durable_agents.activities.fresh_ids import fresh_id
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.run_tool import ToolActivities
@@ -270,6 +271,7 @@ class AgentsPlugin(SimplePlugin):
                 evaluators.evaluate_call,
                 deliveries.deliver_webhook,
                 collect_store_garbage,
+                fresh_id,
             ]
         super().__init__(
             PLUGIN_NAME,

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         background,
         contract,
         details,
+        fresh_ids,
         inbox,
         input_items,
         loop,
@@ -93,16 +94,19 @@ async def start_child(
     """Start the child run of agent call `call_id` (waited for, or in the background), on
     this run's task queue, under its usual id; when a workflow this call did not start
     holds that id (a squatter), under a fresh one, recorded with why
-    (`RunState.renamed_children`: where clients find it). Its handle and id; `starting`
-    is told each id tried before its start."""
-    child = agent_calls.child_of(state, call_id)
-    starting(child)
-    try:
-        return await _start_child(task, agent, child, close), child
-    except WorkflowAlreadyStartedError:
-        fresh = agent_calls.rename(state, call_id, child, workflow.uuid4().hex[:16])
-    starting(fresh)
-    return await _start_child(task, agent, fresh, close), fresh
+    (`RunState.renamed_children`: where clients find it; up to `fresh_ids.TRIES`). Its
+    handle and id; `starting` is told each id tried before its start."""
+    child = usual = agent_calls.child_of(state, call_id)
+    for tried in range(fresh_ids.TRIES + 1):
+        if tried:  # held: a fresh id no one can compute (`workflows.fresh_ids`)
+            child = agent_calls.rename(state, call_id, usual, await fresh_ids.drawn())
+        starting(child)
+        try:
+            return await _start_child(task, agent, child, close), child
+        except WorkflowAlreadyStartedError:
+            if tried == fresh_ids.TRIES:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _start_child(

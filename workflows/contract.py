@@ -81,6 +81,9 @@ ACTIVITY_EVALUATE_CALL = "evaluate_call"
 """An approval policy's evaluator on one waiting call (`ApprovalPolicy.evaluator`)."""
 ACTIVITY_DELIVER_WEBHOOK = "deliver_webhook"
 ACTIVITY_COLLECT_STORE_GARBAGE = "collect_store_garbage"
+ACTIVITY_FRESH_ID = "fresh_id"
+"""A local activity: an id no one can compute from the run's history
+(`workflows.fresh_ids`)."""
 
 # ApplicationError types raised by our activities and the workflow.
 ERROR_UNKNOWN_AGENT = "UnknownAgent"

@@ -70,6 +70,7 @@ PURE = [
         "run_switch",
         "run_tree",
         "background_tree",
+        "fresh_ids",
         "activity_calls",
         "inbox",
         "metrics",
