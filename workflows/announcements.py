@@ -14,7 +14,13 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agents.workflows import contract, event_stream, run_events, step_events
+    from durable_agents.workflows import (
+        contract,
+        event_stream,
+        fresh_ids,
+        run_events,
+        step_events,
+    )
     from durable_agents.workflows.payloads import AgentInput
     from durable_agents.workflows.state import RunState
     from durable_agents.workflows.webhook_payloads import DeliveryJob
@@ -85,7 +91,10 @@ class Announcer:
         # started a workflow there first. The delivery goes out under another id (the
         # same webhook-id), once; the run's state says so.
         taken = await self._start_deliveries(state, jobs)
-        retried = [(job, f"{wid}_{workflow.uuid4().hex[:12]}") for job, wid in taken]
+        if not taken:
+            return
+        fresh = await fresh_ids.drawn()  # not `workflow.uuid4()`: anyone can compute that
+        retried = [(job, f"{wid}_{fresh[:12]}") for job, wid in taken]
         for job, wid in retried:
             note = f"{run_events.ID_TAKEN}: started as {wid}"
             run_events.record_sending(

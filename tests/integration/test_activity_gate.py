@@ -40,6 +40,7 @@ from tests.integration.test_mcp_tools import stdio
 from tests.integration.test_webhooks import SECRET, endpoint
 from tests.support import agents
 from tests.support.mcp_agents import helpdesk
+from tests.support.predicted_ids import uuid4s
 from tests.support.runs import start, state_of, wait_for_status
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -266,8 +267,10 @@ async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
     env, model_server, monkeypatch
 ):
     """Delivery workflow ids are `evt_<execution>_<seq>_<endpoint>`: anyone who sees the
-    run start can hold them with a workflow of their own. The run starts its delivery
-    under another id (the receiver sees the same webhook-id) and says so in its state."""
+    run start can hold them with a workflow of their own, and the ids a retry would take
+    were it drawn from the run's computable `workflow.uuid4()` too. The run starts its
+    delivery under another id no one can compute (the receiver sees the same webhook-id)
+    and says so in its state."""
     monkeypatch.setenv("AGENT_WEBHOOK_ALLOW", "127.0.0.1")
     model_server.script(
         Reply(
@@ -282,10 +285,14 @@ async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
             handle = await start(worker, "mail a")
             execution = handle.first_execution_run_id
             idle = f"nobody-{uuid.uuid4().hex[:8]}"  # held open: no worker polls it
-            for seq in range(1, 16):
-                await worker.client.start_workflow(
-                    "Squat", id=f"evt_{execution}_{seq}_approvals", task_queue=idle
-                )
+            # ...and the ids a retry would take if it came from `workflow.uuid4()`.
+            squatted = [
+                f"evt_{execution}_{seq}_approvals{suffix}"
+                for seq in range(1, 16)
+                for suffix in ["", *(f"_{u[:12]}" for u in uuid4s(execution, 8))]
+            ]
+            for workflow_id in squatted:
+                await worker.client.start_workflow("Squat", id=workflow_id, task_queue=idle)
             async with asyncio.timeout(30):
                 while not any(d.event["type"] == "approval_requested" for d in receiver.accepted()):
                     await asyncio.sleep(0.1)
@@ -295,10 +302,8 @@ async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
             noted = [d for d in deliveries if d.error and "was taken by another" in d.error]
             assert noted, deliveries
             await handle.terminate("test over")
-            for seq in range(1, 16):
-                await worker.client.get_workflow_handle(
-                    f"evt_{execution}_{seq}_approvals"
-                ).terminate()
+            for workflow_id in squatted:
+                await worker.client.get_workflow_handle(workflow_id).terminate()
 
 
 async def test_a_tool_failure_sent_from_outside_never_reaches_the_model(worker, model_server):

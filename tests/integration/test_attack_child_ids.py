@@ -8,10 +8,7 @@ seed gives failed the call."""
 from __future__ import annotations
 
 import json
-import random
 import re
-import subprocess
-import sys
 import uuid
 
 from durable_agents.client.agent_client import AgentClient
@@ -21,23 +18,8 @@ from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Reply
 from tests.integration.test_activity_gate import cli
+from tests.support.predicted_ids import uuid4s
 from tests.support.runs import held, requested, tool_results, workflow_task_failures
-
-
-def seed_of(run_id: str) -> int:
-    """The random seed Temporal's core gives a workflow whose first run id is `run_id`."""
-    data = run_id.encode() + bytes([255])
-    code = f"import sys; sys.stdout.write(str(hash({data!r}) % 2**64))"
-    env = {"PYTHONHASHSEED": "0"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    return int(done.stdout)
-
-
-def uuid4s(run_id: str, count: int) -> list[str]:
-    """The first `count` values `workflow.uuid4()` gives that run, as hex."""
-    rng = random.Random(seed_of(run_id))
-    made = [rng.getrandbits(128).to_bytes(16, "big") for _ in range(count)]
-    return [uuid.UUID(bytes=b, version=4).hex for b in made]
 
 
 async def squat(team, workflow_id: str) -> None:

@@ -49,7 +49,8 @@ change, handoff hooks and input filters in code (issue 46: `instructions.py`,
 `context_updates.py`, the hooks' run in `tool_batch.py`, what a filter left out in
 `handoffs.py` and `context.py`), 4 for the imports of `check_payloads.py` (split from
 `payloads.py` when the merges took it past 600 lines), 48 for the run-side attack
-review's unguessable fresh ids of squatted children (`fresh_ids.py`), each
+review's unguessable fresh ids of squatted children (`fresh_ids.py`), 9 for the same
+for squatted webhook deliveries (`announcements.py`), each
 with the handlers and fields it needs. Lowered by 210 when `state.py` stopped
 re-exporting the names of `agent_spec`, `audit`, `interrupt_models` and `run_items` (their
 importers import them from where they live), and by 9 when a decision taken back is
