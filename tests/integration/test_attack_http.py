@@ -117,7 +117,7 @@ async def test_a_repeated_proxy_identity_header_signs_nobody_in(served, caplog):
         assert twice.status_code == 401, twice.text
         assert "set-cookie" not in twice.headers
         assert any("proxy_identity_repeated" in r.getMessage() for r in caplog.records)
-        for spoofed in ("dеsk", "DESK", "desk\u200b", "desk, reader"):  # Cyrillic е
+        for spoofed in ("d\u0435sk", "DESK", "desk\u200b", "desk, reader"):  # Cyrillic e
             odd = await http.post(
                 "/inbox/session", headers={"x-forwarded-user": spoofed.encode()}, **sign_in
             )
