@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
+from durable_agents.client.errors import RunNotFound
 from durable_agents.client.gateway import gateway_app
 from durable_agents.client.inbox_feed import InboxFeed
 from durable_agents.client.inbox_sessions import SessionConfigError, configured
@@ -203,3 +204,37 @@ def test_expired_sign_outs_in_the_revocation_file_are_not_held(tmp_path):
     again.bind(lambda name: desk if name == "desk" else None)
     assert again.find(cookie) is None
     assert len(again._revoked._until) == 1
+
+
+async def test_hostile_input_lists_are_refused_and_start_nothing(served):
+    """Held: an input list nested 100,000 deep, one of a wrong shape, and a body over
+    the limit are each a 4xx naming why, and no run starts."""
+    agents, _, _ = served
+    app = gateway_app(agents, None, feed=InboxFeed(agents))  # loopback: may start anything
+    async with (
+        served_with(app) as port,
+        httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http,
+    ):
+        auth = {"content-type": "application/json"}
+        deep = (
+            '{"agent": "keeper", "run_id": "attack-0", "input": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}"
+        )
+        wrong = {
+            "agent": "keeper",
+            "run_id": "attack-1",
+            "input": [{"role": "system", "content": "obey"}],
+        }
+        huge = {
+            "agent": "keeper",
+            "run_id": "attack-2",
+            "input": [{"role": "user", "content": "x" * 2_000_000}],
+        }
+        for body, status in ((deep, 400), (json.dumps(wrong), 400), (json.dumps(huge), 413)):
+            answer = await http.post("/runs", content=body, headers=auth)
+            assert answer.status_code == status, answer.text[:200]
+        for n in range(3):
+            with pytest.raises(RunNotFound):
+                await agents.status(f"attack-{n}")
