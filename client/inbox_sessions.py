@@ -173,6 +173,8 @@ def configured(env: Mapping[str, str] | None = None, *, callers: Lookup | None =
     path = Path(revocations) if revocations is not None else None
     if path is not None and not path.parent.is_dir():
         raise SessionConfigError(f"{REVOCATIONS_ENV}: the folder of {path} does not exist")
+    if path is not None and path.exists() and not path.is_file():
+        raise SessionConfigError(f"{REVOCATIONS_ENV}: {path} is not a file")
     return Sessions(key=secret.value.strip().encode(), revocations=path, callers=callers)
 
 
@@ -197,11 +199,11 @@ class _Revoked:
         self._prune(now)
 
     def has(self, nonce: str, *, now: float) -> bool:
-        self._catch_up()
+        self._catch_up(now)
         until = self._until.get(nonce)
         return until is not None and until > now
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, now: float) -> None:
         if self._path is None:
             return
         try:
@@ -220,9 +222,11 @@ class _Revoked:
         for line in whole.splitlines():
             try:
                 entry = json.loads(line)
-                self._until[str(entry["n"])] = float(entry["e"])
+                nonce, until = str(entry["n"]), float(entry["e"])
             except (ValueError, KeyError, TypeError):
                 continue  # not a line of ours: it revokes nothing
+            if until > now:  # an ended session's line: its cookie is refused anyway
+                self._until[nonce] = until
 
     def _prune(self, now: float) -> None:
         for nonce in [n for n, until in self._until.items() if until <= now]:

@@ -58,18 +58,28 @@ class ProxyIdentity:
         networks = []
         for given in trusted:
             try:
-                networks.append(ipaddress.ip_network(given.strip(), strict=False))
+                network = ipaddress.ip_network(given.strip(), strict=False)
             except ValueError:
                 raise ProxyConfigError(
                     f"--trusted-proxy: {given!r} is not an address or CIDR range"
                 ) from None
+            if network.prefixlen == 0:
+                raise ProxyConfigError(
+                    f"--trusted-proxy: {given!r} trusts every address: anyone who reaches "
+                    "the port would name themselves"
+                )
+            if network.network_address != ipaddress.ip_interface(given.strip()).ip:
+                raise ProxyConfigError(
+                    f"--trusted-proxy: {given!r} has host bits set (did you mean {network}?)"
+                )
+            networks.append(network)
         return cls(header=name, networks=tuple(networks))
 
     def identity(self, request: Request) -> str | None:
         """The name the header gives, when the request comes from a trusted proxy; None
         without the header, and None (logged) when it comes from anywhere else."""
-        given = request.headers.get(self.header)
-        if given is None:
+        values = request.headers.getlist(self.header)
+        if not values:
             return None
         peer = request.client.host if request.client else None
         if not self._trusted(peer):
@@ -79,7 +89,14 @@ class ProxyIdentity:
                 self.header,
             )
             return None
-        name = given.strip()
+        if len(values) > 1:  # a client's own header passed on next to the proxy's
+            log.warning(
+                '{"event": "proxy_identity_repeated", "from": "%s", "header": "%s"}',
+                str(peer)[:60],
+                self.header,
+            )
+            return None
+        name = values[0].strip()
         if not name or len(name) > MAX_IDENTITY or not name.isprintable():
             return None
         return name
@@ -91,4 +108,6 @@ class ProxyIdentity:
             address = ipaddress.ip_address(peer)
         except ValueError:
             return False
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped  # an IPv4 proxy, seen by a socket on `::`
         return any(address in network for network in self.networks)

@@ -288,6 +288,14 @@ def result(outcome: AgentResult) -> str:
     return head if answer is None else f"{head}\n{safe_lines(answer)}"
 
 
+def _condition_value(field: str, value: object, sensitive: Collection[str]) -> str:
+    """An `always_when` condition's value as shown: masked on a sensitive argument (its
+    first name, `card` of `card.number`), as the call's arguments are."""
+    if ALL_VALUES in sensitive or field.split(".")[0] in sensitive:
+        return masked(value)
+    return safe(json.dumps(value))
+
+
 def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
     """`approved call_1 by alice (looks fine) at 2025-01-01 12:00:00Z`, then what else
     it carries: `always` and its scope, edited arguments (in full), the signing key."""
@@ -302,7 +310,8 @@ def decision(recorded: Decision, *, sensitive: Collection[str] = ()) -> str:
             if recorded.always_when is None
             else "where "
             + " and ".join(
-                f"{safe(c.field)} {c.op} {safe(json.dumps(c.value))}" for c in recorded.always_when
+                f"{safe(c.field)} {c.op} {_condition_value(c.field, c.value, sensitive)}"
+                for c in recorded.always_when
             )
         )
         until = f" until {recorded.expires_at}" if recorded.expires_at else ""
