@@ -120,7 +120,8 @@ def inbox_routes(
 
     async def sign_in(request: Request) -> Response:
         request.state.audit = {"action": "sign_in"}
-        _same_origin(request)
+        scheme = proxy.scheme(request) if proxy is not None else request.url.scheme
+        _same_origin(request, scheme)
         body = await _sign_in_body(request)
         if body.get("proxy") is True:
             caller = _proxy_caller(request, proxy, callers)
@@ -138,7 +139,7 @@ def inbox_routes(
             cookie,
             max_age=int(sessions.lifetime.total_seconds()),
             path="/",
-            secure=request.url.scheme == "https",
+            secure=scheme == "https",
             httponly=True,
             samesite="strict",
         )
@@ -232,12 +233,13 @@ def _session_answer(caller: Caller, csrf: str, seconds_left: int) -> JSONRespons
     return JSONResponse(answer.model_dump(mode="json"), headers={"cache-control": "no-store"})
 
 
-def _same_origin(request: Request) -> None:
-    """Refuse a sign-in posted from another site's page (login CSRF)."""
+def _same_origin(request: Request, scheme: str) -> None:
+    """Refuse a sign-in posted from another site's page (login CSRF). `scheme`: the one
+    the browser used (behind a trusted proxy that ends TLS, the proxy's word for it)."""
     origin = request.headers.get("origin")
     if origin is None or origin == "null":
         return  # not a browser's cross-site request (a browser sends Origin on POST)
-    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    own = f"{scheme}://{request.headers.get('host', '')}"
     if origin != own:
         raise HTTPException(403, f"sign-in from another origin ({origin[:100]}) is refused")
 

@@ -101,6 +101,17 @@ class ProxyIdentity:
             return None
         return name
 
+    def scheme(self, request: Request) -> str:
+        """The scheme the browser used: a trusted proxy's `X-Forwarded-Proto` (one value,
+        `http` or `https`: the proxy that ends TLS says so), else the connection's own.
+        uvicorn's own forwarded-header handling is off here (see the module docstring)."""
+        values = request.headers.getlist("x-forwarded-proto")
+        said = values[0].strip().lower() if len(values) == 1 else None
+        peer = request.client.host if request.client else None
+        if said in {"http", "https"} and self._trusted(peer):
+            return said
+        return request.url.scheme
+
     def _trusted(self, peer: str | None) -> bool:
         if peer is None:
             return False

@@ -143,6 +143,30 @@ async def test_a_proxy_reached_over_ipv4_mapped_ipv6_is_the_trusted_proxy(served
             assert answer.status_code == status, (peer, answer.text)
 
 
+async def test_a_browser_behind_a_trusted_proxy_that_ends_tls_signs_in(served):
+    """Defect: behind a proxy that ends TLS, the gateway saw `http` (uvicorn's forwarded
+    headers are off when a proxy's identity is trusted), so the browser's `https` Origin
+    was taken for another site's: every sign-in was refused, and the cookie lacked
+    `Secure`. A trusted proxy's `X-Forwarded-Proto` now says the scheme; anyone else's is
+    ignored."""
+    agents, _, known = served
+    trusted = ProxyIdentity.parse("X-Forwarded-User", ["10.0.0.5"])
+    app = gateway_app(agents, known, feed=InboxFeed(agents), proxy=trusted)
+    headers = {
+        "Host": "inbox.example.com",
+        "Origin": "https://inbox.example.com",
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-User": "desk",
+    }
+    for peer, status in (("10.0.0.5", 200), ("10.0.0.6", 403)):
+        transport = httpx2.ASGITransport(app=app, client=(peer, 4000))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://gw") as http:
+            answer = await http.post("/inbox/session", json={"proxy": True}, headers=headers)
+            assert answer.status_code == status, (peer, answer.text)
+            if status == 200:
+                assert "secure" in answer.headers["set-cookie"].lower()
+
+
 @pytest.mark.parametrize(
     ("trusted", "words"),
     [
