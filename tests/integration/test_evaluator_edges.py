@@ -21,7 +21,7 @@ from durable_agents.workflows.state import RunStatus
 
 from durable_agents import Agent, AgentClient, ApprovalCondition, ApprovalPolicy, tool
 from durable_agents.testing import Call, Reply
-from tests.conftest import serving
+from tests.conftest import NO_DRAIN, serving
 from tests.integration.test_gateway import READER, bearer, callers, gateway
 from tests.integration.test_webhooks import SECRET, endpoint, until
 from tests.support.cli_support import bound_to
@@ -157,7 +157,7 @@ async def test_a_switch_due_while_the_evaluator_decides_waits_for_it_and_loses_n
     env, model_server, gate
 ):
     _script(model_server, 50)
-    async with serving(env.client, model_server, extra_agents=AGENTS) as worker:
+    async with serving(env.client, model_server, extra_agents=AGENTS, drain=NO_DRAIN) as worker:
         agents = AgentClient(worker.client, task_queue=worker.task_queue)
         handle = await _start(worker, "held_relay")
         await _evaluating(agents, handle.id)
@@ -181,7 +181,7 @@ async def test_an_interrupt_while_the_evaluator_holds_a_due_switch_is_applied_at
     env, model_server, gate
 ):
     _script(model_server, 50)
-    async with serving(env.client, model_server, extra_agents=AGENTS) as worker:
+    async with serving(env.client, model_server, extra_agents=AGENTS, drain=NO_DRAIN) as worker:
         agents = AgentClient(worker.client, task_queue=worker.task_queue)
         handle = await _start(worker, "held_relay")
         await _evaluating(agents, handle.id)
