@@ -52,9 +52,10 @@ browser-background:
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input, a versioned
 # deploy with one build) runs here.
 # Three pytest processes (pytest-xdist), each with its own dev server. Measured on the
-# 2-core reference machine from a fresh clone (2026-12-07, Chromium already installed):
-# pytest 275 s for 1,996 tests, the whole target 304 s with the venv's install (it was
-# 450 s with pip and xdist's default scheduling); the machine is CPU-bound meanwhile
+# 2-core reference machine from a fresh clone (2026-12-07 08:12 UTC, quiet, Chromium
+# already installed): pytest 291 s for 2,245 tests, the whole target 314 s with the venv's
+# install (275 s and 304 s for 1,996 tests earlier that day; 450 s with pip and xdist's
+# default scheduling); the machine is CPU-bound meanwhile
 # (80% busy; four processes measured no faster than three). --dist worksteal: an idle
 # process takes tests queued for a busy one (with xdist's default, one process was seen
 # running the last 130 s alone while two stood idle).
