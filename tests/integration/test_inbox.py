@@ -479,3 +479,52 @@ async def test_the_page_says_when_the_feed_drops_and_catches_up_when_it_returns(
     await expect(call_of(page, "d1")).to_have_count(0)
     await page.context.close()
     await stop(*running)
+
+
+UNNAMED_CONTROLS = """() => [...document.querySelectorAll('button, input, textarea, select')]
+  .filter(e => e.type !== 'hidden' && e.getClientRects().length > 0)
+  .filter(e => !((e.getAttribute('aria-label') || '').trim()
+                 || e.getAttribute('aria-labelledby')
+                 || (e.labels && e.labels.length)
+                 || (e.tagName === 'BUTTON' && e.textContent.trim())
+                 || e.title))
+  .map(e => e.outerHTML.slice(0, 120))"""
+
+
+async def tab_to(page: Page, target, *, most: int = 80) -> None:
+    """Press Tab until `target` has the focus (as a person without a mouse does)."""
+    for _ in range(most):
+        if await target.evaluate("element => element === document.activeElement"):
+            return
+        await page.keyboard.press("Tab")
+    pytest.fail(f"Tab never reached {target}")
+
+
+async def test_an_approver_signs_in_and_approves_with_the_keyboard_alone(served, browser):
+    """Usable without a mouse, on a phone-width screen: Tab reaches the Token box, Sign
+    in and the call's Approve button, Enter presses them; every control the page shows
+    has a name a screen reader reads; the page is no wider than the screen."""
+    text = "inbox: keyboard"
+    mail = Call("send_email", {"to": "kb@example.com", "body": "by keyboard"}, call_id="k1")
+    served.scripts.by_input[text] = [Reply(tool_calls=(mail,)), Reply("mailed")]
+    run_id = (await served.agents.start("assistant", text)).id
+    context = await browser.new_context(viewport={"width": 360, "height": 740})
+    page = await context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    await page.goto(f"{served.url}/inbox")
+    assert await page.evaluate(UNNAMED_CONTROLS) == []
+    await tab_to(page, page.get_by_label("Token"))
+    await page.keyboard.type(DESK)
+    await tab_to(page, page.get_by_role("button", name="Sign in"))
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_text("Signed in as")).to_be_visible()
+    row = call_of(page, "k1")
+    await expect(row).to_have_count(1)
+    assert await page.evaluate(UNNAMED_CONTROLS) == []
+    assert await page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+    await tab_to(page, row.get_by_role("button", name="Approve"), most=200)
+    await page.keyboard.press("Enter")
+    assert (await served.agents.result(run_id)).final_output == "mailed"
+    [decided] = [i for i in (await served.agents.state(run_id)).items if isinstance(i, Decision)]
+    assert (decided.decision, decided.approver) == ("approve", "desk")
+    await context.close()
