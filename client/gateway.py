@@ -434,7 +434,9 @@ def gateway_app(
         # an error answer, not a broken stream; an ended run with nothing new is 204,
         # so an EventSource that reconnects after `run_finished` stops.
         backlog = [e async for e in agents.events(run_id, after=after, follow=False)]
-        if not backlog and await _ended(agents, run_id):
+        if not backlog and (
+            await _finished_at(agents, run_id, after) or await _ended(agents, run_id)
+        ):
             return Response(status_code=204)
         hub = hubs.get(run_id)
         if hub is None or hub.done:
@@ -807,6 +809,16 @@ async def _agent_of(agents: AgentClient, run_id: str) -> str | None:
     with agents.translating(run_id):
         described = await agents.client.get_workflow_handle(run_id).describe()
     return described.typed_search_attributes.get(sa.AGENT_NAME)
+
+
+async def _finished_at(agents: AgentClient, run_id: str, seq: int) -> bool:
+    """Whether event `seq` is the run's `run_finished`: a reconnect just after it, before
+    the workflow has closed, has nothing newer to wait for either."""
+    if seq < 1:
+        return False
+    async for event in agents.events(run_id, after=seq - 1, follow=False):
+        return event.get("seq") == seq and event.get("type") == run_events.FINAL
+    return False
 
 
 async def _ended(agents: AgentClient, run_id: str) -> bool:
