@@ -70,7 +70,7 @@ test:
 	@$(MAKE) --no-print-directory -j3 install typecheck docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 3 --dist worksteal -m "not chaos_slow and not soak" --durations=15
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 4 --dist worksteal -m "not chaos_slow and not soak" --durations=15
 
 # mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
 # lays it out: a view of links, since mypy cannot follow the editable install's mapping
