@@ -51,12 +51,12 @@ browser-background:
 # The chaos suite's long scenarios (marked chaos_slow) run in `make chaos` only; its
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input, a versioned
 # deploy with one build) runs here.
-# Three pytest processes (pytest-xdist), each with its own dev server. Measured on the
-# 2-core reference machine from a fresh clone (2026-12-07 08:12 UTC, quiet, Chromium
-# already installed): pytest 291 s for 2,245 tests, the whole target 314 s with the venv's
-# install (275 s and 304 s for 1,996 tests earlier that day; 450 s with pip and xdist's
-# default scheduling); the machine is CPU-bound meanwhile
-# (80% busy; four processes measured no faster than three). --dist worksteal: an idle
+# Four pytest processes (pytest-xdist), each with its own dev server. Measured on the
+# 2-core reference machine from a fresh clone (2026-12-07 08:24 UTC, quiet, Chromium
+# already installed): pytest 257 s for 2,246 tests, the whole target 280 s with the venv's
+# install (three processes: 291 s and 314 s the same hour; 450 s in all with pip and
+# xdist's default scheduling). The suite waits more than it computes (about 1.5 of 2 cores
+# busy), so a fourth process helps. --dist worksteal: an idle
 # process takes tests queued for a busy one (with xdist's default, one process was seen
 # running the last 130 s alone while two stood idle).
 # bench.peers' framework peers are not installed here (about 2 minutes): their runners'
