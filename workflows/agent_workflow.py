@@ -28,31 +28,29 @@ with workflow.unsafe.imports_passed_through():
         decisions,
         definitions,
         driver,
-        errors,
         evaluator_runs,
-        handoffs,
         inbox,
         interrupts,
-        limits,
         loop,
         mcp_tools,
         metrics,
         raw_payloads,
+        run_queries,
         run_start,
         run_switch,
         run_tree,
-        state_pages,
+        signal_routing,
         steering,
         step_events,
         tool_batch,
         tree_approvals,
+        update_checks,
         visibility,
     )
     from durable_agents.workflows.agent_spec import AgentSpec
     from durable_agents.workflows.check_payloads import GuardrailVerdict
     from durable_agents.workflows.interrupt_models import Interruption
     from durable_agents.workflows.payloads import (
-        AgentInput,
         AgentResult,
         DecideInput,
         InterruptInput,
@@ -65,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         StatusView,
         ToolOutcome,
     )
-    from durable_agents.workflows.run_items import Decision, ToolCall, Usage
+    from durable_agents.workflows.run_items import Decision, ToolCall
     from durable_agents.workflows.state import ErrorInfo, RunState, RunStatus
 
 
@@ -79,19 +77,16 @@ with workflow.unsafe.imports_passed_through():
 class AgentWorkflow:
     """One agent run: ask the model, run tools (after approval where needed), repeat."""
 
-    # Input and decision signals arrive as raw payloads and are decoded here, so
-    # a malformed one (from any language, or the `temporal` CLI) is answered:
-    # the run fails with InvalidAgentInput, a signal is recorded as refused.
-    # Decoded by the SDK instead, it would fail the workflow task forever, or be
-    # dropped with only a worker log line.
+    # The input and signals arrive as raw payloads, decoded by us: a malformed one fails
+    # the run with InvalidAgentInput, or is recorded as refused (the SDK would fail the
+    # workflow task forever, or drop it with only a worker log line).
 
     @workflow.init
     def __init__(self, raw_input: RawValue = raw_payloads.NONE) -> None:
         self._begin = run_start.RunStart(raw_input)
         """The input and how the run begins (`workflows.run_start`)."""
         self._state: RunState | None = None
-        self._unstarted: tuple[RunStatus, str] | None = None
-        """How a run that never had a state ended (failed, cancelled), and why."""
+        self._unstarted: run_queries.Unstarted | None = None
         self._inbox = inbox.Inbox()
         self._tree = run_tree.RunTree(self._inbox, emit=self._emit, publish=self._publish)
         """The parent/child protocol (`workflows.run_tree`)."""
@@ -217,13 +212,9 @@ class AgentWorkflow:
     def record_reply(self, state: RunState, reply: ModelReply) -> None:
         loop.record_model_reply(state, reply, now=workflow.now())
         self._evaluators.start_due(state)  # while the reply's other calls run
-        metrics.turn(state.agent.name)
         last = loop.last_reply(state)
-        if last is not None:
-            self._emit(state, step_events.model_finished(state, last))
-            self._emit(state, *(step_events.tool_proposed(state, c) for c in last.tool_calls))
-        if state.agent.price is not None and last is not None and last.usage is not None:
-            metrics.cost(state.agent.name, state.agent.price.currency, last.usage.cost)
+        metrics.replied(state.agent.name, last.usage if last else None, state.agent.price)
+        self._emit(state, *step_events.replied(state, last))
 
     async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
         """List the MCP tools again (a server that cannot be listed leaves the run its
@@ -265,9 +256,17 @@ class AgentWorkflow:
             )
         self._tree.count_all_given(state)
         loop.fail(state, error, now=workflow.now())
+        self._failed(state, error)
+
+    def _failed(
+        self, state: RunState, error: ErrorInfo, message: str = "", *, non_retryable: bool = True
+    ) -> NoReturn:
+        """The run has failed with `error`: published, counted, and raised as the
+        workflow's failure (with `message`, else the error's)."""
         self._publish(state)
         metrics.finished(state.agent.name, state.status.value)
-        raise ApplicationError(error.message, error.details, type=error.type, non_retryable=True)
+        message = message or error.message
+        raise ApplicationError(message, error.details, type=error.type, non_retryable=non_retryable)
 
     async def await_children(self, state: RunState) -> bool:
         """Wait for the end of an agent the run started in the background (or anything
@@ -312,22 +311,7 @@ class AgentWorkflow:
                 and not self._evaluators.busy
             )
         )
-        carried = self._stream.carried()
-        upgrade = None  # a versioned worker's run goes on on the deployment's current build
-        version = workflow.info().get_current_deployment_version()  # unversioned: no name
-        if version is not None and version.deployment_name:
-            upgrade = workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
-        workflow.continue_as_new(
-            AgentInput(
-                agent=handoffs.first_agent(state),
-                input="",
-                session=state.session,
-                resume_from=state,
-                events=carried,
-            ),
-            search_attributes=visibility.carried(state),  # set with the start: free
-            initial_versioning_behavior=upgrade,
-        )
+        run_switch.continue_as_new(state, self._stream.carried())
 
     async def await_input(self, state: RunState) -> bool:
         """Wait for the session's next message, an end, or the idle timeout."""
@@ -356,9 +340,7 @@ class AgentWorkflow:
             error = decisions.expire(state, now=workflow.now())
             if error is not None:
                 loop.fail(state, error, now=workflow.now())
-                self._publish(state)
-                metrics.finished(state.agent.name, state.status.value)
-                raise ApplicationError(error.message, error.details, type=error.type) from None
+                self._failed(state, error, non_retryable=False)
         return True
 
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
@@ -383,14 +365,7 @@ class AgentWorkflow:
         if isinstance(reply, ErrorInfo):
             if loop.model_failed(state, reply, now=workflow.now()):
                 return None
-            self._publish(state)
-            metrics.finished(state.agent.name, state.status.value)
-            raise ApplicationError(
-                f"model call failed: {reply.message}",
-                reply.details,
-                type=reply.type,
-                non_retryable=True,
-            )
+            self._failed(state, reply, f"model call failed: {reply.message}")
         return reply
 
     def _publish(self, state: RunState) -> None:
@@ -402,106 +377,71 @@ class AgentWorkflow:
 
     @workflow.signal(dynamic=True)
     async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
-        """Every signal, whatever its name and arguments, dispatched here by name.
+        """Every signal, whatever its name and arguments (`workflows.signal_routing`).
 
         Named handlers are not used on purpose: the SDK calls one with every argument
         sent, and a signal with one argument too many (any SDK, or the `temporal`
         CLI, can send that) would raise in the handler and fail every later workflow
-        task of the run, since the signal stays in its history. Nothing here raises:
-        what the run cannot use is recorded as refused (`workflows.inbox`).
+        task of the run, since the signal stays in its history.
         """
         if self._state is None and name in contract.TREE_SIGNALS:
             # from a run below, sent while this one continued as new: taken once it can
             await workflow.wait_condition(lambda: self._state is not None)
-        stream, state = self._stream, self._state
-        if name == contract.STREAM_PUBLISH_SIGNAL and state is not None:
-            why = stream.take_published(args, state, now=workflow.now())
-            if why is not None:  # as the inbox
-                self._inbox.refuse_signal(name, args[0] if args else raw_payloads.NONE, why)
-            return
-        if state is not None and await self._tree.take_signal(state, name, args):
-            return
-        paused = state is not None and state.paused is not None
-        self._inbox.receive(name, args)
-        pausing = name in (contract.SIGNAL_PAUSE, contract.SIGNAL_RESUME)
-        if pausing and state is not None and (state.paused is not None) != paused:
-            # taken by this run (a pause or resume it refused is not passed on)
-            raw = args[0] if args else raw_payloads.NONE
-            await self._tree.pass_pause_down(name, inbox.pause_payload(name, raw))
-        if name == contract.SIGNAL_WEBHOOK_DELIVERY and self._state is not None:
-            self._publish(self._state)  # the UI's details say how deliveries go
-        elif name in inbox.DECISION_SIGNALS and self._state:
-            # a signal gets no answer: the UI's details say why one was refused (the
-            # details only, no command: the search attributes follow with the loop)
-            visibility.show_details(self._state)
+        await signal_routing.route(
+            name,
+            args,
+            state=self._state,
+            to=self._inbox,
+            tree=self._tree,
+            stream=self._stream,
+            publish=self._publish,
+        )
 
     @workflow.update(name=contract.UPDATE_DECIDE)
     async def decide(self, payload: DecideInput) -> Decision:
         """Approve or reject a pending call and get the recorded decision back; a call
         of a run below this one is decided there, and answered once it has."""
-        try:
-            child = tree_approvals.route(self._started_state(), payload.call_id, payload.run_id)
-        except errors.DecisionRefused as err:  # the validator ran: should not happen
-            raise ApplicationError(
-                str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
-            ) from err
+        # the validator ran: a refusal here should not happen
+        state = update_checks.deciding(lambda: update_checks.started(self._state))
+        child = update_checks.deciding(
+            lambda: tree_approvals.route(state, payload.call_id, payload.run_id)
+        )
         if child is not None:
             answer = await self._tree.pass_down(child, payload)
             if answer.decision is None:
-                raise ApplicationError(
-                    answer.refused or "refused",
-                    type=contract.ERROR_DECISION_REFUSED,
-                    non_retryable=True,
-                )
+                refused = answer.refused or "refused"
+                raise update_checks.refusal(refused, contract.ERROR_DECISION_REFUSED)
             return answer.decision
-        try:
-            decision = decisions.apply(
-                self._started_state(), payload, via="update", now=workflow.now()
-            )
-        except errors.DecisionRefused as err:  # the validator ran: should not happen
-            raise ApplicationError(
-                str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
-            ) from err
+        decision = update_checks.deciding(
+            lambda: decisions.apply(state, payload, via="update", now=workflow.now())
+        )
         self._inbox.woken += 1
-        inbox.record_wait(self._started_state(), decision)
+        inbox.record_wait(state, decision)
         return decision
 
     @decide.validator
     def _validate_decide(self, payload: DecideInput) -> None:
         # A refusal is final: non-retryable, typed (validators never replay).
-        try:
-            too_large = limits.decision_problem(payload)
-            if too_large is not None:
-                raise errors.DecisionRefused(f"invalid decide payload: {too_large}")
-            state = self._started_state()
-            child = tree_approvals.route(state, payload.call_id, payload.run_id)
-            if child is None:
-                decisions.check(state, payload, now=workflow.now())
-            elif state.status.is_final:
-                raise errors.DecisionRefused(f"run {state.run_id} has ended ({state.status.value})")
-        except errors.DecisionRefused as err:
-            raise ApplicationError(
-                str(err), type=contract.ERROR_DECISION_REFUSED, non_retryable=True
-            ) from None
+        update_checks.deciding(
+            lambda: update_checks.check_decide(self._state, payload, now=workflow.now())
+        )
 
     @workflow.update(name=contract.UPDATE_SEND_MESSAGE)
     async def send_message(self, payload: MessageSignal) -> StatusView:
         """The user's next message (as the `send_message` signal), answered with the run's
         status; one the run cannot take is refused by the validator, with why."""
         self._inbox.take_message(payload)
-        return loop.status_view(self._started_state())
+        return loop.status_view(update_checks.started(self._state))
 
     @send_message.validator
     def _validate_send_message(self, payload: MessageSignal) -> None:
-        problem = self._inbox.update_problem(payload)
-        if problem is not None:
-            raise ApplicationError(problem, type=contract.ERROR_MESSAGE_REFUSED, non_retryable=True)
+        update_checks.refuse(self._inbox.update_problem(payload), contract.ERROR_MESSAGE_REFUSED)
 
     @workflow.update(name=contract.UPDATE_INTERRUPT)
     async def interrupt(self, payload: InterruptInput | None = None) -> InterruptResult:
         """Stop the current turn (`workflows.interrupts`); answered once it has stopped,
         with what was cut."""
-        state, given = self._started_state(), payload or InterruptInput()
+        state, given = update_checks.started(self._state), payload or InterruptInput()
         interrupts.ask(state, via="update", by=given.by, reason=given.reason, now=workflow.now())
         self._inbox.woken += 1
         await workflow.wait_condition(
@@ -512,51 +452,33 @@ class AgentWorkflow:
 
     @interrupt.validator
     def _validate_interrupt(self, payload: InterruptInput | None = None) -> None:
-        problem = inbox.interrupt_problem(self._state)
-        if problem is not None:
-            raise ApplicationError(
-                problem, type=contract.ERROR_INTERRUPT_REFUSED, non_retryable=True
-            )
+        update_checks.refuse(inbox.interrupt_problem(self._state), contract.ERROR_INTERRUPT_REFUSED)
 
     @workflow.update(name=contract.UPDATE_PAUSE)
     async def pause(self, payload: PauseSignal | None = None) -> StatusView:
         """Pause the run (as the `pause` signal), and the runs below it that it waits
         on, and get its status back."""
-        self._pause_or_resume(payload or PauseSignal())
-        await self._tree.pass_pause_down(contract.SIGNAL_PAUSE, payload or PauseSignal())
-        return loop.status_view(self._started_state())
+        return await self._pause_or_resume(contract.SIGNAL_PAUSE, payload or PauseSignal())
 
     @pause.validator
     def _validate_pause(self, payload: PauseSignal | None = None) -> None:
-        self._check_pause(payload or PauseSignal())
+        update_checks.check_pause(self._state, payload or PauseSignal())
 
     @workflow.update(name=contract.UPDATE_RESUME)
     async def resume(self, payload: ResumeSignal | None = None) -> StatusView:
         """Let a paused run go on (as the `resume` signal), and the runs below it that it
         waits on, and get its status back."""
-        self._pause_or_resume(payload or ResumeSignal())
-        await self._tree.pass_pause_down(contract.SIGNAL_RESUME, payload or ResumeSignal())
-        return loop.status_view(self._started_state())
+        return await self._pause_or_resume(contract.SIGNAL_RESUME, payload or ResumeSignal())
 
     @resume.validator
     def _validate_resume(self, payload: ResumeSignal | None = None) -> None:
-        self._check_pause(payload or ResumeSignal())
+        update_checks.check_pause(self._state, payload or ResumeSignal())
 
-    def _check_pause(self, payload: PauseSignal | ResumeSignal) -> None:
-        """Refuse a pause or resume the run cannot take, leaving no trace in history."""
-        problem = inbox.pause_refusal(self._state, payload)
-        if problem is not None:
-            raise ApplicationError(problem, type=contract.ERROR_PAUSE_REFUSED, non_retryable=True)
-
-    def _pause_or_resume(self, payload: PauseSignal | ResumeSignal) -> None:
-        problem = self._inbox.apply_pause(payload)
-        if problem is not None:  # the validator ran: should not happen
-            raise ApplicationError(problem, type=contract.ERROR_PAUSE_REFUSED, non_retryable=True)
-
-    def _started_state(self) -> RunState:
-        if self._state is None:
-            raise errors.DecisionRefused("the run is still starting; no call is pending yet")
-        return self._state
+    async def _pause_or_resume(self, name: str, payload: PauseSignal | ResumeSignal) -> StatusView:
+        # the validator ran: a refusal here should not happen
+        update_checks.refuse(self._inbox.apply_pause(payload), contract.ERROR_PAUSE_REFUSED)
+        await self._tree.pass_pause_down(name, payload)
+        return loop.status_view(update_checks.started(self._state))
 
     # --- queries ---------------------------------------------------------------
 
@@ -564,33 +486,12 @@ class AgentWorkflow:
     def get_state(self, request: Any = None) -> dict[str, Any]:
         """The RunState (what export writes, without integrity block), or a page of it
         when it is larger than the answer's bound (`workflows.state_pages`)."""
-        if self._state is None and self._unstarted is not None:
-            status, why = self._unstarted
-            raise ApplicationError(f"the run ended {status.value} before it had a state: {why}")
-        if self._state is None:
-            raise ApplicationError("the run is still starting; its state is not available yet")
-        try:
-            return state_pages.answer(self._state, state_pages.parse_query(request))
-        except state_pages.StateQueryError as err:
-            raise ApplicationError(
-                str(err), type=contract.ERROR_STATE_QUERY_REFUSED, non_retryable=True
-            ) from None
+        return run_queries.state_answer(self._state, self._unstarted, request)
 
     @workflow.query(name=contract.QUERY_GET_STATUS)
     def get_status(self) -> StatusView:
         """Status, agent, turn, pending approvals and usage."""
-        if self._state is None:
-            status, why = self._unstarted or (RunStatus.RUNNING, None)
-            return StatusView(
-                status=status,
-                error=why,
-                agent=self._begin.agent_name or "",
-                turn=0,
-                pending_approvals=0,
-                usage=Usage(),
-                current_agent=self._begin.agent_name or "",
-            )
-        return loop.status_view(self._state)
+        return run_queries.status(self._state, self._unstarted, self._begin.agent_name)
 
     @workflow.query(name=contract.QUERY_GET_PENDING_APPROVALS)
     def get_pending_approvals(self) -> list[PendingApproval]:

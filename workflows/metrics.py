@@ -10,10 +10,21 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import MetricMeter
 
+with workflow.unsafe.imports_passed_through():
+    from durable_agents.workflows.agent_spec import ModelPrice
+    from durable_agents.workflows.run_items import Usage
+
 
 def turn(agent: str) -> None:
     """One model call made by a run of `agent`."""
     _meter(agent).create_counter("agent_turns", "Model calls made by agent runs").add(1)
+
+
+def replied(agent: str, usage: Usage | None, price: ModelPrice | None) -> None:
+    """A model call of a run of `agent` answered (`usage`: what it used, priced)."""
+    turn(agent)
+    if price is not None and usage is not None:
+        cost(agent, price.currency, usage.cost)
 
 
 def cost(agent: str, currency: str, amount: float) -> None:

@@ -51,6 +51,14 @@ def turn_started(state: RunState) -> dict[str, Any]:
     return {"type": "turn_started", "turn": state.turn + 1}
 
 
+def replied(state: RunState, reply: AssistantMessage | None) -> list[dict[str, Any]]:
+    """The events of the model's reply just recorded: `model_finished`, then a
+    `tool_proposed` for each of its calls."""
+    if reply is None:
+        return []
+    return [model_finished(state, reply), *(tool_proposed(state, c) for c in reply.tool_calls)]
+
+
 def model_finished(state: RunState, reply: AssistantMessage) -> dict[str, Any]:
     return {
         "type": "model_finished",

@@ -82,6 +82,9 @@ PURE = [
         "event_stream",
         "patches",
         "steering",
+        "run_queries",
+        "signal_routing",
+        "update_checks",
     }
 ]
 """The pure modules of `workflows/`: the loop, decisions, state and the wire contract,
