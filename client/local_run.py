@@ -25,7 +25,7 @@ from durable_agents.workflows import (
     driver,
     guardrails,
     loop,
-    mcp_tools,
+    reducer,
     resume_trust,
 )
 from durable_agents.workflows.agent_spec import AgentSpec, GuardrailSpec
@@ -134,11 +134,11 @@ class _LocalIO:
         try:
             return await self._model(step.request)
         except Exception as err:  # one attempt: what a worker would retry fails here
-            loop.model_failed(state, _error_info(err), now=_now())
+            reducer.fold(state, reducer.ModelFailed(_error_info(err)), now=_now())
             return None
 
-    def record_reply(self, state: RunState, reply: ModelReply) -> None:
-        loop.record_model_reply(state, reply, now=_now())
+    def replied(self, state: RunState) -> None:
+        pass  # nothing to announce
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
         return list(await asyncio.gather(*(_run_tool(self._tools, state, c) for c in calls)))
@@ -155,18 +155,17 @@ class _LocalIO:
     async def await_resume(self, state: RunState) -> bool:
         return False  # paused: stop here (unpause the state to go on)
 
-    async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
-        why = "a local run reaches no MCP server; the tools listed before are kept"
-        mcp_tools.record_listing(state, why, step.reason, asked=state.tools_refresh, now=_now())
+    async def list_tools(self, state: RunState, step: loop.ListTools) -> AgentSpec | str:
+        return "a local run reaches no MCP server; the tools listed before are kept"
 
-    async def redefine(self, state: RunState, step: loop.Redefine) -> None:
+    async def redefine(self, state: RunState, step: loop.Redefine) -> reducer.Redefined:
         try:
             found: AgentSpec | str = await self._tools.describe_agent(
                 DescribeAgentInput(agent=state.agent.name)
             )
         except ApplicationError as err:
             found = err.message
-        definitions.take(state, found, step.reason, workflow_run="local", now=_now())
+        return reducer.Redefined(found, step.reason, "local")
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails
@@ -185,7 +184,7 @@ async def _decide(state: RunState, approve: Approve | None) -> bool:
             request = await request
         if request is None:
             return False
-        decisions.apply(state, request, via="update", now=_now())
+        reducer.fold(state, reducer.Decided(request, via="update"), now=_now())
     return True
 
 

@@ -26,15 +26,14 @@ with workflow.unsafe.imports_passed_through():
         answers,
         contract,
         decisions,
-        definitions,
         driver,
         evaluator_runs,
         inbox,
-        interrupts,
         loop,
         mcp_tools,
         metrics,
         raw_payloads,
+        reducer,
         run_queries,
         run_start,
         run_switch,
@@ -134,7 +133,7 @@ class AgentWorkflow:
         try:
             await self._drive(state)
         except asyncio.CancelledError:
-            loop.finish(state, RunStatus.CANCELLED, now=workflow.now())
+            reducer.fold(state, reducer.Cancelled(), now=workflow.now())
             self._publish(state)
             metrics.finished(state.agent.name, state.status.value)
             await self._ended(state)
@@ -209,30 +208,21 @@ class AgentWorkflow:
     def _emit(self, state: RunState, *events: dict[str, Any]) -> None:
         self._events.emit(state, *events)
 
-    def record_reply(self, state: RunState, reply: ModelReply) -> None:
-        loop.record_model_reply(state, reply, now=workflow.now())
+    def replied(self, state: RunState) -> None:
         self._evaluators.start_due(state)  # while the reply's other calls run
         last = loop.last_reply(state)
         metrics.replied(state.agent.name, last.usage if last else None, state.agent.price)
         self._emit(state, *step_events.replied(state, last))
 
-    async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
-        """List the MCP tools again (a server that cannot be listed leaves the run its
-        tools: recorded, not fatal)."""
-        asked = state.tools_refresh
-        listed = await activity_calls.listed_mcp_tools(mcp_tools.without_mcp_tools(state.agent))
-        mcp_tools.record_listing(state, listed, step.reason, asked=asked, now=workflow.now())
+    async def list_tools(self, state: RunState, step: loop.ListTools) -> AgentSpec | str:
+        return await activity_calls.listed_mcp_tools(mcp_tools.without_mcp_tools(state.agent))
 
-    async def redefine(self, state: RunState, step: loop.Redefine) -> None:
-        """The agent's definition from a worker that serves it now, taken if it changed
-        (one that cannot be had is recorded: the run keeps its own)."""
+    async def redefine(self, state: RunState, step: loop.Redefine) -> reducer.Redefined:
         try:
             found: AgentSpec | str = await run_start.described(state.agent.name)
         except ApplicationError as err:
             found = err.message
-        definitions.take(
-            state, found, step.reason, workflow_run=workflow.info().run_id, now=workflow.now()
-        )
+        return reducer.Redefined(found, step.reason, workflow.info().run_id)
 
     async def check_guardrails(
         self, state: RunState, step: loop.CheckGuardrails
@@ -255,7 +245,7 @@ class AgentWorkflow:
                 error.message, error.details, type=error.type, non_retryable=True
             )
         self._tree.count_all_given(state)
-        loop.fail(state, error, now=workflow.now())
+        reducer.fold(state, reducer.Failed(error), now=workflow.now())
         self._failed(state, error)
 
     def _failed(
@@ -323,7 +313,7 @@ class AgentWorkflow:
                 timeout_summary="session idle timeout",
             )
         except TimeoutError:
-            loop.end_session(state, reason=f"idle for {idle}", now=workflow.now())
+            reducer.fold(state, reducer.SessionIdle(idle), now=workflow.now())
         return True
 
     async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
@@ -337,10 +327,9 @@ class AgentWorkflow:
                 timeout_summary=answers.wait_summary(state, step.call_ids),
             )
         except TimeoutError:
-            error = decisions.expire(state, now=workflow.now())
-            if error is not None:
-                loop.fail(state, error, now=workflow.now())
-                self._failed(state, error, non_retryable=False)
+            reducer.fold(state, reducer.DeadlinePassed(), now=workflow.now())
+            if state.status is RunStatus.FAILED and state.error is not None:
+                self._failed(state, state.error, non_retryable=False)
         return True
 
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
@@ -359,11 +348,11 @@ class AgentWorkflow:
         finally:
             self._stream.close_deltas()
         if isinstance(reply, steering.Cut):  # the loop applies the interrupt next
-            if state.interrupt is not None:
-                state.interrupt.model_call = True
+            reducer.fold(state, reducer.ModelCut(), now=workflow.now())
             return None
         if isinstance(reply, ErrorInfo):
-            if loop.model_failed(state, reply, now=workflow.now()):
+            reducer.fold(state, reducer.ModelFailed(reply), now=workflow.now())
+            if not state.status.is_final:  # to be made again once compacted
                 return None
             self._failed(state, reply, f"model call failed: {reply.message}")
         return reply
@@ -442,7 +431,8 @@ class AgentWorkflow:
         """Stop the current turn (`workflows.interrupts`); answered once it has stopped,
         with what was cut."""
         state, given = update_checks.started(self._state), payload or InterruptInput()
-        interrupts.ask(state, via="update", by=given.by, reason=given.reason, now=workflow.now())
+        asked = reducer.InterruptAsked("update", by=given.by, reason=given.reason)
+        reducer.fold(state, asked, now=workflow.now())
         self._inbox.woken += 1
         await workflow.wait_condition(
             lambda: state.interrupt is None or state.status.is_final or self._switching

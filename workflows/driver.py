@@ -1,5 +1,6 @@
-"""The one driver of the pure loop: asks `workflows.loop` for the next step and has an
-`LoopIO` perform it, until the run ends or the I/O says to stop.
+"""The one driver of the pure loop: asks `workflows.reducer` for the next step, has a
+`LoopIO` perform it and folds what it gave back in, until the run ends or the I/O says to
+stop.
 
 `AgentWorkflow` drives a run with Temporal I/O (activities, durable waits,
 continue-as-new); `client.local_run` with in-process I/O (one attempt per call, a
@@ -13,7 +14,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from durable_agents.workflows import budget, context, guardrails, interrupts, loop
+from durable_agents.workflows import interrupts, loop, reducer
+from durable_agents.workflows.agent_spec import AgentSpec
 from durable_agents.workflows.check_payloads import GuardrailVerdict
 from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import ModelReply, ToolOutcome
@@ -45,11 +47,12 @@ class LoopIO(Protocol):
         ...
 
     async def call_model(self, state: RunState, step: loop.CallModel) -> ModelReply | None:
-        """The model's reply; None: the run has failed (recorded) and the loop stops."""
+        """The model's reply; None: none to record (the run failed, an interrupt cut the
+        call, or it is made again once the conversation is compacted)."""
         ...
 
-    def record_reply(self, state: RunState, reply: ModelReply) -> None:
-        """Fold the reply into the state (`loop.record_model_reply`)."""
+    def replied(self, state: RunState) -> None:
+        """The model's reply is in the state (`loop.last_reply`): say so (events, metrics)."""
         ...
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
@@ -74,13 +77,12 @@ class LoopIO(Protocol):
         it); False: stop here."""
         ...
 
-    async def list_tools(self, state: RunState, step: loop.ListTools) -> None:
-        """List the run's MCP tools again and record it (`mcp_tools.record_listing`)."""
+    async def list_tools(self, state: RunState, step: loop.ListTools) -> AgentSpec | str:
+        """The agent with its MCP tools listed again, or why they could not be."""
         ...
 
-    async def redefine(self, state: RunState, step: loop.Redefine) -> None:
-        """Ask for the agent's definition and take it if it changed
-        (`workflows.definitions.take`)."""
+    async def redefine(self, state: RunState, step: loop.Redefine) -> reducer.Redefined:
+        """The agent's definition as a worker serves it now, or why none could be had."""
         ...
 
     async def check_guardrails(
@@ -99,51 +101,62 @@ async def drive(state: RunState, io: LoopIO, *, max_steps: int | None = None) ->
         interruption = interrupts.settle(state, now=io.stamp())
         if interruption is not None:
             io.interrupted(state, interruption)
-        loop.deliver_messages(state, now=io.stamp())
-        step = loop.next_step(state)
-        state.status = loop.status_for(step)
+        step = reducer.advance(state, now=io.stamp())
         io.step_chosen(state, step)
         if isinstance(step, loop.Finish):
             loop.finish(state, step.status, now=io.stamp())
             io.finished(state)
             return
         await io.before_step(state, step)
-        if isinstance(step, loop.CallModel):
-            reply = await io.call_model(state, step)
-            if reply is None:  # failed (the run ends), or to be made again once compacted
-                if state.status.is_final:
-                    return
-                continue
-            io.record_reply(state, reply)
-        elif isinstance(step, loop.Compact):
-            context.record(state, step.compaction, now=io.stamp())
-        elif isinstance(step, loop.Summarize):
-            summary = await io.call_model(state, loop.CallModel(step.request))
-            if summary is None:
-                if state.status.is_final:
-                    return
-                continue
-            context.record(state, step.compaction, now=io.stamp(), summary=summary)
-        elif isinstance(step, loop.RunTools):
-            outcomes = await io.run_tools(state, step.calls)
-            loop.record_tool_outcomes(state, outcomes, now=io.stamp())
-        elif isinstance(step, loop.AwaitInput):
-            if not await io.await_input(state):
-                return
-        elif isinstance(step, loop.AwaitChildren):
-            if not await io.await_children(state):
-                return
-        elif isinstance(step, loop.AwaitResume):
-            if not await io.await_resume(state):
-                return
-        elif isinstance(step, loop.ListTools):
-            await io.list_tools(state, step)
-        elif isinstance(step, loop.Redefine):
-            await io.redefine(state, step)
-        elif isinstance(step, loop.AskBudget):
-            budget.ask(state, step.request, now=io.stamp())
-        elif isinstance(step, loop.CheckGuardrails):
-            verdicts = await io.check_guardrails(state, step)
-            guardrails.record(state, step.kind, verdicts, now=io.stamp(), item=step.item)
-        elif not await io.await_decisions(state, step):
+        try:
+            event = await _perform(state, step, io)
+        except _Stop:
             return
+        if event is not None:
+            reducer.fold(state, event, now=io.stamp())
+            if isinstance(event, reducer.Replied):
+                io.replied(state)
+
+
+class _Stop(Exception):
+    """The I/O stopped the run here (it waits on, or it failed)."""
+
+
+async def _perform(state: RunState, step: loop.Step, io: LoopIO) -> reducer.Event | None:
+    """Perform `step`: the event it gave, if any (None: look at the state again)."""
+    if isinstance(step, loop.CallModel | loop.Summarize):
+        reply = await io.call_model(state, loop.CallModel(step.request))
+        if reply is None:  # failed (the run ends), or to be made again once compacted
+            if state.status.is_final:
+                raise _Stop
+            return None
+        if isinstance(step, loop.Summarize):
+            return reducer.Compacted(step.compaction, summary=reply)
+        return reducer.Replied(reply)
+    if isinstance(step, loop.Compact):
+        return reducer.Compacted(step.compaction)
+    if isinstance(step, loop.RunTools):
+        return reducer.ToolsRan(tuple(await io.run_tools(state, step.calls)))
+    if isinstance(step, loop.ListTools):
+        asked = state.tools_refresh  # a request made while they are listed stays open
+        return reducer.ToolsListed(await io.list_tools(state, step), step.reason, asked)
+    if isinstance(step, loop.Redefine):
+        return await io.redefine(state, step)
+    if isinstance(step, loop.AskBudget):
+        return reducer.BudgetAsked(step.request)
+    if isinstance(step, loop.CheckGuardrails):
+        verdicts = tuple(await io.check_guardrails(state, step))
+        return reducer.GuardrailsChecked(step.kind, verdicts, item=step.item)
+    if isinstance(step, loop.AwaitInput):
+        waited = await io.await_input(state)
+    elif isinstance(step, loop.AwaitChildren):
+        waited = await io.await_children(state)
+    elif isinstance(step, loop.AwaitResume):
+        waited = await io.await_resume(state)
+    elif isinstance(step, loop.AwaitDecisions):
+        waited = await io.await_decisions(state, step)
+    else:  # Finish: ended by the driver, never performed
+        raise AssertionError(f"{step} is not performed")
+    if not waited:
+        raise _Stop
+    return None

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         loop,
         metrics,
         raw_payloads,
+        reducer,
         refusals,
         run_events,
     )
@@ -273,7 +274,7 @@ class Inbox:
         interrupting = (payload.while_busy or state.agent.while_busy) == "interrupt"
         if interrupting and working(state):
             interrupts.ask(state, via="message", now=now)
-        loop.receive_message(state, payload.content, now=now)
+        reducer.fold(state, reducer.MessageArrived(payload.content), now=now)
         self.woken += 1
 
     def _webhook_delivery(self, raw: RawValue) -> None:
@@ -350,12 +351,15 @@ class Inbox:
 
     def _apply_pause(self, payload: PauseSignal | ResumeSignal) -> str | None:
         assert self.state is not None
-        now = workflow.now()
-        if isinstance(payload, PauseSignal):
-            why = loop.pause(self.state, by=payload.by, reason=payload.reason, now=now)
-        else:
-            why = loop.unpause(self.state, by=payload.by, now=now)
+        pausing = isinstance(payload, PauseSignal)
+        why = loop.pause_problem(self.state, pausing=pausing)
         if why is None:
+            asked = (
+                reducer.PauseAsked(payload.by, payload.reason)
+                if isinstance(payload, PauseSignal)
+                else reducer.ResumeAsked(payload.by)
+            )
+            reducer.fold(self.state, asked, now=workflow.now())
             self.woken += 1
         return why
 
