@@ -94,7 +94,7 @@ class Inbox:
         if self._early_end is not None:
             loop.end_session(state, reason=self._early_end, now=workflow.now())
         for early_pause, raw in self._early_pauses:
-            why = self._apply_pause(early_pause)
+            why = self.apply_pause(early_pause)
             if why is not None:
                 self.refuse_signal(_name(early_pause), raw, why)
         self._early_pauses.clear()
@@ -109,8 +109,8 @@ class Inbox:
             contract.SIGNAL_ANSWER: lambda raw: self._decide(raw, "answer"),
             contract.SIGNAL_SEND_MESSAGE: self._send_message,
             contract.SIGNAL_END_SESSION: self._end_session,
-            contract.SIGNAL_PAUSE: self._pause,
-            contract.SIGNAL_RESUME: self._resume,
+            contract.SIGNAL_PAUSE: lambda raw: self._pause_or_resume(contract.SIGNAL_PAUSE, raw),
+            contract.SIGNAL_RESUME: lambda raw: self._pause_or_resume(contract.SIGNAL_RESUME, raw),
             contract.SIGNAL_REFRESH_TOOLS: self._refresh_tools,
             contract.SIGNAL_WEBHOOK_DELIVERY: self._webhook_delivery,
         }
@@ -313,25 +313,15 @@ class Inbox:
         # nothing to do for it, and waking it would restart a session's idle timer.
         state.tools_refresh = ToolsRefresh(by=payload.by, at=workflow.now())
 
-    def _pause(self, raw: RawValue) -> None:
-        """Pause the run (see `loop.pause`); a pause it cannot take is refused."""
-        empty = raw_payloads.is_null(raw)  # nothing sent: nobody named, no reason
-        payload = PauseSignal() if empty else raw_payloads.decode(raw, PauseSignal)
-        if isinstance(payload, str):  # an emergency stop is not refused for a bad field
-            self._take_pause(_salvaged(raw, PauseSignal), raw)
-            self.refuse_signal(contract.SIGNAL_PAUSE, raw, f"{_UNUSED}{payload}")
-            return
-        self._take_pause(payload, raw)
-
-    def _resume(self, raw: RawValue) -> None:
-        """Let a paused run go on (see `loop.unpause`); one it cannot take is refused."""
-        empty = raw_payloads.is_null(raw)
-        payload = ResumeSignal() if empty else raw_payloads.decode(raw, ResumeSignal)
-        if isinstance(payload, str):
-            self._take_pause(_salvaged(raw, ResumeSignal), raw)
-            self.refuse_signal(contract.SIGNAL_RESUME, raw, f"{_UNUSED}{payload}")
-            return
-        self._take_pause(payload, raw)
+    def _pause_or_resume(self, name: str, raw: RawValue) -> None:
+        """Pause the run or let it go on; one it cannot take is refused. A malformed
+        payload is taken for what it can use (an emergency stop is not refused for a bad
+        field), and recorded as such."""
+        self._take_pause(pause_payload(name, raw), raw)
+        model = PauseSignal if name == contract.SIGNAL_PAUSE else ResumeSignal
+        why = None if raw_payloads.is_null(raw) else raw_payloads.decode(raw, model)
+        if isinstance(why, str):
+            self.refuse_signal(name, raw, f"{_UNUSED}{why}")
 
     def _take_pause(self, payload: PauseSignal | ResumeSignal, raw: RawValue) -> None:
         if self.state is None:
@@ -341,15 +331,12 @@ class Inbox:
             else:
                 self.refuse_signal(_name(payload), raw, "the run is starting; too many held")
             return
-        why = self._apply_pause(payload)
+        why = self.apply_pause(payload)
         if why is not None:
             self.refuse_signal(_name(payload), raw, why)
 
     def apply_pause(self, payload: PauseSignal | ResumeSignal) -> str | None:
-        """Pause or resume the started run (the updates' way in); why not, or None."""
-        return self._apply_pause(payload)
-
-    def _apply_pause(self, payload: PauseSignal | ResumeSignal) -> str | None:
+        """Pause or resume the started run; why not, or None."""
         assert self.state is not None
         pausing = isinstance(payload, PauseSignal)
         why = loop.pause_problem(self.state, pausing=pausing)

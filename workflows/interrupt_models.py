@@ -13,7 +13,6 @@ WhileBusy = Literal["queue", "interrupt", "reject"]
 """What a `send_message` does while the run works on a turn: wait for the turn's tool
 calls to be answered (`queue`), stop the turn and answer the message (`interrupt`), or
 be refused (`reject`)."""
-WHILE_BUSY: tuple[str, ...] = ("queue", "interrupt", "reject")
 
 CallWas = Literal[
     "running", "finished", "awaiting_approval", "awaiting_answer", "approved", "not_started"

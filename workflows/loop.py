@@ -324,19 +324,8 @@ def tool_request(state: RunState, call: ToolCall) -> ToolRequest:
 
 
 def idempotency_key(state: RunState, call_id: str) -> str:
-    """Run id + tool call id: the same on every retry and after continue-as-new.
-
-    A call the model proposed before this run started from a snapshot keeps the
-    source run's key, so a tool that deduplicates by key runs it once even if the
-    source run had already started it. Since 1.1 `resume` stamps that key on the
-    call itself (it then survives further resumes); this rule still serves calls
-    of 1.0 states resumed before, which carry no stamp.
-    """
-    origin = state.origin
-    reply = last_reply(state)
-    if origin is not None and reply is not None and reply.turn <= origin.turn:
-        if any(c.call_id == call_id for c in reply.tool_calls):
-            return f"{origin.run_id}:{call_id}"
+    """Run id + tool call id: the same on every retry and after continue-as-new (a call
+    a resumed snapshot holds keeps its source run's key: `resume` stamps it on the call)."""
     return f"{state.run_id}:{call_id}"
 
 

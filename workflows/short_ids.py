@@ -64,11 +64,6 @@ def assign(state: RunState, calls: list[ToolCall]) -> None:
         taken.add(candidate)
 
 
-def taken_by(state: RunState) -> set[str]:
-    """The short ids the run's calls have (a new call id equal to one is renamed)."""
-    return {c.short_id for c in _calls(state) if c.short_id is not None}
-
-
 def resolve(state: RunState, ident: str) -> str:
     """The call id `ident` names in this run: itself when it is a call id of the run,
     else the call whose short id it is; `ident` unchanged when it names no call (the
