@@ -93,6 +93,8 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
+        if request.settings_only:
+            return DescribedAgent(spec=None, settings=agent.execution_settings())
         spec = agent.spec(self._trust, self._prices.get(agent.model))
         spec.tools = [described_by_target(t, self._said_of(t.handoff)) for t in spec.tools]
         for tool in spec.tools:  # an agent evaluator's calls cost the run: its price

@@ -45,6 +45,8 @@ async def agent_tools(client: Client, task_queue: str, agent: str) -> AgentSpec:
         "the worker",
     )
     spec = described.spec
+    if spec is None:
+        raise ToolsUnavailable(f"the worker described no spec of agent {agent!r}")
     listed: dict[str, list[dict[str, Any]]] = {}
     if spec.mcp_servers:  # imported only then: the MCP SDK takes 0.4 s to load
         from mcp.types import ListToolsResult

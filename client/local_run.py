@@ -87,6 +87,8 @@ async def run_locally(
     except ApplicationError as err:
         raise ValueError(f"cannot run the snapshot locally: {err.message}") from None
     described, settings = answer.spec, answer.settings
+    if described is None:
+        raise ValueError(f"cannot run the snapshot locally: no spec of {state.agent.name}")
     # The MCP tools the snapshot listed, of servers the agent still declares: kept (no
     # server is reached from here to list them again), each asking for approval.
     servers = {s.name for s in described.mcp_servers}
@@ -175,7 +177,7 @@ class _LocalIO:
     async def redefine(self, state: RunState, step: loop.Redefine) -> None:
         try:
             answer = await self._tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
-            found: AgentSpec | str = answer.spec
+            found: AgentSpec | str = answer.spec or f"no spec of {state.agent.name}"
             self._settings = answer.settings
         except ApplicationError as err:
             found = err.message

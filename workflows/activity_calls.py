@@ -89,19 +89,25 @@ async def describe_agent(agent: str) -> AgentSpec:
             type=contract.ERROR_RUN_FAILED,
             non_retryable=True,
         ) from err
+    if described.spec is None:  # not asked for: a worker that answers so is broken
+        raise ApplicationError(
+            f"cannot start agent '{agent}': describe_agent answered no spec",
+            type=contract.ERROR_RUN_FAILED,
+            non_retryable=True,
+        )
     return described.spec
 
 
-async def _describe(agent: str) -> DescribedAgent:
+async def _describe(agent: str, *, settings_only: bool = False) -> DescribedAgent:
     described: DescribedAgent = await workflow.execute_activity(
         contract.ACTIVITY_DESCRIBE_AGENT,
-        DescribeAgentInput(agent=agent),
+        DescribeAgentInput(agent=agent, settings_only=settings_only),
         result_type=DescribedAgent,
         start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
         retry_policy=DESCRIBE_AGENT_RETRY,
         summary=f"describe agent {agent}",
     )
-    executions().record(described.spec.name, described.settings)
+    executions().record(agent, described.settings)
     return described
 
 
@@ -115,7 +121,7 @@ async def settings_of(agent: str) -> ExecutionSettings | str:
         return found
     asking = known.asking.get(agent)
     if asking is None:
-        asking = asyncio.ensure_future(_describe(agent))
+        asking = asyncio.ensure_future(_describe(agent, settings_only=True))
         known.asking[agent] = asking
         asking.add_done_callback(lambda _: known.asking.pop(agent, None))
     try:
@@ -123,7 +129,7 @@ async def settings_of(agent: str) -> ExecutionSettings | str:
     except ActivityError as err:
         _reraise_cancel(err)
         return f"cannot describe agent '{agent}' (how its calls run): {root_message(err)}"
-    return known.get(agent) or f"agent '{agent}' was described as another agent"
+    return known.get(agent) or f"agent '{agent}' could not be described"
 
 
 def tool_settings(agent: str, spec: ToolSpec) -> ToolSettings | None:

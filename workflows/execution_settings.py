@@ -35,18 +35,18 @@ class _Model(BaseModel):
 class RetrySpec(_Model):
     """A bounded retry policy in plain JSON (mapped onto Temporal's RetryPolicy)."""
 
-    initial_interval_seconds: float = Field(1.0, gt=0)
+    initial_interval_seconds: float = Field(1.0, gt=0, exclude_if=lambda v: v == 1.0)
     """Delay before the first retry."""
-    backoff_coefficient: float = Field(2.0, ge=1)
+    backoff_coefficient: float = Field(2.0, ge=1, exclude_if=lambda v: v == 2.0)
     """Each further delay is the previous one times this."""
-    maximum_interval_seconds: float = Field(30.0, gt=0)
+    maximum_interval_seconds: float = Field(30.0, gt=0, exclude_if=lambda v: v == 30.0)
     """Upper bound on the delay between attempts."""
-    maximum_attempts: int = Field(3, ge=1)
+    maximum_attempts: int = Field(3, ge=1, exclude_if=lambda v: v == 3)
     """Attempts in all, the first included; 1 means no retry."""
-    non_retryable_error_types: list[str] = []
+    non_retryable_error_types: list[str] = Field([], exclude_if=lambda v: not v)
     """Error types (a tool's exception class name, an ApplicationError type) never
     retried."""
-    budget_seconds: float | None = Field(None, gt=0)
+    budget_seconds: float | None = Field(None, gt=0, exclude_if=lambda v: v is None)
     """Retries stop once this long has passed since the call was first scheduled
     (Temporal's schedule-to-close timeout), whichever of it and `maximum_attempts`
     comes first; None: attempts alone bound them."""
@@ -63,7 +63,7 @@ class CallSettings(_Model):
     """Start-to-close timeout of one attempt."""
     retry: RetrySpec
     """Its retries (a tool's, a guardrail's, the model's)."""
-    heartbeat_timeout_seconds: float | None = Field(None, gt=0)
+    heartbeat_timeout_seconds: float | None = Field(None, gt=0, exclude_if=lambda v: v is None)
     """An attempt silent this long (its worker died) is retried at once, and a cancel
     reaches it; None: no heartbeat timeout."""
 
@@ -71,7 +71,7 @@ class CallSettings(_Model):
 class ToolSettings(CallSettings):
     """How a tool's calls are made."""
 
-    queue_timeout_seconds: float = Field(60.0, gt=0)
+    queue_timeout_seconds: float = Field(60.0, gt=0, exclude_if=lambda v: v == 60.0)
     """(A tool on a task queue of its own) how long a call waits for a worker of that
     queue to start it; then the model is told none serves it."""
 
@@ -79,9 +79,9 @@ class ToolSettings(CallSettings):
 class MCPServerSettings(_Model):
     """How calls to an MCP server are made (its tools and its tool list)."""
 
-    timeout_seconds: float = Field(60.0, gt=0)
+    timeout_seconds: float = Field(60.0, gt=0, exclude_if=lambda v: v == 60.0)
     """Start-to-close timeout of one attempt."""
-    retry: RetrySpec | None = None
+    retry: RetrySpec | None = Field(None, exclude_if=lambda v: v is None)
     """None: a tool the server calls read-only or idempotent is tried 3 times, any other
     once (an attempt that timed out may still be running: trying again could do it
     twice)."""
@@ -97,12 +97,12 @@ class ExecutionSettings(_Model):
 
     model: CallSettings
     """Its model calls."""
-    tools: dict[str, ToolSettings] = {}
+    tools: dict[str, ToolSettings] = Field({}, exclude_if=lambda v: not v)
     """Its tools (handoffs and agent tools included), by name; MCP tools come from
     their server's settings."""
-    input_guardrails: dict[str, CallSettings] = {}
-    output_guardrails: dict[str, CallSettings] = {}
-    mcp_servers: dict[str, MCPServerSettings] = {}
+    input_guardrails: dict[str, CallSettings] = Field({}, exclude_if=lambda v: not v)
+    output_guardrails: dict[str, CallSettings] = Field({}, exclude_if=lambda v: not v)
+    mcp_servers: dict[str, MCPServerSettings] = Field({}, exclude_if=lambda v: not v)
     """Its MCP servers, by name."""
 
     def tool(self, spec: ToolSpec) -> ToolSettings:

@@ -391,13 +391,17 @@ class DescribeAgentInput(_Payload):
     """Input of `describe_agent`."""
 
     agent: str
+    settings_only: bool = Field(False, exclude_if=lambda only: not only)
+    """Only its execution settings (a run continued as new has its spec): what the
+    history of every workflow run pays for, kept small."""
 
 
 class DescribedAgent(_Payload):
     """What `describe_agent` answers: the agent as a run freezes it, and how the worker
     executes its calls (kept apart: the second never enters the run)."""
 
-    spec: AgentSpec
+    spec: AgentSpec | None
+    """None when only the settings were asked (`settings_only`)."""
     settings: ExecutionSettings
 
 
