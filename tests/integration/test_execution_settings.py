@@ -5,12 +5,15 @@ cannot set one. Against a real dev server, workers and the scripted model over H
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
+import pytest
+from durable_agents.client.ask_worker import WorkerUnavailable, ask_worker
 from durable_agents.workflows import contract
 from durable_agents.workflows.execution_settings import EXECUTION_FIELDS
-from durable_agents.workflows.payloads import DecisionSignal
+from durable_agents.workflows.payloads import DecisionSignal, DescribedAgent
 from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
@@ -35,9 +38,9 @@ def send(to: str) -> str:
     return f"sent to {to}"
 
 
-def timed(seconds: int) -> Agent:
+def timed(seconds: int, *, turns: int = 3) -> Agent:
     """The same agent as two deploys declare it: its tools' and model calls' timeouts
-    `seconds` + 1, + 2 and + 3. It continues as new after 3 model calls."""
+    `seconds` + 1, + 2 and + 3. It continues as new after `turns` model calls."""
     return Agent(
         name="timed",
         instructions="Add, then send.",
@@ -46,7 +49,7 @@ def timed(seconds: int) -> Agent:
             tool(send, needs_approval=True, timeout=timedelta(seconds=seconds + 2)),
         ],
         model_timeout=timedelta(seconds=seconds + 3),
-        turns_per_workflow_run=3,
+        turns_per_workflow_run=turns,
     )
 
 
@@ -119,6 +122,53 @@ async def test_a_deploy_that_changes_timeouts_never_breaks_a_run_and_reaches_it_
         assert replayed.replay_failure is None
 
 
+async def test_calls_side_by_side_in_a_continued_run_describe_their_agent_once(env, model_server):
+    """A workflow run continued as new while it waited for two decisions: both calls,
+    approved while no worker ran, start in its first workflow task side by side, and ask
+    for the settings they run with once (the new deploy's)."""
+    model_server.script(
+        Reply(tool_calls=(Call("send", {"to": "ann"}, "s1"), Call("send", {"to": "bob"}, "s2"))),
+        Reply(content="done"),
+    )
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    async with serving(
+        env.client,
+        model_server,
+        task_queue=queue,
+        extra_agents=[timed(20, turns=1)],
+        drain=NO_DRAIN,
+    ) as first:
+        handle = await start(first, agent="timed")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        while (await env.client.get_workflow_handle(handle.id).describe()).run_id == (
+            handle.first_execution_run_id
+        ):  # it continues as new while it waits (its one model call is its budget)
+            await asyncio.sleep(0.1)
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    for call_id in ("s1", "s2"):  # no worker runs: both wait in the history
+        await handle.signal(
+            contract.SIGNAL_APPROVE, DecisionSignal(call_id=call_id, approver="ann")
+        )
+    async with serving(
+        env.client,
+        model_server,
+        task_queue=queue,
+        extra_agents=[timed(40, turns=1)],
+        drain=NO_DRAIN,
+    ):
+        result = await handle.result()
+    assert (result.status, result.final_output) == (RunStatus.COMPLETED, "done")
+    first_run = env.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    assert await scheduled(first_run) == [("describe_agent", 30), ("call_model", 23)]
+    latest = env.client.get_workflow_handle(handle.id)
+    assert await scheduled(latest) == [
+        ("describe_agent", 30),  # once, for both calls
+        ("run_tool", 42),
+        ("run_tool", 42),
+        ("call_model", 43),
+    ]
+
+
 async def test_a_snapshot_cannot_set_how_the_worker_runs_its_calls(worker, model_server, tmp_path):
     """Anyone who may start a workflow can write a snapshot: one that carries a timeout of a
     millisecond or a retry policy of its own is refused, with the field named, and the run
@@ -152,3 +202,33 @@ async def test_a_start_input_cannot_set_how_the_worker_runs_its_calls(worker, tm
             worker, tmp_path, {"agent": "assistant", "input": "hi", **given}
         )
         assert next(iter(given)) in message, message
+
+
+async def test_describe_agent_asked_from_outside_takes_no_hostile_input(worker):
+    """Anyone who may run an activity on the worker's queue can ask `describe_agent`
+    (`agentctl tools` does, as a standalone activity): a settings-only question gets the
+    settings alone, and an input it does not know is refused, never half-read."""
+    only = await ask_worker(
+        worker.client,
+        worker.task_queue,
+        contract.ACTIVITY_DESCRIBE_AGENT,
+        {"agent": "assistant", "settings_only": True},
+        DescribedAgent,
+        "the worker",
+    )
+    assert only.spec is None and only.settings.model.timeout_seconds == 120
+    for hostile, said in [
+        ({"agent": "assistant", "settings_only": "maybe"}, "settings_only"),
+        ({"agent": "assistant", "settings": {"model": {"timeout_seconds": 0.001}}}, "settings"),
+        ({"agent": "nobody\x1b[2J", "settings_only": True}, "unknown agent"),
+    ]:
+        with pytest.raises(WorkerUnavailable) as refused:
+            await ask_worker(
+                worker.client,
+                worker.task_queue,
+                contract.ACTIVITY_DESCRIBE_AGENT,
+                hostile,
+                DescribedAgent,
+                "the worker",
+            )
+        assert said in str(refused.value), refused.value
