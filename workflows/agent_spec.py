@@ -282,7 +282,7 @@ class ToolSpec(_Model):
     attempts are retried with the workflow task."""
     at_most_once: bool = Field(False, exclude_if=lambda once: not once)
     """A started call is never started again (`@tool(at_most_once=True)`): one attempt,
-    whatever `retry` says; the call is marked started (`ToolCall.started_at`) as its
+    whatever its retry policy says; the call is marked started (`ToolCall.started_at`) as its
     activity is scheduled, and one whose outcome is lost is answered as interrupted.
     Never run as a local activity, whatever `local` says."""
     external: bool = Field(False, exclude_if=lambda external: not external)
@@ -345,7 +345,7 @@ class MCPServer(MCPServerSpec):
 
     def spec(self) -> MCPServerSpec:
         """The server as a run freezes it."""
-        return MCPServerSpec(**self.model_dump(exclude={"timeout_seconds", "retry"}))
+        return MCPServerSpec(**{name: getattr(self, name) for name in MCPServerSpec.model_fields})
 
     def settings(self) -> MCPServerSettings:
         """How the worker calls it."""
