@@ -32,10 +32,10 @@ from durable_agents.workflows.agent_spec import (
     ModelAPIName,
     ModelPrice,
     ModelSettings,
-    RetrySpec,
     WebhookSubscription,
 )
 from durable_agents.workflows.budget import BUDGET_FIELDS
+from durable_agents.workflows.execution_settings import CallSettings, ExecutionSettings, RetrySpec
 from durable_agents.workflows.run_items import BUDGET_TOOL
 from durable_agents.workflows.settings import api_problem, tool_choice_problem
 from pydantic import BaseModel, ConfigDict, Field
@@ -328,17 +328,36 @@ class Agent:
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
             tools=[t.spec() for t in self.all_tools()],
-            mcp_servers=list(self.mcp_servers),
+            mcp_servers=[server.spec() for server in self.mcp_servers],
             webhooks=list(self.webhooks),
             input_guardrails=[g.spec() for g in self.input_guardrails],
             output_guardrails=[g.spec() for g in self.output_guardrails],
             output=as_output(self.output_type).spec if self.output_type is not None else None,
-            model_retry=RetrySpec(
+        )
+
+    def execution_settings(self) -> ExecutionSettings:
+        """How the worker executes the agent's calls: its model calls, tools, guardrails
+        and MCP servers, as declared in code (never part of a run; `describe_agent` gives
+        them beside `spec()`: `workflows.execution_settings`)."""
+        budget = self.model_retry_budget
+        model = CallSettings(
+            timeout_seconds=self.model_timeout.total_seconds(),
+            retry=RetrySpec(
                 **retry_spec(self.model_retry_policy).model_dump(exclude={"budget_seconds"}),
-                budget_seconds=(
-                    self.model_retry_budget.total_seconds() if self.model_retry_budget else None
-                ),
+                budget_seconds=budget.total_seconds() if budget else None,
             ),
+            heartbeat_timeout_seconds=(
+                self.model_heartbeat_timeout.total_seconds()
+                if self.model_heartbeat_timeout
+                else None
+            ),
+        )
+        return ExecutionSettings(
+            model=model,
+            tools={t.name: t.execution_settings() for t in self.all_tools()},
+            input_guardrails={g.name: g.execution_settings() for g in self.input_guardrails},
+            output_guardrails={g.name: g.execution_settings() for g in self.output_guardrails},
+            mcp_servers={m.name: m.settings() for m in self.mcp_servers},
         )
 
     def all_tools(self) -> list[Tool]:

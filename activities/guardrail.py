@@ -28,6 +28,7 @@ from durable_agents.activities.spec_fields import derive
 from durable_agents.activities.tool import retry_spec
 from durable_agents.workflows.agent_spec import GuardrailSpec
 from durable_agents.workflows.check_payloads import GuardrailResult
+from durable_agents.workflows.execution_settings import CallSettings
 from pydantic import JsonValue
 from temporalio.common import RetryPolicy
 
@@ -80,7 +81,13 @@ class Guardrail:
 
     def spec(self) -> GuardrailSpec:
         """The plain-data description frozen into a run."""
-        return derive(GuardrailSpec, self, retry=retry_spec(self.retry_policy))
+        return derive(GuardrailSpec, self)
+
+    def execution_settings(self) -> CallSettings:
+        """How the worker runs it (never part of a run: `workflows.execution_settings`)."""
+        return derive(
+            CallSettings, self, retry=retry_spec(self.retry_policy), heartbeat_timeout_seconds=None
+        )
 
     async def check(self, value: Any, ctx: GuardrailContext) -> GuardrailResult:
         """Run the function (a sync one in a thread); TypeError if it does not return a

@@ -19,7 +19,7 @@ from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.model_api import ModelActivities
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.activities.tool import Tool, ToolContext
-from durable_agents.workflows.agent_spec import AgentSpec, ModelPrice, WebhookSubscription
+from durable_agents.workflows.agent_spec import ModelPrice, WebhookSubscription
 from durable_agents.workflows.approval_policy import arguments_problem
 from durable_agents.workflows.check_payloads import GuardrailRequest, GuardrailVerdict
 from durable_agents.workflows.contract import (
@@ -32,7 +32,13 @@ from durable_agents.workflows.contract import (
     ERROR_UNKNOWN_AGENT,
     ERROR_UNKNOWN_GUARDRAIL,
 )
-from durable_agents.workflows.payloads import DescribeAgentInput, ToolOutcome, ToolRequest, problems
+from durable_agents.workflows.payloads import (
+    DescribeAgentInput,
+    DescribedAgent,
+    ToolOutcome,
+    ToolRequest,
+    problems,
+)
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -75,9 +81,10 @@ class ToolActivities:
         self._webhooks = list(webhooks)
 
     @activity.defn(name=ACTIVITY_DESCRIBE_AGENT)
-    async def describe_agent(self, request: DescribeAgentInput) -> AgentSpec:
+    async def describe_agent(self, request: DescribeAgentInput) -> DescribedAgent:
         """The spec of a registered agent, with the worker's approver keys and its
-        model's price, to be frozen into a run when it starts or resumes."""
+        model's price, to be frozen into a run when it starts or resumes; and beside it
+        how this worker executes its calls (timeouts, retries: never part of the run)."""
         agent = self._registry.get(request.agent)
         if agent is None:
             known = ", ".join(self._registry.names()) or "none"
@@ -86,6 +93,8 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
+        if request.settings_only:
+            return DescribedAgent(spec=None, settings=agent.execution_settings())
         spec = agent.spec(self._trust, self._prices.get(agent.model))
         spec.tools = [described_by_target(t, self._said_of(t.handoff)) for t in spec.tools]
         for tool in spec.tools:  # an agent evaluator's calls cost the run: its price
@@ -96,7 +105,7 @@ class ToolActivities:
                 )
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
-        return spec
+        return DescribedAgent(spec=spec, settings=agent.execution_settings())
 
     def _said_of(self, agent: str | None) -> str | None:
         """The `handoff_description` of the served agent called `agent`, if any."""

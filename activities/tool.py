@@ -25,12 +25,8 @@ from durable_agents.activities.docstrings import documented
 from durable_agents.activities.heartbeat import Progress
 from durable_agents.activities.instructions import function_name
 from durable_agents.activities.spec_fields import derive
-from durable_agents.workflows.agent_spec import (
-    ApprovalPolicy,
-    RetrySpec,
-    ToolSpec,
-    WebhookSubscription,
-)
+from durable_agents.workflows.agent_spec import ApprovalPolicy, ToolSpec, WebhookSubscription
+from durable_agents.workflows.execution_settings import RetrySpec, ToolSettings
 from durable_agents.workflows.run_items import Usage
 from pydantic import (
     BaseModel,
@@ -268,7 +264,7 @@ class Tool:
             ),
             needs_approval=self.approval is not None,
             approval=self.approval or ApprovalPolicy(),
-            retry=retry_spec(self.retry_policy),
+            mcp_repeatable=False,  # a function of the worker's: its retry policy says
             input_filter_function=(
                 function_name(self.filter_items) if self.filter_items is not None else None
             ),
@@ -279,6 +275,10 @@ class Tool:
             and not self.background
             and getattr(self.target, "allow_interrupt", True) is False,
         )
+
+    def execution_settings(self) -> ToolSettings:
+        """How the worker runs its calls (never part of a run: `workflows.execution_settings`)."""
+        return derive(ToolSettings, self, retry=retry_spec(self.retry_policy))
 
     async def invoke(self, arguments: BaseModel, ctx: ToolContext, raw: str = "{}") -> Any:
         """Call the function with validated arguments (sync functions run in a thread);

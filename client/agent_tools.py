@@ -17,7 +17,7 @@ from durable_agents.client.ask_worker import WorkerUnavailable, ask_worker
 from durable_agents.client.errors import AgentNotServed
 from durable_agents.workflows import contract, mcp_tools
 from durable_agents.workflows.agent_spec import AgentSpec
-from durable_agents.workflows.payloads import DescribeAgentInput
+from durable_agents.workflows.payloads import DescribeAgentInput, DescribedAgent
 from pydantic import ValidationError
 from temporalio.client import Client
 
@@ -36,14 +36,17 @@ async def agent_tools(client: Client, task_queue: str, agent: str) -> AgentSpec:
         queue = await served_agents.task_queue_for(client, task_queue, agent)
     except served_agents.NotServed as err:
         raise AgentNotServed(str(err)) from None
-    spec = await ask_worker(
+    described = await ask_worker(
         client,
         queue,
         contract.ACTIVITY_DESCRIBE_AGENT,
         DescribeAgentInput(agent=agent),
-        AgentSpec,
+        DescribedAgent,
         "the worker",
     )
+    spec = described.spec
+    if spec is None:
+        raise ToolsUnavailable(f"the worker described no spec of agent {agent!r}")
     listed: dict[str, list[dict[str, Any]]] = {}
     if spec.mcp_servers:  # imported only then: the MCP SDK takes 0.4 s to load
         from mcp.types import ListToolsResult

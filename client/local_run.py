@@ -30,6 +30,7 @@ from durable_agents.workflows import (
 )
 from durable_agents.workflows.agent_spec import AgentSpec, GuardrailSpec
 from durable_agents.workflows.check_payloads import GuardrailVerdict
+from durable_agents.workflows.execution_settings import ExecutionSettings
 from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.payloads import (
     DecideInput,
@@ -82,9 +83,12 @@ async def run_locally(
     models = getattr(model, "__self__", None)  # `ModelActivities(...).call_model`
     tools = ToolActivities(registry, models=models if isinstance(models, ModelActivities) else None)
     try:
-        described = await tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
+        answer = await tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
     except ApplicationError as err:
         raise ValueError(f"cannot run the snapshot locally: {err.message}") from None
+    described, settings = answer.spec, answer.settings
+    if described is None:
+        raise ValueError(f"cannot run the snapshot locally: no spec of {state.agent.name}")
     # The MCP tools the snapshot listed, of servers the agent still declares: kept (no
     # server is reached from here to list them again), each asking for approval.
     servers = {s.name for s in described.mcp_servers}
@@ -105,14 +109,23 @@ async def run_locally(
     except ValueError as err:
         raise ValueError(f"cannot run the snapshot locally on agent {spec.name}: {err}") from None
     definitions.start(resumed, workflow_run="local")
-    await driver.drive(resumed, _LocalIO(model, tools, approve), max_steps=max_steps)
+    io = _LocalIO(model, tools, approve, settings)
+    await driver.drive(resumed, io, max_steps=max_steps)
     return resumed
 
 
 class _LocalIO:
     """The loop's steps performed in this process (`workflows.driver.LoopIO`)."""
 
-    def __init__(self, model: ModelCall, tools: ToolActivities, approve: Approve | None) -> None:
+    def __init__(
+        self,
+        model: ModelCall,
+        tools: ToolActivities,
+        approve: Approve | None,
+        settings: ExecutionSettings,
+    ) -> None:
+        self._settings = settings
+        """How the registry's code runs the agent's calls (a tool's timeout)."""
         self._model, self._tools, self._approve = model, tools, approve
 
     def stamp(self) -> datetime:
@@ -141,7 +154,9 @@ class _LocalIO:
         pass  # nothing to announce
 
     async def run_tools(self, state: RunState, calls: tuple[ToolCall, ...]) -> list[ToolOutcome]:
-        return list(await asyncio.gather(*(_run_tool(self._tools, state, c) for c in calls)))
+        return list(
+            await asyncio.gather(*(_run_tool(self._tools, self._settings, state, c) for c in calls))
+        )
 
     async def await_decisions(self, state: RunState, step: loop.AwaitDecisions) -> bool:
         return await _decide(state, self._approve)
@@ -160,9 +175,9 @@ class _LocalIO:
 
     async def redefine(self, state: RunState, step: loop.Redefine) -> reducer.Redefined:
         try:
-            found: AgentSpec | str = await self._tools.describe_agent(
-                DescribeAgentInput(agent=state.agent.name)
-            )
+            answer = await self._tools.describe_agent(DescribeAgentInput(agent=state.agent.name))
+            found: AgentSpec | str = answer.spec or f"no spec of {state.agent.name}"
+            self._settings = answer.settings
         except ApplicationError as err:
             found = err.message
         return reducer.Redefined(found, step.reason, "local")
@@ -171,7 +186,9 @@ class _LocalIO:
         self, state: RunState, step: loop.CheckGuardrails
     ) -> list[GuardrailVerdict]:
         specs = state.agent.guardrails(step.kind)
-        return [await _run_guardrail(self._tools, state, s, step.value) for s in specs]
+        return [
+            await _run_guardrail(self._tools, self._settings, state, s, step.value) for s in specs
+        ]
 
 
 async def _decide(state: RunState, approve: Approve | None) -> bool:
@@ -188,10 +205,16 @@ async def _decide(state: RunState, approve: Approve | None) -> bool:
     return True
 
 
-async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> ToolOutcome:
+async def _run_tool(
+    tools: ToolActivities, settings: ExecutionSettings, state: RunState, call: ToolCall
+) -> ToolOutcome:
     """One attempt of the `run_tool` activity, in an activity context like a worker's
     (a tool may heartbeat or read `activity.info()`)."""
     spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
+    try:
+        timeout = settings.tool(spec).timeout_seconds
+    except LookupError as err:
+        return ToolOutcome(call_id=call.call_id, content=f"Error: {err}", is_error=True)
     environment = ActivityEnvironment()
     environment.info = dataclasses.replace(
         environment.info,
@@ -201,14 +224,12 @@ async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> T
         workflow_id=state.run_id,
         workflow_run_id="local",
         workflow_type=contract.WORKFLOW_TYPE,
-        start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+        start_to_close_timeout=timedelta(seconds=timeout),
         schedule_to_close_timeout=None,
     )
     request = loop.tool_request(state, call)
     try:
-        return await asyncio.wait_for(
-            environment.run(tools.run_tool, request), timeout=spec.timeout_seconds
-        )
+        return await asyncio.wait_for(environment.run(tools.run_tool, request), timeout=timeout)
     except Exception as err:  # as the workflow does once the tool's retries are spent
         return ToolOutcome(
             call_id=call.call_id,
@@ -218,13 +239,18 @@ async def _run_tool(tools: ToolActivities, state: RunState, call: ToolCall) -> T
 
 
 async def _run_guardrail(
-    tools: ToolActivities, state: RunState, spec: GuardrailSpec, value: JsonValue
+    tools: ToolActivities,
+    settings: ExecutionSettings,
+    state: RunState,
+    spec: GuardrailSpec,
+    value: JsonValue,
 ) -> GuardrailVerdict:
     """One attempt of the `run_guardrail` activity; a failure counts as tripped."""
     request = guardrails.request(state, spec, value)
     try:
+        timeout = settings.guardrail(spec).timeout_seconds
         return await asyncio.wait_for(
-            ActivityEnvironment().run(tools.run_guardrail, request), timeout=spec.timeout_seconds
+            ActivityEnvironment().run(tools.run_guardrail, request), timeout=timeout
         )
     except Exception as err:  # as the workflow does once the guardrail's retries are spent
         return guardrails.failed(spec, _message(err))

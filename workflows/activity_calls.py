@@ -1,5 +1,7 @@
-"""The workflow's activity calls: each with its timeout, retry policy and UI summary
-taken from the run's frozen agent spec, and its failures put in the run's terms.
+"""The workflow's activity calls: each with its timeout, retry policy and UI summary,
+and its failures put in the run's terms. Timeouts and retries are the worker's, as
+`describe_agent` gave them beside the spec (`workflows.execution_settings`), kept by
+each workflow instance (`executions`), never in the run's state.
 
 Workflow code (deterministic); it names activities by their contract names and
 never imports their implementations.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -30,16 +33,18 @@ with workflow.unsafe.imports_passed_through():
         mcp_tools,
         revoked_approvals,
     )
-    from durable_agents.workflows.agent_spec import (
-        AgentSpec,
-        GuardrailSpec,
-        MCPServer,
-        RetrySpec,
-        ToolSpec,
-    )
+    from durable_agents.workflows.agent_spec import AgentSpec, GuardrailSpec, ToolSpec
     from durable_agents.workflows.check_payloads import GuardrailVerdict
+    from durable_agents.workflows.execution_settings import (
+        Executions,
+        ExecutionSettings,
+        MCPServerSettings,
+        RetrySpec,
+        ToolSettings,
+    )
     from durable_agents.workflows.payloads import (
         DescribeAgentInput,
+        DescribedAgent,
         ModelReply,
         ModelRequest,
         ToolOutcome,
@@ -56,18 +61,27 @@ DESCRIBE_AGENT_TIMEOUT = timedelta(seconds=30)
 DESCRIBE_AGENT_RETRY = RetryPolicy(maximum_attempts=5)
 
 
+_EXECUTIONS: weakref.WeakKeyDictionary[Any, Executions] = weakref.WeakKeyDictionary()
+"""The execution settings each workflow instance of this worker knows, beside it and gone
+with it (an evicted run's replay fills its new instance's from the history's
+`describe_agent` results): never in its state. Kept here, not as an attribute of
+`AgentWorkflow`, so the workflow class only drives."""
+
+
+def executions() -> Executions:
+    """The execution settings the current workflow instance knows."""
+    instance = workflow.instance()
+    found = _EXECUTIONS.get(instance)
+    if found is None:
+        found = _EXECUTIONS[instance] = Executions()
+    return found
+
+
 async def describe_agent(agent: str) -> AgentSpec:
-    """The agent's spec from a worker that serves it; a failure fails the run."""
+    """The agent's spec from a worker that serves it (its execution settings kept by
+    the workflow); a failure fails the run."""
     try:
-        spec: AgentSpec = await workflow.execute_activity(
-            contract.ACTIVITY_DESCRIBE_AGENT,
-            DescribeAgentInput(agent=agent),
-            result_type=AgentSpec,
-            start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
-            retry_policy=DESCRIBE_AGENT_RETRY,
-            summary=f"describe agent {agent}",
-        )
-        return spec
+        described = await _describe(agent)
     except ActivityError as err:
         _reraise_cancel(err)
         raise ApplicationError(
@@ -75,23 +89,77 @@ async def describe_agent(agent: str) -> AgentSpec:
             type=contract.ERROR_RUN_FAILED,
             non_retryable=True,
         ) from err
+    if described.spec is None:  # not asked for: a worker that answers so is broken
+        raise ApplicationError(
+            f"cannot start agent '{agent}': describe_agent answered no spec",
+            type=contract.ERROR_RUN_FAILED,
+            non_retryable=True,
+        )
+    return described.spec
+
+
+async def _describe(agent: str, *, settings_only: bool = False) -> DescribedAgent:
+    described: DescribedAgent = await workflow.execute_activity(
+        contract.ACTIVITY_DESCRIBE_AGENT,
+        DescribeAgentInput(agent=agent, settings_only=settings_only),
+        result_type=DescribedAgent,
+        start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
+        retry_policy=DESCRIBE_AGENT_RETRY,
+        summary=f"describe agent {agent}",
+    )
+    executions().record(agent, described.settings)
+    return described
+
+
+async def settings_of(agent: str) -> ExecutionSettings | str:
+    """How the worker executes `agent`'s calls: as described in this workflow run, else
+    described now (a run continued as new starts knowing none: its first call asks,
+    once, whatever runs beside it). A str: why they cannot be had."""
+    known = executions()
+    found = known.get(agent)
+    if found is not None:
+        return found
+    asking = known.asking.get(agent)
+    if asking is None:
+        asking = asyncio.ensure_future(_describe(agent, settings_only=True))
+        known.asking[agent] = asking
+        asking.add_done_callback(lambda _: known.asking.pop(agent, None))
+    try:
+        await asyncio.shield(asking)  # a call cut meanwhile does not cut it for the others
+    except ActivityError as err:
+        _reraise_cancel(err)
+        return f"cannot describe agent '{agent}' (how its calls run): {root_message(err)}"
+    return known.get(agent) or f"agent '{agent}' could not be described"
+
+
+def tool_settings(agent: str, spec: ToolSpec) -> ToolSettings | None:
+    """The settings `agent`'s tool `spec` ran with in this workflow run, if known."""
+    found = executions().get(agent)
+    try:
+        return found.tool(spec) if found is not None else None
+    except LookupError:
+        return None
 
 
 async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | ErrorInfo:
     """The model's reply, or why the model call failed for good (retries spent, or
     a request the provider refuses)."""
+    settings = await settings_of(spec.name)
+    if isinstance(settings, str):
+        return ErrorInfo(type=contract.ERROR_RUN_FAILED, message=settings)
+    model = settings.model
     try:
         reply: ModelReply = await workflow.execute_activity(
             contract.ACTIVITY_CALL_MODEL,
             request,
             result_type=ModelReply,
-            start_to_close_timeout=timedelta(seconds=spec.model_timeout_seconds),
+            start_to_close_timeout=timedelta(seconds=model.timeout_seconds),
             retry_policy=retry_policy(
-                spec.model_retry,
+                model.retry,
                 non_retryable=[contract.ERROR_MODEL_REQUEST, contract.ERROR_MODEL_REPLY],
             ),
             summary=f"model {spec.model} · turn {request.turn}",
-            **_liveness(spec.model_heartbeat_timeout_seconds, spec.model_retry),
+            **_liveness(model.heartbeat_timeout_seconds, model.retry),
         )
         return reply
     except ActivityError as err:
@@ -102,13 +170,20 @@ async def call_model(spec: AgentSpec, request: ModelRequest) -> ModelReply | Err
 async def run_guardrail(state: RunState, spec: GuardrailSpec, value: JsonValue) -> GuardrailVerdict:
     """The guardrail's verdict on `value`; one that failed for good counts as tripped
     (a check that cannot run lets nothing through)."""
+    found = await settings_of(state.agent.name)
+    try:
+        settings = found.guardrail(spec) if not isinstance(found, str) else found
+    except LookupError as err:
+        settings = str(err)
+    if isinstance(settings, str):  # a check that cannot run lets nothing through
+        return guardrails.failed(spec, settings)
     try:
         verdict: GuardrailVerdict = await workflow.execute_activity(
             contract.ACTIVITY_RUN_GUARDRAIL,
             guardrails.request(state, spec, value),
             result_type=GuardrailVerdict,
-            start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
-            retry_policy=retry_policy(spec.retry),
+            start_to_close_timeout=timedelta(seconds=settings.timeout_seconds),
+            retry_policy=retry_policy(settings.retry),
             summary=f"{spec.kind} guardrail {spec.name}",
         )
         return verdict
@@ -140,8 +215,15 @@ async def listed_mcp_tools(spec: AgentSpec) -> AgentSpec | str:
     """`spec` with the tools of its MCP servers listed now; a str: why they cannot be
     (a server that cannot be listed, a name that clashes)."""
     listed: dict[str, list[dict[str, Any]]] = {}
+    settings = await settings_of(spec.name) if spec.mcp_servers else ""
     for server in spec.mcp_servers:
-        client = _mcp_client(server.name, _mcp_config(server, "list"))
+        try:
+            found = settings.mcp_server(server.name) if not isinstance(settings, str) else settings
+        except LookupError as err:
+            found = str(err)
+        if isinstance(found, str):
+            return f"{_CANNOT_LIST} {server.name!r}: {found}"
+        client = _mcp_client(server.name, _mcp_config(server.name, found, "list"))
         try:
             tools = await client.list_tools()
         except ActivityError as err:
@@ -168,25 +250,30 @@ def _mcp_client(server: str, config: ActivityConfig) -> TemporalMCPClient:
     return TemporalMCPClient(server, activity_config=config)
 
 
-def _mcp_config(server: MCPServer, what: str, retry: RetrySpec | None = None) -> ActivityConfig:
+def _mcp_config(
+    server: str, settings: MCPServerSettings, what: str, retry: RetrySpec | None = None
+) -> ActivityConfig:
     """The activity options of one MCP call: its tool's retries (the server's for the
     tool list), the timeout, a retry budget as the schedule-to-close timeout. (The
     temporalio-mcp activity does not heartbeat: a cancelled run does not stop a call
     already running on its server.)"""
-    retry = retry or server.retry or RetrySpec()
+    retry = retry or settings.retry or RetrySpec()
     config = ActivityConfig(
-        start_to_close_timeout=timedelta(seconds=server.timeout_seconds),
+        start_to_close_timeout=timedelta(seconds=settings.timeout_seconds),
         retry_policy=retry_policy(retry),
-        summary=f"MCP {server.name}: {what}",
+        summary=f"MCP {server}: {what}",
     )
     if retry.budget_seconds is not None:
         config["schedule_to_close_timeout"] = timedelta(seconds=retry.budget_seconds)
     return config
 
 
-async def _run_mcp_tool(state: RunState, call: ToolCall, spec: ToolSpec, shown: str) -> ToolOutcome:
-    server = next(s for s in state.agent.mcp_servers if s.name == spec.mcp_server)
-    client = _mcp_client(server.name, _mcp_config(server, shown, spec.retry))
+async def _run_mcp_tool(
+    state: RunState, call: ToolCall, spec: ToolSpec, settings: ExecutionSettings, shown: str
+) -> ToolOutcome:
+    server = spec.mcp_server or ""
+    retry = settings.tool(spec).retry
+    client = _mcp_client(server, _mcp_config(server, settings.mcp_server(server), shown, retry))
     try:
         arguments = json.loads(call.arguments) if call.arguments else {}
     except (ValueError, RecursionError):  # parsed when proposed, on a shallower stack
@@ -221,31 +308,43 @@ async def run_tool(
     `workflow.execute_local_activity` for a tool declared local)."""
     spec = state.agent.require_tool(call.tool)  # malformed calls are answered, never run
     shown = argument_view.redacted(call.arguments, spec.sensitive)  # the UI's summary
-    if spec.mcp_server is not None:
-        return await _run_mcp_tool(state, call, spec, details.tool_call_summary(call.tool, shown))
+    found = await settings_of(state.agent.name)
+    try:
+        settings = found.tool(spec) if not isinstance(found, str) else found
+    except LookupError as err:
+        settings = str(err)
+    if isinstance(settings, str):
+        return ToolOutcome(
+            call_id=call.call_id,
+            content=f"Error: tool '{call.tool}' failed: {settings}",
+            is_error=True,
+        )
+    if spec.mcp_server is not None and not isinstance(found, str):
+        summary = details.tool_call_summary(call.tool, shown)
+        return await _run_mcp_tool(state, call, spec, found, summary)
     once = spec.at_most_once  # `@tool(at_most_once=True)`: never local, one attempt
     if execute is None and spec.local and not once:
         execute = workflow.execute_local_activity  # `@tool(local=True)`
-    retry = spec.retry.model_copy(update={"maximum_attempts": 1}) if once else spec.retry
+    retry = settings.retry.model_copy(update={"maximum_attempts": 1}) if once else settings.retry
     if once and not at_most_once.mark_started(state, call.call_id, now=workflow.now()):
         return at_most_once.interrupted(call, "it was started before and is never started again")
     placed: dict[str, Any] = {}
     if spec.task_queue is not None:
         placed = {  # `@tool(task_queue=...)`: its own workers
             "task_queue": spec.task_queue,
-            "schedule_to_start_timeout": timedelta(seconds=spec.queue_timeout_seconds),
+            "schedule_to_start_timeout": timedelta(seconds=settings.queue_timeout_seconds),
         }
     try:
         outcome: ToolOutcome = await (execute or workflow.execute_activity)(
             contract.ACTIVITY_RUN_TOOL,
             loop.tool_request(state, call),
             result_type=ToolOutcome,
-            start_to_close_timeout=timedelta(seconds=spec.timeout_seconds),
+            start_to_close_timeout=timedelta(seconds=settings.timeout_seconds),
             retry_policy=retry_policy(retry),
             summary=f"tool {details.tool_call_summary(call.tool, shown)}",
             **placed,
             **_liveness(
-                spec.heartbeat_timeout_seconds if execute is None else None,  # local: none
+                settings.heartbeat_timeout_seconds if execute is None else None,  # local: none
                 retry,
                 wait_for_cancel=True,
             ),
@@ -269,7 +368,7 @@ async def run_tool(
         if placed and _not_started(err):
             why = (
                 f"no worker of task queue '{spec.task_queue}' started it within "
-                f"{spec.queue_timeout_seconds:g} s (the tool's workers are down or busy)"
+                f"{settings.queue_timeout_seconds:g} s (the tool's workers are down or busy)"
             )
         else:
             why = root_message(err)

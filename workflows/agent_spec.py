@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from durable_agents.workflows import live_approvals
 from durable_agents.workflows.condition_ops import pattern_problem
+from durable_agents.workflows.execution_settings import (
+    MCPServerSettings,
+    RetrySpec,
+)
 from durable_agents.workflows.interrupt_models import WhileBusy
 from pydantic import (
     AwareDatetime,
@@ -29,26 +33,6 @@ if TYPE_CHECKING:
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class RetrySpec(_Model):
-    """A bounded retry policy in plain JSON (mapped onto Temporal's RetryPolicy)."""
-
-    initial_interval_seconds: float = Field(1.0, gt=0)
-    """Delay before the first retry."""
-    backoff_coefficient: float = Field(2.0, ge=1)
-    """Each further delay is the previous one times this."""
-    maximum_interval_seconds: float = Field(30.0, gt=0)
-    """Upper bound on the delay between attempts."""
-    maximum_attempts: int = Field(3, ge=1)
-    """Attempts in all, the first included; 1 means no retry."""
-    non_retryable_error_types: list[str] = []
-    """Error types (a tool's exception class name, an ApplicationError type) never
-    retried."""
-    budget_seconds: float | None = Field(None, gt=0)
-    """Retries stop once this long has passed since the call was first scheduled
-    (Temporal's schedule-to-close timeout), whichever of it and `maximum_attempts`
-    comes first; None: attempts alone bound them."""
 
 
 class ApprovalCondition(_Model):
@@ -233,14 +217,6 @@ class ToolSpec(_Model):
     """Calls may need an approve/reject decision before they run (see `approval`)."""
     approval: ApprovalPolicy = ApprovalPolicy()
     """The approval policy, used when `needs_approval` is true."""
-    timeout_seconds: float = Field(60.0, gt=0)
-    """Start-to-close timeout of one attempt of the tool's activity."""
-    retry: RetrySpec = RetrySpec()
-    """How often a raising tool is tried before its error goes to the model."""
-    heartbeat_timeout_seconds: float | None = Field(None, gt=0)
-    """The tool's activity heartbeats while it runs; an attempt silent this long
-    (its worker died) is retried at once, and a cancel reaches it. None: no
-    heartbeat timeout."""
     sensitive: list[str] = []
     """Top-level argument names whose values are kept out of sight: redacted in the
     UI's details, activity summaries and logs, and shown by `agentctl` as
@@ -300,16 +276,13 @@ class ToolSpec(_Model):
         None, min_length=1, max_length=200, exclude_if=lambda q: q is None
     )
     """The task queue the tool's calls go to (`@tool(task_queue=...)`); None: the run's."""
-    queue_timeout_seconds: float = Field(60.0, gt=0, exclude_if=lambda s: s == 60.0)
-    """(`task_queue`) how long a call waits for a worker of that queue to start it; then
-    the model is told none serves it."""
     local: bool = Field(False, exclude_if=lambda local: not local)
     """The tool runs as a local activity, in the worker that runs the run's workflow task
     (`@tool(local=True)`): no activity task through the server, no heartbeat; its
     attempts are retried with the workflow task."""
     at_most_once: bool = Field(False, exclude_if=lambda once: not once)
     """A started call is never started again (`@tool(at_most_once=True)`): one attempt,
-    whatever `retry` says; the call is marked started (`ToolCall.started_at`) as its
+    whatever its retry policy says; the call is marked started (`ToolCall.started_at`) as its
     activity is scheduled, and one whose outcome is lost is answered as interrupted.
     Never run as a local activity, whatever `local` says."""
     external: bool = Field(False, exclude_if=lambda external: not external)
@@ -319,11 +292,15 @@ class ToolSpec(_Model):
     answer_schema: dict[str, JsonValue] | None = Field(None, exclude_if=lambda s: s is None)
     """(`external`) the JSON Schema every answer must meet (of the function's return
     annotation). Left out when None."""
+    mcp_repeatable: bool = Field(False, exclude_if=lambda r: not r)
+    """(An MCP tool) its server calls it read-only or idempotent, so a failed attempt may
+    be tried again (`MCPServerSettings.retry`'s default); False: tried once, since an
+    attempt that timed out may still be running. The server's word when it was listed."""
 
 
-class MCPServer(_Model):
-    """An MCP server whose tools an agent uses (`Agent(mcp_servers=[...])`); the worker
-    knows how to reach it (`AGENT_MCP_SERVERS`)."""
+class MCPServerSpec(_Model):
+    """An MCP server whose tools an agent uses, as frozen into a run (`MCPServer` without
+    its execution settings)."""
 
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$")
     allow: list[str] | None = Field(None, max_length=200)
@@ -339,8 +316,6 @@ class MCPServer(_Model):
     `approval` policy's `rule`."""
     approval: ApprovalPolicy = ApprovalPolicy()
     """The policy of the calls that need approval."""
-    timeout_seconds: float = Field(60.0, gt=0)
-    """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
 
     def __init__(self, **data: Any) -> None:
         """`needs_approval` given as a function (a worker's, in Python): a code rule over
@@ -355,10 +330,26 @@ class MCPServer(_Model):
             data = {**data, "needs_approval": True, "approval": ApprovalPolicy(**fields, rule=rule)}
         super().__init__(**data)
 
+
+class MCPServer(MCPServerSpec):
+    """An MCP server whose tools an agent uses (`Agent(mcp_servers=[...])`); the worker
+    knows how to reach it (`AGENT_MCP_SERVERS`). Its timeout and retries are the
+    worker's (`execution_settings`); a run holds `spec()`."""
+
+    timeout_seconds: float = Field(60.0, gt=0)
+    """Start-to-close timeout of one attempt of a call to it (tools and the tool list)."""
     retry: RetrySpec | None = None
     """How often a failing call is tried before its error goes to the model. None: a
     tool the server calls read-only or idempotent is tried 3 times, any other once (an
     attempt that timed out may still be running: trying again could do it twice)."""
+
+    def spec(self) -> MCPServerSpec:
+        """The server as a run freezes it."""
+        return MCPServerSpec(**{name: getattr(self, name) for name in MCPServerSpec.model_fields})
+
+    def settings(self) -> MCPServerSettings:
+        """How the worker calls it."""
+        return MCPServerSettings(timeout_seconds=self.timeout_seconds, retry=self.retry)
 
 
 class GuardrailSpec(_Model):
@@ -366,10 +357,6 @@ class GuardrailSpec(_Model):
 
     name: str = Field(min_length=1, max_length=200)
     kind: Literal["input", "output"]
-    timeout_seconds: float = Field(60.0, gt=0)
-    """Start-to-close timeout of one attempt of its activity."""
-    retry: RetrySpec = RetrySpec()
-    """How often it is tried; one that still fails counts as tripped."""
     on_trip: Literal["end", "refuse"] = Field("end", exclude_if=lambda v: v == "end")
     """What its tripwire does: `end` the run (`guardrail_tripped`), or `refuse`: answer
     with `refusal` instead of the model and go on (a session waits for the next
@@ -477,12 +464,6 @@ class AgentSpec(_Model):
     tools: list[ToolSpec] = []
     max_turns: int = Field(10, ge=1)
     """Default limit of model calls answering one user message."""
-    model_timeout_seconds: float = Field(120.0, gt=0)
-    """Start-to-close timeout of one model call attempt."""
-    model_retry: RetrySpec = RetrySpec(maximum_attempts=8, maximum_interval_seconds=60.0)
-    """Retries of transient model failures (429, 5xx, timeouts, connection errors)."""
-    model_heartbeat_timeout_seconds: float | None = Field(None, gt=0)
-    """As `ToolSpec.heartbeat_timeout_seconds`, for model calls."""
     tool_output_limit: int = Field(64_000, ge=1)
     """Characters of one tool result the model is shown; the rest is cut, with a
     marker saying so (the run state keeps the whole output)."""
@@ -534,7 +515,7 @@ class AgentSpec(_Model):
     context_policy: ContextPolicy | None = None
     """How the conversation is cut to the model's window (`Agent(context=...)`);
     None: all of it is sent."""
-    mcp_servers: list[MCPServer] = []
+    mcp_servers: list[MCPServerSpec] = []
     """MCP servers whose tools the agent uses: listed when a run starts or resumes and
     kept in `tools` for the run (`workflows.mcp_tools`)."""
     stream: bool = Field(False, exclude_if=lambda stream: not stream)

@@ -88,10 +88,13 @@ def stopped_note(
     spec: ToolSpec | None,
     late: ToolOutcome | None,
     child: str | None = None,
+    *,
+    heartbeats: bool = False,
 ) -> str:
     """What is known of a call that was running when the turn was stopped: `late` is
     its outcome if it came anyway (the tool did not stop in time), `child` the run of an
-    agent called as a tool (cancelled with it)."""
+    agent called as a tool (cancelled with it); `heartbeats`: the tool's activity ran
+    with a heartbeat timeout (the worker's setting), so a cancel reached it."""
     said = prefix(pending)
     if late is not None:  # the call keeps its own result: this is what the record says
         what = "failed" if late.is_error else "finished"
@@ -108,7 +111,7 @@ def stopped_note(
             f"{said} while it ran: the local tool was asked to stop; one that is not async "
             "runs on until it returns, and may take effect."
         )
-    if spec is not None and spec.heartbeat_timeout_seconds is None:
+    if spec is not None and not heartbeats:
         return (
             f"{said} while it ran: the tool was asked to stop but cannot hear it (it has no "
             "heartbeat), so it may still run and take effect."

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from durable_agents.workflows import decisions
-from durable_agents.workflows.agent_spec import AgentSpec, MCPServer, RetrySpec, ToolSpec
+from durable_agents.workflows.agent_spec import AgentSpec, MCPServerSpec, ToolSpec
 from durable_agents.workflows.audit import LISTINGS_KEPT, ToolListing
 from durable_agents.workflows.payloads import ToolOutcome
 from durable_agents.workflows.run_items import (
@@ -89,7 +89,7 @@ def _too_many(count: int) -> str:
     )
 
 
-def _allowed(server: MCPServer, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _allowed(server: MCPServerSpec, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tools `server` listed that its `allow` lets the agent have."""
     if server.allow is None:
         return listed
@@ -101,7 +101,7 @@ def _allowed(server: MCPServer, listed: list[dict[str, Any]]) -> list[dict[str, 
     ]
 
 
-def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec]:
+def tool_specs(server: MCPServerSpec, listed: list[dict[str, Any]]) -> list[ToolSpec]:
     """The allowed tools of `server` as the agent's tools (a name is checked whole: a
     line break after it does not pass)."""
     found = []
@@ -123,8 +123,7 @@ def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec
                 parameters=schema if isinstance(schema, dict) else {"type": "object"},
                 needs_approval=needs_approval(server, name, tool.get("annotations")),
                 approval=server.approval,
-                timeout_seconds=server.timeout_seconds,
-                retry=server.retry or _retry(tool.get("annotations")),
+                mcp_repeatable=repeatable(tool.get("annotations")),
                 mcp_server=server.name,
                 mcp_tool=name,
             )
@@ -132,7 +131,7 @@ def tool_specs(server: MCPServer, listed: list[dict[str, Any]]) -> list[ToolSpec
     return found
 
 
-def needs_approval(server: MCPServer, name: str, annotations: object) -> bool:
+def needs_approval(server: MCPServerSpec, name: str, annotations: object) -> bool:
     """The agent's rule for the tool `name`; where it has none, the annotations'."""
     rule = server.needs_approval
     if isinstance(rule, bool):
@@ -143,11 +142,10 @@ def needs_approval(server: MCPServer, name: str, annotations: object) -> bool:
     return hints.get("readOnlyHint") is not True  # destructive or unannotated: ask
 
 
-def _retry(annotations: object) -> RetrySpec:
+def repeatable(annotations: object) -> bool:
     """Tried again only where that cannot do it twice: read-only or idempotent tools."""
     hints = annotations if isinstance(annotations, dict) else {}
-    safe = hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True
-    return RetrySpec() if safe else RetrySpec(maximum_attempts=1)
+    return hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True
 
 
 def stricter(spec: AgentSpec, before: AgentSpec) -> AgentSpec:

@@ -18,6 +18,7 @@ from durable_agents.workflows.agent_spec import (
     ModelSettings,
 )
 from durable_agents.workflows.audit import Signature, WebhookDelivery
+from durable_agents.workflows.execution_settings import ExecutionSettings
 from durable_agents.workflows.input_items import TextOrItems, images_problem
 from durable_agents.workflows.interrupt_models import Interruption
 from durable_agents.workflows.run_items import Attachment, Item, ReasoningItem, RuleVerdict, Usage
@@ -390,6 +391,18 @@ class DescribeAgentInput(_Payload):
     """Input of `describe_agent`."""
 
     agent: str
+    settings_only: bool = Field(False, exclude_if=lambda only: not only)
+    """Only its execution settings (a run continued as new has its spec): what the
+    history of every workflow run pays for, kept small."""
+
+
+class DescribedAgent(_Payload):
+    """What `describe_agent` answers: the agent as a run freezes it, and how the worker
+    executes its calls (kept apart: the second never enters the run)."""
+
+    spec: AgentSpec | None
+    """None when only the settings were asked (`settings_only`)."""
+    settings: ExecutionSettings
 
 
 class InstructionsScope(_Payload):

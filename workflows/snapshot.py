@@ -26,6 +26,7 @@ from durable_agents.workflows.canonical import (
     canonical_json,
     integrity_block,
 )
+from durable_agents.workflows.execution_settings import execution_field_problem
 from durable_agents.workflows.migrations import MIGRATIONS, Migration
 from durable_agents.workflows.run_items import (
     AssistantMessage,
@@ -401,7 +402,8 @@ def _schema_error(error: Any) -> SnapshotError:
         for p in loc
     )
     ctx = error.get("ctx", {})
-    problem = {
+    setting = execution_field_problem(tuple(loc)) if error["type"] == "extra_forbidden" else None
+    problem = setting or {
         "union_tag_invalid": f"unknown item type {ctx.get('tag')!r} "
         f"(expected {ctx.get('expected_tags')})",
         "union_tag_not_found": "item has no type",

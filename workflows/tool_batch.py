@@ -107,7 +107,11 @@ class ToolBatch:
                 if below is not None and late is not None and late.is_error:
                     late = None  # the child's end as the cancel made it (a cancelled run)
                 spec = state.agent.tool(call.tool)
-                pending.notes[call.call_id] = interrupts.stopped_note(pending, spec, late, below)
+                ran = activity_calls.tool_settings(state.agent.name, spec) if spec else None
+                heard = ran is not None and ran.heartbeat_timeout_seconds is not None
+                pending.notes[call.call_id] = interrupts.stopped_note(
+                    pending, spec, late, below, heartbeats=heard
+                )
                 if below is not None and spec is not None and spec.child_takes_no_interrupts:
                     pending.notes[call.call_id] = (
                         f"{interrupts.prefix(pending)} while it ran: its run {below} takes no "

@@ -128,7 +128,8 @@ async def test_a_run_our_client_starts_costs_the_floor_plus_two(worker, model_se
 
 async def test_a_run_that_continues_as_new_carries_its_search_attributes_free(worker, model_server):
     """A continue-as-new gives the next workflow run the current search attributes with
-    its start: no upsert of their own; the switch costs only the new run's start."""
+    its start: no upsert of their own; the switch costs the new run's start and the
+    `describe_agent` that gives it the worker's execution settings."""
     turns = 3  # concierge continues as new after every 2 model calls (at most 4 of them)
     model_server.script(
         *(Reply(tool_calls=(Call("add", {"a": n, "b": 1}, f"a{n}"),)) for n in range(turns)),
@@ -141,7 +142,9 @@ async def test_a_run_that_continues_as_new_carries_its_search_attributes_free(wo
     switches = found["workflow_runs"] - 1
     assert switches == 1
     assert found["actions_by_kind"]["search_attribute_upserts"] == 1  # completed, at the end
-    assert found["actions_total"] == floor_actions(turns) + 2 + switches
+    # each switch: the next run's start, and its `describe_agent` (the worker's execution
+    # settings, never carried in the state: a deploy's new timeouts reach the run then)
+    assert found["actions_total"] == floor_actions(turns) + 2 + 2 * switches
     last = (await worker.client.get_workflow_handle(run.id).describe()).typed_search_attributes
     assert (last.get(sa.AGENT_STATUS), last.get(sa.AGENT_TURN)) == ("completed", turns + 1)
     # the second workflow run began with the values the first had at the switch

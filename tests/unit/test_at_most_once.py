@@ -65,9 +65,9 @@ def _resumed(state: RunState, run_id: str = "new") -> RunState:
 def test_an_at_most_once_tool_is_tried_once_and_frozen_so():
     made = tool(pay, at_most_once=True)
     assert made.retry_policy is AT_MOST_ONCE_RETRY
-    spec = made.spec()
-    assert spec.at_most_once and spec.retry.maximum_attempts == 1
-    assert spec.heartbeat_timeout_seconds == 5  # a dead worker is noticed in seconds
+    spec, settings = made.spec(), made.execution_settings()
+    assert spec.at_most_once and settings.retry.maximum_attempts == 1
+    assert settings.heartbeat_timeout_seconds == 5  # a dead worker is noticed in seconds
     assert "at_most_once" not in tool(pay).spec().model_dump(mode="json")  # left out if not
     direct = Tool(name="pay", description="", fn=pay, arguments=BaseModel, at_most_once=True)
     assert direct.retry_policy.maximum_attempts == 1  # the dataclass's default, made one
@@ -84,9 +84,11 @@ def test_an_at_most_once_tool_cannot_be_local_nor_retried():
     with pytest.raises(ValueError, match="a handoff or an agent call is not at_most_once"):
         dataclasses.replace(tool(pay), runs_agent="other", at_most_once=True)
     once = tool(pay, at_most_once=True, retry_policy=RetryPolicy(maximum_attempts=1))
-    assert once.spec().retry.maximum_attempts == 1
+    assert once.execution_settings().retry.maximum_attempts == 1
     slow = tool(pay, at_most_once=True, timeout=timedelta(minutes=5), heartbeat_timeout=None)
-    assert slow.spec().heartbeat_timeout_seconds is None  # allowed: noticed at its timeout
+    assert (
+        slow.execution_settings().heartbeat_timeout_seconds is None
+    )  # allowed: noticed at its timeout
 
 
 def test_agentctl_tools_says_which_tools_run_at_most_once():

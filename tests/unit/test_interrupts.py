@@ -22,7 +22,7 @@ from durable_agents.workflows.state import RunState, RunStatus
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEMA = {"type": "object", "properties": {}}
 TOOLS = [
-    ToolSpec(name="slow", description="", parameters=SCHEMA, heartbeat_timeout_seconds=5),
+    ToolSpec(name="slow", description="", parameters=SCHEMA),  # runs with a heartbeat timeout
     ToolSpec(name="blind", description="", parameters=SCHEMA),
     ToolSpec(name="mail", description="", parameters=SCHEMA, needs_approval=True),
     ToolSpec(name="lookup", description="", parameters=SCHEMA, local=True),
@@ -50,7 +50,9 @@ def test_a_message_interrupt_answers_every_open_call_with_what_is_known():
     )
     loop.record_tool_outcomes(state, [ToolOutcome(call_id="b1", content="done")], now=T0)
     interrupts.ask(state, via="message", now=T0)
-    state.interrupt.notes["s1"] = interrupts.stopped_note(state.interrupt, TOOLS[0], None)
+    state.interrupt.notes["s1"] = interrupts.stopped_note(
+        state.interrupt, TOOLS[0], None, heartbeats=True
+    )
     record = interrupts.settle(state, now=T0 + timedelta(seconds=1))
     assert record is not None and state.interrupt is None
     assert [(c.call_id, c.was) for c in record.calls] == [
@@ -72,7 +74,10 @@ def test_what_is_known_of_a_stopped_call_depends_on_how_it_runs():
     interrupts.ask(state := running(), via="update", by="ops", reason="stop", now=T0)
     pending = state.interrupt
     assert pending is not None
-    said = {t.name: interrupts.stopped_note(pending, t, None) for t in TOOLS}
+    said = {
+        t.name: interrupts.stopped_note(pending, t, None, heartbeats=t.name == "slow")
+        for t in TOOLS
+    }
     assert said["slow"].startswith("Interrupted by ops: stop while it ran: the tool was stopped")
     assert "cannot hear it" in said["blind"]
     assert "MCP server was not told" in said["ticket"]

@@ -14,7 +14,7 @@ from tests.support import agents
 
 def test_a_local_tool_is_frozen_as_local_without_a_heartbeat():
     spec = agents.lookup.spec()
-    assert spec.local and spec.heartbeat_timeout_seconds is None
+    assert spec.local and agents.lookup.execution_settings().heartbeat_timeout_seconds is None
     assert "local" not in agents.add.spec().model_dump(mode="json")  # left out when not
     assert "  lookup · @tool (local) · no approval" in tools(agents.quick.spec()).splitlines()
 

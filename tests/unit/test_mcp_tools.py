@@ -136,12 +136,17 @@ def test_credentials_come_from_the_workers_environment():
 
 
 def test_only_tools_that_cannot_act_twice_are_tried_again_by_default():
-    tools = {t.name: t.retry.maximum_attempts for t in tool_specs(MCPServer(name="s"), [
+    listed = tool_specs(MCPServer(name="s"), [
         READ_ONLY, DESTRUCTIVE, PLAIN, {"name": "put", "annotations": {"idempotentHint": True}},
-    ])}  # fmt: skip
+    ])  # fmt: skip
+    assert {t.name: t.mcp_repeatable for t in listed} == {
+        "lookup": True, "delete": False, "ping": False, "put": True,
+    }  # fmt: skip
+    server = MCPServer(name="s").settings()
+    tools = {t.name: server.for_tool(t.mcp_repeatable).retry.maximum_attempts for t in listed}
     assert tools == {"lookup": 3, "delete": 1, "ping": 1, "put": 3}
-    chosen = tool_specs(MCPServer(name="s", retry=RetrySpec(maximum_attempts=5)), [DESTRUCTIVE])
-    assert chosen[0].retry.maximum_attempts == 5  # the agent's word
+    chosen = MCPServer(name="s", retry=RetrySpec(maximum_attempts=5)).settings()
+    assert chosen.for_tool(False).retry.maximum_attempts == 5  # the agent's word
 
 
 def test_a_resume_can_add_an_approval_never_take_one_away():

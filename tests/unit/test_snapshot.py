@@ -163,7 +163,6 @@ TOOLS = st.builds(
     parameters=st.dictionaries(TEXT, JSON, max_size=3),
     needs_approval=st.booleans(),
     approval=POLICIES,
-    timeout_seconds=st.floats(min_value=0.001, max_value=1e6),
 )
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import pytest
 from durable_agents.activities import Agent, ToolContext, tool
 from durable_agents.activities.registry import AgentRegistry
+from durable_agents.workflows.execution_settings import EXECUTION_FIELDS
 from pydantic import Field
 from temporalio.common import RetryPolicy
 
@@ -38,7 +39,12 @@ def test_tool_schema_comes_from_type_hints_and_description_from_docstring():
     }
     assert "ctx" not in spec.parameters["properties"]
     assert spec.parameters["additionalProperties"] is False
-    assert (spec.needs_approval, spec.timeout_seconds, spec.retry.maximum_attempts) == (True, 5, 3)
+    settings = refund.execution_settings()
+    assert (spec.needs_approval, settings.timeout_seconds, settings.retry.maximum_attempts) == (
+        True,
+        5,
+        3,
+    )
 
 
 def test_tool_arguments_are_validated_by_the_generated_model():
@@ -79,7 +85,7 @@ def test_retry_policy_keeps_its_non_retryable_error_types():
         """Pick."""
         return key
 
-    assert pick.spec().retry.non_retryable_error_types == ["KeyError"]
+    assert pick.execution_settings().retry.non_retryable_error_types == ["KeyError"]
 
 
 def test_agent_refuses_two_tools_with_one_name():
@@ -131,22 +137,25 @@ def test_registry_refuses_modules_without_agents(module, message):
         AgentRegistry.from_modules([module])
 
 
-def test_agent_spec_freezes_heartbeats_and_the_model_retry_budget():
-    spec = Agent(name="a", instructions="", tools=[refund]).spec()
-    assert spec.model_heartbeat_timeout_seconds == 5.0
-    assert spec.model_retry.budget_seconds == 6 * 3600
-    assert spec.model_retry.maximum_interval_seconds == 60.0
-    assert spec.tools[0].heartbeat_timeout_seconds == 5.0
+def test_the_worker_declares_heartbeats_and_the_model_retry_budget_outside_the_spec():
+    agent = Agent(name="a", instructions="", tools=[refund])
+    settings = agent.execution_settings()
+    assert settings.model.heartbeat_timeout_seconds == 5.0
+    assert settings.model.retry.budget_seconds == 6 * 3600
+    assert settings.model.retry.maximum_interval_seconds == 60.0
+    assert settings.tools["refund"].heartbeat_timeout_seconds == 5.0
+    frozen = agent.spec().model_dump(mode="json")  # none of it is frozen into a run
+    assert EXECUTION_FIELDS.isdisjoint(frozen) and EXECUTION_FIELDS.isdisjoint(frozen["tools"][0])
     quiet = Agent(
         name="b",
         instructions="",
         tools=[tool(refund.fn, name="quiet", heartbeat_timeout=None)],
         model_retry_budget=None,
         model_heartbeat_timeout=None,
-    ).spec()
-    assert quiet.model_retry.budget_seconds is None
-    assert quiet.model_heartbeat_timeout_seconds is None
-    assert quiet.tools[0].heartbeat_timeout_seconds is None
+    ).execution_settings()
+    assert quiet.model.retry.budget_seconds is None
+    assert quiet.model.heartbeat_timeout_seconds is None
+    assert quiet.tools["quiet"].heartbeat_timeout_seconds is None
 
 
 @pytest.mark.parametrize("bad", [timedelta(0), timedelta(seconds=-1)])
