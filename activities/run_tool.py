@@ -230,7 +230,10 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext, raw: str)
 
     The server times an attempt out on its own, but a tool that does not heartbeat never
     hears of it: it would run on (beside its retry) with a result nobody takes. So the
-    attempt is cut here too, as a `ToolTimeout` (for a sync tool, only its wait stops)."""
+    attempt is cut here too, as a `ToolTimeout` (for a sync tool, only its wait stops).
+    It carries no cause: asyncio's message-less timeout would be the innermost error, and
+    the model is told the innermost error's message (then "Application error", issue 42;
+    the server's own timeout of a later attempt carries this failure as its cause)."""
     deadline = asyncio.timeout(_attempt_limit())
     try:
         async with deadline, heartbeating(ctx.progress):
@@ -241,7 +244,7 @@ async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext, raw: str)
             raise ApplicationError(
                 f"tool '{found.name}' ran past its {_attempt_limit():g}s timeout",
                 type=ERROR_TOOL_TIMEOUT,
-            ) from err
+            ) from None
         telemetry.count_tool_failure(found.name, telemetry.failure_reason(err, default=RAISED))
         raise
 

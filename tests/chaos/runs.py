@@ -49,14 +49,21 @@ async def task_failures(handle: WorkflowHandle) -> int:
     return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
 
 
-async def retry_causes(handle: WorkflowHandle) -> list[str]:
-    """What ended the attempt before each retried activity attempt of the run, in history
-    order: the timeout's type (`TIMEOUT_TYPE_HEARTBEAT`, `TIMEOUT_TYPE_START_TO_CLOSE`,
-    ...) or the failure's message. A kill -9 shows as the timeout that noticed it."""
+async def retry_causes(handle: WorkflowHandle, activity_type: str | None = None) -> list[str]:
+    """What ended the attempt before each retried activity attempt of the run (of
+    `activity_type` only, if given), in history order: the timeout's type
+    (`TIMEOUT_TYPE_HEARTBEAT`, `TIMEOUT_TYPE_START_TO_CLOSE`, ...) or the failure's
+    message. A kill -9 shows as the timeout that noticed it."""
     causes = []
+    types: dict[int, str] = {}  # scheduled event id -> activity type
     async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled = event.activity_task_scheduled_event_attributes
+            types[event.event_id] = scheduled.activity_type.name
         started = event.activity_task_started_event_attributes
         if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED or started.attempt < 2:
+            continue
+        if activity_type is not None and types.get(started.scheduled_event_id) != activity_type:
             continue
         failure = started.last_failure
         if failure.HasField("timeout_failure_info"):

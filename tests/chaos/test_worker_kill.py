@@ -9,6 +9,7 @@ import random
 import time
 
 import pytest
+from durable_agents.workflows import contract
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.state import RunStatus
 from temporalio.worker import Replayer
@@ -53,7 +54,7 @@ async def _tool_failover(
     assert result.status is RunStatus.COMPLETED
     assert [e[0] for e in ledger.effects(ledger_path, handle.id)] == [key]  # applied once
     assert await task_failures(handle) == 0
-    return retried[0][3] - killed_at, await retry_causes(handle)
+    return retried[0][3] - killed_at, await retry_causes(handle, contract.ACTIVITY_RUN_TOOL)
 
 
 async def test_tool_fails_over_within_seconds_after_kill_9(client, workers, ledger_path, report):
@@ -97,7 +98,7 @@ async def test_model_call_fails_over_within_seconds_after_kill_9(client, workers
     failover = time.time() - killed_at
     assert (await handle.result()).status is RunStatus.COMPLETED
     # in seconds by cause: the missed heartbeat ended the killed attempt (not a clock)
-    assert await retry_causes(handle) == ["TIMEOUT_TYPE_HEARTBEAT"]
+    assert await retry_causes(handle, contract.ACTIVITY_CALL_MODEL) == ["TIMEOUT_TYPE_HEARTBEAT"]
     report.add(
         "kill -9 mid model call, 2 workers",
         "completed",

@@ -29,7 +29,7 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 from temporalio.worker import Worker
 
 from durable_agents import gate, gate_interceptor
@@ -41,7 +41,7 @@ from tests.integration.test_webhooks import SECRET, endpoint
 from tests.support import agents
 from tests.support.mcp_agents import helpdesk
 from tests.support.predicted_ids import uuid4s
-from tests.support.runs import start, state_of, wait_for_status
+from tests.support.runs import held, start, state_of, wait_for_status
 from tests.support.webhook_receiver import WebhookReceiver
 
 DELETE = {
@@ -272,11 +272,9 @@ async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
     delivery under another id no one can compute (the receiver sees the same webhook-id)
     and says so in its state."""
     monkeypatch.setenv("AGENT_WEBHOOK_ALLOW", "127.0.0.1")
-    model_server.script(
-        Reply(
-            tool_calls=(Call("send_email", {"to": "a@example.com", "body": "hi"}, "c1"),),
-            delay_seconds=2,
-        ),
+    release = held(  # the call that asks for approval comes once the ids are squatted
+        model_server,
+        Reply(tool_calls=(Call("send_email", {"to": "a@example.com", "body": "hi"}, "c1"),)),
         Reply(content="sent"),
     )
     with WebhookReceiver(SECRET) as receiver:
@@ -286,13 +284,18 @@ async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
             execution = handle.first_execution_run_id
             idle = f"nobody-{uuid.uuid4().hex[:8]}"  # held open: no worker polls it
             # ...and the ids a retry would take if it came from `workflow.uuid4()`.
-            squatted = [
+            squatted = []
+            for workflow_id in (
                 f"evt_{execution}_{seq}_approvals{suffix}"
                 for seq in range(1, 16)
                 for suffix in ["", *(f"_{u[:12]}" for u in uuid4s(execution, 8))]
-            ]
-            for workflow_id in squatted:
-                await worker.client.start_workflow("Squat", id=workflow_id, task_queue=idle)
+            ):
+                try:
+                    await worker.client.start_workflow("Squat", id=workflow_id, task_queue=idle)
+                except WorkflowAlreadyStartedError:  # the run's delivery of an earlier event
+                    continue  # still running there (a loaded machine): nothing to squat
+                squatted.append(workflow_id)
+            release.set()
             async with asyncio.timeout(30):
                 while not any(d.event["type"] == "approval_requested" for d in receiver.accepted()):
                     await asyncio.sleep(0.1)

@@ -6,6 +6,7 @@ ours and the hand-written loop always."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -24,6 +25,31 @@ async def test_every_kind_runs_two_tool_turns_and_is_measured(env, kind: peers.K
     assert found.completed == "completed", found.completed
     assert found.wall_ms > 0 and found.cpu_ms > 0 and found.history_bytes > 0
     assert found.server_cpu_ms is not None
+
+
+PROBE = Path(__file__).resolve().parents[1] / "support" / "activation_imports.py"
+
+
+@pytest.mark.parametrize(
+    "kind", [k for k in peers.KINDS if k.venv is not None], ids=lambda k: k.venv
+)
+async def test_a_framework_peer_imports_nothing_inside_a_workflow_activation(
+    env, kind: peers.Kind, tmp_path, monkeypatch
+) -> None:
+    """The SDK's deadlock detector gives an activation 2 s: a peer whose first run imports
+    its model's modules there (Pydantic AI's did, about 570) fails its first workflow task
+    on a loaded machine. The runner imports them before its worker starts; this checks the
+    cause (nothing imported on an activation thread), not a time."""
+    if (why := peers.unavailable(kind)) is not None:
+        pytest.skip(f"{kind.name}: {why}")
+    found = tmp_path / "imported.txt"
+    monkeypatch.setenv("ACTIVATION_IMPORTS_RUNNER", str(peers.RUNNERS / kind.runner))
+    monkeypatch.setenv("ACTIVATION_IMPORTS_OUT", str(found))
+    probed = dataclasses.replace(kind, runner=str(PROBE))  # runs the runner, watching it
+    outcome = await peers.run_kind(env.client, probed, 2, 300, None)
+    assert outcome.completed == "completed", outcome.completed
+    imported = found.read_text().split() if found.exists() else []
+    assert imported == [], f"{len(imported)} modules imported in activations: {imported[:20]}"
 
 
 async def test_a_run_that_ends_early_is_not_timed_as_n_turns(env, monkeypatch) -> None:

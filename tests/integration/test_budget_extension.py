@@ -124,7 +124,7 @@ async def test_who_may_not_extend_a_budget_is_refused(worker, model_server, deci
         await client.decide(handle.id, "budget/1", "approve", **decision)
     signal = DecisionSignal(call_id="budget/1", **decision)
     await handle.signal(contract.SIGNAL_APPROVE, signal)  # the same as a signal: refused
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while not (await state_of(handle)).refused_decisions:
             await asyncio.sleep(0.1)
     [refused] = (await state_of(handle)).refused_decisions
@@ -200,7 +200,7 @@ async def test_a_number_no_budget_can_be_is_refused_and_the_run_goes_on(worker, 
     handle, client = await asking(worker, model_server, Reply(content="3"))
     huge = {"call_id": "budget/1", "approver": "ann", "arguments": {"token_budget": 10**400}}
     await handle.signal(contract.SIGNAL_APPROVE, huge)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while not (await state_of(handle)).refused_decisions:
             await asyncio.sleep(0.1)
     [refused] = (await state_of(handle)).refused_decisions

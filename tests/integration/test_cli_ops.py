@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import json
 import threading
@@ -172,14 +173,23 @@ class Terminal(io.StringIO):
 
 
 async def test_watch_on_a_terminal_redraws_one_line_with_a_spinner(worker, model_server):
-    model_server.script(Reply(tool_calls=(EMAIL,), delay_seconds=0.5))
+    release = held(model_server, Reply(tool_calls=(EMAIL,)))  # until two frames are drawn
     client = AgentClient(worker.client, task_queue=worker.task_queue)
     rid = (await client.start("assistant", "mail", run_id=new_id())).id
     args = argparse.Namespace(
-        run_id=rid, json=False, interval=0.1, timeout=10.0, follow=False, after=None
+        run_id=rid, json=False, interval=0.1, timeout=60.0, follow=False, after=None
     )
     screen = Terminal()
-    outcome = await cli_ops.watch(args, client, out=screen)
+    watching = asyncio.create_task(cli_ops.watch(args, client, out=screen))
+
+    async def frames() -> str:
+        return screen.getvalue()
+
+    try:
+        await eventually(frames, lambda drawn: cli_ops.SPINNER[1] in drawn)
+    finally:
+        release.set()
+    outcome = await watching
     drawn = screen.getvalue()
     assert drawn.startswith(f"\r\033[K{cli_ops.SPINNER[0]} [")
     assert f"\r\033[K{cli_ops.SPINNER[1]} [" in drawn

@@ -42,7 +42,7 @@ async def test_a_pause_lets_the_running_tool_finish_and_starts_nothing_new(worke
     model_server.script(Reply(tool_calls=(Call("nap", {"seconds": 1.5}, "n1"),)), Reply("rested"))
     client = AgentClient(worker.client, task_queue=worker.task_queue)
     handle = await start(worker, "nap", agent="assistant")
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while not [c for c in agents.CALLS if c[0] == "nap"]:
             await asyncio.sleep(0.05)
     view = await client.pause(handle.id, by="oncall", reason="checking the naps")
@@ -76,7 +76,7 @@ async def test_a_decision_made_while_paused_takes_effect_on_resume(worker, model
     assert paused.code == 0 and paused.json()["paused"] is True
     await wait_for_status(handle, RunStatus.PAUSED)
     await client.approve(handle.id, "mail", approver="ann")
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while not [i for i in (await state_of(handle)).items if isinstance(i, Decision)]:
             await asyncio.sleep(0.1)
     await asyncio.sleep(0.3)
@@ -143,7 +143,7 @@ async def test_pauses_that_cannot_apply_are_refused(worker, model_server):
     # Signals get no answer: what the run cannot take is recorded, and changes nothing.
     await handle.signal(contract.SIGNAL_PAUSE, {})
     await handle.signal(contract.SIGNAL_PAUSE, {"by": "x"})
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while len((await state_of(handle)).refused_signals) < 2:
             await asyncio.sleep(0.1)
     reasons = [r.refused_because for r in (await state_of(handle)).refused_signals]
@@ -193,7 +193,7 @@ async def test_a_paused_run_continues_as_new_paused(worker, model_server):
     )
     client = AgentClient(worker.client, task_queue=worker.task_queue)
     handle = await start(worker, "go", agent="concierge")  # a new workflow run every 2 calls
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while not [c for c in agents.CALLS if c[0] == "nap"]:
             await asyncio.sleep(0.05)
     await client.pause(handle.id, reason="look first")

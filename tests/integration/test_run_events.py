@@ -51,7 +51,7 @@ async def test_a_follower_sees_a_run_with_a_tool_and_an_approval_in_order(worker
 
     follower = asyncio.create_task(follow())
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         while "approval_requested" not in types(seen):
             await asyncio.sleep(0.05)
     asked = seen[-1]
@@ -186,7 +186,7 @@ async def test_followers_are_bounded_and_hostile_polls_are_answered(
     # oldest is answered with no event (a follower that went away frees its place).
     await asyncio.sleep(2.5)
     newcomer = asyncio.create_task(poll(handle, end))
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     assert [t.result().items for t in done] == [[]]
     # A decision still gets through (its update slot was kept), and the run ends: the
@@ -194,7 +194,7 @@ async def test_followers_are_bounded_and_hostile_polls_are_answered(
     await agents.decide(handle.id, "r1", "approve", approver="ann")
     result = await handle.result()
     assert result.status is RunStatus.COMPLETED
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):
         answers = await asyncio.gather(*waiting, newcomer)
     assert all(isinstance(a, PollResult) for a in answers)
     assert answers[-1].items and answers[-1].items[0].offset == end
@@ -208,7 +208,7 @@ async def test_a_poll_answer_is_bounded_and_the_rest_follows(worker, model_serve
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)
     model_server.script(Reply("again"))
     await agents.message(handle.id, "more")
-    async with asyncio.timeout(10):  # 5 events: the second answer is in
+    async with asyncio.timeout(30):  # 5 events: the second answer is in
         while len(await collect(agents.events(handle.id, follow=False))) < 5:
             await asyncio.sleep(0.05)
     first = await poll(handle, 0)

@@ -153,10 +153,11 @@ async def query_refusal(handle, args) -> WorkflowQueryFailedError:
 
 
 async def test_bad_signals_before_the_run_has_a_state_are_kept(worker, model_server):
-    model_server.script(Reply(content="done", delay_seconds=0.5))
+    release = held(model_server, Reply(content="done"))  # the run is open for the signals
     handle = await start(worker)
     await handle.signal("aprove", {"call_id": "c1"})
     await handle.signal(contract.SIGNAL_APPROVE, args=[{"call_id": "c1"}, 2])
+    release.set()
     assert (await handle.result()).status is RunStatus.COMPLETED
     state = await state_of(handle)
     assert [r.signal for r in state.refused_signals] == ["aprove"]
