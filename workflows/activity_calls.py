@@ -452,11 +452,20 @@ def retry_policy(spec: RetrySpec, *, non_retryable: list[str] | None = None) -> 
     )
 
 
+NO_MESSAGE = "Application error"
+"""What the SDK names an error sent with no message (its failure converter)."""
+
+
 def root_message(err: BaseException) -> str:
-    """The message of the innermost cause (the activity's own error)."""
-    while err.__cause__ is not None:
-        err = err.__cause__
-    return getattr(err, "message", None) or str(err)
+    """The message of the innermost cause that has one (the activity's own error; a
+    message-less error it was raised from, e.g. asyncio's TimeoutError, says nothing)."""
+    said = NO_MESSAGE
+    while err is not None:
+        message = getattr(err, "message", None) or str(err)
+        if message and message != NO_MESSAGE:
+            said = message
+        err = err.__cause__  # type: ignore[assignment]
+    return said
 
 
 def failure_type(err: BaseException) -> str | None:

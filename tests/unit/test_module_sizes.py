@@ -36,6 +36,7 @@ FOLDER_LINES = (
     + 252
     - 30
     + 279
+    + 9
 )
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports). Raised by what this wave's capabilities added:
@@ -70,7 +71,9 @@ signal routing in `run_queries.py`, `update_checks.py`, `signal_routing.py`, eac
 own imports), and by 252 for the loop as a reducer (`reducer.py`: the run's events, each
 folded into RunState by one pure function). Lowered by 30 for what issue 42's clean-up
 deleted (not moved): an idempotency-key rule kept for 1.0 states, two names never used,
-the inbox's pause and resume decoding written three times."""
+the inbox's pause and resume decoding written three times. Raised by 9 when a tool's
+error raised from a message-less one reaches the model with its own message
+(`activity_calls.root_message`)."""
 
 
 def lines(path: Path) -> int:

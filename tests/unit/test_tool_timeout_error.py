@@ -79,3 +79,22 @@ async def test_a_server_timeout_after_a_worker_cut_off_still_says_timeout():
 
     assert isinstance(seen, TimeoutError)
     assert root_message(seen) == SAID
+
+
+def test_a_user_tool_error_raised_from_a_message_less_one_reaches_the_model_with_its_message():
+    """`raise ToolFailed("card declined") from SomeError()` whose inner error has no
+    message: the innermost message is the SDK's placeholder, the model reads the tool's."""
+
+    class Declined(Exception):
+        pass
+
+    try:
+        try:
+            raise Declined()
+        except Declined as inner:
+            raise ApplicationError("card declined") from inner
+    except ApplicationError as raised:
+        seen = _received(_sent(raised))
+
+    assert root_message(seen) == "card declined"
+    assert root_message(_received(_sent(ApplicationError("")))) == "Application error"
