@@ -161,7 +161,8 @@ class ToolActivities:
         revoked = self._revoked(request.approval_keys)
         if revoked is not None:
             raise ApplicationError(
-                f"the approval of this call was signed with approver key {revoked[:200]!r}, "
+                f"the approval of this call (or the `always` rule that made it) was signed "
+                f"with approver key {revoked[:200]!r}, "
                 "which this worker no longer trusts (not in its AGENT_APPROVER_KEYS, or past "
                 "its not_after): the call did not run",
                 type=ERROR_APPROVAL_KEY_REVOKED,
