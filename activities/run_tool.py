@@ -37,6 +37,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agents import stream_gate
+
 RAISED = "raised"
 """`agent_tool_failures` reason: the tool raised (its retry policy applies)."""
 UNSERIALISABLE = "unserialisable_result"
@@ -96,6 +98,8 @@ class ToolActivities:
                 )
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
+        keys = stream_gate.KEYS.get()  # set while the gate admits a run's call
+        spec.gate_key = keys.current if keys is not None else None
         return spec
 
     def _said_of(self, agent: str | None) -> str | None:
