@@ -22,8 +22,10 @@ from temporalio.client import WorkflowExecutionStatus
 from durable_agents import gate
 from durable_agents.testing import Call, Reply
 from tests.integration.test_activity_gate import cli
+from tests.support.multi_agents import by_model
 from tests.support.predicted_ids import uuid4s
 from tests.support.runs import (
+    child_run,
     held,
     keyed_child_id,
     requested,
@@ -112,3 +114,51 @@ async def test_a_standalone_fresh_id_draws_a_random_id_and_takes_no_input(worker
         worker, *base, "--activity-id", f"atk-{uuid.uuid4().hex}", "--input", hostile
     )
     assert code != 0, out
+
+
+async def test_a_snapshot_cannot_name_someone_elses_run_as_the_resumed_runs_child(
+    team, model_server, tmp_path
+):
+    """Anyone who may start workflows can resume a snapshot they wrote. One that names a
+    squatter's run as the child of the resumed run's open agent call (`child_runs`,
+    `renamed_children`, with the resumed run as caller) gets no say: the resumed run
+    records the children it starts, and clients never find the squatter's run there."""
+    model_server.responder = by_model(
+        {
+            "lead-model": [Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),))],
+            "mail-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+            ],
+        }
+    )
+    client = AgentClient(team.client, task_queue=team.task_queue)
+    source = (await client.start("lead", "tell ann")).id
+    await child_run(team.client, source, "c1")
+    document = json.loads((await client.state(source)).model_dump_json())
+    await client.cancel(source)
+    run_id = f"forged-{uuid.uuid4().hex[:8]}"
+    squatter = f"someone-{uuid.uuid4().hex[:8]}"
+    await squat(team, squatter)
+    document["child_runs"] = [{"call_id": "c1", "caller": run_id, "run_id": squatter}]
+    planted = {"call_id": "c1", "caller": run_id, "run_id": squatter, "because": "trust me"}
+    document["renamed_children"] = [planted]
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps({"agent": "lead", "input": "", "resume_from": document}))
+    code, out = await cli(
+        team, "workflow", "start", "--type", contract.WORKFLOW_TYPE,
+        "--task-queue", team.task_queue, "--workflow-id", run_id,
+        "--input-file", str(input_file),
+    )  # fmt: skip
+    assert code == 0, out
+    child = await child_run(team.client, run_id, "c1")  # the one it started itself
+    state = await client.state(run_id)
+    assert child != squatter and child == keyed_child_id(run_id, "c1")
+    assert squatter not in [c.run_id for c in state.child_runs]
+    assert squatter not in [r.run_id for r in state.renamed_children]
+    tree = await run_tree(client, run_id)
+    assert [c.run_id for c in tree.children] == [child]
+    described = await team.client.get_workflow_handle(squatter).describe()
+    assert described.status is WorkflowExecutionStatus.RUNNING and described.parent_id is None
+    await client.cancel(run_id)
+    await team.client.get_workflow_handle(squatter).terminate("test over")
