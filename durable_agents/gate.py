@@ -17,7 +17,9 @@ commas or lines; the first tags, every one verifies. Every worker of a namespace
 (full workers and tools-only workers) holds the same list. To rotate: add the new key
 last on every worker, then move it first, and drop the old one once no run that used
 it is still open: a worker checks the tags in a run's history whenever it replays it
-(a run it must load again refuses results tagged with a key it no longer holds).
+(a run it must load again refuses results tagged with a key it no longer holds), and
+makes the ids of a run's children and deliveries again with the key the run names
+(`id_part`, `AgentSpec.gate_key`; without it, the run's workflow task fails).
 
 A tag also says when the workflow task that made it began; an activity scheduled (or a
 delivery started) more than `gate_interceptor.SCHEDULE_WINDOW` seconds later is a copy

@@ -268,10 +268,11 @@ async def test_a_squatter_holding_every_delivery_id_it_can_compute_stops_no_deli
 ):
     """A delivery workflow's id is `evt_<execution>_<seq>_<endpoint>~KEY.PART`, the part
     made with the workers' gate key (`workflows.secret_ids`). A squatter holds every id it
-    can compute from seeing the run start: the plain ids of the first fifteen events, and
+    can compute from seeing the run start: the plain ids of the first fifteen events,
     those ids with the parts a retry would take were they drawn from the run's computable
-    `workflow.uuid4()`. The delivery goes out on the first try, under an id none of them
-    is, and the run's state names it."""
+    `workflow.uuid4()`, and with the part the published development key would make. The
+    delivery goes out on the first try, under an id none of them is, and the run's state
+    names it."""
     monkeypatch.setenv("AGENT_WEBHOOK_ALLOW", "127.0.0.1")
     model_server.script(
         Reply(
@@ -286,10 +287,20 @@ async def test_a_squatter_holding_every_delivery_id_it_can_compute_stops_no_deli
             handle = await start(worker, "mail a")
             execution = handle.first_execution_run_id
             idle = f"nobody-{uuid.uuid4().hex[:8]}"  # held open: no worker polls it
+            dev = gate.GateKeys.development()  # the published key's ids too
             squatted = [
                 f"evt_{execution}_{seq}_approvals{suffix}"
                 for seq in range(1, 16)
-                for suffix in ["", *(f"_{u[:12]}" for u in uuid4s(execution, 8))]
+                for suffix in [
+                    "",
+                    *(f"_{u[:12]}" for u in uuid4s(execution, 8)),
+                    "~dev."
+                    + gate.id_part(
+                        dev,
+                        "dev",
+                        ["delivery", "default", handle.id, f"evt_{execution}_{seq}_approvals"],
+                    ),
+                ]
             ]
             for workflow_id in squatted:
                 await worker.client.start_workflow("Squat", id=workflow_id, task_queue=idle)
