@@ -327,6 +327,7 @@ class Agent:
             approver_keys=list(trust.approver_keys),
             snapshot_keys=list(trust.snapshot_keys),
             refuse_unverified_snapshots=trust.refuse_unverified_snapshots,
+            gate_key=None,  # the describing worker's (`describe_agent`)
             tools=[t.spec() for t in self.all_tools()],
             mcp_servers=[server.spec() for server in self.mcp_servers],
             webhooks=list(self.webhooks),

@@ -43,6 +43,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agents import stream_gate
+
 RAISED = "raised"
 """`agent_tool_failures` reason: the tool raised (its retry policy applies)."""
 UNSERIALISABLE = "unserialisable_result"
@@ -105,6 +107,8 @@ class ToolActivities:
                 )
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
+        keys = stream_gate.KEYS.get()  # set while the gate admits a run's call
+        spec.gate_key = keys.current if keys is not None else None
         return DescribedAgent(spec=spec, settings=agent.execution_settings())
 
     def _said_of(self, agent: str | None) -> str | None:
@@ -170,7 +174,8 @@ class ToolActivities:
         revoked = self._revoked(request.approval_keys)
         if revoked is not None:
             raise ApplicationError(
-                f"the approval of this call was signed with approver key {revoked[:200]!r}, "
+                f"the approval of this call (or the `always` rule that made it) was signed "
+                f"with approver key {revoked[:200]!r}, "
                 "which this worker no longer trusts (not in its AGENT_APPROVER_KEYS, or past "
                 "its not_after): the call did not run",
                 type=ERROR_APPROVAL_KEY_REVOKED,

@@ -16,7 +16,8 @@ import asyncio
 import time
 
 from durable_agents.activities.registry import AgentRegistry
-from durable_agents.workflows import contract
+from durable_agents.client.state_reader import querying, read_state
+from durable_agents.workflows import agent_calls, contract
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
@@ -59,9 +60,22 @@ async def pending_of(handle, *, below: bool) -> dict:
         await asyncio.sleep(0.005)
 
 
+async def child_of(handle, call_id: str) -> str:
+    """The id the run started its child for `call_id` under, as its state records it
+    (the id has a part only the workers' gate keys make)."""
+    while True:
+        try:
+            found = agent_calls.child_of(await read_state(querying(handle)), call_id)
+        except (RPCError, WorkflowQueryFailedError):  # not started yet
+            found = None
+        if found is not None:
+            return found
+        await asyncio.sleep(0.005)
+
+
 async def one_run(client, queue: str, via_caller: bool) -> dict[str, float]:
     handle = await common.start_run(client, "caller", queue)
-    child = client.get_workflow_handle(f"{handle.id}/c1")
+    child = client.get_workflow_handle(await child_of(handle, "c1"))
     own = await pending_of(child, below=False)
     waiting = time.perf_counter()
     await pending_of(handle, below=True)

@@ -409,7 +409,8 @@ class AgentClient:
             return state
         found = list(state.sub_runs)
         waited = agent_calls.open_calls(state)[: agent_calls.MAX_CHILDREN_PER_REPLY]
-        children = [(c, agent_calls.child_of(state, c)) for c, _ in waited]
+        started = [(c, agent_calls.child_of(state, c)) for c, _ in waited]
+        children = [(c, child) for c, child in started if child is not None]
         children += [(b.call_id, b.run_id) for b in background.running(state)]
         for call_id, child_id in children:
             if call_id in kept:

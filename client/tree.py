@@ -2,8 +2,9 @@
 child AgentWorkflow, and theirs), with status, agent, turn and pending approvals.
 
 A workflow cannot query its children, so the client assembles the tree: the run's
-state names its calls of agent tools (`ToolSpec.runs_agent`), whose runs have the ids
-`workflows.agent_calls.child_id` gives; each is asked in turn, at most `MAX_RUNS`.
+state names its calls of agent tools (`ToolSpec.runs_agent`) and the ids their runs
+were started under (`workflows.agent_calls.child_of`: ids with a part only the workers
+can make); each is asked in turn, at most `MAX_RUNS`.
 A call whose child never started (a malformed call) has no node.
 """
 
@@ -86,6 +87,8 @@ async def _node(
             node.left_out += 1
             continue
         child_id = agent_calls.child_of(state, child_call)
+        if child_id is None:
+            continue  # it started no child (its id is none anyone can compute)
         try:
             node.children.append(await _node(agents, child_id, child_call, budget))
         except RunNotFound:

@@ -17,7 +17,9 @@ commas or lines; the first tags, every one verifies. Every worker of a namespace
 (full workers and tools-only workers) holds the same list. To rotate: add the new key
 last on every worker, then move it first, and drop the old one once no run that used
 it is still open: a worker checks the tags in a run's history whenever it replays it
-(a run it must load again refuses results tagged with a key it no longer holds).
+(a run it must load again refuses results tagged with a key it no longer holds), and
+makes the ids of a run's children and deliveries again with the key the run names
+(`id_part`, `AgentSpec.gate_key`; without it, the run's workflow task fails).
 
 A tag also says when the workflow task that made it began; an activity scheduled (or a
 delivery started) more than `gate_interceptor.SCHEDULE_WINDOW` seconds later is a copy
@@ -158,9 +160,13 @@ def digest(values: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _mac(key: bytes, fields: Sequence[str]) -> str:
+def _message(fields: Sequence[str]) -> bytes:
     message = "\n".join(f.replace("\\", "\\\\").replace("\n", "\\n") for f in fields)
-    mac = hmac.new(key, message.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return message.encode("utf-8", "surrogatepass")
+
+
+def _mac(key: bytes, fields: Sequence[str]) -> str:
+    mac = hmac.new(key, _message(fields), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
@@ -183,6 +189,25 @@ def check(keys: GateKeys, given: object, fields: Sequence[str]) -> str | None:
     if not hmac.compare_digest(mac, _mac(key, fields)):
         return "its gate tag does not match what it asks"
     return None
+
+
+ID_PART_HEX = 16
+"""Hex digits of an id's secret part (64 bits of the HMAC)."""
+
+
+def id_part(keys: GateKeys, key_id: str, fields: Sequence[str]) -> str:
+    """The part of a workflow id only holders of key `key_id` can make: the first
+    `ID_PART_HEX` hex digits of its HMAC-SHA256 over `fields` (`workflows.secret_ids`).
+    Raises GateConfigError when this worker does not hold that key (dropped while a run
+    that made ids with it is still open)."""
+    key = keys.keys.get(key_id)
+    if key is None:
+        raise GateConfigError(
+            f"gate key {key_id[:32]!r}, which this run's workflow ids are made with, is not "
+            "one of this worker's (keep a key until no run that used it is open)"
+        )
+    digest = hmac.new(key, _message(["id", *fields]), hashlib.sha256)
+    return digest.hexdigest()[:ID_PART_HEX]
 
 
 def new_key_entry(key_id: str) -> str:

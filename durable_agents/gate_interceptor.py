@@ -116,7 +116,10 @@ class GateRefused(RuntimeError):
 
 class GateInterceptor(Interceptor):
     """The gate on a worker (both sides) and on a replayer (`keys=None`, for tests:
-    results are unwrapped unchecked, nothing is tagged, gated activities refused)."""
+    results are unwrapped unchecked, nothing is tagged, gated activities refused, and no
+    workflow id with a gate key's part is made: a run that started children or webhook
+    deliveries replays only with the keys). With keys, workflow code makes those ids'
+    parts through the extern function `contract.EXTERN_SECRET_ID`."""
 
     def __init__(self, keys: GateKeys | None) -> None:
         self.keys = keys
@@ -133,6 +136,13 @@ class GateInterceptor(Interceptor):
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
+        keys = self.keys
+        if keys is not None:  # ids only the keys make (`workflows.secret_ids`); none without
+
+            def secret_id(key_id: str, fields: Sequence[str]) -> str:
+                return gate.id_part(keys, key_id, fields)
+
+            input.unsafe_extern_functions[contract.EXTERN_SECRET_ID] = secret_id
         return self._workflow_class
 
 

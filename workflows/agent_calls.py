@@ -2,8 +2,10 @@
 a child `AgentWorkflow` that anyone can see, operate and approve on by its id. Pure:
 the child's id, its input, what the caller's model is told.
 
-The child's id is the caller's run id and the call id (`child_id`): a workflow task
-retried, or a worker killed mid-call, finds the same child and never starts a second.
+The child's id is the caller's run id and the call id, then a part only the workers'
+gate keys make (`child_id`, `workflows.secret_ids`): a workflow task retried, or a worker
+killed mid-call, finds the same child and never starts a second, and nobody can hold the
+id first. Clients find it in the caller's state (`child_of`).
 It gets the model's `input` as its task and the caller's tool context; its final output
 (JSON for an agent with an `output_type`) is the call's result, and a child that does
 not complete (failed, cancelled, out of turns or budget) is a tool error the caller's
@@ -20,7 +22,9 @@ from durable_agents.workflows.contract import ERROR_SUB_RUN_FAILED
 from durable_agents.workflows.payloads import AgentInput, AgentResult, ToolOutcome
 from durable_agents.workflows.run_items import AssistantMessage, ToolCall, ToolResult, Usage
 from durable_agents.workflows.state import (
+    CHILD_RUNS_KEPT,
     RENAMED_CHILDREN_KEPT,
+    ChildRun,
     ErrorInfo,
     RenamedChild,
     RunState,
@@ -47,24 +51,37 @@ MAX_ID = 200
 """The most characters of a child's id (what a decision's `run_id` may hold)."""
 
 
-def child_id(run_id: str, call_id: str) -> str:
-    """The child run's workflow id: the caller's run id, then the call id; if that is
-    longer than `MAX_ID`, the start of it and a digest of the whole."""
+def child_id(run_id: str, call_id: str, suffix: str = "") -> str:
+    """The child run's workflow id: the caller's run id, then the call id (its plain
+    form), then `suffix` (`workflows.secret_ids`); if that is longer than `MAX_ID`, the
+    start of the plain form and a digest of it, then `suffix`."""
     full = f"{run_id}/{call_id}"
-    if len(full) <= MAX_ID:
-        return full
+    room = MAX_ID - len(suffix)
+    if len(full) <= room:
+        return full + suffix
     digest = hashlib.sha256(full.encode()).hexdigest()[:24]
-    return f"{run_id[: MAX_ID - len(digest) - 2]}/~{digest}"
+    return f"{run_id[: room - len(digest) - 2]}/~{digest}{suffix}"
 
 
-def child_of(state: RunState, call_id: str) -> str:
-    """The id of agent call `call_id`'s child run: the one it was started under when its
-    usual id was held by someone else (`RunState.renamed_children`), else `child_id`.
-    Clients find children here, never by computing `child_id` alone."""
+def child_of(state: RunState, call_id: str) -> str | None:
+    """The id of agent call `call_id`'s child run, as this run started it
+    (`RunState.child_runs`; one of those whose start a squatter kept from every id tried:
+    `renamed_children`); None when it started none (or forgot it: the newest are kept).
+    A run described by no keyed worker computes it (`child_id`). Clients find children
+    here, never by computing an id."""
+    for child in reversed(state.child_runs):
+        if child.call_id == call_id and child.caller == state.run_id:
+            return child.run_id
     for renamed in reversed(state.renamed_children):
         if renamed.call_id == call_id and renamed.caller == state.run_id:
             return renamed.run_id
-    return child_id(state.run_id, call_id)
+    return child_id(state.run_id, call_id) if state.agent.gate_key is None else None
+
+
+def started(state: RunState, call_id: str, run_id: str) -> None:
+    """Agent call `call_id`'s child run started under `run_id`: recorded for clients."""
+    state.child_runs.append(ChildRun(call_id=call_id, caller=state.run_id, run_id=run_id))
+    del state.child_runs[:-CHILD_RUNS_KEPT]
 
 
 def rename(state: RunState, call_id: str, held: str, fresh: str) -> str:
@@ -217,7 +234,7 @@ def result(call: ToolCall, agent: str, done: AgentResult) -> ToolOutcome:
     )
 
 
-def failure(call: ToolCall, agent: str, child: str, outcome: ToolOutcome) -> ErrorInfo:
+def failure(call: ToolCall, agent: str, child: str | None, outcome: ToolOutcome) -> ErrorInfo:
     """Why the caller fails when `call`'s child did not complete and its tool says
     `on_failure="fail_run"`."""
     return ErrorInfo(

@@ -485,6 +485,10 @@ class AgentSpec(_Model):
     refuse_unverified_snapshots: bool = False
     """The worker refuses to resume a snapshot that does not verify under
     `snapshot_keys` (the run fails as invalid input)."""
+    gate_key: str | None = Field(None, max_length=32, exclude_if=lambda k: k is None)
+    """The id of the workers' gate key the run's child and delivery workflow ids are made
+    with (`workflows.secret_ids`): the one tagging when `describe_agent` answered. None:
+    described by no keyed worker; its ids are the plain ones."""
     output: OutputSpec | None = None
     """The type the final output must have; None: free text."""
     output_retries: int = Field(2, ge=0, le=10)

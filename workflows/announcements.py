@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
         event_stream,
         fresh_ids,
         run_events,
+        secret_ids,
         step_events,
     )
     from durable_agents.workflows.payloads import AgentInput
@@ -78,18 +79,22 @@ class Announcer:
         for event in announced:
             for endpoint in run_events.endpoints_for(state, event):
                 webhook_id = run_events.webhook_id(state, event["seq"])
-                run_events.record_sending(state, endpoint, webhook_id, event, now=workflow.now())
+                plain = f"{webhook_id}_{endpoint}"  # nobody can hold it: `secret_ids`
+                delivery = plain + secret_ids.suffix(state, "delivery", plain)
+                run_events.record_sending(
+                    state, endpoint, webhook_id, event, now=workflow.now(), workflow_id=delivery
+                )
                 job = DeliveryJob(
                     endpoint=endpoint,
                     webhook_id=webhook_id,
                     run_id=state.run_id,
                     event=run_events.addressed(event, endpoint),
                 )
-                jobs.append((job, f"{webhook_id}_{endpoint}"))
+                jobs.append((job, delivery))
         # All at once, so the run waits for one round trip, not one per delivery. An id
-        # already taken is not this run's delivery (a run starts each once): someone
-        # started a workflow there first. The delivery goes out under another id (the
-        # same webhook-id), once; the run's state says so.
+        # already taken is not this run's delivery (a run starts each once): someone who
+        # read the start from history won the race to it. The delivery goes out under
+        # another id (the same webhook-id), once; the run's state says so.
         taken = await self._start_deliveries(state, jobs)
         if not taken:
             return
@@ -98,7 +103,13 @@ class Announcer:
         for job, wid in retried:
             note = f"{run_events.ID_TAKEN}: started as {wid}"
             run_events.record_sending(
-                state, job.endpoint, job.webhook_id, job.event, now=workflow.now(), note=note
+                state,
+                job.endpoint,
+                job.webhook_id,
+                job.event,
+                now=workflow.now(),
+                note=note,
+                workflow_id=wid,
             )
         for job, _ in await self._start_deliveries(state, retried):
             why = "its delivery workflow ids were taken by other workflows, twice"

@@ -193,6 +193,8 @@ class WebhookDelivery(_Model):
     """The receiver's last HTTP status; None: no answer (refused connection, timeout)."""
     error: str | None = Field(None, max_length=500)
     next_try_at: AwareDatetime | None = None
+    workflow_id: str | None = Field(None, max_length=500, exclude_if=lambda w: w is None)
+    """The delivery workflow's id (its part only the workers make: `workflows.secret_ids`)."""
     at: AwareDatetime
 
 

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         loop,
         raw_payloads,
         search_attributes,
+        secret_ids,
         step_events,
         tree_approvals,
     )
@@ -92,20 +93,28 @@ async def start_child(
     starting: Callable[[str], None] = lambda _: None,
 ) -> tuple[Any, str]:
     """Start the child run of agent call `call_id` (waited for, or in the background), on
-    this run's task queue, under its usual id; when a workflow this call did not start
-    holds that id (a squatter), under a fresh one, recorded with why
-    (`RunState.renamed_children`: where clients find it; up to `fresh_ids.TRIES`). Its
-    handle and id; `starting` is told each id tried before its start."""
-    child = usual = agent_calls.child_of(state, call_id)
+    this run's task queue, under its usual id (with a part only the workers' keys make:
+    `workflows.secret_ids`); when a workflow this call did not start holds that id (a
+    squatter who won the race to it), under a fresh one, recorded with why
+    (`RunState.renamed_children`; up to `fresh_ids.TRIES`). The id it started under is
+    recorded (`RunState.child_runs`: where clients find it). Its handle and id;
+    `starting` is told each id tried before its start."""
+    plain = agent_calls.child_id(state.run_id, call_id)
+    child = usual = agent_calls.child_id(
+        state.run_id, call_id, secret_ids.suffix(state, "child", plain)
+    )
     for tried in range(fresh_ids.TRIES + 1):
         if tried:  # held: a fresh id no one can compute (`workflows.fresh_ids`)
             child = agent_calls.rename(state, call_id, usual, await fresh_ids.drawn())
         starting(child)
         try:
-            return await _start_child(task, agent, child, close), child
+            handle = await _start_child(task, agent, child, close)
         except WorkflowAlreadyStartedError:
             if tried == fresh_ids.TRIES:
                 raise
+            continue
+        agent_calls.started(state, call_id, child)
+        return handle, child
     raise AssertionError("unreachable")
 
 

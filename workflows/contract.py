@@ -84,6 +84,10 @@ ACTIVITY_COLLECT_STORE_GARBAGE = "collect_store_garbage"
 ACTIVITY_FRESH_ID = "fresh_id"
 """A local activity: an id no one can compute from the run's history
 (`workflows.fresh_ids`)."""
+EXTERN_SECRET_ID = "durable_agents.secret_id"
+"""The workflow-side gate's function (a Temporal extern function) that makes the part of
+a child's or delivery's workflow id only the workers' keys can make
+(`workflows.secret_ids`)."""
 
 # ApplicationError types raised by our activities and the workflow.
 ERROR_UNKNOWN_AGENT = "UnknownAgent"

@@ -290,13 +290,14 @@ def release_held(state: RunState, *, now: datetime) -> None:
 
 
 def rule_decision(source: Decision, call: ToolCall, *, now: datetime) -> Decision:
-    """The decision an `always` decision makes on another call it covers."""
+    """The decision an `always` rule makes on a call it covers, `signed_by` the rule's key."""
     return Decision(
         call_id=call.call_id,
         decision=source.decision,
         approver=source.approver,
         reason=source.reason,
         via="rule",
+        signed_by=source.signed_by,
         arguments_sha256=(
             signed_decisions.call_sha256(call) if source.arguments_sha256 is not None else None
         ),
@@ -585,9 +586,8 @@ def _words(delta: timedelta) -> str:
 
 
 def signed_approval_keys(state: RunState, call_id: str) -> list[str]:
-    """`KEY_ID PUBLIC_KEY` of the approver keys whose signed approvals of `call_id`
-    this run took (its keys as frozen at start), for the tool's worker to check
-    against the keys it trusts now (`ToolRequest.approval_keys`)."""
+    """`KEY_ID PUBLIC_KEY` (as frozen) of the keys that signed `call_id`'s approvals, a
+    rule's too: its worker checks them against the keys it trusts now (ToolRequest)."""
     frozen = {k.key_id: k.public_key for k in state.agent.approver_keys}
     signed = {
         i.signed_by

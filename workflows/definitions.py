@@ -41,7 +41,14 @@ from durable_agents.workflows.state import DefinitionCheck, RunState
 Reason = Literal["session_message", "continue_as_new"]
 N = TypeVar("N", int, float)
 
-FREE = {"approver_keys", "snapshot_keys", "refuse_unverified_snapshots", "price", "stream"}
+FREE = {
+    "approver_keys",
+    "snapshot_keys",
+    "refuse_unverified_snapshots",
+    "price",
+    "stream",
+    "gate_key",
+}
 """Spec fields that are the worker's configuration (keys, prices) or the run's choice
 (`stream`), not the agent's definition."""
 

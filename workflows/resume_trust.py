@@ -17,7 +17,9 @@ part from the worker's registry and from nothing else:
   signed snapshot: otherwise the call waits for a person);
 - decisions the snapshot carries for open calls, and held decisions, are dropped
   and recorded in `refused_decisions` with `via: "snapshot"`; `always` rules it
-  carries are revoked (`revoked_rules`), so nothing it says can authorise a call.
+  carries are revoked (`revoked_rules`), so nothing it says can authorise a call;
+- the children it names for the resumed run (`child_runs`, `renamed_children`) are
+  dropped: the run records the children it starts, which clients find there.
 
 Decisions on calls already answered stay: they are the audit of what happened.
 A snapshot signed with a snapshot key the worker holds (`workflows.snapshot_signature`)
@@ -55,6 +57,9 @@ def reground(
     them. Returns a new, validated state (ValueError if the result is not consistent)."""
     result = state.model_copy(deep=True)
     result.agent = spec
+    # Its children are the ones it starts: a snapshot's word on them counts for nothing
+    result.child_runs = [c for c in result.child_runs if c.caller != result.run_id]
+    result.renamed_children = [r for r in result.renamed_children if r.caller != result.run_id]
     result.max_turns = min(state.max_turns, spec.max_turns)
     result.model_settings = settings.for_run(
         spec, settings.without_agent_only(state.model_settings)

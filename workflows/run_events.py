@@ -123,9 +123,10 @@ def record_sending(
     *,
     now: datetime,
     note: str | None = None,
+    workflow_id: str | None = None,
 ) -> None:
-    """A delivery starts (its delivery workflow reports how it goes); `note`: what the
-    people who read the run should know of its start."""
+    """A delivery starts (its delivery workflow, `workflow_id`, reports how it goes);
+    `note`: what the people who read the run should know of its start."""
     _keep(
         state,
         WebhookDelivery(
@@ -134,6 +135,7 @@ def record_sending(
             event=event["type"],
             status="sending",
             error=note,
+            workflow_id=workflow_id,
             at=now,
         ),
     )
@@ -180,6 +182,7 @@ def record_report(state: RunState, report: DeliveryReport, *, now: datetime) -> 
     reported = report.model_dump(exclude={"next_try_at"})
     if reported["error"] is None and known is not None and (known.error or "").startswith(ID_TAKEN):
         reported["error"] = known.error  # how it was started stays said
+    reported["workflow_id"] = known.workflow_id if known is not None else None
     _keep(state, WebhookDelivery(**reported, next_try_at=next_try, at=now))
     return None
 

@@ -286,7 +286,9 @@ class Decision(_Model):
     """RFC 3339 time after which the decision (and an `always` rule it made) no longer
     applies."""
     signed_by: StrictStr | None = None
-    """Id of the approver key whose signature was verified; None: unsigned."""
+    """Id of the approver key whose signature was verified; None: unsigned. A decision
+    made by an `always` rule (`via: "rule"`) carries the rule's: the tool's worker checks
+    it against the keys it trusts now before the call runs."""
     always_when: list[ApprovalCondition] | None = None
     """With `always`: the rule covers later calls whose arguments meet all of these;
     None: only calls with the same arguments (`arguments_sha256`)."""

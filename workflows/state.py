@@ -314,6 +314,20 @@ class RenamedChild(_Model):
     because: str = Field(max_length=2_000)
 
 
+CHILD_RUNS_KEPT = 64
+"""The newest child runs of agent calls a run remembers (`RunState.child_runs`)."""
+
+
+class ChildRun(_Model):
+    """The run an agent call started as its child, under an id only the workers can make
+    (`workflows.secret_ids`): where clients find it."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    caller: str = Field(min_length=1, max_length=200)
+    """The run (workflow id) that started it (a run resumed under another id has its own)."""
+    run_id: str = Field(min_length=1, max_length=200)
+
+
 class RunState(_Model):
     """The single source of truth for one run; JSON round-trip exact."""
 
@@ -462,6 +476,9 @@ class RunState(_Model):
     """Agent calls whose child run was started under another id than the usual one (a
     workflow this run did not start held it): where clients find those children
     (`workflows.agent_calls.child_of`), and why."""
+    child_runs: list[ChildRun] = Field([], max_length=CHILD_RUNS_KEPT, exclude_if=lambda c: not c)
+    """The child runs its agent calls started (waited for or in the background), the
+    newest `CHILD_RUNS_KEPT`: their ids cannot be computed (`workflows.agent_calls.child_of`)."""
     background: bool = Field(False, exclude_if=lambda b: not b)
     """(A child) started in the background: it tells its caller its progress and its
     end by signal (`sub_run_report`, `sub_run_finished`)."""

@@ -41,7 +41,7 @@ from tests.integration.test_webhooks import SECRET, endpoint
 from tests.support import agents
 from tests.support.mcp_agents import helpdesk
 from tests.support.predicted_ids import uuid4s
-from tests.support.runs import held, start, state_of, wait_for_status
+from tests.support.runs import held, keyed_delivery_id, start, state_of, wait_for_status
 from tests.support.webhook_receiver import WebhookReceiver
 
 DELETE = {
@@ -263,14 +263,16 @@ async def test_a_model_reply_completed_from_outside_never_becomes_the_output(wor
         await handle.result()
 
 
-async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
+async def test_a_squatter_holding_every_delivery_id_it_can_compute_stops_no_delivery(
     env, model_server, monkeypatch
 ):
-    """Delivery workflow ids are `evt_<execution>_<seq>_<endpoint>`: anyone who sees the
-    run start can hold them with a workflow of their own, and the ids a retry would take
-    were it drawn from the run's computable `workflow.uuid4()` too. The run starts its
-    delivery under another id no one can compute (the receiver sees the same webhook-id)
-    and says so in its state."""
+    """A delivery workflow's id is `evt_<execution>_<seq>_<endpoint>~KEY.PART`, the part
+    made with the workers' gate key (`workflows.secret_ids`). A squatter holds every id it
+    can compute from seeing the run start: the plain ids of the first fifteen events,
+    those ids with the parts a retry would take were they drawn from the run's computable
+    `workflow.uuid4()`, and with the part the published development key would make. The
+    delivery goes out on the first try, under an id none of them is, and the run's state
+    names it."""
     monkeypatch.setenv("AGENT_WEBHOOK_ALLOW", "127.0.0.1")
     release = held(  # the call that asks for approval comes once the ids are squatted
         model_server,
@@ -283,30 +285,91 @@ async def test_a_squatted_delivery_id_does_not_stop_the_approval_request(
             handle = await start(worker, "mail a")
             execution = handle.first_execution_run_id
             idle = f"nobody-{uuid.uuid4().hex[:8]}"  # held open: no worker polls it
-            # ...and the ids a retry would take if it came from `workflow.uuid4()`.
-            squatted = []
-            for workflow_id in (
+            dev = gate.GateKeys.development()  # the published key's ids too
+            candidates = [
                 f"evt_{execution}_{seq}_approvals{suffix}"
                 for seq in range(1, 16)
-                for suffix in ["", *(f"_{u[:12]}" for u in uuid4s(execution, 8))]
-            ):
+                for suffix in [
+                    "",
+                    *(f"_{u[:12]}" for u in uuid4s(execution, 8)),
+                    "~dev."
+                    + gate.id_part(
+                        dev,
+                        "dev",
+                        ["delivery", "default", handle.id, f"evt_{execution}_{seq}_approvals"],
+                    ),
+                ]
+            ]
+            squatted = []
+            for workflow_id in candidates:
                 try:
                     await worker.client.start_workflow("Squat", id=workflow_id, task_queue=idle)
                 except WorkflowAlreadyStartedError:  # the run's delivery of an earlier event
                     continue  # still running there (a loaded machine): nothing to squat
                 squatted.append(workflow_id)
             release.set()
-            async with asyncio.timeout(30):
-                while not any(d.event["type"] == "approval_requested" for d in receiver.accepted()):
-                    await asyncio.sleep(0.1)
-            [asked] = [d for d in receiver.accepted() if d.event["type"] == "approval_requested"]
+            asked = await _approval_request(receiver)
             assert asked.headers["webhook-id"] == f"evt_{execution}_{asked.event['seq']}"
             deliveries = (await state_of(handle)).webhook_deliveries
-            noted = [d for d in deliveries if d.error and "was taken by another" in d.error]
-            assert noted, deliveries
+            [entry] = [d for d in deliveries if d.event == "approval_requested"]
+            assert not (entry.error or "").startswith("its delivery workflow id was taken")
+            plain = f"evt_{execution}_{asked.event['seq']}_approvals"
+            assert entry.workflow_id == keyed_delivery_id(handle.id, plain)
+            assert entry.workflow_id not in squatted
+            delivery = await worker.client.get_workflow_handle(entry.workflow_id).describe()
+            assert delivery.parent_id == handle.id
             await handle.terminate("test over")
             for workflow_id in squatted:
                 await worker.client.get_workflow_handle(workflow_id).terminate()
+
+
+async def test_a_delivery_whose_id_was_taken_goes_out_under_a_fresh_one(
+    env, model_server, monkeypatch
+):
+    """One who read the delivery's id from the run's history and won the race to it (this
+    test holds the workers' key and computes the ids ahead, for the first fifteen events)
+    does not stop it either: it goes out once more under an id with a part drawn on the
+    worker (`fresh_id`), the receiver sees the same webhook-id, the run's state says so."""
+    monkeypatch.setenv("AGENT_WEBHOOK_ALLOW", "127.0.0.1")
+    release = held(  # the call that asks for approval comes once the ids are squatted
+        model_server,
+        Reply(tool_calls=(Call("send_email", {"to": "a@example.com", "body": "hi"}, "c1"),)),
+        Reply(content="sent"),
+    )
+    with WebhookReceiver(SECRET) as receiver:
+        hooks = {"approvals": endpoint(receiver.url)}
+        async with serving(env.client, model_server, webhook_endpoints=hooks) as worker:
+            handle = await start(worker, "mail a")
+            execution = handle.first_execution_run_id
+            idle = f"nobody-{uuid.uuid4().hex[:8]}"
+            squatted = []
+            for seq in range(1, 16):
+                workflow_id = keyed_delivery_id(handle.id, f"evt_{execution}_{seq}_approvals")
+                try:
+                    await worker.client.start_workflow("Squat", id=workflow_id, task_queue=idle)
+                except WorkflowAlreadyStartedError:  # the run's delivery of an earlier event
+                    squatted.append(None)  # keeps the list indexed by seq
+                    continue
+                squatted.append(workflow_id)
+            release.set()
+            asked = await _approval_request(receiver)
+            assert asked.headers["webhook-id"] == f"evt_{execution}_{asked.event['seq']}"
+            deliveries = (await state_of(handle)).webhook_deliveries
+            [entry] = [d for d in deliveries if d.event == "approval_requested"]
+            assert (entry.error or "").startswith("its delivery workflow id was taken")
+            assert entry.workflow_id is not None and entry.workflow_id not in squatted
+            assert entry.workflow_id.startswith(squatted[asked.event["seq"] - 1] + "_")
+            await handle.terminate("test over")
+            for workflow_id in filter(None, squatted):
+                await worker.client.get_workflow_handle(workflow_id).terminate()
+
+
+async def _approval_request(receiver: WebhookReceiver):
+    async with asyncio.timeout(30):
+        while not any(d.event["type"] == "approval_requested" for d in receiver.accepted()):
+            await asyncio.sleep(0.1)
+    [asked] = [d for d in receiver.accepted() if d.event["type"] == "approval_requested"]
+    return asked
 
 
 async def test_a_tool_failure_sent_from_outside_never_reaches_the_model(worker, model_server):

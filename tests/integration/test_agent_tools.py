@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import RunFailed
+from durable_agents.workflows import agent_calls
 from durable_agents.workflows.state import RunStatus
 from temporalio.client import WorkflowExecutionStatus
 
@@ -18,7 +19,7 @@ from durable_agents.testing import Call, Fault, Reply
 from tests.integration.test_gateway import gateway
 from tests.support.cli_support import bound_to
 from tests.support.multi_agents import NOTICES, by_model
-from tests.support.runs import temporal_cli, tool_results, wait_for_status
+from tests.support.runs import child_run, temporal_cli, tool_results, wait_for_status
 
 
 async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, model_server):
@@ -45,9 +46,9 @@ async def test_two_agents_called_in_parallel_one_approved_on_its_own_run(team, m
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "work it out and tell ann")).id
-    mailer_run = f"{run_id}/c2"
+    mailer_run = await child_run(team.client, run_id, "c2")
     await wait_for_status(team.client.get_workflow_handle(mailer_run), RunStatus.AWAITING_APPROVAL)
-    researcher_run = f"{run_id}/c1"
+    researcher_run = await child_run(team.client, run_id, "c1")
     assert (await client.result(researcher_run)).final_output == "2 + 3 = 5"
     # its child waits for a decision: so does it (tests/integration/test_tree_approvals.py)
     await wait_for_status(team.client.get_workflow_handle(run_id), RunStatus.AWAITING_APPROVAL)
@@ -118,8 +119,7 @@ async def test_a_typed_child_answers_json_and_a_failed_one_is_a_tool_error(team,
     assert results["c2"].is_error
     assert results["c2"].content.startswith("The researcher agent's run ")
     assert results["c3"].is_error and '{"input": "<the task, in full>"}' in results["c3"].content
-    with pytest.raises(Exception, match="not found"):  # no child for a malformed call
-        await team.client.get_workflow_handle(f"{run_id}/c3").describe()
+    assert agent_calls.child_of(await client.state(run_id), "c3") is None  # no child for it
 
 
 async def test_cancelling_the_caller_cancels_its_child(team, model_server):
@@ -131,7 +131,7 @@ async def test_cancelling_the_caller_cancels_its_child(team, model_server):
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "go")).id
-    child = team.client.get_workflow_handle(f"{run_id}/c1")
+    child = team.client.get_workflow_handle(await child_run(team.client, run_id, "c1"))
     await wait_for_status(child, RunStatus.AWAITING_APPROVAL)
     await client.cancel(run_id)
     for _ in range(100):
@@ -193,7 +193,7 @@ async def test_a_budgeted_caller_shares_its_token_budget_and_counts_what_childre
     results = tool_results(state)
     assert results["c1"].content == "3"
     assert results["c2"].is_error and "max_output_tokens" in results["c2"].content
-    child = await client.state(f"{run_id}/c1")
+    child = await client.state(await child_run(team.client, run_id, "c1"))
     assert child.token_budget == (2_000 - 15) // 2
     assert state.sub_run_usage is not None and state.sub_run_usage.total_tokens == 1_810
     assert state.usage.total_tokens == 15  # its own, as before
@@ -218,7 +218,7 @@ async def test_a_child_that_fails_fails_its_caller_when_the_tool_says_so(team, m
     assert state.error.details == {
         "call_id": "c1",
         "agent": "analyst",
-        "child_run_id": f"{run_id}/c1",
+        "child_run_id": agent_calls.child_of(state, "c1"),
     }
 
 
@@ -239,8 +239,10 @@ async def test_what_a_grandchild_used_counts_against_the_budget_at_the_top(team,
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("topper", "count")).id
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
-    top, middle = await client.state(run_id), await client.state(f"{run_id}/t1")
+    middle_id = await child_run(team.client, run_id, "t1")
+    top, middle = await client.state(run_id), await client.state(middle_id)
     assert middle.token_budget == 5_000 - 15 and middle.agent.on_budget == "stop"
-    assert (await client.state(f"{run_id}/t1/m1")).token_budget == 5_000 - 15 - 15
+    grandchild = await client.state(await child_run(team.client, middle_id, "m1"))
+    assert grandchild.token_budget == 5_000 - 15 - 15
     assert middle.sub_run_usage is not None and middle.sub_run_usage.total_tokens == 1_510
     assert top.sub_run_usage is not None and top.sub_run_usage.total_tokens == 30 + 1_510

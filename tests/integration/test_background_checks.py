@@ -31,6 +31,7 @@ from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.integration.test_background_agents import _until
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES, by_model
+from tests.support.runs import child_run, keyed_child_id
 
 
 async def _events(client, run_id: str, run: str | None = None) -> list[Any]:
@@ -78,7 +79,7 @@ async def test_a_background_child_terminated_after_the_caller_continued_as_new_e
     model_server.responder = by_model({k: list(v) for k, v in RELAY_SCRIPT.items()})
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("relay", "go")).id
-    child = f"{run_id}/c1"
+    child = await child_run(team.client, run_id, "c1")
 
     async def checked_after_switch() -> bool:  # a check reached the running child
         state = await client.state(run_id)
@@ -130,7 +131,7 @@ async def test_a_background_child_terminated_is_noticed_at_once_by_the_run_that_
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("coordinator", "go")).id
-    child = f"{run_id}/c1"
+    child = await child_run(team.client, run_id, "c1")
 
     async def child_waits() -> bool:
         return any(p.call_id == "n1" for p in await client.pending(run_id))
@@ -256,7 +257,7 @@ async def test_an_interrupt_while_a_background_child_starts_leaves_it_working(
     )
     client = AgentClient(holding.client, task_queue=holding.task_queue)
     run_id = (await client.start("coordinator", "go", session=True)).id
-    child = f"{run_id}/c1"
+    child = keyed_child_id(run_id, "c1")  # held before its start: not recorded yet
 
     async def held() -> bool:
         return child in HELD
@@ -335,7 +336,7 @@ async def test_a_message_that_cannot_be_signalled_leaves_a_running_child_running
     try again later, and the child still counts as running (before, any failure of the
     signal ended it in the caller as `failed`)."""
     run_id = "few-signals-lead"
-    child = f"{run_id}/c1"
+    child = keyed_child_id(run_id, "c1")  # what the script names; only a key holder knows it
 
     def message(text: str, call_id: str) -> Reply:
         arguments = {"run_id": child, "message": text}

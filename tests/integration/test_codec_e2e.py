@@ -40,6 +40,7 @@ from durable_agents.dataplane.codec import (
     EncryptionCodec,
     codec_data_converter,
 )
+from durable_agents.gate import GateKeys
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import build_worker, temporal_binary
@@ -307,7 +308,8 @@ async def test_encrypted_history_replays_with_the_codec_converter(env, codec_wor
 async def test_histories_recorded_before_encryption_still_replay_with_it_on():
     # Turning encryption on must not break running workflows: plain payloads pass through.
     replayer = Replayer(
-        interceptors=[GateInterceptor(None)],
+        namespace="default",  # as the recording's workers, with their gate key
+        interceptors=[GateInterceptor(GateKeys.development())],
         workflows=replayed_workflows(),
         data_converter=codec_data_converter(KEYS),
     )

@@ -1,8 +1,11 @@
-"""A sub-agent's run id (`<run>/<call id>`) held beforehand by a workflow someone else
-started (the `temporal` CLI, as anyone who may start workflows in the namespace) does
-not fail the call: the child starts under a fresh id, the run records it with why
+"""A sub-agent's run id (`<run>/<call id>~KEY.PART`, a part only the workers' gate keys
+make) held by a workflow someone else started (the `temporal` CLI) does not fail the
+call: the child starts under a fresh id, the run records it with why
 (`renamed_children`), clients find the child there, and the squatter's run is never
-taken as the child. Waited children and children in the background alike."""
+taken as the child. Waited children and children in the background alike. Nobody
+without the keys can compute the id before the run asks for the start
+(`test_attack_child_ids`); these squatters stand for one who read it from history and
+won the race to it (the test holds the workers' key)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,13 @@ from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.testing import Call, Reply
 from tests.support.multi_agents import NOTICES, by_model
-from tests.support.runs import temporal_cli, tool_results, workflow_task_failures
+from tests.support.runs import (
+    child_run,
+    keyed_child_id,
+    temporal_cli,
+    tool_results,
+    workflow_task_failures,
+)
 
 
 async def squat(team, workflow_id: str) -> None:
@@ -38,7 +47,7 @@ async def test_a_squatted_waited_childs_id_does_not_fail_the_call(team, model_se
         }
     )
     run_id = f"lead-{uuid.uuid4().hex[:10]}"
-    held = f"{run_id}/r1"
+    held = keyed_child_id(run_id, "r1")
     await squat(team, held)
     client = AgentClient(team.client, task_queue=team.task_queue)
     await client.start("lead", "what is 2 + 3?", run_id=run_id)
@@ -55,6 +64,7 @@ async def test_a_squatted_waited_childs_id_does_not_fail_the_call(team, model_se
     assert squatter.status is WorkflowExecutionStatus.RUNNING and squatter.parent_id is None
     tree = await run_tree(client, run_id)  # the client finds the child from the state
     assert [c.run_id for c in tree.children] == [renamed.run_id]
+    assert [c.run_id for c in state.child_runs] == [renamed.run_id]
     assert await workflow_task_failures(team.client.get_workflow_handle(run_id)) == 0
     await team.client.get_workflow_handle(held).terminate("test over")
 
@@ -71,7 +81,7 @@ async def test_a_squatted_background_childs_id_does_not_fail_the_call(team, mode
         }
     )
     run_id = f"coord-{uuid.uuid4().hex[:10]}"
-    held = f"{run_id}/c1"
+    held = keyed_child_id(run_id, "c1")
     await squat(team, held)
     client = AgentClient(team.client, task_queue=team.task_queue)
     await client.start("coordinator", "dig", run_id=run_id)
@@ -110,7 +120,7 @@ async def test_a_callers_interrupt_leaves_a_child_that_takes_no_interrupts_to_fi
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("boss", "tell ann", session=True)).id
-    child = f"{run_id}/s1"
+    child = await child_run(team.client, run_id, "s1")
     for _ in range(600):
         if any(p.call_id == "n1" for p in await client.pending(run_id)):
             break

@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
 
 from durable_agents.testing import Call, Reply
-from tests.support.runs import workflow_task_failures
+from tests.support.runs import child_run, workflow_task_failures
 
 
 def _coordinator_reply(body: dict) -> Reply:
@@ -81,7 +81,7 @@ async def test_an_earlier_runs_copied_end_is_refused_by_the_later_run_with_the_s
     assert all(copies[name].header.fields for name in tree_signals)  # sent, tagged
 
     await client.start("coordinator", "second dig", run_id=run_id)  # same ids again
-    child = f"{run_id}/c1"
+    child = await child_run(team.client, run_id, "c1")
 
     async def child_waits() -> bool:
         return any(p.call_id == "n1" for p in await client.pending(run_id))

@@ -42,7 +42,7 @@ from tests.support import agents as test_agents
 from tests.support import browser as browser_support
 from tests.support.approver_keys import ALICE
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES
-from tests.support.runs import free_port
+from tests.support.runs import child_run, free_port
 
 CHROMIUM = browser_support.CHROMIUM
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
@@ -226,7 +226,7 @@ async def test_an_approver_decides_calls_of_several_runs_from_the_inbox(served, 
             await expect(page.locator("#count")).to_have_text("1")
             heading = page.locator("#waiting-title")
             await browser_support.docs_screenshot(page, "inbox-waiting-call", top=heading)
-    child = f"{runs['lead']}/c1"
+    child = await child_run(served.worker.client, runs["lead"], "c1")
     await expect(page.locator("#count")).to_have_text("4")
     await page.screenshot(path=SCREENSHOT, full_page=True)
 

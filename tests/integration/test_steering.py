@@ -37,6 +37,7 @@ from tests.support.multi_agents import NOTICES, by_model
 from tests.support.ops_agents import napper
 from tests.support.ops_support import worker_process
 from tests.support.runs import (
+    child_run,
     start,
     state_of,
     temporal_cli,
@@ -292,14 +293,15 @@ async def test_interrupting_a_caller_cancels_the_agent_it_called_as_a_tool(team,
     )
     agents = agents_of(team)
     run_id = (await agents.start("lead", "go")).id
-    child = team.client.get_workflow_handle(f"{run_id}/c1")
+    child_id = await child_run(team.client, run_id, "c1")
+    child = team.client.get_workflow_handle(child_id)
     await wait_for_status(child, RunStatus.AWAITING_APPROVAL)
     assert [p.call_id for p in await agents.pending(run_id)] == ["n1"]  # seen from the top
     done = await agents.interrupt(run_id, reason="never mind")
     assert done.status.status is RunStatus.INTERRUPTED
     assert done.interruption is not None
     [call] = done.interruption.calls
-    assert call.was == "running" and f"its run {run_id}/c1 was cancelled" in call.note
+    assert call.was == "running" and f"its run {child_id} was cancelled" in call.note
     # the child was cancelled and waited for before the interrupt was answered
     assert (await child.describe()).status is WorkflowExecutionStatus.CANCELED
     assert await agents.pending(run_id) == [] and NOTICES == []

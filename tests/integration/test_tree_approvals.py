@@ -41,6 +41,7 @@ from tests.support.cli_support import bound_to, error_lines
 from tests.support.dev_servers import local_server
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES, by_model
 from tests.support.runs import (
+    child_run,
     temporal_cli,
     tool_results,
     wait_for_status,
@@ -91,7 +92,7 @@ async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "work it out and tell ann")).id
-    mailer_run = f"{run_id}/c2"
+    mailer_run = await child_run(team.client, run_id, "c2")
     [shown] = await pending_below(client, run_id, 1)
     [own] = await client.pending(mailer_run)
     assert shown.run_id == mailer_run and shown.path == ["lead", "mailer"]
@@ -169,7 +170,11 @@ async def test_the_temporal_cli_approves_a_childs_call_through_the_caller(team, 
     )  # fmt: skip
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
     assert NOTICES == [{"to": "ann", "text": "5"}]
-    [decision] = [i for i in (await client.state(f"{run_id}/c1")).items if isinstance(i, Decision)]
+    [decision] = [
+        i
+        for i in (await client.state(await child_run(team.client, run_id, "c1"))).items
+        if isinstance(i, Decision)
+    ]
     assert (decision.approver, decision.via) == ("ops", "signal")
     assert tool_results(await client.state(run_id))["c2"].content == "5"
 
@@ -194,7 +199,9 @@ async def test_a_grandchilds_call_is_listed_at_the_top_and_rejected_from_there(t
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("director", "tell ann")).id
     [shown] = await pending_below(client, run_id, 1)
-    assert shown.path == ["director", "lead", "mailer"] and shown.run_id == f"{run_id}/d1/c1"
+    assert shown.path == ["director", "lead", "mailer"] and shown.run_id == await child_run(
+        team.client, await child_run(team.client, run_id, "d1"), "c1"
+    )
     decision = await client.decide(
         run_id, "n1", "reject", approver="ann", reason="not now",
         arguments_sha256=shown.arguments_sha256, execution_id=shown.execution_id,
@@ -230,7 +237,11 @@ async def test_a_decision_sent_to_the_caller_is_checked_by_the_run_that_holds_th
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "tell both")).id
     pending = await pending_below(client, run_id, 2)
-    assert sorted(p.run_id for p in pending) == [f"{run_id}/c1", f"{run_id}/c2"]
+    first_child, second_child = (
+        await child_run(team.client, run_id, "c1"),
+        await child_run(team.client, run_id, "c2"),
+    )
+    assert sorted(p.run_id for p in pending) == sorted([first_child, second_child])
 
     with pytest.raises(DecisionRefused, match=r"waits in 2 runs below .*name the one"):
         await client.decide(run_id, "n1", "approve", approver="ann")
@@ -245,19 +256,19 @@ async def test_a_decision_sent_to_the_caller_is_checked_by_the_run_that_holds_th
     with pytest.raises(DecisionRefused, match="arguments"):  # the child checks the binding
         await client.decide(
             run_id, "n1", "approve", approver="ann",
-            arguments_sha256=stale.arguments_sha256, holder_run_id=f"{run_id}/c1",
+            arguments_sha256=stale.arguments_sha256, holder_run_id=first_child,
         )  # fmt: skip
 
-    first = await bound_to(team)("approve", run_id, "n1", "--in", f"{run_id}/c1", "--as", "ann")
+    first = await bound_to(team)("approve", run_id, "n1", "--in", first_child, "--as", "ann")
     assert first.code == 0, first.stderr
-    assert f"in run {run_id}/c1 (lead → mailer)" in first.stdout
+    assert f"in run {first_child} (lead → mailer)" in first.stdout
     # A repeat: the child has it decided (or has told the caller it no longer waits).
     with pytest.raises(DecisionRefused, match=r"already decided|no call n1 waits in run"):
         await client.decide(
             run_id, "n1", "approve", approver="ann",
-            arguments_sha256=pending[0].arguments_sha256, holder_run_id=f"{run_id}/c1",
+            arguments_sha256=pending[0].arguments_sha256, holder_run_id=first_child,
         )  # fmt: skip
-    await client.approve(f"{run_id}/c2", "n1", approver="bob")  # on the child directly
+    await client.approve(second_child, "n1", approver="bob")  # on the child directly
     assert (await client.result(run_id)).status is RunStatus.COMPLETED
     assert len(NOTICES) == 2
 
@@ -276,8 +287,8 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "tell ann")).id
-    child = f"{run_id}/c1"
     [real] = await pending_below(client, run_id, 1)
+    child = await child_run(team.client, run_id, "c1")
     parent = team.client.get_workflow_handle(run_id)
     fake_item = real.model_dump(mode="json") | {"call_id": "x9", "run_id": "victim-run"}
     # A report from a run the caller does not wait on: refused, not listed.
@@ -516,11 +527,12 @@ async def test_a_tree_waiting_for_approval_is_exported_and_resumed_on_a_fresh_se
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("director", "tell ann")).id
     [shown] = await pending_below(client, run_id, 1)
-    assert (await client.result(f"{run_id}/d1/r1")).final_output == "5"
+    lead_id = await child_run(team.client, run_id, "d1")
+    assert (await client.result(await child_run(team.client, lead_id, "r1"))).final_output == "5"
     text = await client.export(run_id)
     document = json.loads(text)
     [lead_run] = document["sub_runs"]
-    assert lead_run["call_id"] == "d1" and lead_run["state"]["run_id"] == f"{run_id}/d1"
+    assert lead_run["call_id"] == "d1" and lead_run["state"]["run_id"] == lead_id
     # the researcher finished, but the lead has not recorded it (its reply's other call
     # waits): it is taken, and resumes ended, its answer kept
     research_run, mail_run = lead_run["state"]["sub_runs"]
@@ -545,7 +557,7 @@ async def test_a_tree_waiting_for_approval_is_exported_and_resumed_on_a_fresh_se
             decision = await moved.decide(resumed, "n1", "approve", approver="ann")
             assert decision.run_id is None and decision.approver == "ann"
             result = await moved.result(resumed)
-            lead_state = await moved.state(f"{run_id}/d1")
+            lead_state = await moved.state(lead_id)
     finally:
         await second.shutdown()
     assert (result.status, result.final_output) == (RunStatus.COMPLETED, "The lead reports back.")
@@ -568,8 +580,8 @@ async def test_pausing_the_caller_pauses_its_children_and_resuming_it_resumes_th
     )
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "tell ann")).id
-    child = f"{run_id}/c1"
     await pending_below(client, run_id, 1)
+    child = await child_run(team.client, run_id, "c1")
     await client.pause(run_id, by="oncall", reason="audit")  # the update
     view = await wait_for_status(team.client.get_workflow_handle(child), RunStatus.PAUSED)
     assert view.paused
@@ -606,8 +618,8 @@ async def test_a_signed_start_holds_in_the_child_so_its_starter_cannot_approve_t
         write_key(key, tmp_path / f"{key.owner}.key")
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("vault", "wire 250", signing_key=ALICE)).id
-    child = f"{run_id}/v1"
     await pending_below(client, run_id, 1)
+    child = await child_run(team.client, run_id, "v1")
     assert (await client.state(child)).started_by == (await client.state(run_id)).started_by
     ctl = bound_to(team)
     own = await ctl("approve", run_id, "t1", "--key", keys["alice"])

@@ -31,6 +31,7 @@ from tests.support.dev_servers import ui_server as ui_server_on_free_ports
 from tests.support.doc_blocks import page as doc_page
 from tests.support.multi_agents import AGENT_TOOL_AGENTS
 from tests.support.ops_support import eventually
+from tests.support.runs import child_run
 
 CHROMIUM = browser_support.CHROMIUM
 CHROMIUM_ARGS = [
@@ -174,7 +175,7 @@ async def test_operator_finds_a_caller_by_its_childs_pending_approval_and_sees_t
     async with serving(ui_server.client, model_server, extra_agents=AGENT_TOOL_AGENTS) as worker:
         client = AgentClient(worker.client, task_queue=worker.task_queue)
         caller = (await client.start("lead", "tell ann")).id
-        child = f"{caller}/c1"
+        child = await child_run(worker.client, caller, "c1")
         await eventually(
             lambda: client.list_runs(status="awaiting_approval"),
             lambda runs: sorted(r.run_id for r in runs) == sorted([caller, child]),

@@ -120,7 +120,13 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
             assert (decided["decision"], decided["approver"]) == ("approve", "approvals")
             assert (finished["status"], finished["final_output"]) == ("completed", "sent")
             history = json.loads((await handle.fetch_history()).to_json())
-            child = f"evt_{execution}_{seq['approval_requested']}_approvals"
+            [asked_entry] = [
+                d
+                for d in (await state_of(handle)).webhook_deliveries
+                if d.event == "approval_requested"
+            ]  # its delivery workflow, by the id the run recorded (nobody computes it)
+            child = asked_entry.workflow_id or ""
+            assert child.startswith(f"evt_{execution}_{seq['approval_requested']}_approvals~")
             history_of_child = json.loads(
                 (await worker.client.get_workflow_handle(child).fetch_history()).to_json()
             )

@@ -6,6 +6,10 @@ import base64
 import json
 from pathlib import Path
 
+from durable_agents.workflows import agent_calls
+
+from durable_agents import gate
+
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 
@@ -13,8 +17,22 @@ def recorded_id(path: Path) -> str:
     """The id `tests/support/record_histories.py` gave the run (`<name>.runN.json` is
     run N of `history-<name>`). A run's id is part of its logic: a decision bound to
     another run's id is refused, so a history replays only under its own. A child run's
-    file has `__` where its id has `/` (`<name>__c1.json` is `history-<name>/c1`)."""
-    return f"history-{path.stem.split('.')[0].replace('__', '/')}"
+    file has `__` where its id has `/` (`<name>__c1.json` is the child of call c1 of
+    `history-<name>`, whose id ends in the part the recording's gate key, the
+    development key, made: `workflows.secret_ids`); `webhook_delivery.json` is the first
+    delivery `webhooks` started, under the id it started it under."""
+    name = path.stem.split(".")[0]
+    if name == "webhook_delivery":  # the first delivery of `webhooks`, under its id there
+        events = json.loads((path.parent / "webhooks.json").read_text())["events"]
+        key = "startChildWorkflowExecutionInitiatedEventAttributes"
+        return next(e[key]["workflowId"] for e in events if key in e)
+    if "__" not in name:
+        return f"history-{name}"
+
+    caller, call_id = f"history-{name}".split("__", 1)
+    plain = agent_calls.child_id(caller, call_id)
+    part = gate.id_part(gate.GateKeys.development(), "dev", ["child", "default", caller, plain])
+    return agent_calls.child_id(caller, call_id, f"~dev.{part}")
 
 
 def replayed_workflows() -> list[type]:

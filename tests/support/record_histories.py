@@ -22,7 +22,7 @@ from durable_agents.activities.registry import AgentRegistry
 from durable_agents.client import events
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.state_reader import querying, read_state
-from durable_agents.workflows import contract, search_attributes, short_ids
+from durable_agents.workflows import agent_calls, contract, search_attributes, short_ids
 from durable_agents.workflows.payloads import (
     AgentInput,
     AnswerSignal,
@@ -403,7 +403,9 @@ async def _save_child(client: Client, name: str, handle, call_id: str) -> None:
     path = HISTORIES / f"{name}__{call_id}.json"
     if path.exists():
         sys.exit(f"{path} exists: recorded histories are never overwritten")
-    child = client.get_workflow_handle(f"{handle.id}/{call_id}")
+    child_id = agent_calls.child_of(await get_state(handle), call_id)
+    assert child_id is not None, f"{handle.id} started no child for {call_id}"
+    child = client.get_workflow_handle(child_id)
     path.write_text((await child.fetch_history()).to_json())
     print(f"recorded {path}")
 
@@ -516,7 +518,8 @@ async def record(
         await _save(client, name, handle)
         if name.startswith("webhooks"):  # and the first delivery's own workflow
             first = (await get_state(handle)).webhook_deliveries[0]
-            child = client.get_workflow_handle(f"{first.webhook_id}_{first.endpoint}")
+            assert first.workflow_id is not None  # the id the run started it under
+            child = client.get_workflow_handle(first.workflow_id)
             await child.result()
             path = HISTORIES / "webhook_delivery.json"
             if path.exists():

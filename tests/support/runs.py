@@ -10,13 +10,14 @@ import time
 import uuid
 
 from durable_agents.client.state_reader import querying, read_state
-from durable_agents.workflows import contract
+from durable_agents.workflows import agent_calls, contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, StatusView
 from durable_agents.workflows.run_items import ToolResult
 from durable_agents.workflows.state import RunState, RunStatus
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 
+from durable_agents import gate
 from durable_agents.testing import Reply, ScriptedModelServer
 
 
@@ -32,6 +33,43 @@ async def start(worker, text: str = "hi", *, agent: str = "assistant", **options
 
 async def state_of(handle: WorkflowHandle) -> RunState:
     return await read_state(querying(handle))
+
+
+async def child_run(client: Client, run_id: str, call_id: str, timeout: float = 30) -> str:
+    """The id of run `run_id`'s child for agent call `call_id`, as the run's state records
+    it once the child started (`agent_calls.child_of`): its id has a part only the
+    workers' gate keys make, so nobody computes it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            state = await state_of(client.get_workflow_handle(run_id))
+            found = agent_calls.child_of(state, call_id)
+        except Exception:  # the run may not have run its first workflow task yet
+            found = None
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} started no child for call {call_id}")
+        await asyncio.sleep(0.1)
+
+
+def keyed_child_id(run_id: str, call_id: str, namespace: str = "default") -> str:
+    """The id the workers start run `run_id`'s child for agent call `call_id` under,
+    computed as they compute it: only with their gate key (this test process holds it,
+    `AGENT_GATE_KEYS`), for a script that names the child before it starts."""
+    keys = gate.required_keys()
+    plain = agent_calls.child_id(run_id, call_id)
+    part = gate.id_part(keys, keys.current, ["child", namespace, run_id, plain])
+    return agent_calls.child_id(run_id, call_id, f"~{keys.current}.{part}")
+
+
+def keyed_delivery_id(run_id: str, plain: str, namespace: str = "default") -> str:
+    """The workflow id of a webhook delivery whose plain id is `plain`
+    (`evt_<execution>_<seq>_<endpoint>`), as the workers make it for run `run_id`: only
+    with their gate key (this test process holds it)."""
+    keys = gate.required_keys()
+    part = gate.id_part(keys, keys.current, ["delivery", namespace, run_id, plain])
+    return f"{plain}~{keys.current}.{part}"
 
 
 async def wait_for_status(

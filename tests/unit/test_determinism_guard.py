@@ -71,6 +71,7 @@ PURE = [
         "run_tree",
         "background_tree",
         "fresh_ids",
+        "secret_ids",
         "activity_calls",
         "inbox",
         "metrics",

@@ -74,3 +74,24 @@ def test_a_field_at_its_default_digests_as_if_it_were_absent():
     assert gate.digest([request]) == gate.digest(
         [{"agent": "a", "tool": "t", "call_id": "c", "arguments": "{}", "idempotency_key": "k"}]
     )
+
+
+def test_an_ids_secret_part_is_the_named_keys_alone_and_a_dropped_key_makes_none():
+    """Ids a run starts carry `~KEY.PART` (`workflows.secret_ids`): the part depends on
+    every field and on the key named, the same on every call (replay compares child ids),
+    and keeps its key after a rotation; a key no longer held makes no id at all."""
+    old, new = gate.new_key_entry("g1"), gate.new_key_entry("g2")
+    before = gate.GateKeys.parse(old)
+    fields = ["child", "default", "run-1", "run-1/c1"]
+    part = gate.id_part(before, "g1", fields)
+    assert len(part) == gate.ID_PART_HEX and int(part, 16) >= 0
+    assert gate.id_part(before, "g1", fields) == part
+    assert gate.id_part(gate.GateKeys.parse(f"{new},{old}"), "g1", fields) == part  # rotated
+    assert gate.id_part(gate.GateKeys.parse(f"{new},{old}"), "g2", fields) != part
+    for n in range(len(fields)):
+        altered = [*fields[:n], fields[n] + "x", *fields[n + 1 :]]
+        assert gate.id_part(before, "g1", altered) != part
+    dev = gate.GateKeys.development()  # the published key makes other ids
+    assert gate.id_part(dev, "dev", fields) != part
+    with pytest.raises(gate.GateConfigError, match="'g1', which this run's workflow ids"):
+        gate.id_part(gate.GateKeys.parse(new), "g1", fields)

@@ -37,6 +37,8 @@ FOLDER_LINES = (
     - 30
     + 279
     + 9
+    + 2
+    + 121
 )
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports). Raised by what this wave's capabilities added:
@@ -61,7 +63,10 @@ change, handoff hooks and input filters in code (issue 46: `instructions.py`,
 `payloads.py` when the merges took it past 600 lines), 48 for the run-side attack
 review's unguessable fresh ids of squatted children (`fresh_ids.py`), 9 for the same
 for squatted webhook deliveries (`announcements.py`), 279 for execution settings kept
-out of the run (issue 42: `execution_settings.py`, their lookups in `activity_calls.py`), each
+out of the run (issue 42: `execution_settings.py`, their lookups in `activity_calls.py`),
+2 for revocation reaching `always` rules (a rule's decision signed by the rule's key),
+121 for ids only the workers' gate keys make (`secret_ids.py`, the ids recorded in
+`child_runs` and on each delivery, a snapshot's say on them dropped), each
 with the handlers and fields it needs. Lowered by 210 when `state.py` stopped
 re-exporting the names of `agent_spec`, `audit`, `interrupt_models` and `run_items` (their
 importers import them from where they live), and by 9 when a decision taken back is

@@ -33,9 +33,13 @@ def test_histories_are_recorded():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
+    """As a worker with the recording's keys (the development key) replays it: the ids
+    of the children and deliveries a run started have a part only the keys make again,
+    and every result's tag is checked."""
     history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
     replayer = Replayer(
-        interceptors=[GateInterceptor(None)],
+        namespace="default",
+        interceptors=[GateInterceptor(GateKeys.development())],
         workflows=replayed_workflows(),
         data_converter=pydantic_data_converter,
     )
@@ -86,3 +90,31 @@ def test_a_result_forged_into_a_history_is_refused_when_a_worker_with_the_keys_r
     first["data"] = base64.b64encode(json.dumps(sent).encode()).decode()
     failed = _replayed(events, GateKeys.development()).replay_failure
     assert failed is not None and "not taken" in str(failed)
+
+
+@pytest.mark.parametrize("name", ["tree_approvals", "webhooks"])
+def test_a_run_that_started_workflows_replays_only_with_the_key_its_ids_were_made_with(name):
+    """Its children's and deliveries' ids end in a part made with the gate key: a replayer
+    without keys, or with another key under the same id, cannot make them again, and
+    says so (the workflow task fails; no other id is made)."""
+    run = recorded_id(RECORDED / f"{name}.json")
+    events = json.loads((RECORDED / f"{name}.json").read_text())["events"]
+    started = [e for e in events if "startChildWorkflowExecutionInitiatedEventAttributes" in e]
+    ids = [e["startChildWorkflowExecutionInitiatedEventAttributes"]["workflowId"] for e in started]
+    assert ids and all("~dev." in i for i in ids), ids
+
+    def replayed(keys) -> object:
+        replayer = Replayer(
+            namespace="default",
+            interceptors=[GateInterceptor(keys)],
+            workflows=replayed_workflows(),
+            data_converter=pydantic_data_converter,
+        )
+        history = WorkflowHistory.from_json(run, {"events": events})
+        return asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+
+    assert replayed(GateKeys.development()).replay_failure is None
+    failed = replayed(None).replay_failure
+    assert failed is not None and "holds no gate keys" in str(failed)
+    other = GateKeys.parse(f"dev:{base64.b64encode(b'o' * 32).decode()}")
+    assert replayed(other).replay_failure is not None  # another key: other ids
