@@ -15,6 +15,8 @@ import re
 import subprocess
 import sys
 import time
+import zipfile
+from email.parser import BytesParser
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -22,7 +24,6 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from build import util as build_util
 from durable_agents.client.connect import connect
 from durable_agents.client.errors import ConnectError
 from durable_agents.workflows import search_attributes
@@ -31,7 +32,7 @@ from packaging.utils import canonicalize_name
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from durable_agents.worker import DRAIN_GRACE
-from tests.support.packaging import clone_head
+from tests.support.packaging import DIST_INFO, release_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -504,12 +505,14 @@ def test_lock_check_refuses_a_pin_without_a_well_formed_hash(tmp_path, monkeypat
 
 @pytest.fixture(scope="module")
 def wheel_requires(tmp_path_factory) -> list[str]:
-    """The `Requires-Dist` lines of the wheel's METADATA, as the build backend writes them
-    for a clean clone of HEAD (PEP 517's metadata hook: the wheel's own file)."""
-    clone = clone_head(tmp_path_factory.mktemp("lock") / "durable-agents")
-    metadata = build_util.project_wheel_metadata(clone, isolated=False)
-    assert metadata["Name"] == "durable-agents"
-    return metadata.get_all("Requires-Dist") or []
+    """The `Requires-Dist` lines of the release's wheel's METADATA (built from a clean
+    clone of HEAD: tests/support/packaging.py)."""
+    _, wheel, _ = release_files(tmp_path_factory)
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read(f"{DIST_INFO}/METADATA")
+    found = BytesParser().parsebytes(text)
+    assert found["Name"] == "durable-agents"
+    return found.get_all("Requires-Dist") or []
 
 
 def unmet(requires: list[str], pins: dict[str, str]) -> list[str]:

@@ -8,8 +8,9 @@ unset, every module of the package imports from the wheel's install, both entry 
 answer `--help`, and the README's first agent is served by the installed
 `durable-agents-worker` and approved with the installed `agentctl`.
 
-The sdist (issue 49): built with `python -m build`, which then builds a wheel from it
-(what pip does with an sdist from an index); the sdist holds the package's folders,
+The sdist (issue 49): built by docs/how-to/release-files.md's commands (`python -m
+build`, which then builds a wheel from the sdist, as pip does with an sdist from an
+index); the sdist holds the package's folders,
 README and pyproject and nothing else (no tests, venvs, caches, keys), and the wheel
 built from it is, byte for byte, the wheel built from the checkout.
 
@@ -36,11 +37,14 @@ from tests.support.packaging import (
     DIST_INFO,
     PACKAGE,
     VERSION,
+    bare_env,
     build,
+    built_once,
     clone_head,
     expected_sdist,
     expected_wheel,
     never_shipped,
+    release_files,
     sdist_names,
     sh,
     wheel_contents,
@@ -71,14 +75,6 @@ for name in ("workflows", "activities", "client", "examples", "worker", "schemas
     raise SystemExit(f"a top-level {name!r} is importable")
 print("\\n".join(sorted(found)))
 """
-
-
-def bare_env() -> dict[str, str]:
-    """This environment without what would point a command at the checkout or a server."""
-    bare = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TEMPORAL_"))}
-    for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
-        bare.pop(name, None)
-    return bare
 
 
 async def run(argv: list[str] | str, *, cwd: Path, env: dict[str, str], timeout=120) -> str:
@@ -121,10 +117,8 @@ class Installed:
     """No PYTHONPATH, the venv's bin and the `temporal` binary on PATH, nothing else."""
 
 
-@pytest.fixture(scope="module")
-def readme_wheel(tmp_path_factory) -> Built:
-    """The wheel the README's `pip wheel` line builds from a clean clone of HEAD."""
-    base = tmp_path_factory.mktemp("readme-wheel")
+def build_with_the_readme_line(base: Path) -> None:
+    """The README's `pip wheel` line run on a clean clone of HEAD, into `base`/dist."""
     clone = clone_head(base / "durable-agents")
     (first, _, _), _, _ = readme_lines()
     install, line = first.split("#", 1)
@@ -133,8 +127,14 @@ def readme_wheel(tmp_path_factory) -> Built:
     assert line.startswith("pip wheel ") and "--no-deps" in line
     # the README's line, with this venv's pip, from a folder of the user's
     sh([sys.executable, "-m", *shlex.split(line)], cwd=base, env=bare_env())
+
+
+@pytest.fixture(scope="module")
+def readme_wheel(tmp_path_factory) -> Built:
+    """The wheel the README's `pip wheel` line builds from a clean clone of HEAD."""
+    base = built_once(tmp_path_factory, "readme-wheel", build_with_the_readme_line)
     [wheel] = (base / "dist").glob(f"{PACKAGE}-{VERSION}-*.whl")
-    return Built(clone, wheel)
+    return Built(base / "durable-agents", wheel)
 
 
 def install_in_a_clean_venv(wheel: Path, base: Path) -> Installed:
@@ -163,14 +163,9 @@ def installed(readme_wheel: Built, tmp_path_factory) -> Installed:
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> tuple[Built, Path]:
-    """`python -m build` of a clean clone of HEAD: the wheel built from the sdist, and
-    the sdist."""
-    base = tmp_path_factory.mktemp("release")
-    clone = clone_head(base / "durable-agents")
-    files = build(clone, base / "dist")
-    [wheel] = [f for f in files if f.suffix == ".whl"]
-    [sdist] = [f for f in files if f.name.endswith(".tar.gz")]
-    assert len(files) == 2, files
+    """The release's files as docs/how-to/release-files.md builds them: the wheel built
+    from the sdist, and the sdist."""
+    clone, wheel, sdist = release_files(tmp_path_factory)
     return Built(clone, wheel), sdist
 
 
@@ -332,3 +327,17 @@ def test_untracked_files_of_a_working_tree_are_caught_if_built_from_it(tmp_path)
     assert never_shipped(set(UNTRACKED)) == sorted(
         set(UNTRACKED) - {"workflows/stray.py", "client/inbox_assets/extra.js"}
     )
+
+
+def test_a_license_file_once_added_ships_in_both(tmp_path):
+    # The project has none yet (the release decides): once one is committed, setuptools
+    # ships it in the sdist and in the wheel's dist-info, and the checks above expect it.
+    clone = clone_head(tmp_path / "durable-agents")
+    (clone / "LICENSE").write_text("Copyright the authors.\n")
+    sh(["git", "add", "LICENSE"], cwd=clone)
+    files = build(clone, tmp_path / "dist")
+    [wheel] = [f for f in files if f.suffix == ".whl"]
+    [sdist] = [f for f in files if f.name.endswith(".tar.gz")]
+    assert f"{DIST_INFO}/licenses/LICENSE" in expected_wheel(clone)
+    assert wheel_names(wheel) == expected_wheel(clone)
+    assert sdist_names(sdist) == expected_sdist(clone)

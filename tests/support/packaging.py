@@ -6,13 +6,22 @@ read from outside, as lists of names."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
 import tomllib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from tests.support.doc_blocks import blocks, page
 
 ROOT = Path(__file__).resolve().parents[2]
 _PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -35,6 +44,8 @@ EGG_INFO = (
     "requires.txt",
     "top_level.txt",
 )
+LICENSE_FILE = re.compile(r"(LICEN[CS]E|COPYING|NOTICE|AUTHORS)[^/]*")
+"""Top-level files setuptools ships as license files (its `license-files` default)."""
 NEVER = re.compile(
     r"(^|/)(tests|\.venv|site|\.bench-venvs|\.git|\.typecheck|\.temporal|__pycache__|secrets"
     r"|\.pytest_cache|\.ruff_cache|\.mypy_cache)/"
@@ -82,10 +93,19 @@ def shipped(clone: Path) -> dict[str, str]:
     return found
 
 
+def licenses(clone: Path) -> list[str]:
+    """The tracked license files of `clone` (none yet: the project has no license)."""
+    return [path for path in tracked(clone) if LICENSE_FILE.fullmatch(path)]
+
+
 def expected_wheel(clone: Path) -> set[str]:
     """The names a wheel built from `clone` must hold: every tracked file of the
-    package's folders, in the package, and the wheel's own metadata."""
-    return {*shipped(clone).values(), *(f"{DIST_INFO}/{name}" for name in WHEEL_METADATA)}
+    package's folders, in the package, and the wheel's own metadata and license files."""
+    return {
+        *shipped(clone).values(),
+        *(f"{DIST_INFO}/{name}" for name in WHEEL_METADATA),
+        *(f"{DIST_INFO}/licenses/{name}" for name in licenses(clone)),
+    }
 
 
 def expected_sdist(clone: Path) -> set[str]:
@@ -93,7 +113,7 @@ def expected_sdist(clone: Path) -> set[str]:
     repository lays them out, README and pyproject, and what setuptools adds."""
     return {
         *(f"{SDIST_TOP}/{path}" for path in shipped(clone)),
-        *(f"{SDIST_TOP}/{name}" for name in SDIST_METADATA),
+        *(f"{SDIST_TOP}/{name}" for name in (*SDIST_METADATA, *licenses(clone))),
         *(f"{SDIST_TOP}/{PACKAGE}.egg-info/{name}" for name in EGG_INFO),
     }
 
@@ -125,3 +145,61 @@ def build(source: Path, out: Path, *only: str) -> list[Path]:
     sh([sys.executable, "-m", "build", "--no-isolation", *only, "--outdir", str(out), str(source)],
        cwd=source.parent)  # fmt: skip
     return sorted(out.iterdir())
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder that `make` fills once per test session: under pytest-xdist, the first
+    process to ask builds it while the others wait, then all read it (builds are the
+    slow part of the packaging tests). A failed `make` leaves nothing: the next one
+    tries again."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = factory.mktemp(name)
+        make(folder)
+        return folder
+    session = factory.getbasetemp().parent  # pytest-N, shared by the session's workers
+    folder = session / name
+    with open(session / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".built").touch()
+    return folder
+
+
+def bare_env() -> dict[str, str]:
+    """This environment without what would point a command at the checkout or a server."""
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TEMPORAL_"))}
+    for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
+        bare.pop(name, None)
+    return bare
+
+
+def build_as_the_docs_say(base: Path) -> None:
+    """docs/how-to/release-files.md's commands, run in `base`: a clean clone of HEAD, then
+    the sdist and the wheel from it in `base`/dist."""
+    [block] = blocks(page("how-to/release-files.md"), lang="sh")
+    clone_line, build_line = block.commands()
+    clone_argv = shlex.split(clone_line.replace("/path/to/durable-agents", str(ROOT)))
+    assert clone_argv[:2] == ["git", "clone"] and clone_argv[-1] == "durable-agents-release"
+    sh(clone_argv, cwd=base, env=bare_env())
+    clone = base / clone_argv[-1]
+    head = sh(["git", "rev-parse", "HEAD"], cwd=ROOT)
+    assert sh(["git", "rev-parse", "HEAD"], cwd=clone) == head, "the clone is not HEAD"
+    assert sh(["git", "status", "--porcelain", "--ignored"], cwd=clone) == ""
+    build_argv = shlex.split(build_line)
+    assert build_argv[:3] == ["python", "-m", "build"] and "--outdir" in build_argv
+    assert build_argv[build_argv.index("--outdir") + 1] == "dist"
+    sh([sys.executable, *build_argv[1:]], cwd=base, env=bare_env())
+
+
+def release_files(factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The clean clone, the wheel built from the sdist, and the sdist, as
+    docs/how-to/release-files.md builds them (once per test session)."""
+    base = built_once(factory, "release", build_as_the_docs_say)
+    files = sorted((base / "dist").iterdir())
+    [wheel] = [f for f in files if f.suffix == ".whl"]
+    [sdist] = [f for f in files if f.name.endswith(".tar.gz")]
+    assert len(files) == 2, files
+    return base / "durable-agents-release", wheel, sdist
