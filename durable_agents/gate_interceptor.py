@@ -51,6 +51,8 @@ from temporalio.worker import (
 )
 
 from durable_agents import gate, stream_gate
+from durable_agents.activities import revoked_keys
+from durable_agents.activities.agent import Trust
 from durable_agents.gate import GateKeys
 from durable_agents.workflows import contract
 from durable_agents.workflows.tree_payloads import SubRunFinished, SubRunReport
@@ -119,11 +121,11 @@ class GateInterceptor(Interceptor):
     results are unwrapped unchecked, nothing is tagged, gated activities refused, and no
     workflow id with a gate key's part is made: a run that started children or webhook
     deliveries replays only with the keys). With keys, workflow code makes those ids'
-    parts through the extern function `contract.EXTERN_SECRET_ID`."""
+    parts through the extern function `contract.EXTERN_SECRET_ID`. `trust`: what signed
+    approvals of MCP calls are checked against (`activities.revoked_keys`)."""
 
-    def __init__(self, keys: GateKeys | None) -> None:
-        self.keys = keys
-        bound_keys = keys
+    def __init__(self, keys: GateKeys | None, *, trust: Trust | None = None) -> None:
+        self.keys, self.trust, bound_keys = keys, trust, keys
 
         class _Bound(_WorkflowInbound):
             keys = bound_keys
@@ -131,7 +133,7 @@ class GateInterceptor(Interceptor):
         self._workflow_class = _Bound
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _ActivityInbound(next, self.keys)
+        return _ActivityInbound(next, self.keys, self.trust)
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
@@ -217,9 +219,12 @@ def _result_fields(call: list[str], result_digest: str) -> list[str]:
 
 
 class _ActivityInbound(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, keys: GateKeys | None) -> None:
+    def __init__(
+        self, next: ActivityInboundInterceptor, keys: GateKeys | None, trust: Trust | None
+    ) -> None:
         super().__init__(next)
         self.keys = keys
+        self.trust = trust
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
@@ -232,6 +237,8 @@ class _ActivityInbound(ActivityInboundInterceptor):
         streaming = stream_gate.KEYS.set(self.keys)  # its streamed text is tagged
         bound = stream_gate.BOUND_RUN.set(run)  # for the run's original run id
         try:
+            if info.activity_type.endswith(".call-tool"):  # an MCP tool: a revoked key?
+                revoked_keys.check_mcp_call(self.trust, input.args)
             result = await self.next.execute_activity(input)
         except Exception as err:  # not a cancel: that is BaseException's
             raise _tagged_failure(self.keys, call, err) from err

@@ -394,6 +394,12 @@ class DescribeAgentInput(_Payload):
     settings_only: bool = Field(False, exclude_if=lambda only: not only)
     """Only its execution settings (a run continued as new has its spec): what the
     history of every workflow run pays for, kept small."""
+    approval_keys: list[str] = Field(
+        default_factory=list, max_length=16, exclude_if=lambda keys: not keys
+    )
+    """`KEY_ID PUBLIC_KEY` of the keys that signed the approvals of a call about to start a
+    child run or a handoff: refused (`ApprovalKeyRevoked`) unless the worker trusts each
+    now (`activities.revoked_keys`)."""
 
 
 class DescribedAgent(_Payload):

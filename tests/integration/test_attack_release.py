@@ -1,0 +1,253 @@
+"""An attacker's second look at the changes before release 1.0 (issues 41 and 42), from
+outside: the `temporal` CLI and a raw client against a real dev server, real workers,
+the scripted model over HTTP and a real MCP server over stdio.
+
+Revocation: an approver key removed from the workers (`AGENT_APPROVER_KEYS`, workers
+restarted) approves nothing more in a run started before, whatever the approved call
+runs: a `@tool`, an MCP server's tool, an agent called as a tool. The key is still in
+the run's frozen approver keys, so the run verifies the signature; the worker that acts
+must refuse it, and the run asks again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+from durable_agents.activities.agent import Trust
+from durable_agents.client.ask_worker import WorkerUnavailable, ask_worker
+from durable_agents.workflows import contract
+from durable_agents.workflows.payloads import DescribedAgent
+from durable_agents.workflows.signed_decisions import arguments_sha256
+from durable_agents.workflows.state import RunStatus
+
+from durable_agents import Agent, ApprovalPolicy, MCPServer, handoff
+from durable_agents.testing import Call, Reply
+from tests.conftest import NO_DRAIN, serving
+from tests.integration.test_mcp_tools import stdio
+from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
+from tests.support.multi_agents import by_model, researcher, shipping
+from tests.support.runs import state_of, temporal_cli, wait_for_status, workflow_task_failures
+
+ALICE_ONLY = ApprovalPolicy(require_signature=True, approvers=["alice"])
+WITHOUT_ALICE = Trust(approver_keys=[BOB.public()], snapshot_keys=WORKER_TRUST.snapshot_keys)
+"""The workers' trust once alice's key is revoked."""
+
+signed_desk = Agent(
+    name="signed_desk",
+    instructions="You handle support tickets.",
+    model="desk-model",
+    mcp_servers=[
+        MCPServer(
+            name="tickets",
+            prefix="tickets_",
+            timeout_seconds=10,
+            needs_approval=True,
+            approval=ALICE_ONLY,
+        )
+    ],
+    max_turns=4,
+)
+"""Every tool of the tickets server needs alice's signed approval."""
+
+signed_triage = Agent(
+    name="signed_triage",
+    instructions="Route the customer, with alice's signed approval to hand over.",
+    model="triage-model",
+    handoffs=[handoff(shipping, needs_approval=ALICE_ONLY)],
+    max_turns=4,
+)
+
+signed_lead = Agent(
+    name="signed_lead",
+    instructions="You delegate research, with alice's signed approval.",
+    model="lead-model",
+    tools=[researcher.as_tool(needs_approval=ALICE_ONLY)],
+    max_turns=4,
+)
+
+
+async def until(check, what: str) -> None:
+    for _ in range(600):
+        if await check():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"never: {what}")
+
+
+async def alice_approves(worker, run_id: str, call_id: str, args: dict) -> None:
+    """alice's signed approval of `call_id`, sent with the `temporal` CLI."""
+    handle = worker.client.get_workflow_handle(run_id)
+    pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+    [item] = [p for p in pending if p["call_id"] == call_id]
+    decision = ALICE.sign(
+        {
+            "call_id": call_id,
+            "decision": "approve",
+            "approver": "alice",
+            "run_id": run_id,
+            "execution_id": item["execution_id"],
+            "arguments_sha256": arguments_sha256(args),
+            "expires_at": "2099-01-01T00:00:00Z",
+        }
+    )
+    await temporal_cli(
+        worker, "workflow", "signal", "--workflow-id", run_id,
+        "--name", contract.SIGNAL_APPROVE, "--input", json.dumps(decision),
+    )  # fmt: skip
+
+
+async def revoked_then_approved(
+    env, model_server, agent: Agent, call_id: str, args: dict, **options
+) -> tuple[object, list[dict]]:
+    """A run of `agent` waits for alice on `call_id`; alice's key is revoked (the workers
+    restart without it); then her signed approval arrives. The run's state once the call
+    is asked again, and its pending approvals then."""
+    queue = f"atk-{uuid.uuid4().hex[:8]}"
+    run_id = f"atk-{uuid.uuid4().hex[:10]}"
+    async with serving(
+        env.client, model_server, task_queue=queue, extra_agents=[agent], drain=NO_DRAIN,
+        **options,
+    ) as before:  # fmt: skip
+        handle = await before.client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            {"agent": agent.name, "input": "go"},
+            id=run_id,
+            task_queue=queue,
+        )
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+    async with serving(
+        env.client, model_server, task_queue=queue, trust=WITHOUT_ALICE, extra_agents=[agent],
+        drain=NO_DRAIN, **options,
+    ) as after:  # fmt: skip
+        await alice_approves(after, run_id, call_id, args)
+
+        async def asked_again() -> bool:
+            state = await state_of(handle)
+            return any(r.via == "revoked" and r.call_id == call_id for r in state.refused_decisions)
+
+        await until(asked_again, f"{call_id} asked again")
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        pending = await handle.query(contract.QUERY_GET_PENDING_APPROVALS)
+        state = await state_of(handle)
+        assert await workflow_task_failures(handle) == 0
+    await handle.terminate("test over")
+    return state, pending
+
+
+async def test_a_revoked_key_approves_no_mcp_tool_in_a_run_started_before(
+    env, model_server, tmp_path
+):
+    """Found: an MCP call carried no approval keys to the worker that acts, so a key
+    revoked on every worker still ran a destructive MCP tool in a run started before."""
+    effects = tmp_path / "effects.txt"
+    args = {"ticket_id": "T1", "reason": "spam"}
+    model_server.script(
+        Reply(tool_calls=(Call("tickets_delete_ticket", args, "d1"),)),
+        Reply(content="deleted"),
+    )
+    state, pending = await revoked_then_approved(
+        env, model_server, signed_desk, "d1", args, mcp_servers={"tickets": stdio(effects)}
+    )
+    assert not effects.exists() or effects.read_text() == ""  # nothing was deleted
+    [item] = pending
+    assert item["call_id"] == "d1" and "no longer trusts" in item["reopened_because"]
+    assert ALICE.key_id not in {k.key_id for k in state.agent.approver_keys}
+    assert len(model_server.requests) == 1  # the model never saw a result
+
+
+async def test_a_revoked_key_starts_no_agent_called_as_a_tool_in_a_run_started_before(
+    env, model_server
+):
+    """An agent called as a tool is a child run, which no activity of the approved call
+    checks: alice's revoked key must not start it either."""
+    args = {"input": "add 2 and 3"}
+    model_server.responder = by_model(
+        {
+            "lead-model": [Reply(tool_calls=(Call("researcher", args, "r1"),))],
+            "research-model": [Reply(content="5")],
+        }
+    )
+    state, pending = await revoked_then_approved(env, model_server, signed_lead, "r1", args)
+    assert state.child_runs == []  # no child was started
+    assert [r["model"] for r in model_server.requests] == ["lead-model"]
+    [item] = pending
+    assert item["call_id"] == "r1" and "no longer trusts" in item["reopened_because"]
+
+
+async def test_a_revoked_key_hands_no_run_over_in_a_run_started_before(env, model_server):
+    """A handoff without a hook runs no activity of its own either: alice's revoked key
+    must not switch the run to another agent."""
+    model_server.responder = by_model(
+        {
+            "triage-model": [Reply(tool_calls=(Call("transfer_to_shipping", {}, "h1"),))],
+            "ship-model": [Reply(content="shipped")],
+        }
+    )
+    state, pending = await revoked_then_approved(env, model_server, signed_triage, "h1", {})
+    assert state.agent.name == "signed_triage"  # not handed over
+    assert [r["model"] for r in model_server.requests] == ["triage-model"]
+    [item] = pending
+    assert item["call_id"] == "h1" and "no longer trusts" in item["reopened_because"]
+
+
+async def test_a_trusted_keys_signed_approval_still_runs_an_mcp_tool_once(
+    env, model_server, tmp_path
+):
+    """What an honest run sees of the check: alice's approval, her key trusted, runs the
+    MCP tool once, with its idempotency key (the keys that travel beside it in the call's
+    `_meta` are taken out before the server: tests/unit/test_revoked_keys.py)."""
+    effects = tmp_path / "effects.txt"
+    args = {"ticket_id": "T7"}
+    model_server.script(
+        Reply(tool_calls=(Call("tickets_close_ticket", args, "c1"),)),
+        Reply(content="closed"),
+    )
+    queue = f"atk-{uuid.uuid4().hex[:8]}"
+    async with serving(
+        env.client, model_server, task_queue=queue, extra_agents=[signed_desk],
+        mcp_servers={"tickets": stdio(effects)}, drain=NO_DRAIN,
+    ) as worker:  # fmt: skip
+        run_id = f"atk-{uuid.uuid4().hex[:10]}"
+        handle = await worker.client.start_workflow(
+            contract.WORKFLOW_TYPE,
+            {"agent": "signed_desk", "input": "close T7"},
+            id=run_id,
+            task_queue=queue,
+        )
+        await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
+        await alice_approves(worker, run_id, "c1", args)
+        result = await handle.result()
+        state = await state_of(handle)
+    assert result["status"] == "completed" and result["final_output"] == "closed"
+    [line] = effects.read_text().splitlines()  # once
+    assert line.startswith("closed T7 key=") and line.endswith(f"key={run_id}:c1")
+    assert state.refused_decisions == []
+
+
+async def test_describe_agent_refuses_hostile_approval_keys_from_outside(worker):
+    """`describe_agent` answers anyone (`agentctl tools`); the approval keys it now takes
+    are checked like the rest of its input: too many, not strings, or a key the worker
+    does not trust are refused, never half-read."""
+    trusted = f"{ALICE.key_id} {ALICE.public().public_key}"
+    only = await ask_worker(
+        worker.client, worker.task_queue, contract.ACTIVITY_DESCRIBE_AGENT,
+        {"agent": "assistant", "settings_only": True, "approval_keys": [trusted]},
+        DescribedAgent, "the worker",
+    )  # fmt: skip
+    assert only.spec is None
+    for hostile, said in [
+        ({"approval_keys": [trusted] * 17}, "approval_keys"),
+        ({"approval_keys": [{"key_id": "alice-test"}]}, "approval_keys"),
+        ({"approval_keys": "alice-test"}, "approval_keys"),
+        ({"approval_keys": [f"{ALICE.key_id} {'A' * 43}"]}, "no longer trusts"),
+        ({"approval_keys": ["mallory-test x"]}, "no longer trusts"),
+    ]:
+        with pytest.raises(WorkerUnavailable) as refused:
+            await ask_worker(
+                worker.client, worker.task_queue, contract.ACTIVITY_DESCRIBE_AGENT,
+                {"agent": "assistant", "settings_only": True, **hostile},
+                DescribedAgent, "the worker",
+            )  # fmt: skip
+        assert said in str(refused.value), refused.value
