@@ -94,8 +94,10 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
+        keys = stream_gate.KEYS.get()  # set while the gate admits a run's call
+        current = keys.current if keys is not None else None
         if request.settings_only:
-            return DescribedAgent(spec=None, settings=agent.execution_settings())
+            return DescribedAgent(spec=None, settings=agent.execution_settings(), gate_key=current)
         spec = agent.spec(self._trust, self._prices.get(agent.model))
         spec.tools = [described_by_target(t, self._said_of(t.handoff)) for t in spec.tools]
         for tool in spec.tools:  # an agent evaluator's calls cost the run: its price
@@ -106,8 +108,7 @@ class ToolActivities:
                 )
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
-        keys = stream_gate.KEYS.get()  # set while the gate admits a run's call
-        spec.gate_key = keys.current if keys is not None else None
+        spec.gate_key = current
         return DescribedAgent(spec=spec, settings=agent.execution_settings())
 
     def _said_of(self, agent: str | None) -> str | None:

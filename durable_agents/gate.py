@@ -16,8 +16,10 @@ activity's result only when it carries the worker's tag over the same and the re
 commas or lines; the first tags, every one verifies. Every worker of a namespace
 (full workers and tools-only workers) holds the same list. To rotate: add the new key
 last on every worker, then move it first, and drop the old one once no run that used
-it is still open: a worker checks the tags in a run's history whenever it replays it
-(a run it must load again refuses results tagged with a key it no longer holds), and
+it is still open (a run that continues as new moves to the tagging key at its next
+continue-as-new: `workflows.secret_ids`): a worker checks the tags in a run's history
+whenever it replays it (a run it must load again refuses results tagged with a key it
+no longer holds), and
 makes the ids of a run's children and deliveries again with the key the run names
 (`id_part`, `AgentSpec.gate_key`; without it, the run's workflow task fails).
 

@@ -114,6 +114,8 @@ async def _describe(
         summary=f"describe agent {agent}",
     )
     executions().record(agent, described.settings)
+    if described.gate_key is not None:
+        executions().gate_key = described.gate_key
     return described
 
 

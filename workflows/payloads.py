@@ -409,6 +409,9 @@ class DescribedAgent(_Payload):
     spec: AgentSpec | None
     """None when only the settings were asked (`settings_only`)."""
     settings: ExecutionSettings
+    gate_key: str | None = Field(None, max_length=32, exclude_if=lambda k: k is None)
+    """(`settings_only`) the describing worker's tagging gate key: a run continued as new
+    makes its new ids with it (`workflows.secret_ids`), so a rotated key reaches it."""
 
 
 class InstructionsScope(_Payload):

@@ -21,8 +21,9 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DescribedAgent
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
+from temporalio.client import WorkflowQueryFailedError
 
-from durable_agents import Agent, ApprovalPolicy, MCPServer, handoff
+from durable_agents import Agent, ApprovalPolicy, MCPServer, gate, handoff
 from durable_agents.testing import Call, Reply
 from tests.conftest import NO_DRAIN, serving
 from tests.integration.test_mcp_tools import stdio
@@ -251,3 +252,78 @@ async def test_describe_agent_refuses_hostile_approval_keys_from_outside(worker)
                 DescribedAgent, "the worker",
             )  # fmt: skip
         assert said in str(refused.value), refused.value
+
+
+# --- gate keys rotated under a long session -------------------------------------------
+
+K1, K2 = gate.new_key_entry("k1"), gate.new_key_entry("k2")
+
+rotating = Agent(
+    name="rotating",
+    instructions="You delegate research; a long session.",
+    model="lead-model",
+    tools=[researcher.as_tool()],
+    turns_per_workflow_run=2,  # continues as new after each call and its answer
+    max_turns=20,
+)
+
+
+async def test_a_session_takes_the_new_gate_key_at_its_next_continue_as_new(
+    env, model_server, monkeypatch
+):
+    """The rotation `durable_agents.gate` documents: add k2 last, move it first, drop k1
+    once no run that used it is open. A session continues as new for ever: it must not
+    keep making its children's ids with k1 (which then could never be dropped: dropping
+    it wedged the session, every workflow task failing). Found: a continued run kept the
+    gate key its first `describe_agent` gave."""
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                r
+                for n in (1, 2, 3)
+                for r in (
+                    Reply(tool_calls=(Call("researcher", {"input": f"q{n}"}, f"r{n}"),)),
+                    Reply(content=f"answer {n}"),
+                )
+            ],
+            "research-model": [Reply(content=str(n)) for n in (1, 2, 3)],
+        }
+    )
+    queue = f"atk-{uuid.uuid4().hex[:8]}"
+    run_id = f"atk-{uuid.uuid4().hex[:10]}"
+
+    async def turn(keys: str, n: int, handle=None):
+        monkeypatch.setenv(gate.ENV, keys)
+        async with serving(
+            env.client, model_server, task_queue=queue, extra_agents=[rotating], drain=NO_DRAIN
+        ) as running:
+            if handle is None:
+                handle = await running.client.start_workflow(
+                    contract.WORKFLOW_TYPE,
+                    {"agent": "rotating", "input": "q1", "session": True},
+                    id=run_id,
+                    task_queue=queue,
+                )
+            else:
+                await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": f"q{n}"})
+
+            async def answered() -> bool:
+                try:
+                    state = await state_of(handle)
+                except WorkflowQueryFailedError:  # still starting
+                    return False
+                return any(c.call_id == f"r{n}" for c in state.child_runs) and (
+                    state.status == RunStatus.AWAITING_INPUT and state.final_output == f"answer {n}"
+                )
+
+            await until(answered, f"turn {n} answered")
+            return handle, await state_of(handle)
+
+    handle, _ = await turn(K1, 1)  # k1 only
+    handle, _ = await turn(f"{K2},{K1}", 2, handle)  # k2 tags, k1 still verifies
+    handle, state = await turn(K2, 3, handle)  # k1 dropped
+    made = {c.call_id: c.run_id.rpartition("~")[2].partition(".")[0] for c in state.child_runs}
+    assert made == {"r1": "k1", "r2": "k2", "r3": "k2"}
+    assert state.agent.gate_key == "k2"
+    assert await workflow_task_failures(handle) == 0
+    await handle.terminate("test over")

@@ -40,6 +40,7 @@ FOLDER_LINES = (
     + 2
     + 121
     + 48
+    + 13
 )
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports). Raised by what this wave's capabilities added:
@@ -81,7 +82,9 @@ the inbox's pause and resume decoding written three times. Raised by 9 when a to
 error raised from a message-less one reaches the model with its own message
 (`activity_calls.root_message`). Raised by 48 when a revoked approver key reaches MCP
 tools, agents called as tools and handoffs too (the release attack review: the keys in an
-MCP call's `_meta`, `activity_calls.approvals_trusted` before a child or a handoff)."""
+MCP call's `_meta`, `activity_calls.approvals_trusted` before a child or a handoff), and
+by 13 when a run continued as new takes the workers' new gate key (`secret_ids.py`,
+`DescribedAgent.gate_key`)."""
 
 
 def lines(path: Path) -> int:
