@@ -327,3 +327,60 @@ async def test_a_session_takes_the_new_gate_key_at_its_next_continue_as_new(
     assert state.agent.gate_key == "k2"
     assert await workflow_task_failures(handle) == 0
     await handle.terminate("test over")
+
+
+# --- a resumed snapshot's word on its deliveries ------------------------------------
+
+
+async def test_a_snapshot_cannot_plant_webhook_deliveries_in_the_resumed_run(
+    worker, model_server, tmp_path
+):
+    """A snapshot that carries no event numbering (`notices`) but a delivery list naming
+    someone else's workflow as a delivery of the run: the resumed run's deliveries are
+    its own, and none of the snapshot's are kept (before, the list was dropped only with
+    `notices`, so a hand-written snapshot kept it)."""
+    model_server.script(Reply(content="hello"), Reply(content="again"))
+    done = await worker.client.start_workflow(
+        contract.WORKFLOW_TYPE,
+        {"agent": "assistant", "input": "hi"},
+        id=f"atk-{uuid.uuid4().hex[:10]}",
+        task_queue=worker.task_queue,
+    )
+    model_state = await done.result()
+    assert model_state["status"] == "completed"
+    document = await done.query(contract.QUERY_GET_STATE)
+    document.pop("notices", None)
+    squatter = f"someone-{uuid.uuid4().hex[:8]}"
+    document["webhook_deliveries"] = [
+        {
+            "endpoint": "ops",
+            "webhook_id": "evt_x_1",
+            "event": "approval_requested",
+            "status": "delivered",
+            "attempts": 1,
+            "code": 200,
+            "workflow_id": squatter,
+            "at": "2026-01-01T00:00:00Z",
+        }
+    ]
+    run_id = f"forged-{uuid.uuid4().hex[:8]}"
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps({"agent": "assistant", "input": "", "resume_from": document}))
+    await temporal_cli(
+        worker, "workflow", "start", "--type", contract.WORKFLOW_TYPE,
+        "--task-queue", worker.task_queue, "--workflow-id", run_id,
+        "--input-file", str(input_file),
+    )  # fmt: skip
+    handle = worker.client.get_workflow_handle(run_id)
+
+    async def started() -> bool:
+        try:
+            await state_of(handle)
+        except WorkflowQueryFailedError:
+            return False
+        return True
+
+    await until(started, "the resumed run started")
+    state = await state_of(handle)
+    assert state.origin is not None and state.origin.run_id == done.id
+    assert state.webhook_deliveries == []
