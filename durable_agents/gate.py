@@ -183,7 +183,10 @@ def check(keys: GateKeys, given: object, fields: Sequence[str]) -> str | None:
         return "no gate tag"
     key = keys.keys.get(given["k"])
     if key is None:
-        return f"its gate key {given['k'][:32]!r} is not one of this worker's"
+        return (
+            f"its gate key {given['k'][:32]!r} is not one of this worker's: dropped while a "
+            "run that used it is open? keep a key until none is"
+        )
     mac = given.get("t")
     # compare_digest takes only ASCII strings: anything else a sender wrote is no tag
     if not (isinstance(mac, str) and mac.isascii()):

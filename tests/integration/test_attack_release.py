@@ -21,6 +21,7 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DescribedAgent
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowQueryFailedError
 
 from durable_agents import Agent, ApprovalPolicy, MCPServer, gate, handoff
@@ -28,8 +29,20 @@ from durable_agents.testing import Call, Reply
 from tests.conftest import NO_DRAIN, serving
 from tests.integration.test_mcp_tools import stdio
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
-from tests.support.multi_agents import by_model, researcher, shipping
-from tests.support.runs import state_of, temporal_cli, wait_for_status, workflow_task_failures
+from tests.support.multi_agents import (
+    AGENT_TOOL_AGENTS,
+    NOTICES,
+    by_model,
+    researcher,
+    shipping,
+)
+from tests.support.runs import (
+    child_run,
+    state_of,
+    temporal_cli,
+    wait_for_status,
+    workflow_task_failures,
+)
 
 ALICE_ONLY = ApprovalPolicy(require_signature=True, approvers=["alice"])
 WITHOUT_ALICE = Trust(approver_keys=[BOB.public()], snapshot_keys=WORKER_TRUST.snapshot_keys)
@@ -384,3 +397,67 @@ async def test_a_snapshot_cannot_plant_webhook_deliveries_in_the_resumed_run(
     state = await state_of(handle)
     assert state.origin is not None and state.origin.run_id == done.id
     assert state.webhook_deliveries == []
+
+
+async def failed_task_messages(handle) -> list[str]:
+    """The messages of the run's failed workflow tasks, in order."""
+    return [
+        e.workflow_task_failed_event_attributes.failure.message
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+
+
+async def test_a_gate_key_dropped_under_a_waiting_tree_stops_it_saying_why_and_loses_nothing(
+    team, model_server, monkeypatch
+):
+    """The old key dropped too early, while a run and its child wait for a decision: the
+    workers that load them again cannot check what their histories hold nor make their
+    ids; their workflow tasks fail naming the key and what to do (nothing is taken as
+    forged, nothing is lost), and once the key is back the tree finishes as it would
+    have."""
+    model_server.responder = by_model(
+        {
+            "lead-model": [
+                Reply(tool_calls=(Call("ask_mailer", {"input": "tell ann"}, "c1"),)),
+                Reply(content="told"),
+            ],
+            "mail-model": [
+                Reply(tool_calls=(Call("notify", {"to": "ann", "text": "5"}, "n1"),)),
+                Reply(content="sent"),
+            ],
+        }
+    )
+    queue = f"atk-{uuid.uuid4().hex[:8]}"
+    run_id = f"atk-{uuid.uuid4().hex[:10]}"
+
+    def on(keys: str):
+        monkeypatch.setenv(gate.ENV, keys)
+        return serving(
+            env_client, model_server, task_queue=queue, extra_agents=AGENT_TOOL_AGENTS,
+            drain=NO_DRAIN,
+        )  # fmt: skip
+
+    env_client = team.client
+    async with on(K1) as first:
+        handle = await first.client.start_workflow(
+            contract.WORKFLOW_TYPE, {"agent": "lead", "input": "tell ann"}, id=run_id,
+            task_queue=queue,
+        )  # fmt: skip
+        child = await child_run(first.client, run_id, "c1")
+        await wait_for_status(first.client.get_workflow_handle(child), RunStatus.AWAITING_APPROVAL)
+    child_handle = team.client.get_workflow_handle(child)
+    async with on(K2):  # k1 dropped while both wait
+        await child_handle.signal(contract.SIGNAL_APPROVE, {"call_id": "n1", "approver": "ops"})
+
+        async def stopped() -> bool:
+            return bool(await failed_task_messages(child_handle))
+
+        await until(stopped, "the child's workflow task failed")
+    [why, *_] = await failed_task_messages(child_handle)
+    assert "'k1'" in why and "keep" in why, why
+    assert NOTICES == []  # nothing ran meanwhile
+    async with on(f"{K2},{K1}"):  # the key is back: the tree goes on
+        result = await handle.result()
+    assert (result["status"], result["final_output"]) == ("completed", "told")
+    assert NOTICES == [{"to": "ann", "text": "5"}]  # the approved call ran, once
