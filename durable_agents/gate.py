@@ -89,6 +89,12 @@ class GateKeys:
                 raise GateConfigError(
                     f"gate key {key_id!r} is {len(key)} bytes; it needs at least {KEY_BYTES}"
                 )
+            if key == _DEVELOPMENT_KEY and len(self.keys) > 1:  # anyone tags with it
+                raise GateConfigError(
+                    f"gate key {key_id!r} is the published development key: beside other "
+                    "keys it would let anyone tag activities; it is only ever used alone "
+                    f"({ENV}=dev, a dev server only this machine reaches)"
+                )
 
     @classmethod
     def parse(cls, text: str, *, source: str = ENV) -> GateKeys:

@@ -11,8 +11,11 @@ must refuse it, and the run asks again."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from durable_agents.activities.agent import Trust
@@ -21,13 +24,20 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DescribedAgent
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowQueryFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.common import RetryPolicy
+from temporalio.worker import Worker
 
 from durable_agents import Agent, ApprovalPolicy, MCPServer, gate, handoff
+from durable_agents.gate_interceptor import GateInterceptor
+from durable_agents.plugin import AgentsPluginError
 from durable_agents.testing import Call, Reply
 from tests.conftest import NO_DRAIN, serving
+from tests.integration.test_activity_gate import DELETE
 from tests.integration.test_mcp_tools import stdio
+from tests.support import agents
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST
 from tests.support.multi_agents import (
     AGENT_TOOL_AGENTS,
@@ -461,3 +471,60 @@ async def test_a_gate_key_dropped_under_a_waiting_tree_stops_it_saying_why_and_l
         result = await handle.result()
     assert (result["status"], result["final_output"]) == ("completed", "told")
     assert NOTICES == [{"to": "ann", "text": "5"}]  # the approved call ran, once
+
+
+# --- the published development key beside a production key --------------------------
+
+PUBLISHED = base64.b64encode(hashlib.sha256(b"durable-agents development gate key").digest())
+"""The development gate key's material, as anyone can compute it from the package."""
+
+
+@workflow.defn(name="DevKeyRogue", sandboxed=False)
+class DevKeyRogue:
+    """An attacker's workflow on a worker of their own that holds the published
+    development key, scheduling our `run_tool` on our task queue."""
+
+    @workflow.run
+    async def run(self, queue: str) -> None:
+        handle = workflow.start_activity(
+            contract.ACTIVITY_RUN_TOOL,
+            DELETE,
+            task_queue=queue,
+            start_to_close_timeout=timedelta(seconds=20),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
+        await workflow.wait_condition(handle.done)
+
+
+async def test_a_worker_refuses_the_published_development_key_beside_its_own(
+    env, model_server, monkeypatch
+):
+    """An operator moving from `--dev` keeps the development key as a second key so the
+    runs it made can finish (the rotation the docs describe). Its material is published:
+    anyone tags with it, and a worker that verifies it runs any tool for them (found:
+    `delete_account` ran for an attacker's workflow). The workers refuse to start with it
+    beside other keys; it is only ever used alone (`AGENT_GATE_KEYS=dev`)."""
+    agents.CALLS.clear()
+    monkeypatch.setenv(gate.ENV, f"{K1},dev:{PUBLISHED.decode()}")
+    with pytest.raises(AgentsPluginError) as refused:
+        async with serving(env.client, model_server, drain=NO_DRAIN) as ours:
+            queue = f"rogue-{uuid.uuid4().hex[:8]}"
+            dev = GateInterceptor(gate.GateKeys.development())
+            async with Worker(
+                ours.client, task_queue=queue, workflows=[DevKeyRogue], interceptors=[dev]
+            ):
+                rogue = await ours.client.start_workflow(
+                    DevKeyRogue.run, ours.task_queue, id=queue, task_queue=queue
+                )
+
+                async def acted() -> bool:
+                    return (
+                        bool(agents.CALLS)
+                        or (await rogue.describe()).status != WorkflowExecutionStatus.RUNNING
+                    )
+
+                await until(acted, "the rogue's call ended")
+    assert "development key" in str(refused.value)
+    assert agents.CALLS == []  # delete_account never ran
+    with pytest.raises(gate.GateConfigError):
+        gate.GateKeys.parse(f"dev:{PUBLISHED.decode()},{K1}")  # first or not
