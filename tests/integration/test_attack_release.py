@@ -1,12 +1,17 @@
 """An attacker's second look at the changes before release 1.0 (issues 41 and 42), from
-outside: the `temporal` CLI and a raw client against a real dev server, real workers,
-the scripted model over HTTP and a real MCP server over stdio.
+outside: the `temporal` CLI, a raw client and a poller of our workflow task queue against
+a real dev server, real workers, the scripted model over HTTP and a real MCP server over
+stdio. Each attack here went through on main before its fix.
 
-Revocation: an approver key removed from the workers (`AGENT_APPROVER_KEYS`, workers
-restarted) approves nothing more in a run started before, whatever the approved call
-runs: a `@tool`, an MCP server's tool, an agent called as a tool. The key is still in
-the run's frozen approver keys, so the run verifies the signature; the worker that acts
-must refuse it, and the run asks again."""
+- Revocation: an approver key removed from the workers approves nothing more in a run
+  started before, whatever the approved call runs (a `@tool`, an MCP tool, an agent
+  called as a tool, a handoff); the run asks again.
+- Gate keys: a rotation reaches a long session at its next continue-as-new; a key
+  dropped too early stops the runs that need it, saying so, and loses nothing; the
+  published development key is refused beside other keys.
+- Snapshots: a resumed run's webhook deliveries are its own.
+- Continue-as-new: only our workflow code hands a continued run its state.
+"""
 
 from __future__ import annotations
 
