@@ -6,10 +6,9 @@ import asyncio
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 
 import pydantic_core
-from durable_agents.activities import telemetry
+from durable_agents.activities import revoked_keys, telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.context_change import changed_context
 from durable_agents.activities.guardrail import GuardrailContext
@@ -26,7 +25,6 @@ from durable_agents.workflows.contract import (
     ACTIVITY_DESCRIBE_AGENT,
     ACTIVITY_RUN_GUARDRAIL,
     ACTIVITY_RUN_TOOL,
-    ERROR_APPROVAL_KEY_REVOKED,
     ERROR_TOOL_RESULT,
     ERROR_TOOL_TIMEOUT,
     ERROR_UNKNOWN_AGENT,
@@ -87,6 +85,7 @@ class ToolActivities:
         """The spec of a registered agent, with the worker's approver keys and its
         model's price, to be frozen into a run when it starts or resumes; and beside it
         how this worker executes its calls (timeouts, retries: never part of the run)."""
+        revoked_keys.check(self._trust, request.approval_keys)  # a call about to start
         agent = self._registry.get(request.agent)
         if agent is None:
             known = ", ".join(self._registry.names()) or "none"
@@ -95,8 +94,10 @@ class ToolActivities:
                 type=ERROR_UNKNOWN_AGENT,
                 non_retryable=True,
             )
+        keys = stream_gate.KEYS.get()  # set while the gate admits a run's call
+        current = keys.current if keys is not None else None
         if request.settings_only:
-            return DescribedAgent(spec=None, settings=agent.execution_settings())
+            return DescribedAgent(spec=None, settings=agent.execution_settings(), gate_key=current)
         spec = agent.spec(self._trust, self._prices.get(agent.model))
         spec.tools = [described_by_target(t, self._said_of(t.handoff)) for t in spec.tools]
         for tool in spec.tools:  # an agent evaluator's calls cost the run: its price
@@ -107,8 +108,7 @@ class ToolActivities:
                 )
         if self._webhooks:  # the worker's subscriptions, for every agent it serves
             spec.webhooks = [*spec.webhooks, *self._webhooks]
-        keys = stream_gate.KEYS.get()  # set while the gate admits a run's call
-        spec.gate_key = keys.current if keys is not None else None
+        spec.gate_key = current
         return DescribedAgent(spec=spec, settings=agent.execution_settings())
 
     def _said_of(self, agent: str | None) -> str | None:
@@ -171,16 +171,7 @@ class ToolActivities:
                 "placed on this queue)",
                 type=ERROR_NOT_PLACED_HERE,
             )
-        revoked = self._revoked(request.approval_keys)
-        if revoked is not None:
-            raise ApplicationError(
-                f"the approval of this call (or the `always` rule that made it) was signed "
-                f"with approver key {revoked[:200]!r}, "
-                "which this worker no longer trusts (not in its AGENT_APPROVER_KEYS, or past "
-                "its not_after): the call did not run",
-                type=ERROR_APPROVAL_KEY_REVOKED,
-                non_retryable=True,
-            )
+        revoked_keys.check(self._trust, request.approval_keys)
         telemetry.count_tool_call(found.name if found is not None else None)
         if found is None:
             telemetry.count_tool_failure(None, "unknown_tool")
@@ -218,16 +209,6 @@ class ToolActivities:
             context_update=changed_context(request.context, ctx.context_after()),
             left_out=await left_out_by(found, request.conversation),
         )
-
-    def _revoked(self, approval_keys: list[str]) -> str | None:
-        """The first approver key of `approval_keys` this worker does not trust now."""
-        now = datetime.now(UTC)
-        trusted = {
-            f"{k.key_id} {k.public_key}"
-            for k in self._trust.approver_keys
-            if k.not_after is None or now <= k.not_after
-        }
-        return next((k.split(" ")[0] for k in approval_keys if k not in trusted), None)
 
 
 async def _invoke(found: Tool, arguments: BaseModel, ctx: ToolContext, raw: str) -> object:

@@ -16,8 +16,10 @@ activity's result only when it carries the worker's tag over the same and the re
 commas or lines; the first tags, every one verifies. Every worker of a namespace
 (full workers and tools-only workers) holds the same list. To rotate: add the new key
 last on every worker, then move it first, and drop the old one once no run that used
-it is still open: a worker checks the tags in a run's history whenever it replays it
-(a run it must load again refuses results tagged with a key it no longer holds), and
+it is still open (a run that continues as new moves to the tagging key at its next
+continue-as-new: `workflows.secret_ids`): a worker checks the tags in a run's history
+whenever it replays it (a run it must load again refuses results tagged with a key it
+no longer holds), and
 makes the ids of a run's children and deliveries again with the key the run names
 (`id_part`, `AgentSpec.gate_key`; without it, the run's workflow task fails).
 
@@ -86,6 +88,12 @@ class GateKeys:
             if len(key) < KEY_BYTES:
                 raise GateConfigError(
                     f"gate key {key_id!r} is {len(key)} bytes; it needs at least {KEY_BYTES}"
+                )
+            if key == _DEVELOPMENT_KEY and len(self.keys) > 1:  # anyone tags with it
+                raise GateConfigError(
+                    f"gate key {key_id!r} is the published development key: beside other "
+                    "keys it would let anyone tag activities; it is only ever used alone "
+                    f"({ENV}=dev, a dev server only this machine reaches)"
                 )
 
     @classmethod
@@ -181,7 +189,10 @@ def check(keys: GateKeys, given: object, fields: Sequence[str]) -> str | None:
         return "no gate tag"
     key = keys.keys.get(given["k"])
     if key is None:
-        return f"its gate key {given['k'][:32]!r} is not one of this worker's"
+        return (
+            f"its gate key {given['k'][:32]!r} is not one of this worker's: dropped while a "
+            "run that used it is open? keep a key until none is"
+        )
     mac = given.get("t")
     # compare_digest takes only ASCII strings: anything else a sender wrote is no tag
     if not (isinstance(mac, str) and mac.isascii()):

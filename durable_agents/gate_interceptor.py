@@ -34,9 +34,10 @@ from pydantic_core import to_json
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError, ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import (
     ActivityInboundInterceptor,
+    ContinueAsNewInput,
     ExecuteActivityInput,
     ExecuteWorkflowInput,
     HandleSignalInput,
@@ -50,7 +51,9 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from durable_agents import gate, stream_gate
+from durable_agents import gate, gate_continue, gate_failures, stream_gate
+from durable_agents.activities import revoked_keys
+from durable_agents.activities.agent import Trust
 from durable_agents.gate import GateKeys
 from durable_agents.workflows import contract
 from durable_agents.workflows.tree_payloads import SubRunFinished, SubRunReport
@@ -119,11 +122,11 @@ class GateInterceptor(Interceptor):
     results are unwrapped unchecked, nothing is tagged, gated activities refused, and no
     workflow id with a gate key's part is made: a run that started children or webhook
     deliveries replays only with the keys). With keys, workflow code makes those ids'
-    parts through the extern function `contract.EXTERN_SECRET_ID`."""
+    parts through the extern function `contract.EXTERN_SECRET_ID`. `trust`: what signed
+    approvals of MCP calls are checked against (`activities.revoked_keys`)."""
 
-    def __init__(self, keys: GateKeys | None) -> None:
-        self.keys = keys
-        bound_keys = keys
+    def __init__(self, keys: GateKeys | None, *, trust: Trust | None = None) -> None:
+        self.keys, self.trust, bound_keys = keys, trust, keys
 
         class _Bound(_WorkflowInbound):
             keys = bound_keys
@@ -131,7 +134,7 @@ class GateInterceptor(Interceptor):
         self._workflow_class = _Bound
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _ActivityInbound(next, self.keys)
+        return _ActivityInbound(next, self.keys, self.trust)
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
@@ -217,9 +220,12 @@ def _result_fields(call: list[str], result_digest: str) -> list[str]:
 
 
 class _ActivityInbound(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, keys: GateKeys | None) -> None:
+    def __init__(
+        self, next: ActivityInboundInterceptor, keys: GateKeys | None, trust: Trust | None
+    ) -> None:
         super().__init__(next)
         self.keys = keys
+        self.trust = trust
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
@@ -232,9 +238,11 @@ class _ActivityInbound(ActivityInboundInterceptor):
         streaming = stream_gate.KEYS.set(self.keys)  # its streamed text is tagged
         bound = stream_gate.BOUND_RUN.set(run)  # for the run's original run id
         try:
+            if info.activity_type.endswith(".call-tool"):  # an MCP tool: a revoked key?
+                revoked_keys.check_mcp_call(self.trust, input.args)
             result = await self.next.execute_activity(input)
         except Exception as err:  # not a cancel: that is BaseException's
-            raise _tagged_failure(self.keys, call, err) from err
+            raise gate_failures.tagged(self.keys, call, err) from err
         finally:
             stream_gate.BOUND_RUN.reset(bound)
             stream_gate.KEYS.reset(streaming)
@@ -275,32 +283,6 @@ class _ActivityInbound(ActivityInboundInterceptor):
         return call, bound[0]
 
 
-def _failure_fields(call: list[str], message: str, kind: str, final: bool) -> list[str]:
-    return ["failure", *call[1:], gate.digest([message, kind, final])]
-
-
-def _tagged_failure(keys: GateKeys, call: list[str], err: Exception) -> ApplicationError:
-    """`err` as the ApplicationError the SDK would send (same message, type, retry
-    behaviour and details), with the workers' tag over it as its last detail: a run
-    takes an activity's failure, which its model may read, only from our activities."""
-    if isinstance(err, ApplicationError):
-        message, kind, final = err.message, err.type or "", err.non_retryable
-        details, delay, category = list(err.details), err.next_retry_delay, err.category
-    else:
-        message, kind, final = str(err), type(err).__name__, False
-        details, delay, category = [], None, ApplicationErrorCategory.UNSPECIFIED
-    mac = gate.tag(keys, _failure_fields(call, message, kind, final))
-    return ApplicationError(
-        message,
-        *details,
-        {gate.FAILURE_TAG_FIELD: mac},
-        type=kind,
-        non_retryable=final,
-        next_retry_delay=delay,
-        category=category,
-    )
-
-
 def _refuse(activity_type: str, why: str) -> NoReturn:
     raise ApplicationError(
         f"{activity_type} refused: it runs only when a run of this deployment's workers "
@@ -317,6 +299,7 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
         super().init(_WorkflowOutbound(outbound, self.keys))
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        gate_continue.refuse_unless_ours(self.keys, input.args, input.headers)
         info = workflow.info()
         if info.workflow_type in CHECKED_CHILDREN and self.keys is not None:
             problem = _not_its_runs(self.keys, info, input)
@@ -462,6 +445,12 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
             input.headers = {**input.headers, gate.HEADER: _header(tag)}
         return await self.next.signal_external_workflow(input)
 
+    def continue_as_new(self, input: ContinueAsNewInput) -> NoReturn:
+        if self.keys is not None and workflow.info().workflow_type in gate_continue.CHECKED:
+            tag = gate_continue.header(self.keys, input.args)  # its state: ours only
+            input.headers = {**input.headers, gate.HEADER: tag}
+        self.next.continue_as_new(input)
+
     def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
         if not gated(input.activity):
             return self.next.start_activity(input)
@@ -537,7 +526,8 @@ class _WorkflowOutbound(WorkflowOutboundInterceptor):
             details = list(cause.details)
             given = details[-1] if details and isinstance(details[-1], dict) else {}
             tag = given.get(gate.FAILURE_TAG_FIELD) if len(given) == 1 else None
-            fields = _failure_fields(call, cause.message, cause.type or "", cause.non_retryable)
+            said = (cause.message, cause.type or "", cause.non_retryable)
+            fields = gate_failures.fields(call, *said)
             taken: ApplicationError
             if tag is not None and gate.check(keys, tag, fields) is None:
                 taken = ApplicationError(

@@ -279,7 +279,9 @@ class AgentsPlugin(SimplePlugin):
             activities=activities,
             workflows=_with_agent_workflow if activities else None,
             workflow_runner=self._runner if activities else None,
-            interceptors=[GateInterceptor(self.gate_keys)] if activities else None,
+            interceptors=[GateInterceptor(self.gate_keys, trust=self.trust)]
+            if activities
+            else None,
         )
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:

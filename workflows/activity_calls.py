@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         argument_view,
         at_most_once,
         contract,
+        decisions,
         details,
         guardrails,
         loop,
@@ -98,16 +99,23 @@ async def describe_agent(agent: str) -> AgentSpec:
     return described.spec
 
 
-async def _describe(agent: str, *, settings_only: bool = False) -> DescribedAgent:
+async def _describe(
+    agent: str, *, settings_only: bool = False, approval_keys: list[str] | None = None
+) -> DescribedAgent:
+    asked = DescribeAgentInput(
+        agent=agent, settings_only=settings_only, approval_keys=approval_keys or []
+    )
     described: DescribedAgent = await workflow.execute_activity(
         contract.ACTIVITY_DESCRIBE_AGENT,
-        DescribeAgentInput(agent=agent, settings_only=settings_only),
+        asked,
         result_type=DescribedAgent,
         start_to_close_timeout=DESCRIBE_AGENT_TIMEOUT,
         retry_policy=DESCRIBE_AGENT_RETRY,
         summary=f"describe agent {agent}",
     )
     executions().record(agent, described.settings)
+    if described.gate_key is not None:
+        executions().gate_key = described.gate_key
     return described
 
 
@@ -130,6 +138,25 @@ async def settings_of(agent: str) -> ExecutionSettings | str:
         _reraise_cancel(err)
         return f"cannot describe agent '{agent}' (how its calls run): {root_message(err)}"
     return known.get(agent) or f"agent '{agent}' could not be described"
+
+
+async def approvals_trusted(state: RunState, call: ToolCall) -> ToolOutcome | None:
+    """Before a call no activity of its own checks (an agent called as a tool, a handoff)
+    starts: None when the worker trusts every key that signed its approvals now
+    (`describe_agent` checks them: `activities.revoked_keys`), else the call asked again
+    (`workflows.revoked_approvals`). No activity when none was signed."""
+    signers = decisions.signed_approval_keys(state, call.call_id)
+    if not signers:
+        return None
+    try:
+        await _describe(state.agent.name, settings_only=True, approval_keys=signers)
+    except ActivityError as err:
+        _reraise_cancel(err)
+        if failure_type(err) == contract.ERROR_APPROVAL_KEY_REVOKED:
+            return revoked_approvals.reopen(state, call, root_message(err), now=workflow.now())
+        why = f"Error: the approval of '{call.tool}' could not be checked: {root_message(err)}"
+        return ToolOutcome(call_id=call.call_id, content=why, is_error=True)
+    return None
 
 
 def tool_settings(agent: str, spec: ToolSpec) -> ToolSettings | None:
@@ -283,11 +310,17 @@ async def _run_mcp_tool(
             is_error=True,
         )
     key = loop.tool_request(state, call).idempotency_key
-    meta = cast("RequestParamsMeta", {contract.MCP_IDEMPOTENCY_KEY: key})
+    given: dict[str, Any] = {contract.MCP_IDEMPOTENCY_KEY: key}
+    signers = decisions.signed_approval_keys(state, call.call_id)
+    if signers:  # checked, then taken out, by the worker's gate (`revoked_keys`)
+        given[contract.MCP_APPROVAL_KEYS] = signers
+    meta = cast("RequestParamsMeta", given)
     try:
         result = await client.call_tool(spec.mcp_tool or call.tool, arguments, meta=meta)
     except ActivityError as err:
         _reraise_cancel(err)
+        if failure_type(err) == contract.ERROR_APPROVAL_KEY_REVOKED:  # it never started
+            return revoked_approvals.reopen(state, call, root_message(err), now=workflow.now())
         return ToolOutcome(
             call_id=call.call_id,
             content=f"Error: tool '{call.tool}' failed: {root_message(err)}",

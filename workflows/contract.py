@@ -117,6 +117,11 @@ MCP_IDEMPOTENCY_KEY = "durable-agents/idempotency-key"
 """The `_meta` key of an MCP `tools/call` request that carries the call's idempotency
 key (the same on every attempt, after continue-as-new and in a resumed run), so a
 server can make a retried call take effect once."""
+MCP_APPROVAL_KEYS = "durable-agents/approval-keys"
+"""The `_meta` key of an MCP `tools/call` activity's request that carries the keys that
+signed the call's approvals (`KEY_ID PUBLIC_KEY`): the worker's gate checks them against
+the keys it trusts now and takes them out before the call reaches the server
+(`activities.revoked_keys`)."""
 ERROR_APPROVAL_TIMEOUT = "ApprovalTimeout"
 ERROR_TOOL_TIMEOUT = "ToolTimeout"
 """An attempt of a tool cut off at its start-to-close timeout (retryable)."""

@@ -142,6 +142,9 @@ class Executions:
         self._known: dict[str, ExecutionSettings] = {}
         self.asking: dict[str, Any] = {}
         """Describes under way, by agent name (so calls running side by side ask once)."""
+        self.gate_key: str | None = None
+        """The gate key the latest settings-only `describe_agent` of this workflow run
+        named: the one its new ids are made with (`workflows.secret_ids`)."""
 
     def record(self, agent: str, settings: ExecutionSettings) -> None:
         """`agent`'s settings, as a worker described them now."""

@@ -142,9 +142,8 @@ def resume(
         state.first_agent = None  # a snapshot cannot say which agent a run started as
         state.sub_approvals = []  # the snapshot's children are not this run's
         state.tools_refresh = None  # a resumed run's tools are listed as it starts
-        if state.notices is not None:  # its events are its own: a waiting call is new here
-            state.notices = None
-            state.webhook_deliveries = []
+        state.notices = None  # its events are its own: a waiting call is new here
+        state.webhook_deliveries = []  # and its deliveries, with or without `notices`
         at_most_once.interrupt_started(state)  # started there: never started again here
         for call in _unresolved_calls(state, last_reply(state)):
             if call.idempotency_key is None:

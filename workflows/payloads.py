@@ -394,6 +394,12 @@ class DescribeAgentInput(_Payload):
     settings_only: bool = Field(False, exclude_if=lambda only: not only)
     """Only its execution settings (a run continued as new has its spec): what the
     history of every workflow run pays for, kept small."""
+    approval_keys: list[str] = Field(
+        default_factory=list, max_length=16, exclude_if=lambda keys: not keys
+    )
+    """`KEY_ID PUBLIC_KEY` of the keys that signed the approvals of a call about to start a
+    child run or a handoff: refused (`ApprovalKeyRevoked`) unless the worker trusts each
+    now (`activities.revoked_keys`)."""
 
 
 class DescribedAgent(_Payload):
@@ -403,6 +409,9 @@ class DescribedAgent(_Payload):
     spec: AgentSpec | None
     """None when only the settings were asked (`settings_only`)."""
     settings: ExecutionSettings
+    gate_key: str | None = Field(None, max_length=32, exclude_if=lambda k: k is None)
+    """(`settings_only`) the describing worker's tagging gate key: a run continued as new
+    makes its new ids with it (`workflows.secret_ids`), so a rotated key reaches it."""
 
 
 class InstructionsScope(_Payload):

@@ -187,7 +187,13 @@ class ToolBatch:
         sub_agent = agent_calls.target(state, call)
         control = background.control_of(state, call)
         cancelled = False
-        if to_agent is not None:
+        reopened = None
+        taken = to_agent is not None and chosen is not None and chosen.call_id == call.call_id
+        if taken or sub_agent is not None:  # no activity of their own checks its approvals
+            reopened = await activity_calls.approvals_trusted(state, call)
+        if reopened is not None:
+            outcome = reopened
+        elif to_agent is not None:
             outcome = await self._hand_off(state, call, chosen, to_agent)
         elif sub_agent is not None and background.is_background(state, call):
             start = self._tree.background.start(state, call, sub_agent, made)

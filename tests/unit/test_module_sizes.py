@@ -39,6 +39,8 @@ FOLDER_LINES = (
     + 9
     + 2
     + 121
+    + 48
+    + 13
 )
 """12,100 after the splits of issue 42 (`agent_workflow.py`, `state.py` and `loop.py` split into
 twelve modules, each with its own imports). Raised by what this wave's capabilities added:
@@ -78,7 +80,11 @@ folded into RunState by one pure function). Lowered by 30 for what issue 42's cl
 deleted (not moved): an idempotency-key rule kept for 1.0 states, two names never used,
 the inbox's pause and resume decoding written three times. Raised by 9 when a tool's
 error raised from a message-less one reaches the model with its own message
-(`activity_calls.root_message`)."""
+(`activity_calls.root_message`). Raised by 48 when a revoked approver key reaches MCP
+tools, agents called as tools and handoffs too (the release attack review: the keys in an
+MCP call's `_meta`, `activity_calls.approvals_trusted` before a child or a handoff), and
+by 13 when a run continued as new takes the workers' new gate key (`secret_ids.py`,
+`DescribedAgent.gate_key`)."""
 
 
 def lines(path: Path) -> int:
