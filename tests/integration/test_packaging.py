@@ -7,11 +7,13 @@ import asyncio
 import shutil
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED = ("durable_agents", "workflows", "activities", "client")
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 CHECK = """
 import sys
@@ -52,7 +54,7 @@ async def test_the_wheel_holds_one_namespace_and_works_on_its_own(tmp_path):
     [wheel] = tmp_path.glob("durable_agents-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
-    assert tops == {"durable_agents", "durable_agents-0.1.0.dist-info"}
+    assert tops == {"durable_agents", f"durable_agents-{VERSION}.dist-info"}
     for module in (
         "workflows/agent_workflow.py",
         "activities/model_api.py",
