@@ -1,9 +1,9 @@
 """The `workflow.patched` ids of AgentWorkflow: behaviour that differs from what the
 last release wrote, each checked where it applies through `patched` below.
 
-Until release 1.0 there are none: nothing started on a build before the first
-release is supported, so no patch is owed for changes before it (deploy/README.md,
-"Releases and patches", has the rule). After a release, a change that alters what a
+Release 1.0 has none: nothing started on a build before it is supported, so no patch
+was owed for changes before it (deploy/README.md, "Releases and patches", has the
+rule). From 1.0 on, a change that alters what a
 run of that release writes gets one patch per behaviour (changes between two releases
 share it), added to `ORDER`, with the release's recorded histories
 (`tests/histories/<release>/`) replaying in CI; a patch retires (first into

@@ -52,13 +52,13 @@ from pydantic_core import PydanticCustomError
 
 SCHEMA_VERSION = "2.0"
 """The RunState schema this code writes ("MAJOR.MINOR"; minor = additive, major =
-breaking). One version per release (DESIGN.md, RunState); nothing is released yet,
-so every snapshot of this build is 2.0 and nothing older is read (the 1.x versions
-of pre-release builds are refused, `workflows.snapshot`)."""
+breaking). One version per release (DESIGN.md, RunState): 2.0 is release 1.0's, and
+its snapshots load on every later build; the 1.x versions of pre-release builds are
+refused (`workflows.snapshot`)."""
 
-SCHEMA_RELEASED = False
-"""Whether a release has shipped `SCHEMA_VERSION`. Until it does, its committed schema
-and golden fixtures follow the model (`python -m schemas.generate`, `python -m
+SCHEMA_RELEASED = True
+"""Whether a release has shipped `SCHEMA_VERSION` (2.0: release 1.0). Until one does, its
+committed schema and golden fixtures follow the model (`python -m schemas.generate`, `python -m
 tests.support.snapshot_golden` rewrite them); from then on they are frozen, and a
 change to RunState needs a new version and a migration (`workflows.migrations`)."""
 

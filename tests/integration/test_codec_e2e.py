@@ -44,7 +44,7 @@ from durable_agents.gate import GateKeys
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from durable_agents.worker import build_worker, temporal_binary
-from tests.support.histories import HISTORIES, recorded_id, replayed_workflows
+from tests.support.histories import recorded, recorded_id, replayed_workflows
 from tests.support.runs import tool_results
 from tests.support.secret_agents import (
     ANSWER_MARKER,
@@ -313,10 +313,10 @@ async def test_histories_recorded_before_encryption_still_replay_with_it_on():
         workflows=replayed_workflows(),
         data_converter=codec_data_converter(KEYS),
     )
-    for path in sorted(HISTORIES.glob("*.json")):
+    for path in recorded():
         history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, path.name
+        assert result.replay_failure is None, f"{path.parent.name}/{path.name}"
 
 
 async def test_temporal_cli_reads_and_approves_through_the_codec_server(

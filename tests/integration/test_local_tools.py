@@ -88,7 +88,7 @@ async def test_a_call_needing_approval_beside_it_runs_as_an_activity_of_its_own(
     assert len(local_markers(events)) == 1  # the lookup
     results = tool_results(await state_of(handle))
     assert (results["l1"].content, results["e1"].content) == ("in transit", "sent to ann")
-    assert patch_markers(events) == []  # no patch is owed before release 1.0
+    assert patch_markers(events) == []  # 1.0 has no patch (patches.ORDER)
 
 
 ATTEMPTS = 12

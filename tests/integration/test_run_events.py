@@ -114,7 +114,7 @@ async def test_seq_stays_monotonic_across_continue_as_new(worker, model_server):
     assert seen[-1]["status"] == "completed" and seen[-1]["turn"] == 4
     # Read once after the end (the last workflow run's log carries the earlier ones).
     assert await collect(agents.events(handle.id, follow=False)) == seen
-    # No workflow run of the chain writes a patch marker: none is owed before 1.0.
+    # No workflow run of the chain writes a patch marker: 1.0 has no patch (patches.ORDER).
     for run_id in (handle.first_execution_run_id, None):
         run = worker.client.get_workflow_handle(handle.id, run_id=run_id)
         events = json.loads((await run.fetch_history()).to_json())["events"]

@@ -1,16 +1,38 @@
-"""Where the recorded histories live and the workflow id each was recorded under."""
+"""Where the recorded histories live and the workflow id each was recorded under.
+
+Each release keeps the scenario histories recorded from it in a folder of its own
+(`tests/histories/1.0/`), recorded once and never edited; CI replays every folder, so
+a change that alters what a run of a supported release writes, made without a
+`workflow.patched` (`workflows/patches.py`), fails `make test`."""
 
 from __future__ import annotations
 
 import base64
 import json
+import tomllib
 from pathlib import Path
 
 from durable_agents.workflows import agent_calls
 
 from durable_agents import gate
 
-HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+RELEASES = Path(__file__).resolve().parents[1] / "histories"
+"""One folder per release, named MAJOR.MINOR."""
+RELEASE = "1.0"
+"""The latest release: the folder `record_histories` writes (the histories it lacks)."""
+HISTORIES = RELEASES / RELEASE
+
+
+def built_release() -> str:
+    """The release this checkout builds: pyproject's version, MAJOR.MINOR."""
+    project = tomllib.loads((RELEASES.parents[1] / "pyproject.toml").read_text())["project"]
+    return ".".join(project["version"].split(".")[:2])
+
+
+def recorded() -> list[Path]:
+    """Every release's recorded histories, oldest release first."""
+    folders = sorted(RELEASES.iterdir(), key=lambda p: tuple(map(int, p.name.split("."))))
+    return [path for folder in folders for path in sorted(folder.glob("*.json"))]
 
 
 def recorded_id(path: Path) -> str:

@@ -1,10 +1,11 @@
-"""Record the workflow histories that CI replays: `python -m tests.support.record_histories`.
+"""Record a release's workflow histories: `python -m tests.support.record_histories`.
 
 One history per capability that changes what a run writes (`KEPT`), recorded from
-the current build. Until release 1.0 they are re-recorded (delete the files, run
-this) when the workflow deliberately changes what a run writes; from 1.0 on, a
-release's set is recorded once into its own folder and never edited (a change that
-alters what its runs write needs a `workflow.patched`: workflows/patches.py).
+the build being released into that release's folder (`tests/histories/<release>/`,
+`histories.RELEASE`) once, and never edited: CI replays every release's folder, so a
+later change that alters what a run of that release writes needs a
+`workflow.patched` (workflows/patches.py). Only histories the folder lacks are
+recorded; an existing file is never overwritten.
 """
 
 from __future__ import annotations
@@ -771,6 +772,7 @@ session steered while it works (`interrupted`) and a signed start with signed de
 
 
 async def main() -> None:
+    HISTORIES.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("AGENT_WEBHOOK_ALLOW", "127.0.0.1")  # the scenarios' receiver
     os.environ.setdefault(gate.ENV, gate.DEVELOPMENT_KEY_ID)
     env = await local_server(

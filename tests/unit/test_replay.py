@@ -1,4 +1,5 @@
-"""Recorded histories must replay on the current workflow code (determinism)."""
+"""Every release's recorded histories must replay on the current workflow code: runs
+started on a release finish on every later build (determinism, the release rule)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from durable_agents.workflows.patches import ORDER
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -17,21 +19,34 @@ from durable_agents.gate import GateKeys
 from durable_agents.gate_interceptor import GateInterceptor
 from tests.support.histories import HISTORIES as RECORDED
 from tests.support.histories import (
+    RELEASE,
+    RELEASES,
     RESULT_IN_NEXT_TASK,
     after_local_tool,
+    built_release,
     patch_markers,
+    recorded,
     recorded_id,
     replayed_workflows,
 )
 
-HISTORIES = sorted(RECORDED.glob("*.json"))
+HISTORIES = recorded()
 
 
-def test_histories_are_recorded():
-    assert len(HISTORIES) >= 12, "tests/histories lost its recorded histories"
+def _named(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+def test_every_release_has_its_scenario_histories():
+    """The release this build is (pyproject's MAJOR.MINOR) has its folder, and no
+    release folder lost its histories."""
+    assert built_release() == RELEASE
+    for folder in RELEASES.iterdir():
+        assert len(list(folder.glob("*.json"))) >= 12, f"{folder} lost its recorded histories"
+    assert any(path.parent.name == RELEASE for path in HISTORIES)
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=_named)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
     """As a worker with the recording's keys (the development key) replays it: the ids
     of the children and deliveries a run started have a part only the keys make again,
@@ -54,11 +69,15 @@ def test_the_query_race_history_holds_the_race():
     assert after_local_tool(events) == RESULT_IN_NEXT_TASK
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
-def test_no_recorded_run_writes_a_patch_marker(path: Path):
-    """No patch is owed before release 1.0 (workflows/patches.py): a marker in a
-    history of the current build means a `workflow.patched` crept back in."""
-    assert patch_markers(json.loads(path.read_text())["events"]) == []
+@pytest.mark.parametrize("path", HISTORIES, ids=_named)
+def test_a_recorded_run_writes_only_the_patch_markers_of_its_release(path: Path):
+    """A release's runs write a marker only for a patch that release had; 1.0 had none
+    (`workflows/patches.py`): a marker in its histories means a `workflow.patched`
+    crept into the recording."""
+    markers = [patch for patch, _ in patch_markers(json.loads(path.read_text())["events"])]
+    if path.parent.name == "1.0":
+        assert markers == []
+    assert set(markers) <= set(ORDER)
 
 
 def _replayed(events: list, keys) -> object:

@@ -39,8 +39,10 @@ from tests.support.snapshot_golden import (
 # --- the version ----------------------------------------------------------------------
 
 
-def test_there_is_one_schema_version_and_no_migration_until_a_release():
-    assert SCHEMA_VERSION == "2.0" and MIGRATIONS == {} and not state.SCHEMA_RELEASED
+def test_release_1_0_shipped_one_schema_version_and_no_migration():
+    """2.0 is release 1.0's version: frozen from now on (its schema and golden fixtures),
+    and nothing before it is read."""
+    assert SCHEMA_VERSION == "2.0" and MIGRATIONS == {} and state.SCHEMA_RELEASED
     assert generate.released_versions() == [SCHEMA_VERSION]
     assert sorted(p.name for p in generate.SCHEMA_DIR.glob("runstate-*.schema.json")) == [
         f"runstate-{SCHEMA_VERSION}.schema.json"
@@ -204,7 +206,8 @@ def test_generate_check_fails_on_a_schema_of_no_version(monkeypatch, tmp_path):
     ]
 
 
-def test_generate_rewrites_the_schema_of_a_version_not_released_yet(tmp_path):
+def test_generate_rewrites_the_schema_of_a_version_not_released_yet(monkeypatch, tmp_path):
+    monkeypatch.setattr(state, "SCHEMA_RELEASED", False)
     path = tmp_path / "runstate.schema.json"
     schema = json_schema()
     schema["properties"]["turn"]["minimum"] = 1
