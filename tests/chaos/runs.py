@@ -10,6 +10,8 @@ from durable_agents.workflows.state import RunStatus
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
+from tests.support.runs import workflow_task_failures
+
 
 async def start(
     client: Client, task_queue: str, text: str, prefix: str = "chaos", agent: str = "chaos"
@@ -44,9 +46,9 @@ async def approve_pending(handle: WorkflowHandle) -> int:
 
 
 async def task_failures(handle: WorkflowHandle) -> int:
-    """Workflow task failures in the run's history (a kill only times tasks out)."""
-    events = [e async for e in handle.fetch_history_events()]
-    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+    """Workflow task failures in the run's history (a kill only times tasks out), as
+    `tests.support.runs.workflow_task_failures` counts them."""
+    return await workflow_task_failures(handle)
 
 
 async def retry_causes(handle: WorkflowHandle, activity_type: str | None = None) -> list[str]:

@@ -14,7 +14,7 @@ from durable_agents.workflows import agent_calls, contract
 from durable_agents.workflows.payloads import AgentInput, AgentResult, StatusView
 from durable_agents.workflows.run_items import ToolResult
 from durable_agents.workflows.state import RunState, RunStatus
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowHandle
 
 from durable_agents import gate
@@ -141,9 +141,20 @@ async def refused_start(worker, folder, start_input: dict, *, run_id: str | None
 
 
 async def workflow_task_failures(handle: WorkflowHandle) -> int:
-    """How many workflow tasks of the run failed (a run that fails them is wedged)."""
+    """How many workflow tasks of the run failed (a run that fails them is wedged). Not
+    counted: a completion the server turned down because a signal arrived while the run
+    was completing it (`UNHANDLED_COMMAND`): Temporal's own way to hand the run that
+    signal in a new task, seen when a child's last signal meets its caller's end."""
     events = [e async for e in handle.fetch_history_events()]
-    return sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+    failed = [
+        e.workflow_task_failed_event_attributes
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+    return sum(
+        f.cause != WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND
+        for f in failed
+    )
 
 
 def held(model_server: ScriptedModelServer, first: Reply, *then: Reply) -> threading.Event:
