@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser browser-background test typecheck docs screenshots chaos soak demo demo-mcp demo-team lint clean
+.PHONY: install browser browser-background test suite typecheck docs screenshots chaos soak demo demo-mcp demo-team lint clean
 
 install: $(VENV)/.installed
 
@@ -52,25 +52,29 @@ browser-background:
 # fast slice (kill -9 failover, cancel, model and tool faults, bad input, a versioned
 # deploy with one build) runs here.
 # Four pytest processes (pytest-xdist), each with its own dev server. Measured on the
-# 2-core reference machine from a fresh clone (2026-12-07 08:24 UTC, quiet, Chromium
-# already installed): pytest 257 s for 2,246 tests, the whole target 280 s with the venv's
-# install (three processes: 291 s and 314 s the same hour; 450 s in all with pip and
-# xdist's default scheduling). The suite waits more than it computes (about 1.5 of 2 cores
+# 2-core reference machine from a fresh clone (2026-12-07 10:49 UTC, quiet, Chromium
+# already installed): pytest 279 s for 2,329 tests, the whole target 296 s with the venv's
+# install (mypy and the docs build beside the tests; run before them, as until then: 304 s;
+# five processes: 309 s). The suite waits more than it computes (about 1.5 of 2 cores
 # busy), so a fourth process helps. --dist worksteal: an idle
 # process takes tests queued for a busy one (with xdist's default, one process was seen
-# running the last 130 s alone while two stood idle). Loaded (2026-12-07 09:02 UTC, beside two
-# CPU burners and other sessions' suites, load average up to 22): 2,250 passed, pytest 659 s.
+# running the last 130 s alone while two stood idle). Beside a second whole suite (load
+# average up to 18, 10:11 UTC): 2,325 passed, pytest 577 s, 620 s in all.
 # bench.peers' framework peers are not installed here (about 2 minutes): their runners'
 # test (tests/integration/test_bench_peer_runners.py) runs where `make peer-venvs` did.
-# The set-up steps run side by side (apt's Chromium in the background, while uv fills the
-# venv, mypy checks beside the docs build and the tests run).
+# The set-up steps run side by side (apt's Chromium in the background while uv fills the
+# venv; mypy and the docs build beside the tests).
 # PYTHONDONTWRITEBYTECODE is cleared: the worker and agentctl processes the tests start
 # then import our package from bytecode written once, not compiled anew each time.
 test:
 	@$(MAKE) --no-print-directory browser-background
-	@$(MAKE) --no-print-directory -j3 install typecheck docs
+	@$(MAKE) --no-print-directory $(VENV)/.docs-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@$(MAKE) --no-print-directory -j3 typecheck docs suite
+
+# The tests alone (`make test` runs them beside mypy and the docs build: any failing fails it).
+suite: install
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 4 --dist worksteal -m "not chaos_slow and not soak" --durations=15
 
 # mypy, strict on workflows/ (pyproject.toml [tool.mypy]), on the package as a wheel
