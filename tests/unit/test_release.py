@@ -4,13 +4,10 @@ the folder of recorded histories CI replays, and the image tags the deploy files
 from __future__ import annotations
 
 import re
-import tomllib
-from pathlib import Path
 
 from tests.support.histories import HISTORIES, RELEASE, built_release
+from tests.support.packaging import ROOT, VERSION
 
-ROOT = Path(__file__).resolve().parents[2]
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 DEPLOYED = (
     "deploy/k8s/worker-deployment.yaml",
     "deploy/k8s/codec-server.yaml",
