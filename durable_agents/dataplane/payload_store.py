@@ -316,13 +316,20 @@ def _s3_driver(bucket: str) -> StorageDriver:
 
 
 class LazyS3Driver(StorageDriver):
-    """The SDK's S3 driver, opening its aioboto3 client on first use."""
+    """The SDK's S3 driver, opening its aioboto3 client on first use in each event loop.
+
+    The client (an aiohttp session) belongs to the loop that opened it: it is held by an
+    async generator, which `asyncio.run` closes when its loop ends
+    (`loop.shutdown_asyncgens`), so a worker, `agentctl` or a program of the user's
+    exits without "Unclosed client session" and a later loop opens a client of its own.
+    """
 
     def __init__(self, session: Any, bucket: str, driver_class: Any, make_client: Any) -> None:
         self._session, self._bucket = session, bucket
         self._driver_class, self._make_client = driver_class, make_client
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._driver: StorageDriver | None = None
-        self._client_cm: Any = None
+        self._holder: Any = None  # the async generator holding the client open
         self._opening = asyncio.Lock()  # two first calls at once open one client
 
     @property
@@ -335,11 +342,18 @@ class LazyS3Driver(StorageDriver):
     def type(self) -> str:
         return "aws.s3driver"
 
+    async def _held_client(self) -> Any:
+        async with self._session.client("s3") as s3:
+            yield s3
+
     async def _inner(self) -> StorageDriver:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # the first call in this loop: the last loop's is gone
+            self._loop, self._driver, self._opening = loop, None, asyncio.Lock()
         async with self._opening:
             if self._driver is None:
-                self._client_cm = self._session.client("s3")
-                s3 = await self._client_cm.__aenter__()
+                self._holder = self._held_client()
+                s3 = await anext(self._holder)
                 self._driver = self._driver_class(client=self._make_client(s3), bucket=self._bucket)
         return self._driver
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import aioboto3
@@ -199,3 +201,36 @@ async def test_gc_and_erase_of_an_s3_store(env, model_server, s3, monkeypatch):
         assert erased.code == 0, erased.stderr
         assert erased.json()["removed_blobs"] == len(theirs)
         assert of(forgotten.id) == set() and of(kept.id) == others
+
+
+ROUND_TRIPS = """
+import asyncio
+from temporalio.api.common.v1 import Payload
+from durable_agents.dataplane.payload_store import external_storage
+
+storage = external_storage({"AGENT_PAYLOAD_STORE": "s3://loops", "AGENT_PAYLOAD_THRESHOLD": "1024"})
+big = Payload(metadata={"encoding": b"binary/plain"}, data=b"x" * 5000)
+
+async def round_trip() -> None:
+    stored = await storage._store_payload(big)
+    assert stored.ByteSize() < 1000, stored
+    assert await storage._retrieve_payload(stored) == big
+
+asyncio.run(round_trip())
+asyncio.run(round_trip())  # a second loop in the same process: a client of its own
+print("round trips: 2")
+"""
+
+
+def test_a_program_using_the_s3_store_exits_with_its_client_closed(s3):
+    """A worker, `agentctl` or a user's program that read or wrote the S3 store ends
+    its event loop with the store's client closed (no "Unclosed client session" at
+    exit), and a later event loop in the same process opens a client of its own."""
+    s3.create_bucket(Bucket="loops")
+    done = subprocess.run(
+        [sys.executable, "-c", ROUND_TRIPS], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "round trips: 2"
+    assert "Unclosed" not in done.stderr, done.stderr
+    assert len(s3.list_objects_v2(Bucket="loops").get("Contents", [])) >= 1
