@@ -28,13 +28,33 @@ from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker
-from tests.support import agents, priced_agents
+from tests.support import agents, priced_agents, recording
 from tests.support.approver_keys import WORKER_TRUST
 from tests.support.dev_servers import local_server
 
 # The workers' gate key of this test process (`durable_agents.gate`): workers started
-# in-process and as subprocesses share it through the environment.
+# in-process and as subprocesses share it through the environment. Recording scenario
+# histories, the development key: the replay makes the ids and checks the tags with it.
+if recording.folder() is not None:
+    os.environ[gate.ENV] = gate.DEVELOPMENT_KEY_ID
 os.environ.setdefault(gate.ENV, gate.new_key_entry("test"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The scenario markers are sound (`recording.check_marked`)."""
+    recording.check_marked(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Keeps the test's own outcome on it: the `history` fixture records a passed test only."""
+    report = yield
+    if report.when == "call":
+        item.stash[PASSED] = report.passed
+    return report
+
+
+PASSED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -60,6 +80,27 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     )
     yield environment
     await environment.shutdown()
+
+
+@pytest.fixture
+async def scenario(
+    request: pytest.FixtureRequest, env: WorkflowEnvironment
+) -> AsyncIterator[recording.HistoryRecorder]:
+    """Where a scenario test (`@pytest.mark.history("NAME")`) names its runs
+    (`scenario.run(handle)`); in record mode (RECORD_HISTORIES=FOLDER) they are written
+    into FOLDER once the test has passed (`tests/support/recording.py`)."""
+    marker = request.node.get_closest_marker(recording.MARKER)
+    name = recording.scenario_name(marker.args) if marker else None
+    target = recording.folder()
+    if name and target is not None and (kept := recording.recorded_already(target, name)):
+        pytest.skip(f"scenario {name!r} is recorded already: {[p.name for p in kept]}")
+    recorder = recording.HistoryRecorder(name=name, client=env.client)
+    yield recorder
+    if name and request.node.stash.get(PASSED, False):
+        if not recorder.runs:
+            pytest.fail(f"scenario {name!r} named no run: call scenario.run(handle)")
+        if target is not None:
+            await recorder.save(target)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from durable_agents.client.cost import actions
 from durable_agents.workflows.payloads import ToolOutcome, ToolRequest
 from durable_agents.workflows.state import RunStatus
@@ -71,11 +72,15 @@ async def test_an_at_most_once_call_is_one_attempt_and_costs_what_a_normal_one_d
     )
 
 
-async def test_an_at_most_once_call_past_its_timeout_is_interrupted_not_retried(env, model_server):
+@pytest.mark.history("at_most_once")
+async def test_an_at_most_once_call_past_its_timeout_is_interrupted_not_retried(
+    env, model_server, scenario
+):
     ADDED.clear()
     model_server.script(Reply(tool_calls=(Call("stall_once", {}, "s1"),)), Reply(content="ok"))
     async with serving(env.client, model_server, extra_agents=[once]) as worker:
         handle = await start(worker, "stall", agent="once")
+        scenario.run(handle)
         assert (await handle.result()).status is RunStatus.COMPLETED
         result = tool_results(await state_of(handle))["s1"]
         ctl = bound_to(worker)
