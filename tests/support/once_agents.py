@@ -1,6 +1,5 @@
-"""An agent whose tools run at most once (`@tool(at_most_once=True)`): for the
-integration tests and the recorded histories (`once_carried` continues as new every
-two model calls, carrying the calls' stamps)."""
+"""An agent whose tools run at most once (`@tool(at_most_once=True)`), for the
+integration tests (one of which is the `at_most_once` scenario history)."""
 
 from __future__ import annotations
 
@@ -42,4 +41,3 @@ def add_elsewhere(a: int, b: int) -> int:
 once = dataclasses.replace(
     agents.assistant, name="once", tools=[agents.add, add_once, stall_once, add_elsewhere]
 )
-once_carried = dataclasses.replace(once, name="once_carried", turns_per_workflow_run=2)
