@@ -54,6 +54,14 @@ async def test_a_scenarios_run_is_written_once_and_replays_under_its_own_id(
         await recorder.save(tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
+    # a folder of histories recorded before the hook (1.0's): never added to
+    old = tmp_path / "1.0"
+    old.mkdir()
+    (old / "approvals.json").write_text('{"events": []}')
+    with pytest.raises(FileExistsError, match="recorded before this hook"):
+        await recorder.save(old)
+    assert [p.name for p in old.iterdir()] == ["approvals.json"]
+
 
 async def test_what_a_scenario_names_is_checked_before_anything_is_written(env, tmp_path):
     """Hostile or mistaken names never reach the file system: a name or child part

@@ -119,6 +119,11 @@ class HistoryRecorder:
         existing = [p for p in files if p.exists()]
         if existing:
             raise FileExistsError(f"recorded histories are never overwritten: {existing}")
+        if any(target.glob("*.json")) and not (target / IDS).exists():
+            raise FileExistsError(
+                f"{target} holds histories recorded before this hook (as 1.0's): a release's "
+                "folder is never added to; record the next release's (pyproject's version)"
+            )
         target.mkdir(parents=True, exist_ok=True)
         with open(target / IDS, "a") as ids:
             fcntl.flock(ids, fcntl.LOCK_EX)  # record runs write side by side (pytest -n)
