@@ -1,5 +1,6 @@
-"""An agent whose tools run at most once (`@tool(at_most_once=True)`), for the
-integration tests (one of which is the `at_most_once` scenario history)."""
+"""An agent whose tools run at most once (`@tool(at_most_once=True)`): for the
+integration tests and the `at_most_once` scenario history (`once_carried` continues as
+new every two model calls, carrying the calls' stamps)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,5 @@ def add_elsewhere(a: int, b: int) -> int:
 once = dataclasses.replace(
     agents.assistant, name="once", tools=[agents.add, add_once, stall_once, add_elsewhere]
 )
+once_carried = dataclasses.replace(once, name="once_carried", turns_per_workflow_run=2)
+"""`once` continuing as new every two model calls, carrying the calls' stamps."""
