@@ -56,6 +56,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 PASSED = pytest.StashKey[bool]()
 
+SCENARIOS_RUN: set[str] = set()
+"""Record mode: the scenarios whose tests began (in this process or, under xdist, any)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Notes the scenarios that began (the `scenario` fixture says so in user_properties,
+    which xdist carries to the controller)."""
+    SCENARIOS_RUN.update(v for k, v in report.user_properties if k == recording.MARKER)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Record mode: a scenario that began but has no history in the folder (its test
+    failed or skipped itself) fails the run, by name: a release is not cut without it."""
+    target = recording.folder()
+    if target is None or hasattr(session.config, "workerinput"):  # xdist: the controller's
+        return
+    if missing := recording.unrecorded(target, SCENARIOS_RUN):
+        print(f"\nscenario histories not recorded into {target}: {', '.join(missing)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 @pytest.fixture(scope="session", autouse=True)
 def payload_store_of_the_session(tmp_path_factory) -> Iterator[None]:
@@ -92,6 +112,8 @@ async def scenario(
     marker = request.node.get_closest_marker(recording.MARKER)
     name = recording.scenario_name(marker.args) if marker else None
     target = recording.folder()
+    if name and target is not None:
+        request.node.user_properties.append((recording.MARKER, name))
     if name and target is not None and (kept := recording.recorded_already(target, name)):
         pytest.skip(f"scenario {name!r} is recorded already: {[p.name for p in kept]}")
     recorder = recording.HistoryRecorder(name=name, client=env.client)

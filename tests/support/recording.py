@@ -10,8 +10,9 @@ written into FOLDER: `NAME.json` (`NAME.runN.json` for run N of a chain that
 continued as new, `NAME__c1.json` for a child), with the workflow id each replays
 under in FOLDER's `ids.jsonl` (a decision is bound to its run's id, so a history
 replays only under its own). Nothing is ever overwritten: a scenario with a file
-in FOLDER already is skipped, not run. Outside record mode the fixture only
-checks that the test named a run."""
+in FOLDER already is skipped, not run; one whose test began but left no file
+(failed, or skipped itself) fails the record run by name. Outside record mode the
+fixture only checks that the test named a run."""
 
 from __future__ import annotations
 
@@ -144,6 +145,11 @@ async def runs_of(client: Client, workflow_id: str) -> list[WorkflowHistory]:
             return histories
         before = client.get_workflow_handle(workflow_id, run_id=started.continued_execution_run_id)
         histories.insert(0, await before.fetch_history())
+
+
+def unrecorded(target: Path, names: set[str]) -> list[str]:
+    """The scenarios of `names` that `target` holds no history of, sorted."""
+    return sorted(name for name in names if not recorded_already(target, name))
 
 
 def stored_ids(release: Path) -> dict[str, str] | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.support.histories import recorded_id
-from tests.support.recording import IDS, check_marked, scenario_name
+from tests.support.recording import IDS, check_marked, scenario_name, unrecorded
 
 
 @dataclass
@@ -60,3 +60,13 @@ def test_a_history_without_a_stored_id_is_refused_by_name(tmp_path):
     assert recorded_id(tmp_path / "a.json") == "run-a"
     with pytest.raises(LookupError, match=f"b.json has no workflow id in .*{IDS}"):
         recorded_id(tmp_path / "b.json")
+
+
+def test_a_scenario_without_its_file_is_named_as_unrecorded(tmp_path):
+    """What fails a record run whose scenario test skipped or failed: its name, whatever
+    else the folder holds (another scenario's child, a longer name sharing its start)."""
+    for name in ("approvals.json", "tree__c1.json", "handoff_hooks.json", "ids.jsonl"):
+        (tmp_path / name).write_text("{}")
+    names = {"approvals", "tree", "handoff", "handoff_hooks", "webhooks"}
+    assert unrecorded(tmp_path, names) == ["handoff", "webhooks"]
+    assert unrecorded(tmp_path / "absent", {"approvals"}) == ["approvals"]
