@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Keeps the test's own outcome on it: the `history` fixture records a passed test only."""
+    """Keeps the test's own outcome on it: the `scenario` fixture records a passed test only."""
     report = yield
     if report.when == "call":
         item.stash[PASSED] = report.passed
