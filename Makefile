@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser browser-background test suite typecheck docs screenshots chaos soak demo demo-mcp demo-team lint clean
+.PHONY: install browser browser-background test suite typecheck docs screenshots chaos soak demo demo-mcp demo-team lint clean record-histories
 
 install: $(VENV)/.installed
 
@@ -110,6 +110,16 @@ screenshots: install browser
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -c deploy/constraints.txt -e '.[docs]'
 	touch $@
+
+# Cutting a release: the scenario tests (marked @pytest.mark.history) run in record mode
+# and write their runs' histories into the folder of the release this checkout builds
+# (pyproject's MAJOR.MINOR), each with the workflow id it replays under (ids.jsonl);
+# a scenario the folder holds already is skipped, never overwritten (tests/support/recording.py).
+# Another folder: make record-histories HISTORIES_INTO=/tmp/hist-1.1
+BUILT_RELEASE = $$($(BIN)/python -c 'from tests.support.histories import built_release as b; print(b())')
+record-histories: install
+	RECORD_HISTORIES=$(or $(HISTORIES_INTO),tests/histories/$(BUILT_RELEASE)) PYTHONDONTWRITEBYTECODE= \
+		$(BIN)/pytest -n 2 -q -p no:cacheprovider -m history tests/integration
 
 # Long runs (hundreds of turns: the 300-turn session of tests/integration/test_context_window.py;
 # the S3 store against the SDK's own driver at scale, tests/integration/test_payload_store_s3.py;

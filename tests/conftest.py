@@ -28,13 +28,53 @@ from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker
-from tests.support import agents, priced_agents
+from tests.support import agents, priced_agents, recording
 from tests.support.approver_keys import WORKER_TRUST
 from tests.support.dev_servers import local_server
 
 # The workers' gate key of this test process (`durable_agents.gate`): workers started
-# in-process and as subprocesses share it through the environment.
+# in-process and as subprocesses share it through the environment. Recording scenario
+# histories, the development key: the replay makes the ids and checks the tags with it.
+if recording.folder() is not None:
+    os.environ[gate.ENV] = gate.DEVELOPMENT_KEY_ID
 os.environ.setdefault(gate.ENV, gate.new_key_entry("test"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The scenario markers are sound (`recording.check_marked`)."""
+    recording.check_marked(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Keeps the test's own outcome on it: the `scenario` fixture records a passed test only."""
+    report = yield
+    if report.when == "call":
+        item.stash[PASSED] = report.passed
+    return report
+
+
+PASSED = pytest.StashKey[bool]()
+
+SCENARIOS_RUN: set[str] = set()
+"""Record mode: the scenarios whose tests began (in this process or, under xdist, any)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Notes the scenarios that began (the `scenario` fixture says so in user_properties,
+    which xdist carries to the controller)."""
+    SCENARIOS_RUN.update(v for k, v in report.user_properties if k == recording.MARKER)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Record mode: a scenario that began but has no history in the folder (its test
+    failed or skipped itself) fails the run, by name: a release is not cut without it."""
+    target = recording.folder()
+    if target is None or hasattr(session.config, "workerinput"):  # xdist: the controller's
+        return
+    if missing := recording.unrecorded(target, SCENARIOS_RUN):
+        print(f"\nscenario histories not recorded into {target}: {', '.join(missing)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -60,6 +100,29 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     )
     yield environment
     await environment.shutdown()
+
+
+@pytest.fixture
+async def scenario(
+    request: pytest.FixtureRequest, env: WorkflowEnvironment
+) -> AsyncIterator[recording.HistoryRecorder]:
+    """Where a scenario test (`@pytest.mark.history("NAME")`) names its runs
+    (`scenario.run(handle)`); in record mode (RECORD_HISTORIES=FOLDER) they are written
+    into FOLDER once the test has passed (`tests/support/recording.py`)."""
+    marker = request.node.get_closest_marker(recording.MARKER)
+    name = recording.scenario_name(marker.args) if marker else None
+    target = recording.folder()
+    if name and target is not None:
+        request.node.user_properties.append((recording.MARKER, name))
+    if name and target is not None and (kept := recording.recorded_already(target, name)):
+        pytest.skip(f"scenario {name!r} is recorded already: {[p.name for p in kept]}")
+    recorder = recording.HistoryRecorder(name=name, client=env.client)
+    yield recorder
+    if name and request.node.stash.get(PASSED, False):
+        if not recorder.runs:
+            pytest.fail(f"scenario {name!r} named no run: call scenario.run(handle)")
+        if target is not None:
+            await recorder.save(target)
 
 
 @pytest.fixture

@@ -88,8 +88,12 @@ async def test_answer_from_the_temporal_cli_reaches_the_model(asking, model_serv
     assert decision.result == GOOD and decision.reason == "checked"
 
 
-async def test_answer_by_the_update_from_the_temporal_cli_with_the_short_id(asking, model_server):
+@pytest.mark.history("answers")
+async def test_answer_by_the_update_from_the_temporal_cli_with_the_short_id(
+    asking, model_server, scenario
+):
     handle = await waiting(asking, model_server)
+    scenario.run(handle)
     [item] = await pending(handle)
     payload = {
         "call_id": item["short_id"],

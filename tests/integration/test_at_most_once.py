@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from durable_agents.client.cost import actions
 from durable_agents.workflows.payloads import ToolOutcome, ToolRequest
 from durable_agents.workflows.state import RunStatus
@@ -20,7 +21,7 @@ from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.cli_support import bound_to
-from tests.support.once_agents import ADDED, ONCE_QUEUE, once
+from tests.support.once_agents import ADDED, ONCE_QUEUE, once, once_carried
 from tests.support.runs import start, state_of, tool_results, workflow_task_failures
 
 
@@ -71,29 +72,41 @@ async def test_an_at_most_once_call_is_one_attempt_and_costs_what_a_normal_one_d
     )
 
 
-async def test_an_at_most_once_call_past_its_timeout_is_interrupted_not_retried(env, model_server):
+@pytest.mark.history("at_most_once")
+async def test_an_at_most_once_call_past_its_timeout_is_interrupted_not_retried(
+    env, model_server, scenario
+):
+    """After a call that ran once, in a run that continues as new between them (the
+    stamps carried over)."""
     ADDED.clear()
-    model_server.script(Reply(tool_calls=(Call("stall_once", {}, "s1"),)), Reply(content="ok"))
-    async with serving(env.client, model_server, extra_agents=[once]) as worker:
-        handle = await start(worker, "stall", agent="once")
+    model_server.script(
+        Reply(tool_calls=(Call("add_once", {"a": 1, "b": 2}, "a1"),)),
+        Reply(tool_calls=(Call("stall_once", {}, "s1"),)),
+        Reply(content="ok"),
+    )
+    async with serving(env.client, model_server, extra_agents=[once_carried]) as worker:
+        handle = await start(worker, "stall", agent="once_carried")
+        scenario.run(handle)
         assert (await handle.result()).status is RunStatus.COMPLETED
-        result = tool_results(await state_of(handle))["s1"]
+        state = await state_of(handle)
+        assert len(state.workflow_runs) == 2
+        result = tool_results(state)["s1"]
         ctl = bound_to(worker)
         shown = await ctl("state", handle.id)
         followed = await ctl("watch", handle.id, "--follow", "--json")
     assert "tool interrupted [s1]: Interrupted: the call to tool 'stall_once'" in shown.stdout
     events = [json.loads(line) for line in followed.stdout.splitlines()]
-    [finished] = [e for e in events if e["type"] == "tool_finished"]
+    [finished] = [e for e in events if e["type"] == "tool_finished" and e["call_id"] == "s1"]
     assert (finished["call_id"], finished["interrupted"], finished["is_error"]) == (
         "s1",
         True,
         True,
     )
-    assert ADDED == [f"{handle.id}:s1"]  # one start, none after the timeout
+    assert ADDED == [f"{handle.id}:a1", f"{handle.id}:s1"]  # one start each, none after the timeout
     assert result.interrupted and result.is_error
     assert "outcome was lost (it ran past its timeout" in result.content  # (, or its worker died)
     sent = [m["content"] for m in model_server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert sent == [result.content]
+    assert sent == ["3", result.content]  # both reach the model, across the switch
     assert await workflow_task_failures(handle) == 0
 
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import uuid
 
+import pytest
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import AgentClientError
 from durable_agents.workflows.run_items import ToolResult, UserMessage
@@ -210,7 +211,8 @@ async def test_a_single_run_waits_for_its_background_child_and_answers_with_its_
     assert child.parent_id == run_id and child.status is WorkflowExecutionStatus.COMPLETED
 
 
-async def test_the_caller_continuing_as_new_keeps_its_running_child(team, model_server):
+@pytest.mark.history("background_agents")
+async def test_the_caller_continuing_as_new_keeps_its_running_child(team, model_server, scenario):
     model_server.responder = by_model(
         {
             "relay-model": [
@@ -227,6 +229,8 @@ async def test_the_caller_continuing_as_new_keeps_its_running_child(team, model_
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("relay", "go")).id
     child = await child_run(team.client, run_id, "c1")
+    scenario.run(team.client.get_workflow_handle(run_id))
+    scenario.run(team.client.get_workflow_handle(child), child="c1")
 
     async def waits_after_switch() -> bool:
         state = await client.state(run_id)

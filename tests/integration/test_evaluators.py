@@ -344,7 +344,8 @@ def _evaluator_events(history) -> set[int]:
     return ids
 
 
-async def test_a_code_rule_and_an_evaluator_together(env, model_server):
+@pytest.mark.history("approval_rules")
+async def test_a_code_rule_and_an_evaluator_together(env, model_server, scenario):
     """The recorded history's scenario: the rule asks for Oakland, not Paris; the
     evaluator approves the Oakland call within its limits; nobody else is asked."""
     from tests.support.rule_agents import ruled
@@ -360,6 +361,7 @@ async def test_a_code_rule_and_an_evaluator_together(env, model_server):
     )
     async with serving(env.client, model_server, extra_agents=[ruled]) as worker:
         handle = await _start(worker, "ruled", 0)
+        scenario.run(handle)
         async with asyncio.timeout(60):
             assert (await handle.result()).status is RunStatus.COMPLETED
         state = await state_of(handle)

@@ -104,12 +104,16 @@ async def test_a_decision_replayed_into_a_later_run_under_the_same_id_is_refused
 # --- separation of duties ---------------------------------------------------------------------
 
 
-async def test_whoever_signed_the_start_may_not_approve_the_call(worker, model_server, ctl, keys):
+@pytest.mark.history("signed_start")
+async def test_whoever_signed_the_start_may_not_approve_the_call(
+    worker, model_server, ctl, keys, scenario
+):
     model_server.script(Reply(tool_calls=(Call("transfer", IBAN, "t1"),)), Reply(content="sent"))
     started = await ctl("start", "custodian", "wire 250", "--key", keys["alice"])
     assert started.code == 0, started.stderr
     run_id = started.stdout.strip()
     handle = worker.client.get_workflow_handle(run_id, result_type=AgentResult)
+    scenario.run(handle)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     state = await state_of(handle)
     assert (state.started_by.owner, state.started_by.key_id) == ("alice", "alice-test")

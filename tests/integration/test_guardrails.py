@@ -59,9 +59,11 @@ async def test_an_input_tripwire_stops_the_run_before_the_model_is_asked(worker,
     assert "**guardrail_tripped**" in details and "no_passwords tripped" in details
 
 
-async def test_an_output_tripwire_withholds_the_output(worker, model_server):
+@pytest.mark.history("guardrail_tripped")
+async def test_an_output_tripwire_withholds_the_output(worker, model_server, scenario):
     model_server.script(Reply(content=HUGE))
     handle = await start(worker, "refund order 7", agent="guarded")
+    scenario.run(handle)
     outcome = await finished(handle)
     assert (outcome.status, outcome.final_output) == (RunStatus.GUARDRAIL_TRIPPED, None)
     assert agents.CALLS[-1][:2] == (

@@ -34,8 +34,9 @@ def to_billing(call_id: str = "h1", reason: str = "a refund") -> Call:
     return Call("transfer_to_billing", {"reason": reason}, call_id)
 
 
+@pytest.mark.history("handoff")
 async def test_triage_hands_over_to_billing_whose_refund_is_approved_through_the_run_id(
-    desk, model_server
+    desk, model_server, scenario
 ):
     model_server.script(
         Reply(tool_calls=(to_billing(),)),
@@ -45,6 +46,7 @@ async def test_triage_hands_over_to_billing_whose_refund_is_approved_through_the
     client = AgentClient(desk.client, task_queue=desk.task_queue)
     run_id = (await client.start("triage", "I want my money back for A12")).id
     handle = desk.client.get_workflow_handle(run_id)
+    scenario.run(handle)
     view = await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     assert (view.agent, view.current_agent) == ("triage", "billing")
     [pending] = await client.pending(run_id)

@@ -9,6 +9,7 @@ import asyncio
 import json
 import uuid
 
+import pytest
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DecisionSignal, StatusView
 from durable_agents.workflows.state import RunStatus
@@ -48,14 +49,16 @@ def local_markers(events: list[dict]) -> list[dict]:
     ]
 
 
+@pytest.mark.history("local_tool")
 async def test_a_local_tool_runs_in_the_workflow_worker_and_the_ui_shows_what_ran(
-    worker, model_server
+    worker, model_server, scenario
 ):
     model_server.script(
         Reply(tool_calls=(Call("lookup", {"key": "A12"}, "l1"),)),
         Reply(content="A12 was delivered"),
     )
     handle = await start(worker, "where is A12?", agent="quick")
+    scenario.run(handle)
     result = await handle.result()
     assert (result.status, result.final_output) == (RunStatus.COMPLETED, "A12 was delivered")
     assert tool_results(await state_of(handle))["l1"].content == "delivered"
@@ -95,8 +98,9 @@ ATTEMPTS = 12
 """Tries at the race below (about one in two wins it on this machine)."""
 
 
+@pytest.mark.history("query_race")
 async def test_a_query_answered_while_a_local_tool_runs_leaves_a_history_that_replays(
-    env, model_server
+    env, model_server, scenario
 ):
     """A query that reaches the server while the workflow task that will run a local
     tool waits for a worker is answered in that task. When the tool ends while the
@@ -119,6 +123,7 @@ async def test_a_query_answered_while_a_local_tool_runs_leaves_a_history_that_re
         replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert replayed.replay_failure is None, replayed.replay_failure
         if after == RESULT_IN_NEXT_TASK:
+            scenario.run(history)  # the attempt that raced
             return
     raise AssertionError(f"the tool never ended while the query was answered: {shapes}")
 

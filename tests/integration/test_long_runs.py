@@ -116,9 +116,13 @@ async def test_idle_session_ends_after_its_timeout(limited_worker, model_server)
     assert (await state_of(handle)).end_reason == "idle for 0:00:01"
 
 
-async def test_approval_pending_across_continue_as_new_runs_once(limited_worker, model_server):
+@pytest.mark.history("continue_as_new")
+async def test_approval_pending_across_continue_as_new_runs_once(
+    limited_worker, model_server, scenario
+):
     model_server.responder = echo
     handle = await start_session(limited_worker, "concierge", "hi")
+    scenario.run(handle, client=limited_worker.client)  # a server of its own
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)
     await handle.signal(contract.SIGNAL_SEND_MESSAGE, MessageSignal(content="email:bob"))
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)

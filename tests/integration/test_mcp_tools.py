@@ -26,6 +26,7 @@ from durable_agents.workflows.payloads import DecisionSignal, MessageSignal
 from durable_agents.workflows.run_items import ToolResult
 from durable_agents.workflows.state import RunStatus
 from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import WorkflowHandle
 
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.testing import Call, Reply
@@ -87,7 +88,7 @@ SCRIPT = (
 )
 
 
-async def run_through(worker, model_server, effects: Path) -> None:
+async def run_through(worker, model_server, effects: Path) -> WorkflowHandle:
     model_server.script(*SCRIPT)
     handle = await start(worker, "clean up T1", agent="helpdesk")
     view = await wait_for_status(handle, RunStatus.AWAITING_APPROVAL, timeout=30)
@@ -119,14 +120,16 @@ async def run_through(worker, model_server, effects: Path) -> None:
     assert model_server.requests[1]["tools"][0]["function"]["name"] == "note"
     sent = {t["function"]["name"] for t in model_server.requests[0]["tools"]}
     assert sent == set(mcp_tools)
+    return handle
 
 
-async def test_mcp_tools_over_stdio_with_an_approval(env, model_server, tmp_path):
+@pytest.mark.history("mcp_tools")
+async def test_mcp_tools_over_stdio_with_an_approval(env, model_server, tmp_path, scenario):
     effects = tmp_path / "effects.txt"
     async with serving(
         env.client, model_server, extra_agents=[helpdesk], mcp_servers={"tickets": stdio(effects)}
     ) as worker:
-        await run_through(worker, model_server, effects)
+        scenario.run(await run_through(worker, model_server, effects))
 
 
 async def test_mcp_tools_over_streamable_http_with_an_approval(env, model_server, http_server):

@@ -86,8 +86,9 @@ async def test_a_clone_serves_as_an_agent_of_its_own_with_the_changes_only(desk,
     assert _tools(at_night) == _tools(by_day)
 
 
+@pytest.mark.history("dynamic_instructions")
 async def test_instructions_from_a_function_are_asked_before_each_model_call_and_recorded(
-    desk, model_server
+    desk, model_server, scenario
 ):
     INSTRUCTED.clear()
     model_server.script(
@@ -97,6 +98,7 @@ async def test_instructions_from_a_function_are_asked_before_each_model_call_and
     )
     client = AgentClient(desk.client, task_queue=desk.task_queue)
     run_id = (await client.start("greeter", "hello", context={"user": "Ann"})).id
+    scenario.run(desk.client.get_workflow_handle(run_id))
     result = await client.result(run_id)
     assert (result.status, result.final_output) == (RunStatus.COMPLETED, "Goodbye, Ann.")
     systems = [r["messages"][0] for r in model_server.requests]
@@ -136,8 +138,9 @@ async def test_instructions_that_fail_fail_the_run_with_the_reason_and_no_model_
     assert state.dynamic_instructions is None
 
 
+@pytest.mark.history("context_updates")
 async def test_a_tool_changes_the_run_s_context_and_a_change_too_large_is_refused(
-    desk, model_server
+    desk, model_server, scenario
 ):
     SAW.clear()
     model_server.script(
@@ -154,6 +157,7 @@ async def test_a_tool_changes_the_run_s_context_and_a_change_too_large_is_refuse
     )
     client = AgentClient(desk.client, task_queue=desk.task_queue)
     run_id = (await client.start("cabin", "move me", context={"passenger": "Ann"})).id
+    scenario.run(desk.client.get_workflow_handle(run_id))
     result = await client.result(run_id)
     assert result.final_output == "Seat 14C, noted."
 
@@ -196,8 +200,9 @@ async def test_a_tool_changes_the_run_s_context_and_a_change_too_large_is_refuse
     )
 
 
+@pytest.mark.history("handoff_hooks")
 async def test_handoff_hooks_run_on_the_worker_first_and_one_that_fails_keeps_the_agent(
-    desk, model_server
+    desk, model_server, scenario
 ):
     HOOKED.clear()
     model_server.script(
@@ -208,6 +213,7 @@ async def test_handoff_hooks_run_on_the_worker_first_and_one_that_fails_keeps_th
     )
     client = AgentClient(desk.client, task_queue=desk.task_queue)
     run_id = (await client.start("boarding", "upgrade me", context={"passenger": "Ann"})).id
+    scenario.run(desk.client.get_workflow_handle(run_id))
     result = await client.result(run_id)
     assert result.final_output == "Welcome aboard."
 
@@ -269,8 +275,9 @@ async def test_a_forged_snapshot_cannot_choose_the_instructions_a_resumed_run_is
     assert state.dynamic_instructions == "Greet Ann by name. Turn of agent greeter."
 
 
+@pytest.mark.history("input_filter")
 async def test_an_input_filter_in_code_chooses_what_the_new_agent_sees_and_cannot_write(
-    desk, model_server
+    desk, model_server, scenario
 ):
     FILTERED.clear()
     model_server.script(
@@ -283,6 +290,7 @@ async def test_an_input_filter_in_code_chooses_what_the_new_agent_sees_and_canno
     client = AgentClient(desk.client, task_queue=desk.task_queue)
     run_id = (await client.start("lounge", "hello", session=True)).id
     handle = desk.client.get_workflow_handle(run_id)
+    scenario.run(handle)
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)
     await client.message(run_id, "and then?")
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)

@@ -67,10 +67,12 @@ async def test_a_pause_lets_the_running_tool_finish_and_starts_nothing_new(worke
     assert (await state_of(handle)).paused is None
 
 
-async def test_a_decision_made_while_paused_takes_effect_on_resume(worker, model_server):
+@pytest.mark.history("pause_resume")
+async def test_a_decision_made_while_paused_takes_effect_on_resume(worker, model_server, scenario):
     model_server.script(Reply(tool_calls=(EMAIL,)), Reply("sent"))
     client = AgentClient(worker.client, task_queue=worker.task_queue)
     handle = await start(worker, "mail", agent="assistant")
+    scenario.run(handle)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     paused = await bound_to(worker)("pause", handle.id, "--reason", "audit", "--json")
     assert paused.code == 0 and paused.json()["paused"] is True

@@ -39,10 +39,14 @@ async def collect(iterator, *, timeout: float = 20) -> list[dict]:
         return [e async for e in iterator]
 
 
-async def test_a_follower_sees_a_run_with_a_tool_and_an_approval_in_order(worker, model_server):
+@pytest.mark.history("run_events")
+async def test_a_follower_sees_a_run_with_a_tool_and_an_approval_in_order(
+    worker, model_server, scenario
+):
     model_server.script(Reply(tool_calls=(REFUND,)), Reply("refunded"))
     agents = AgentClient(worker.client, task_queue=worker.task_queue)
     handle = await start(worker, "refund A12", agent="assistant")
+    scenario.run(handle)
     seen: list[dict] = []
 
     async def follow() -> None:

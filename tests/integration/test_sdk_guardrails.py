@@ -96,7 +96,8 @@ async def test_a_guardrail_agents_tokens_are_held_to_the_runs_budget(desks, mode
     assert (await client.state(run_id)).usage.total_tokens == 320
 
 
-async def test_a_refusing_guardrail_answers_and_the_session_goes_on(desks, model_server):
+@pytest.mark.history("sdk_guardrail_refused")
+async def test_a_refusing_guardrail_answers_and_the_session_goes_on(desks, model_server, scenario):
     running, client = desks
     model_server.script(
         Reply(content=HOMEWORK),
@@ -105,6 +106,7 @@ async def test_a_refusing_guardrail_answers_and_the_session_goes_on(desks, model
     )
     run_id = (await client.start("sdk_polite", "Solve 2x + 3 = 11", session=True)).id
     handle = running.client.get_workflow_handle(run_id)
+    scenario.run(handle)
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)
     state = await client.state(run_id)
     assert state.final_output == "Sorry, I can only help with your account."

@@ -275,9 +275,11 @@ async def test_a_malformed_decision_with_huge_fields_is_kept_clipped(worker, mod
     await approve_and_finish(worker, handle, "e1")
 
 
-async def test_a_run_cancelled_during_its_model_call_ends_cancelled(worker, model_server):
+@pytest.mark.history("cancel_during_model_call")
+async def test_a_run_cancelled_during_its_model_call_ends_cancelled(worker, model_server, scenario):
     release = held(model_server, Reply(content="late"))
     handle = await start(worker)
+    scenario.run(handle)
     await requested(model_server)  # the model call is in flight, answering only when told
     await handle.cancel()
     with pytest.raises(WorkflowFailureError) as ended:

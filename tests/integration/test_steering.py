@@ -84,12 +84,14 @@ async def requests_made(model_server, count: int, timeout: float = 30) -> None:
             await asyncio.sleep(0.02)
 
 
+@pytest.mark.history("interrupted")
 async def test_an_interrupting_message_stops_the_running_tool_and_is_answered(
-    steering, model_server
+    steering, model_server, scenario
 ):
     model_server.script(Reply(tool_calls=(HOLD,)), Reply("on it: the new thing"))
     agents = agents_of(steering)
     handle = await start(steering, "do the slow thing", agent="steerable", session=True)
+    scenario.run(handle)
     await steer_agents.started("k1")
     assert await agents.message(handle.id, "stop, do the new thing", while_busy="interrupt")
     await wait_for_status(handle, RunStatus.AWAITING_INPUT)

@@ -109,7 +109,8 @@ async def test_tool_arguments_stream_and_the_reply_is_the_same(env, model_server
     assert answered.content == "42"
 
 
-async def test_an_attempt_that_breaks_off_is_retried_and_says_so(env, model_server):
+@pytest.mark.history("streaming")
+async def test_an_attempt_that_breaks_off_is_retried_and_says_so(env, model_server, scenario):
     model_server.script(
         Reply(TEXT, chunk_chars=4, cut_after_chunks=4, chunk_delay_seconds=0.2),
         Reply(TEXT, chunk_chars=8),
@@ -117,6 +118,7 @@ async def test_an_attempt_that_breaks_off_is_retried_and_says_so(env, model_serv
     async with serving(env.client, model_server, extra_agents=[streamer]) as worker:
         agents = AgentClient(worker.client, task_queue=worker.task_queue)
         handle = await start(worker, "hi", agent="streamer")
+        scenario.run(handle)
         seen = await follow(agents, handle.id)
         result = await handle.result()
     assert result.status is RunStatus.COMPLETED and result.final_output == TEXT

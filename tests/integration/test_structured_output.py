@@ -46,8 +46,9 @@ async def model_calls(handle) -> int:
     return names.count(contract.ACTIVITY_CALL_MODEL)
 
 
+@pytest.mark.history("structured_output")
 async def test_an_invalid_reply_goes_back_once_and_the_valid_one_is_the_typed_output(
-    worker, model_server, agents
+    worker, model_server, agents, scenario
 ):
     model_server.script(
         Reply(tool_calls=(Call("add", {"a": 20, "b": 20}, "a1"),)),
@@ -55,6 +56,7 @@ async def test_an_invalid_reply_goes_back_once_and_the_valid_one_is_the_typed_ou
         Reply(content='{"approve": true, "amount": 40, "reason": "sum checked"}'),
     )
     handle = await start(worker, "refund 40?", agent="decider")
+    scenario.run(handle)
     assert (await finished(handle)).status is RunStatus.COMPLETED
     decision = await agents.result(handle.id, output_type=RefundDecision)
     assert decision == RefundDecision(approve=True, amount=40, reason="sum checked")

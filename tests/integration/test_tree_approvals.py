@@ -69,8 +69,9 @@ async def pending_below(client: AgentClient, run_id: str, count: int) -> list[Pe
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.history("tree_approvals")
 async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through_it(
-    team, model_server
+    team, model_server, scenario
 ):
     model_server.responder = by_model(
         {
@@ -93,6 +94,8 @@ async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through
     client = AgentClient(team.client, task_queue=team.task_queue)
     run_id = (await client.start("lead", "work it out and tell ann")).id
     mailer_run = await child_run(team.client, run_id, "c2")
+    scenario.run(team.client.get_workflow_handle(run_id))
+    scenario.run(team.client.get_workflow_handle(mailer_run), child="c2")
     [shown] = await pending_below(client, run_id, 1)
     [own] = await client.pending(mailer_run)
     assert shown.run_id == mailer_run and shown.path == ["lead", "mailer"]

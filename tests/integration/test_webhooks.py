@@ -83,14 +83,16 @@ async def seqs_of(worker, run_id: str) -> dict[str, int]:
         raise
 
 
+@pytest.mark.history("webhooks")
 async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_the_call(
-    env, model_server
+    env, model_server, scenario
 ):
     model_server.script(*EMAIL)
     with WebhookReceiver(SECRET) as receiver:
         hooks = {"approvals": endpoint(receiver.url)}
         async with serving(env.client, model_server, webhook_endpoints=hooks) as worker:
             handle = await start(worker, "mail ann")
+            scenario.run(handle)
             await until(lambda: len(receiver.accepted()) >= 1)
             [asked] = receiver.accepted()
             event = asked.event
@@ -130,6 +132,7 @@ async def test_an_approval_request_reaches_the_receiver_and_its_answer_decides_t
             history_of_child = json.loads(
                 (await worker.client.get_workflow_handle(child).fetch_history()).to_json()
             )
+            scenario.run(worker.client.get_workflow_handle(child), child="delivery")
     for written in (history, history_of_child):  # the payloads themselves, decoded
         payloads = b" ".join(p["data"] for p in payloads_of(written))
         assert SECRET.removeprefix("whsec_").encode() not in payloads

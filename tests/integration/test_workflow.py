@@ -92,22 +92,46 @@ async def test_rejected_call_returns_reason_to_model(worker, model_server):
     assert "rejected by ann: too rude" in sent_back["content"]
 
 
-async def test_always_approval_covers_the_later_calls_its_conditions_state(worker, model_server):
+@pytest.mark.history("approvals")
+async def test_always_approval_covers_the_later_calls_its_conditions_state(
+    worker, model_server, scenario
+):
+    """And only those: a call outside them waits and is rejected; beside them, a call
+    of a tool the agent does not have is answered as such."""
     model_server.script(
         Reply(tool_calls=(Call("send_email", {"to": "a", "body": "1"}, call_id="e1"),)),
-        Reply(tool_calls=(Call("send_email", {"to": "b", "body": "2"}, call_id="e2"),)),
-        Reply(content="both sent"),
+        Reply(
+            tool_calls=(
+                Call("send_email", {"to": "b", "body": "2"}, call_id="e2"),
+                Call("send_email", {"to": "c", "body": "3"}, call_id="e3"),
+                Call("teleport", {}, call_id="t1"),
+            )
+        ),
+        Reply(content="two sent"),
     )
     handle = await start(worker)
+    scenario.run(handle)
     await wait_for_status(handle, RunStatus.AWAITING_APPROVAL)
     scope = [{"field": "to", "op": "in", "value": ["a", "b"]}]
     await handle.signal(
         contract.SIGNAL_APPROVE,
         {"call_id": "e1", "approver": "ann", "always": True, "always_when": scope},
     )
+    while [p.call_id for p in await pending_of(handle)] != ["e3"]:
+        await asyncio.sleep(0.05)
+    await handle.signal(contract.SIGNAL_REJECT, DecisionSignal(call_id="e3", approver="ann"))
     result = await handle.result()
     assert (result.status, result.turn) == (RunStatus.COMPLETED, 3)
     assert [c[1]["to"] for c in agents.CALLS] == ["a", "b"]
+    results = tool_results(await state_of(handle))
+    assert "rejected by ann" in results["e3"].content
+    assert "unknown tool 'teleport'" in results["t1"].content
+
+
+async def pending_of(handle) -> list[PendingApproval]:
+    return await handle.query(
+        contract.QUERY_GET_PENDING_APPROVALS, result_type=list[PendingApproval]
+    )
 
 
 async def test_two_tool_calls_in_one_reply_run_and_both_results_return(worker, model_server):

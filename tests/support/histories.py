@@ -3,7 +3,9 @@
 Each release keeps the scenario histories recorded from it in a folder of its own
 (`tests/histories/1.0/`), recorded once and never edited; CI replays every folder, so
 a change that alters what a run of a supported release writes, made without a
-`workflow.patched` (`workflows/patches.py`), fails `make test`."""
+`workflow.patched` (`workflows/patches.py`), fails `make test`. The scenarios are
+integration tests marked `@pytest.mark.history(NAME)`; `make record-histories` runs
+them in record mode into the built release's folder (`tests/support/recording.py`)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,19 @@ import tomllib
 from pathlib import Path
 
 from durable_agents.workflows import agent_calls
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer, WorkflowReplayResult
 
 from durable_agents import gate
+from durable_agents.gate import GateKeys
+from durable_agents.gate_interceptor import GateInterceptor
+from tests.support import recording
 
 RELEASES = Path(__file__).resolve().parents[1] / "histories"
 """One folder per release, named MAJOR.MINOR."""
 RELEASE = "1.0"
-"""The latest release: the folder `record_histories` writes (the histories it lacks)."""
+"""The latest release: its folder holds the newest recorded histories."""
 HISTORIES = RELEASES / RELEASE
 
 
@@ -36,13 +44,22 @@ def recorded() -> list[Path]:
 
 
 def recorded_id(path: Path) -> str:
-    """The id `tests/support/record_histories.py` gave the run (`<name>.runN.json` is
-    run N of `history-<name>`). A run's id is part of its logic: a decision bound to
-    another run's id is refused, so a history replays only under its own. A child run's
+    """The workflow id the run was recorded under. A run's id is part of its logic: a
+    decision bound to another run's id is refused, so a history replays only under its
+    own. A folder recorded by the tests' scenarios holds each file's id in its
+    `ids.jsonl` (`recording.stored_ids`).
+
+    1.0's folder has none: its recorder named each run `history-<name>`
+    (`<name>.runN.json` is run N of `history-<name>`). A child run's
     file has `__` where its id has `/` (`<name>__c1.json` is the child of call c1 of
     `history-<name>`, whose id ends in the part the recording's gate key, the
     development key, made: `workflows.secret_ids`); `webhook_delivery.json` is the first
     delivery `webhooks` started, under the id it started it under."""
+    stored = recording.stored_ids(path.parent)
+    if stored is not None:
+        if path.name not in stored:
+            raise LookupError(f"{path.name} has no workflow id in {path.parent / recording.IDS}")
+        return stored[path.name]
     name = path.stem.split(".")[0]
     if name == "webhook_delivery":  # the first delivery of `webhooks`, under its id there
         events = json.loads((path.parent / "webhooks.json").read_text())["events"]
@@ -67,6 +84,21 @@ def replayed_workflows() -> list[type]:
     from temporalio.mcp import TemporalMCPClient  # noqa: F401
 
     return [AgentWorkflow, WebhookDeliveryWorkflow]
+
+
+async def replayed(path: Path) -> WorkflowReplayResult:
+    """`path`'s history replayed on the current workflow code under the id it was
+    recorded under, as a worker with the recording's keys (the development key) replays
+    it: the ids of the children and deliveries a run started have a part only the keys
+    make again, and every result's tag is checked."""
+    history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
+    replayer = Replayer(
+        namespace="default",
+        interceptors=[GateInterceptor(GateKeys.development())],
+        workflows=replayed_workflows(),
+        data_converter=pydantic_data_converter,
+    )
+    return await replayer.replay_workflow(history, raise_on_replay_failure=False)
 
 
 def payloads_of(node: object) -> list[dict[str, bytes]]:

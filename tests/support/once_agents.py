@@ -1,6 +1,6 @@
 """An agent whose tools run at most once (`@tool(at_most_once=True)`): for the
-integration tests and the recorded histories (`once_carried` continues as new every
-two model calls, carrying the calls' stamps)."""
+integration tests and the `at_most_once` scenario history (`once_carried` continues as
+new every two model calls, carrying the calls' stamps)."""
 
 from __future__ import annotations
 
@@ -43,3 +43,4 @@ once = dataclasses.replace(
     agents.assistant, name="once", tools=[agents.add, add_once, stall_once, add_elsewhere]
 )
 once_carried = dataclasses.replace(once, name="once_carried", turns_per_workflow_run=2)
+"""`once` continuing as new every two model calls, carrying the calls' stamps."""

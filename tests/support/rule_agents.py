@@ -1,5 +1,6 @@
-"""An agent whose tool has a code rule and an evaluator (`tests.support.record_histories`
-records its run; `tests/unit/test_replay.py` replays it with the verdicts it recorded)."""
+"""An agent whose tool has a code rule and an evaluator (its run is the `approval_rules`
+scenario history, tests/integration/test_evaluators.py; `tests/unit/test_replay.py`
+replays it with the verdicts it recorded)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from tests.support.histories import (
     patch_markers,
     recorded,
     recorded_id,
+    replayed,
     replayed_workflows,
 )
 
@@ -50,16 +51,8 @@ def test_every_release_has_its_scenario_histories():
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
     """As a worker with the recording's keys (the development key) replays it: the ids
     of the children and deliveries a run started have a part only the keys make again,
-    and every result's tag is checked."""
-    history = WorkflowHistory.from_json(recorded_id(path), path.read_text())
-    replayer = Replayer(
-        namespace="default",
-        interceptors=[GateInterceptor(GateKeys.development())],
-        workflows=replayed_workflows(),
-        data_converter=pydantic_data_converter,
-    )
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
-    assert result.replay_failure is None
+    and every result's tag is checked (`histories.replayed`)."""
+    assert (await replayed(path)).replay_failure is None
 
 
 def test_the_query_race_history_holds_the_race():
