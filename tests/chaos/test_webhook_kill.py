@@ -11,6 +11,7 @@ from durable_agents.workflows.webhook_payloads import DeliveryReport
 
 from tests.chaos.harness import wait_until
 from tests.chaos.runs import start
+from tests.support.runs import state_of
 from tests.support.webhook_receiver import Answer, WebhookReceiver
 
 SECRET = "whsec_" + "Y2hhb3Mtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4"
@@ -48,7 +49,11 @@ async def test_a_delivery_cut_by_kill_9_is_delivered_by_another_worker_with_the_
         again = time.time() - killed_at
         state_id = receiver.arrived[0]
         assert receiver.arrived[:2] == [state_id, state_id]  # the same webhook-id
-        child = client.get_workflow_handle(f"{state_id}_hooks", result_type=DeliveryReport)
+        # The delivery's workflow id has a part only the workers' gate keys make
+        # (workflows.secret_ids): the run's state records it.
+        [delivery] = (await state_of(handle)).webhook_deliveries
+        assert delivery.workflow_id.startswith(f"{state_id}_hooks~")
+        child = client.get_workflow_handle(delivery.workflow_id, result_type=DeliveryReport)
         done = await child.result()
         assert (done.status, done.attempts) == ("delivered", 2)
         report.add(
