@@ -85,3 +85,34 @@ FINAL_OK = RunStatus.COMPLETED
 
 async def approve(handle: WorkflowHandle, call_id: str, approver: str = "ann") -> None:
     await handle.signal(contract.SIGNAL_APPROVE, DecisionSignal(call_id=call_id, approver=approver))
+
+
+async def diagnosis(handle: WorkflowHandle) -> str:
+    """One line on a run that has not ended when a test expected it to: what the server
+    says (status, pending activities and workflow task), what a query answers, and the
+    last events of its history — what a test's timeout message needs to say why."""
+    parts = [handle.id]
+    try:
+        described = await handle.describe()
+        raw = described.raw_description
+        parts.append(f"server: {described.status.name if described.status else '?'}")
+        parts += [
+            f"pending {a.activity_type.name} attempt {a.attempt} state {a.state}"
+            for a in raw.pending_activities
+        ]
+        if raw.HasField("pending_workflow_task"):
+            task = raw.pending_workflow_task
+            parts.append(f"workflow task {task.state} attempt {task.attempt}")
+    except Exception as err:  # a diagnosis says what it could not read
+        parts.append(f"describe failed: {err}")
+    try:
+        view = await handle.query(contract.QUERY_GET_STATUS, result_type=StatusView)
+        parts.append(f"query: {view.status.value}")
+    except Exception as err:
+        parts.append(f"query failed: {str(err)[:300]}")
+    try:
+        events = [e async for e in handle.fetch_history_events()]
+        parts.append("last events: " + ", ".join(EventType.Name(e.event_type) for e in events[-6:]))
+    except Exception as err:
+        parts.append(f"history failed: {err}")
+    return "; ".join(parts)

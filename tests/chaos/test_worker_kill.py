@@ -22,6 +22,7 @@ from tests.chaos.harness import summary, wait_until
 from tests.chaos.runs import (
     approve,
     approve_pending,
+    diagnosis,
     is_final,
     retry_causes,
     start,
@@ -140,7 +141,11 @@ async def test_random_kills_across_twenty_runs(client, workers, ledger_path, rep
             await approve_pending(handle)
         return all([await is_final(h) for h in handles])
 
-    await wait_until(all_final, 240, "every run to finish", interval=0.5)
+    try:
+        await wait_until(all_final, 240, "every run to finish", interval=0.5)
+    except AssertionError as timed_out:
+        open_runs = [await diagnosis(h) for h in handles if not await is_final(h)]
+        raise AssertionError(f"{timed_out}; still open:\n" + "\n".join(open_runs)) from None
     recoveries = _recoveries(ledger_path, kills)
     for handle in handles:
         assert (await handle.result()).status is RunStatus.COMPLETED
