@@ -427,7 +427,7 @@ async def test_a_decision_passed_down_to_a_run_no_agent_called_is_refused(team, 
             contract.SIGNAL_FORWARDED_DECISION, forwarded
         )
         await client.decide(child_id, "n1", "approve", approver="ann")
-        assert await asyncio.wait_for(parent.result(), timeout=15) == "completed"
+        assert await asyncio.wait_for(parent.result(), timeout=30) == "completed"
     [refused] = (await client.state(child_id)).refused_signals
     assert (refused.signal, refused.refused_because) == (
         contract.SIGNAL_FORWARDED_DECISION,
