@@ -113,7 +113,7 @@ async def test_invalid_workflow_input_fails_the_run_at_once(worker):
     )
     handle = worker.client.get_workflow_handle(run_id)
     with pytest.raises(WorkflowFailureError) as caught:
-        await asyncio.wait_for(handle.result(), 15)
+        await asyncio.wait_for(handle.result(), 30)
     cause = caught.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == contract.ERROR_INVALID_INPUT
     assert cause.message == (

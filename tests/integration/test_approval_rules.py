@@ -106,7 +106,7 @@ async def _pending_ids(handle) -> list[str]:
     return sorted(p["call_id"] for p in pending)
 
 
-async def _results_for(handle, call_id: str, timeout: float = 20) -> ToolResult:
+async def _results_for(handle, call_id: str, timeout: float = 30) -> ToolResult:
     async with asyncio.timeout(timeout):
         while True:
             state = await state_of(handle)

@@ -58,7 +58,7 @@ async def sh(line: str, env: dict[str, str], cwd: Path, timeout: float = 60) -> 
     return out.decode()
 
 
-async def until(line: str, env, cwd, words: str, timeout: float = 20) -> str:
+async def until(line: str, env, cwd, words: str, timeout: float = 30) -> str:
     """Run `line` until its output holds `words` (a run moves on by itself in between).
 
     A plain `agentctl` line is asked in this process while the run gets there (each

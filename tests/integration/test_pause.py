@@ -24,7 +24,7 @@ from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import agents
 from tests.support.cli_support import bound_to
-from tests.support.runs import start, state_of, wait_for_status
+from tests.support.runs import activities_scheduled, start, state_of, wait_for_status
 
 EMAIL = Call("send_email", {"to": "a@b.c", "body": "hi"}, call_id="mail")
 
@@ -81,7 +81,8 @@ async def test_a_decision_made_while_paused_takes_effect_on_resume(worker, model
     async with asyncio.timeout(30):
         while not [i for i in (await state_of(handle)).items if isinstance(i, Decision)]:
             await asyncio.sleep(0.1)
-    await asyncio.sleep(0.3)
+    # the task that recorded the decision has completed: it scheduled no tool
+    assert "run_tool" not in await activities_scheduled(handle)
     assert [c[0] for c in agents.CALLS] == []  # approved, but paused: not run yet
     assert (await status_of(handle)).status is RunStatus.PAUSED
     await client.unpause(handle.id)

@@ -34,7 +34,7 @@ def types(events: list[dict]) -> list[str]:
     return [e["type"] for e in events]
 
 
-async def collect(iterator, *, timeout: float = 20) -> list[dict]:
+async def collect(iterator, *, timeout: float = 30) -> list[dict]:
     async with asyncio.timeout(timeout):
         return [e async for e in iterator]
 
@@ -232,7 +232,7 @@ async def test_an_unknown_run_is_a_clear_error(worker):
         await collect(agents.events("no-such-run", after=-1))
 
 
-async def read_until(master: int, marker: str, seen: bytearray, timeout: float = 20) -> str:
+async def read_until(master: int, marker: str, seen: bytearray, timeout: float = 30) -> str:
     """Read the pseudo-terminal until `marker` shows (the output so far)."""
     loop = asyncio.get_running_loop()
     async with asyncio.timeout(timeout):

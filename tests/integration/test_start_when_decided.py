@@ -77,7 +77,7 @@ async def test_a_paused_run_starts_no_approved_call_until_resumed(worker, model_
     await napping()
     await handle.signal(contract.SIGNAL_PAUSE, {"by": "ops", "reason": "check"})
     await handle.signal(contract.SIGNAL_APPROVE, APPROVE)
-    await wait_for_status(handle, RunStatus.PAUSED, timeout=15)  # the nap ended meanwhile
+    await wait_for_status(handle, RunStatus.PAUSED, timeout=30)  # the nap ended meanwhile
     assert [name for name, *_ in agents.CALLS] == ["nap"]  # the email did not start
     await handle.signal(contract.SIGNAL_RESUME, {"by": "ops"})
     assert (await handle.result()).status is RunStatus.COMPLETED

@@ -44,6 +44,7 @@ from tests.support.runs import (
     wait_for_status,
     workflow_task_failures,
 )
+from tests.support.updates import admitted, recording
 
 HOLD = Call("hold", {"key": "k1"}, call_id="h1")
 EMAIL = Call("send_email", {"to": "ann", "body": "hi"}, call_id="e1")
@@ -491,9 +492,10 @@ async def test_an_interrupt_survives_a_worker_killed_mid_tool(env, model_server,
                 await asyncio.sleep(0.05)
         process.kill()
         await process.wait()
-    agents = AgentClient(env.client, task_queue=queue)
+    client, sent = recording(env.client)
+    agents = AgentClient(client, task_queue=queue)
     asked = asyncio.create_task(agents.interrupt(run_id, by="oncall"))
-    await asyncio.sleep(0.5)
+    await admitted(env.client, run_id, sent)  # the server holds it
     assert not asked.done()  # no worker: the update waits for one
     async with serving(env.client, model_server, task_queue=queue, extra_agents=[napper]):
         async with asyncio.timeout(60):

@@ -7,9 +7,11 @@ any sender (the `temporal` CLI included), its waiting calls untouched."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import NoReturn
 
 import pytest
@@ -18,7 +20,10 @@ from durable_agents.workflows import contract
 from durable_agents.workflows.run_items import ToolResult
 from durable_agents.workflows.state import RunStatus
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.converter import PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import (
     ContinueAsNewInput,
@@ -34,6 +39,8 @@ from tests.conftest import serving
 from tests.support import steer_agents
 from tests.support.cli_support import bound_to
 from tests.support.runs import start, state_of, wait_for_status, workflow_task_failures
+from tests.support.updates import admitted, recording
+from tests.support.worker_shutdown import shutdown_began
 
 HOLD = Call("hold", {"key": "k1"}, call_id="h1")
 EMAIL = Call("send_email", {"to": "ann", "body": "hi"}, call_id="e1")
@@ -88,19 +95,24 @@ ARMED = threading.Event()
 """The test wants the next continue-as-new held open."""
 SWITCHING = threading.Event()
 """Set by a workflow run as it continues as new (its last workflow task, held open)."""
-SENT = threading.Event()
-"""Set by the test once the worker is stopping: the held task may complete."""
+STOPPING = threading.Event()
+"""Set once the first worker's shutdown began (its pollers told to stop:
+`tests.support.worker_shutdown`): the held task may complete."""
+HOLDS: list[str] = []
+"""When the held task's completion was encoded: AFTER_STOP, or why it was let go
+without that cue (the test fails with it)."""
+AFTER_STOP = "after the worker began to stop"
+HOLD_BOUND = 8.0
+"""How long the task is held at most: under the server's 10-s workflow task timeout."""
 
 
 class _Outbound(WorkflowOutboundInterceptor):
     def continue_as_new(self, input: ContinueAsNewInput) -> NoReturn:
-        # Holds the workflow task that continues as new open (under the SDK's 2 s
-        # deadlock bound) until the test has begun to stop the worker: the new workflow
-        # run's first task then waits for the next worker.
+        # Marks the workflow task that continues as new; the worker's codec holds its
+        # completion (`_HoldTheSwitch`), outside the activation the SDK times.
         if ARMED.is_set() and not workflow.unsafe.is_replaying():
             ARMED.clear()
             SWITCHING.set()
-            SENT.wait(timeout=1.5)
         super().continue_as_new(input)
 
 
@@ -109,11 +121,28 @@ class _Inbound(WorkflowInboundInterceptor):
         super().init(_Outbound(outbound))
 
 
-class _HoldTheSwitch(Interceptor):
+class _MarkTheSwitch(Interceptor):
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
         return _Inbound
+
+
+class _HoldTheSwitch(PayloadCodec):
+    """The first worker's codec: it encodes the completion of the task that continues
+    as new (SWITCHING set in it) only once that worker's shutdown began, so the new
+    workflow run's first task waits for the next worker. An await on the worker's event
+    loop, not a wait in the workflow activation (which the SDK fails after 2 s).
+    Payloads pass unchanged."""
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        if SWITCHING.is_set():
+            began = STOPPING.is_set() or await asyncio.to_thread(STOPPING.wait, HOLD_BOUND)
+            HOLDS.append(AFTER_STOP if began else f"the worker did not stop in {HOLD_BOUND} s")
+        return list(payloads)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return list(payloads)
 
 
 async def _first_task_of(client, run_id: str, workflow_run: str) -> list[str]:
@@ -134,40 +163,47 @@ async def test_an_update_that_reaches_a_run_as_it_continues_as_new_is_taken(
     env, model_server, update
 ):
     """`switching` continues as new after each turn. The worker stops while it does (the
-    task that continues is held open until the worker's pollers stop): the new workflow
-    run's first task waits, and an update sent meanwhile comes with it, validated before
-    the run's code runs. It is taken there as in any task, never refused as "still
-    starting" (the history shows it accepted by that first task)."""
+    task that continues is held open until the worker's pollers are told to stop): the
+    new workflow run's first task waits, and an update sent meanwhile comes with it,
+    validated before the run's code runs. It is taken there as in any task, never
+    refused as "still starting" (the history shows it accepted by that first task)."""
     steer_agents.reset()
-    for event in (ARMED, SWITCHING, SENT):
+    for event in (ARMED, SWITCHING, STOPPING):
         event.clear()
+    HOLDS.clear()
     model_server.script(Reply("hello"), Reply(tool_calls=(EMAIL,)), Reply("done"))
     queue = f"steer-switch-{uuid.uuid4().hex[:8]}"
-    hold = SimplePlugin("hold-the-switch", interceptors=[_HoldTheSwitch()])
+    mark = SimplePlugin("mark-the-switch", interceptors=[_MarkTheSwitch()])
+    converter = dataclasses.replace(env.client.data_converter, payload_codec=_HoldTheSwitch())
+    holding = Client(
+        env.client.service_client, namespace=env.client.namespace, data_converter=converter
+    )
     extra = steer_agents.STEER_AGENTS
     try:
-        async with serving(
-            env.client, model_server, task_queue=queue, extra_agents=extra, plugins=[hold]
-        ) as first:
-            handle = await start(first, "go", agent="switching", session=True)
-            await wait_for_status(handle, RunStatus.AWAITING_INPUT)
-            async with asyncio.timeout(30):  # the first turn; it switched while it waited
-                while len((await state_of(handle)).workflow_runs) < 2:
-                    await asyncio.sleep(0.05)
-            held = (await state_of(handle)).workflow_runs[-1]
-            ARMED.set()  # the next switch: after the turn this message starts
-            await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "mail ann"})
-            await asyncio.to_thread(SWITCHING.wait, 30)
-            asyncio.get_running_loop().call_later(0.5, SENT.set)  # once shutdown began
+        with shutdown_began(STOPPING):
+            async with serving(
+                holding, model_server, task_queue=queue, extra_agents=extra, plugins=[mark]
+            ) as first:
+                handle = await start(first, "go", agent="switching", session=True)
+                await wait_for_status(handle, RunStatus.AWAITING_INPUT)
+                async with asyncio.timeout(30):  # the first turn; it switched while it waited
+                    while len((await state_of(handle)).workflow_runs) < 2:
+                        await asyncio.sleep(0.05)
+                held = (await state_of(handle)).workflow_runs[-1]
+                ARMED.set()  # the next switch: after the turn this message starts
+                await handle.signal(contract.SIGNAL_SEND_MESSAGE, {"content": "mail ann"})
+                assert await asyncio.to_thread(SWITCHING.wait, 30)
+        assert HOLDS and set(HOLDS) == {AFTER_STOP}, HOLDS  # it went out once the worker stopped
         # the worker has stopped: the new workflow run's first task waits for a worker
-        agents = AgentClient(env.client, task_queue=queue)
+        client, sent = recording(env.client)
+        agents = AgentClient(client, task_queue=queue)
         sending = {
             "interrupt": lambda: agents.interrupt(handle.id, by="oncall"),
             "decide": lambda: agents.decide(handle.id, "e1", "approve", approver="ann"),
             "send_message": lambda: agents.message(handle.id, "and bob", while_busy="queue"),
         }[update]
         answer = asyncio.create_task(sending())
-        await asyncio.sleep(0.5)  # places the update before the task; asserted below
+        await admitted(env.client, handle.id, sent)  # the server holds it for that task
         assert not answer.done()  # no worker: it waits for one
         async with serving(
             env.client, model_server, task_queue=queue, extra_agents=extra
@@ -189,7 +225,7 @@ async def test_an_update_that_reaches_a_run_as_it_continues_as_new_is_taken(
             assert await workflow_task_failures(handle) == 0
             await agents.end_session(handle.id)
     finally:
-        SENT.set()
+        STOPPING.set()
 
 
 async def test_an_agent_that_takes_no_interrupts_refuses_them_from_any_sender(

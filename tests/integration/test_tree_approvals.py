@@ -41,6 +41,7 @@ from tests.support.cli_support import bound_to, error_lines
 from tests.support.dev_servers import local_server
 from tests.support.multi_agents import AGENT_TOOL_AGENTS, NOTICES, by_model
 from tests.support.runs import (
+    activities_scheduled,
     child_run,
     temporal_cli,
     tool_results,
@@ -60,7 +61,7 @@ def mailer_replies(*call_ids: str) -> list:
 
 async def pending_below(client: AgentClient, run_id: str, count: int) -> list[PendingApproval]:
     """The run's pending calls once `count` of them are of runs below it."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while True:
         pending = await client.pending(run_id)
         if sum(p.run_id != run_id for p in pending) >= count:
@@ -126,14 +127,13 @@ async def test_a_childs_pending_call_shows_on_the_caller_and_is_approved_through
     tree = await bound_to(team)("tree", run_id)
     assert tree.stdout.splitlines()[0] == f"{run_id} · lead · awaiting_approval · turn 1"
 
-    started = time.monotonic()
     approved = await bound_to(team)("approve", run_id, "n1", "--as", "ann", "--json")
-    round_trip = time.monotonic() - started
+    # answered by the child's report: the caller's bound on that wait (ANSWER_TIMEOUT)
+    # would have refused it (exit code 1), not given the child's recorded decision
     assert approved.code == 0, approved.stderr
     decision = Decision.model_validate_json(approved.stdout)
     assert (decision.call_id, decision.approver, decision.via) == ("n1", "ann", "update")
     assert decision.run_id == mailer_run and decision.arguments_sha256 == own.arguments_sha256
-    assert round_trip < 10
 
     result = await client.result(run_id)
     assert result.status is RunStatus.COMPLETED and result.final_output == "Done."
@@ -352,7 +352,7 @@ async def test_forged_tree_signals_are_refused_and_decide_nothing(team, model_se
         contract.SIGNAL_SUB_RUN_REPORT,
         {"run_id": child, "pending": [real.model_dump(mode="json"), fake_item]},
     )
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while len((await client.state(run_id)).refused_signals) < len(refused) + 1:
         assert time.monotonic() < deadline, "the forged report was not refused"
         await asyncio.sleep(0.05)
@@ -430,7 +430,7 @@ async def test_a_decision_passed_down_to_a_run_no_agent_called_is_refused(team, 
             contract.SIGNAL_FORWARDED_DECISION, forwarded
         )
         await client.decide(child_id, "n1", "approve", approver="ann")
-        assert await asyncio.wait_for(parent.result(), timeout=15) == "completed"
+        assert await asyncio.wait_for(parent.result(), timeout=30) == "completed"
     [refused] = (await client.state(child_id)).refused_signals
     assert (refused.signal, refused.refused_because) == (
         contract.SIGNAL_FORWARDED_DECISION,
@@ -590,7 +590,11 @@ async def test_pausing_the_caller_pauses_its_children_and_resuming_it_resumes_th
     assert view.paused
     assert (await client.state(child)).paused.by == "oncall"  # type: ignore[union-attr]
     await client.approve(child, "n1", approver="ann")  # recorded; runs once resumed
-    await asyncio.sleep(0.5)
+    async with asyncio.timeout(30):
+        while not [i for i in (await client.state(child)).items if isinstance(i, Decision)]:
+            await asyncio.sleep(0.1)
+    # the child's task that recorded the decision has completed: it scheduled no tool
+    assert "run_tool" not in await activities_scheduled(team.client.get_workflow_handle(child))
     assert NOTICES == []
     await team.client.get_workflow_handle(run_id).signal(contract.SIGNAL_RESUME, {"by": "oncall"})
     result = await client.result(run_id)

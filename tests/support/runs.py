@@ -179,3 +179,14 @@ async def requested(model_server: ScriptedModelServer, count: int = 1) -> None:
     async with asyncio.timeout(30):
         while len(model_server.requests) < count:
             await asyncio.sleep(0.02)
+
+
+async def activities_scheduled(handle: WorkflowHandle) -> list[str]:
+    """The activity types the run has scheduled so far (its history), in order: what a
+    test checks once the run has taken an input, instead of waiting to see that nothing
+    ran within some time."""
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
