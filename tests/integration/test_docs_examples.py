@@ -29,12 +29,17 @@ from tests.support.doc_blocks import README, ROOT, Block, blocks, page, section
 from tests.support.runs import free_port
 
 BIN = Path(sys.executable).parent
+# The commands as the pages write them (`sh` runs them from the interpreter's own folder).
+CTL, TEMPORAL = ".venv/bin/agentctl", ".venv/bin/temporal"
 
 
 def env_for(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TEMPORAL_"))}
+    # PATH without the venv's folder, as in a newcomer's shell after `make demo`: a page's
+    # bare `agentctl` or `temporal` would be "command not found" there, so it fails here.
+    path = [d for d in env.get("PATH", "").split(os.pathsep) if d and Path(d) != BIN]
     env.update(
-        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        PATH=os.pathsep.join(path),
         PYTHONPATH=str(tmp_path),
         TEMPORAL_ADDRESS=f"localhost:{port}",
         **extra,
@@ -77,7 +82,7 @@ def in_process_twin(line: str, env: dict[str, str]) -> Callable[[], Awaitable[Ou
     """`line` as agentctl's `cli.main` in this process, on the page's server, when the
     line is one agentctl command and nothing else (no pipe, variable or redirection)."""
     argv = shlex.split(line)
-    if argv[0] != "agentctl" or any(c in line for c in "|&;<>$`"):
+    if argv[0] not in ("agentctl", ".venv/bin/agentctl") or any(c in line for c in "|&;<>$`"):
         return None
     connection = ("--address", env["TEMPORAL_ADDRESS"])
     return lambda: in_process(*argv[1:], connection=connection)
@@ -119,9 +124,12 @@ async def served(tmp_path_factory):
 
 
 async def test_the_readme_first_agent_is_approved_by_agentctl_and_by_the_temporal_cli(served):
+    """The README's blocks in the order a newcomer runs them, with their own run ids (the
+    `temporal` block's run is a second one: a signal to the ended `my-run` fails), each
+    line as written, in a shell whose PATH lacks the venv (`env_for`)."""
     folder, env = served
     text = README.read_text(encoding="utf-8")
-    [agentctl] = [b for b in blocks(text, lang="sh") if "agentctl start" in b.text][:1]
+    agentctl, other = [b for b in blocks(text, lang="sh") if ".venv/bin/agentctl start" in b.text]
     start, pending, approve, result = sh_lines(agentctl)
     assert "--id my-run" in start
     await sh(start, env, folder)
@@ -130,11 +138,14 @@ async def test_the_readme_first_agent_is_approved_by_agentctl_and_by_the_tempora
     done = await sh(result, env, folder)
     assert "completed · turn 2" in done and "Done: Refunded 40.00 EUR for order A12." in done
 
-    [signal_line] = [c for b in blocks(text, lang="sh") for c in sh_lines(b) if "signal" in c]
-    await sh(start.replace("my-run", "my-run-signal"), env, folder)
-    await until(pending.replace("my-run", "my-run-signal"), env, folder, "issue_refund")
-    await sh(signal_line.replace("my-run", "my-run-signal"), env, folder)
-    assert "Done: Refunded" in await sh(result.replace("my-run", "my-run-signal"), env, folder)
+    start, signal_line, result = sh_lines(other)
+    assert "temporal workflow signal" in signal_line and "second-run" in signal_line
+    await sh(start, env, folder)
+    await sh(signal_line, env, folder)  # at once, as a newcomer pastes the block
+    done = await sh(result, env, folder)
+    assert "completed · turn 2" in done and "Done: Refunded" in done
+    decided = await sh(".venv/bin/agentctl state second-run", env, folder)
+    assert "approved r1 by billing-service" in decided, decided
 
 
 async def test_the_tutorials_first_agent_is_the_readmes_and_its_commands_print_what_it_says(
@@ -190,16 +201,16 @@ async def test_the_tutorials_approvals_and_sessions_run_as_written(served):
     await sh(start, env, folder)
     await until(query, env, folder, "arguments_sha256")
     await sh(approve, env, folder)
-    assert "Done: Refunded" in await sh("agentctl result run-b", env, folder)
+    assert "Done: Refunded" in await sh(".venv/bin/agentctl result run-b", env, folder)
     start, decide = sh_lines(update)
     await sh(start, env, folder)
-    await until("agentctl pending run-c", env, folder, "issue_refund")
+    await until(".venv/bin/agentctl pending run-c", env, folder, "issue_refund")
     assert "via:update" in await sh(decide, env, folder)
 
     session, message = blocks(page("tutorial/sessions.md"), lang="sh")
     start, approve, status, send, state, end, result = sh_lines(session)
     await sh(start, env, folder)
-    await until("agentctl pending chat-1", env, folder, "issue_refund")
+    await until(".venv/bin/agentctl pending chat-1", env, folder, "issue_refund")
     await sh(approve, env, folder)
     assert "chat-1 · awaiting_input · turn 2" in await until(status, env, folder, "input")
     await sh(send, env, folder)
@@ -280,21 +291,21 @@ async def test_the_how_to_command_lines_run_as_written(served):
     [refused] = [b.text for b in blocks(page("how-to/approvals.md")) if "last refused" in b.text]
     bad = '{"call_id": "call_9", "approver": "billing-service"}'
     await sh(
-        f"temporal workflow signal --workflow-id docs-pause --name approve --input '{bad}'",
+        f"{TEMPORAL} workflow signal --workflow-id docs-pause --name approve --input '{bad}'",
         env,
         folder,
     )
-    said = await until("agentctl status docs-pause", env, folder, "last refused signal")
+    said = await until(".venv/bin/agentctl status docs-pause", env, folder, "last refused signal")
     # the time and the definition's digest (of the agent as the workers serve it) vary
     varying = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ|(?<=definition )[0-9a-f]{12}")
     assert varying.sub("X", said.replace("docs-pause", "my-run")) == varying.sub("X", refused)
     # how-to/temporal-ui.md: the link `pending --all` ends with, as the page shows it
     [link] = [b.text.strip() for b in blocks(page("how-to/temporal-ui.md"), lang="text")]
     ui = {**env, "AGENT_UI_URL": "http://localhost:8233"}
-    assert (await sh("agentctl pending --all", ui, folder)).strip().splitlines()[-1] == link
+    assert (await sh(f"{CTL} pending --all", ui, folder)).strip().splitlines()[-1] == link
     assert "docs-pause · paused · turn 1" in await sh(pause, env, folder)
     await sh(unpause, env, folder)
-    status = "agentctl status docs-pause"
+    status = ".venv/bin/agentctl status docs-pause"
     assert "paused" not in await sh(status, env, folder)
     await sh(pause_signal, env, folder)
     await until(status, env, folder, "paused")
@@ -304,7 +315,7 @@ async def test_the_how_to_command_lines_run_as_written(served):
 
     # how-to/operating.md: what `agentctl start` says when no worker polls the queue
     [warning] = [b.text for b in blocks(page("how-to/operating.md")) if "typo-queue" in b.text]
-    typo = 'agentctl start my-support "Refund A12" --task-queue typo-queue --id docs-typo'
+    typo = f'{BIN}/agentctl start my-support "Refund A12" --task-queue typo-queue --id docs-typo'
     process = await asyncio.create_subprocess_exec(
         "bash", "-c", typo, cwd=folder, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -312,7 +323,7 @@ async def test_the_how_to_command_lines_run_as_written(served):
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert (process.returncode, out.decode()) == (0, "docs-typo\n"), err.decode()
     assert err.decode() == warning.replace("support-3f2a", "docs-typo")
-    await sh("agentctl cancel docs-typo", env, folder)
+    await sh(".venv/bin/agentctl cancel docs-typo", env, folder)
 
 
 async def completed_run(run_id: str, env, folder) -> None:
@@ -346,7 +357,7 @@ async def test_the_store_and_erase_lines_run_as_written(served, tmp_path):
     await completed_run("docs-erase-1", env, folder)
     said = await sh(dry.replace("RUN_ID", "docs-erase-1"), env, folder)
     assert "run docs-erase-1: would remove" in said, said
-    assert "docs-erase-1 · completed" in await sh("agentctl status docs-erase-1", env, folder)
+    assert "docs-erase-1 · completed" in await sh(f"{CTL} status docs-erase-1", env, folder)
     said = await sh(erase_one.replace("RUN_ID", "docs-erase-1"), env, folder)
     assert "asked Temporal to delete 1 execution(s)" in said, said
     await completed_run("docs-erase-2", env, folder)
