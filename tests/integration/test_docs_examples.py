@@ -63,6 +63,17 @@ async def sh(line: str, env: dict[str, str], cwd: Path, timeout: float = 60) -> 
     return out.decode()
 
 
+async def run_line(line: str, env: dict[str, str], cwd: Path) -> Outcome:
+    """One line of a page, as `sh` runs it, with its stdout and stderr apart."""
+    process = await asyncio.create_subprocess_exec(
+        "bash", "-c", line.replace(".venv/bin/", f"{BIN}/"), cwd=cwd, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, f"{line}\n{out.decode()}{err.decode()}"
+    return Outcome(process.returncode, out.decode(), err.decode())
+
+
 async def until(line: str, env, cwd, words: str, timeout: float = 20) -> str:
     """Run `line` until its output holds `words` (a run moves on by itself in between).
 
@@ -169,11 +180,21 @@ async def test_the_tutorials_first_agent_is_the_readmes_and_its_commands_print_w
     assert "completed · turn 2 · 30 tokens" in text and "completed · turn 2 · 30 tokens" in done
     assert "Done: Refunded 40.00 EUR for order A12." in done
 
-    start, export, validate = sh_lines(blocks(section(text, "Keep a snapshot"))[0])
+    snapshot, resumed = blocks(section(text, "Keep a snapshot"))
+    start, export, validate = sh_lines(snapshot)
     await sh(start, env, folder)
     await until(pending.replace("my-run", "my-run-2"), env, folder, "issue_refund")
     await sh(export, env, folder)
     printed = (await sh(validate, env, folder)).strip()
+    resume, pending_3, approve_3, result_3 = sh_lines(resumed)
+    said = await run_line(resume, env, folder)
+    assert (said.stdout, said.stderr) == ("my-run-3\n", "cancelled the source run my-run-2\n")
+    assert "issue_refund" in await until(pending_3, env, folder, "r1")
+    assert "approved r1 by" in await sh(approve_3, env, folder)
+    assert "Done: Refunded 40.00 EUR for order A12." in await sh(result_3, env, folder)
+    assert "my-run-2 · cancelled" in await sh(f"{CTL} status my-run-2", env, folder)
+    origin = json.loads(await sh(f"{CTL} state my-run-3 --json", env, folder))["origin"]
+    assert (origin["run_id"], origin["mode"]) == ("my-run-2", "resume")
     written = re.search(r"`(valid, schema [^`]*)`", text.replace("\n", " ")).group(1)
     assert version_free(printed) == version_free(written)
     # docs/how-to/snapshots.md shows the same line for `my-run`, as the command prints it
