@@ -13,6 +13,7 @@ holds the runs of several tests. Each block this file runs is marked
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -242,10 +243,11 @@ async def test_the_tutorials_approvals_and_sessions_run_as_written(served):
     assert "completed" in await sh(result, env, folder)
 
 
-async def test_the_gateway_examples_work_as_written(served):
-    """docs/how-to/gateway.md: its callers file, `agentctl serve` and every curl line."""
-    folder, env = served
-    callers, calls = blocks(page("how-to/gateway.md"), lang="sh")[:2]
+@contextlib.asynccontextmanager
+async def gateway_as_written(env: dict[str, str], folder: Path):
+    """docs/how-to/gateway.md's first block: its callers file and `agentctl serve`, on a
+    free port; yields the environment with the two tokens exported, and the port."""
+    callers = blocks(page("how-to/gateway.md"), lang="sh")[0]
     setup = callers.text[: callers.text.index("AGENT_GATEWAY_TOKENS=")]
     [serve] = [line for line in sh_lines(callers) if line.startswith("AGENT_GATEWAY_TOKENS=")]
     port = free_port()
@@ -262,13 +264,24 @@ async def test_the_gateway_examples_work_as_written(served):
         stderr=asyncio.subprocess.DEVNULL,
     )
     try:
+        async with asyncio.timeout(30):
+            while not await sh_quiet(f"curl -sf localhost:{port}/openapi.json", env, folder):
+                await asyncio.sleep(0.2)  # the gateway is still starting
+        yield env, port
+    finally:
+        gateway.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(gateway.wait(), 30)
+
+
+async def test_the_gateway_examples_work_as_written(served):
+    """docs/how-to/gateway.md: its callers file, `agentctl serve` and every curl line."""
+    folder, env = served
+    calls = blocks(page("how-to/gateway.md"), lang="sh")[1]
+    async with gateway_as_written(env, folder) as (env, port):
         start, pending, decide, events = [
             line.replace("8088", str(port)) for line in sh_lines(calls)
         ]
-        async with asyncio.timeout(30):
-            while not (answer := await sh_quiet(start, env, folder)):
-                await asyncio.sleep(0.2)  # the gateway is still starting
-        run_id = json.loads(answer)["run_id"]
+        run_id = json.loads(await sh(start, env, folder))["run_id"]
         pending = pending.replace("RUN_ID", run_id)
         [call] = json.loads(await until(pending, env, folder, "arguments_sha256"))
         decide = decide.replace("RUN_ID", run_id).replace("SHA256", call["arguments_sha256"])
@@ -276,9 +289,52 @@ async def test_the_gateway_examples_work_as_written(served):
         assert (decision["approver"], decision["decision"]) == ("ann", "approve"), decision
         streamed = await sh(events.replace("RUN_ID", run_id), env, folder, timeout=30)
         assert "event: run_finished" in streamed and "Done: Refunded" in streamed
-    finally:
-        gateway.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(gateway.wait(), 30)
+
+
+async def test_the_inbox_try_it_approves_from_the_page_as_written(served):
+    """docs/how-to/inbox.md, "Try it": the gateway of gateway.md, the page's two lines, then
+    what it tells a person to do in the browser: a wrong token first (the variable's name,
+    pasted as is), the echoed one, Reason, Approve; the run ends with the refund."""
+    from playwright.async_api import async_playwright, expect
+
+    from tests.support import browser as browser_support
+
+    if await browser_support.chromium() is None:
+        pytest.skip(f"Chromium is not installed at {browser_support.CHROMIUM} (make browser)")
+    folder, env = served
+    text = section(page("how-to/inbox.md"), "Try it with the tutorial's agent")
+    start, echo = sh_lines(blocks(text, lang="sh")[0])
+    said = " ".join(text.split())
+    [url] = re.findall(r"<(http://127\.0\.0\.1:8088/inbox)>", text)
+    [refused] = re.findall(r"\(`(that is not the token[^`]*)`", said)
+    async with gateway_as_written(env, folder) as (env, port), async_playwright() as playwright:
+        await sh(start, env, folder)
+        token = (await sh(echo, env, folder)).strip()
+        assert token == env["DESK_TOKEN"]
+        chromium = await playwright.chromium.launch(
+            executable_path=str(browser_support.CHROMIUM), args=["--no-sandbox"], headless=True
+        )
+        try:
+            expect.set_options(timeout=30_000)
+            browser_page = await chromium.new_page()
+            await browser_page.goto(url.replace("8088", str(port)))
+            await browser_page.get_by_label("Token").fill("$DESK_TOKEN")
+            await browser_page.get_by_role("button", name="Sign in").click()
+            await expect(browser_page.get_by_role("alert")).to_have_text(refused)
+            await browser_page.get_by_label("Token").fill(token)
+            await browser_page.get_by_role("button", name="Sign in").click()
+            card = browser_page.locator('[data-run-id="inbox-run"][data-call-id="r1"]')
+            await card.get_by_role("textbox", name="Reason").fill("photo checked")
+            await card.get_by_role("button", name="Approve").click()
+            decided = browser_page.locator('[data-run-id="inbox-run"][data-decided-call-id="r1"]')
+            await expect(decided).to_contain_text("Approved by desk at")
+        finally:
+            await chromium.close()
+    assert "Approved by desk at" in said
+    done = await sh(".venv/bin/agentctl result inbox-run", env, folder)
+    assert "Done: Refunded 40.00 EUR for order A12." in done and "Done: Refunded 40.00" in said
+    state = await sh(".venv/bin/agentctl state inbox-run", env, folder)
+    assert "approved r1 by desk" in state and "photo checked" in state, state
 
 
 async def sh_quiet(line: str, env, cwd) -> str:
