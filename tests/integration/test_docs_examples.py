@@ -116,8 +116,10 @@ async def served(tmp_path_factory):
     [command] = sh_lines(serve)
     port = free_port()
     argv = shlex.split(command.replace(".venv/bin/python", sys.executable))
-    argv += ["--port", str(port), "--ui-port", str(free_port()), "--dev-db", str(folder / "dev.db")]
-    env = env_for(folder, port)
+    ui_port = free_port()
+    argv += ["--port", str(port), "--ui-port", str(ui_port), "--dev-db", str(folder / "dev.db")]
+    # where the pages' http://localhost:8233 is (agentctl's links go there too)
+    env = env_for(folder, port, AGENT_UI_URL=f"http://localhost:{ui_port}")
     worker = await asyncio.create_subprocess_exec(
         *argv, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
@@ -212,7 +214,7 @@ def version_free(line: str) -> str:
 async def test_the_tutorials_approvals_and_sessions_run_as_written(served):
     folder, env = served
     text = page("tutorial/approvals.md")
-    cli, other, update = blocks(text, lang="sh")
+    cli, other, update, _ui = blocks(text, lang="sh")  # the UI's: test_..._temporal_ui_...
     start, pending, reject, result = sh_lines(cli)
     await sh(start, env, folder)
     await until(pending, env, folder, "issue_refund")
@@ -457,3 +459,49 @@ async def test_the_own_worker_program_serves_its_workflow_and_approves_from_pyth
         'approving issue_refund({"order_id": "A12", "amount": 40})',
         "Done: Refunded 40.00 EUR for order A12.",
     ]
+
+
+async def test_the_tutorials_temporal_ui_approval_works_as_written(served):
+    """tutorial/approvals.md, "From the Temporal UI": its start line, then its steps in
+    Chromium against the dev server's own UI: the pending call read under User Metadata,
+    the custom `approve` signal with the page's Data, the run completed."""
+    from playwright.async_api import async_playwright, expect
+
+    from tests.integration.test_ui_browser import CHROMIUM_ARGS, send_signal
+    from tests.support import browser as browser_support
+
+    if await browser_support.chromium() is None:
+        pytest.skip(f"Chromium is not installed at {browser_support.CHROMIUM} (make browser)")
+    folder, env = served
+    text = section(page("tutorial/approvals.md"), "From the Temporal UI")
+    text = text[: text.index("## Policies")]
+    [start] = sh_lines(blocks(text, lang="sh")[0])
+    [url] = re.findall(r"<(http://localhost:8233/[^>]*)>", text)
+    [name] = re.findall(r"choose \*Custom\* and type `(\w+)`", " ".join(text.split()))
+    [data] = re.findall(r"\*Data\*: `(\{[^`]*\})`", text)
+    [result] = [c for c in re.findall(r"`(\.venv/bin/agentctl [^`]*)`", text) if "result" in c]
+    await sh(start, env, folder)
+    await until(f"{CTL} pending run-d", env, folder, "issue_refund")
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(
+            executable_path=str(browser_support.CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            expect.set_options(timeout=30_000)
+            ui = await chromium.new_page(viewport={"width": 1400, "height": 900})
+            await ui.goto(url.replace("http://localhost:8233", env["AGENT_UI_URL"]))
+            await ui.get_by_text("User Metadata", exact=True).click()
+            details = ui.frame_locator("#user-metadata-current-details").locator("body")
+            await expect(details).to_contain_text("issue_refund")
+            await expect(details).to_contain_text("r1")
+            await send_signal(ui, name, data)
+            done = await sh(result, env, folder)
+            [said] = re.findall(r"prints `(Done: [^`]*)`", text)
+            assert said in done, done
+            await ui.reload()
+            await ui.get_by_text("User Metadata", exact=True).click()
+            await expect(details).to_contain_text("completed")
+        finally:
+            await chromium.close()
+    decided = await sh(f"{CTL} state run-d", env, folder)
+    assert "approved r1 by ann" in decided, decided
