@@ -797,8 +797,17 @@ def _connection_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     def default(value: str | None) -> str | None:
         return argparse.SUPPRESS if suppress else value
 
-    parser.add_argument("--address", default=default(None), help="host:port of Temporal")
-    parser.add_argument("--namespace", default=default(None), help="Temporal namespace")
+    parser.add_argument(
+        "--address",
+        default=default(None),
+        help="host:port of Temporal (default: $TEMPORAL_ADDRESS, else the profile's, else "
+        "localhost:7233, where `worker.py --dev` starts its dev server)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=default(None),
+        help="Temporal namespace (default: $TEMPORAL_NAMESPACE, else the profile's, else default)",
+    )
     parser.add_argument("--profile", default=default(None), help="Temporal config profile")
     parser.add_argument(
         "--task-queue",

@@ -313,7 +313,8 @@ async def start_dev_server(
         if _listening(taken):
             raise WorkerSetupError(
                 f"--dev: something already listens on localhost:{taken} (another dev server?); "
-                f"choose a free port with {flag}, or drop --dev to use that server"
+                f"choose a free port with {flag}, or drop --dev to use that server (with "
+                f"AGENT_GATE_KEYS=dev if it is a dev server only this machine reaches)"
             )
     db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     db.parent.chmod(0o700)

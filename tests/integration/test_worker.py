@@ -144,7 +144,8 @@ async def test_worker_dev_refuses_a_port_something_listens_on(tmp_path, flag):
     assert code == 1, out + err
     assert err.strip() == (
         f"worker: error: --dev: something already listens on localhost:{taken} (another dev "
-        f"server?); choose a free port with {flag}, or drop --dev to use that server"
+        f"server?); choose a free port with {flag}, or drop --dev to use that server (with "
+        "AGENT_GATE_KEYS=dev if it is a dev server only this machine reaches)"
     )
     assert "serving" not in out
 
