@@ -90,6 +90,17 @@ async def until(line: str, env, cwd, words: str, timeout: float = 20) -> str:
     return out
 
 
+async def ask(line: str, env: dict[str, str], words: str = "", timeout: float = 20) -> str:
+    """A test's own check (not a page's line): agentctl in this process, until its output
+    holds `words`; a console script's start costs about a second of CPU."""
+    twin = in_process_twin(line, env)
+    assert twin is not None, line
+    async with asyncio.timeout(timeout):
+        while (outcome := await twin()).code != 0 or words not in outcome.stdout:
+            await asyncio.sleep(0.2)
+    return outcome.stdout
+
+
 def in_process_twin(line: str, env: dict[str, str]) -> Callable[[], Awaitable[Outcome]] | None:
     """`line` as agentctl's `cli.main` in this process, on the page's server, when the
     line is one agentctl command and nothing else (no pipe, variable or redirection)."""
@@ -158,7 +169,7 @@ async def test_the_readme_first_agent_is_approved_by_agentctl_and_by_the_tempora
     await sh(signal_line, env, folder)  # at once, as a newcomer pastes the block
     done = await sh(result, env, folder)
     assert "completed · turn 2" in done and "Done: Refunded" in done
-    decided = await sh(".venv/bin/agentctl state second-run", env, folder)
+    decided = await ask(f"{CTL} state second-run", env)
     assert "approved r1 by billing-service" in decided, decided
 
 
@@ -195,8 +206,8 @@ async def test_the_tutorials_first_agent_is_the_readmes_and_its_commands_print_w
     assert "issue_refund" in await until(pending_3, env, folder, "r1")
     assert "approved r1 by" in await sh(approve_3, env, folder)
     assert "Done: Refunded 40.00 EUR for order A12." in await sh(result_3, env, folder)
-    assert "my-run-2 · cancelled" in await sh(f"{CTL} status my-run-2", env, folder)
-    origin = json.loads(await sh(f"{CTL} state my-run-3 --json", env, folder))["origin"]
+    assert "my-run-2 · cancelled" in await ask(f"{CTL} status my-run-2", env)
+    origin = json.loads(await ask(f"{CTL} state my-run-3 --json", env))["origin"]
     assert (origin["run_id"], origin["mode"]) == ("my-run-2", "resume")
     written = re.search(r"`(valid, schema [^`]*)`", text.replace("\n", " ")).group(1)
     assert version_free(printed) == version_free(written)
@@ -333,9 +344,9 @@ async def test_the_inbox_try_it_approves_from_the_page_as_written(served):
         finally:
             await chromium.close()
     assert "Approved by desk at" in said
-    done = await sh(".venv/bin/agentctl result inbox-run", env, folder)
+    done = await ask(f"{CTL} result inbox-run", env)
     assert "Done: Refunded 40.00 EUR for order A12." in done and "Done: Refunded 40.00" in said
-    state = await sh(".venv/bin/agentctl state inbox-run", env, folder)
+    state = await ask(f"{CTL} state inbox-run", env)
     assert "approved r1 by desk" in state and "photo checked" in state, state
 
 
@@ -481,7 +492,7 @@ async def test_the_tutorials_temporal_ui_approval_works_as_written(served):
     [data] = re.findall(r"\*Data\*: `(\{[^`]*\})`", text)
     [result] = [c for c in re.findall(r"`(\.venv/bin/agentctl [^`]*)`", text) if "result" in c]
     await sh(start, env, folder)
-    await until(f"{CTL} pending run-d", env, folder, "issue_refund")
+    await ask(f"{CTL} pending run-d", env, "issue_refund")
     async with async_playwright() as playwright:
         chromium = await playwright.chromium.launch(
             executable_path=str(browser_support.CHROMIUM), args=CHROMIUM_ARGS, headless=True
@@ -503,5 +514,5 @@ async def test_the_tutorials_temporal_ui_approval_works_as_written(served):
             await expect(details).to_contain_text("completed")
         finally:
             await chromium.close()
-    decided = await sh(f"{CTL} state run-d", env, folder)
+    decided = await ask(f"{CTL} state run-d", env)
     assert "approved r1 by ann" in decided, decided

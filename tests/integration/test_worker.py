@@ -47,13 +47,12 @@ def without_openai_key() -> dict[str, str]:
     [
         ([], "no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES"),
         (["--agents", "nope.mod"], "cannot import agent module 'nope.mod'"),
-        (["--agents", "nope"], "for others, put their folder on PYTHONPATH"),
-        # a file path, as tab completion gives it: the module name to type instead
+        # a file path, as tab completion gives it: the module name to type instead (more
+        # shapes: tests/unit/test_module_names.py)
         (
             ["--agents", "tests/support/agents.py"],
             "--agents tests.support.agents (not tests/support/agents.py)",
         ),
-        (["--agents", "my_agents.py"], "--agents my_agents (not my_agents.py)"),
         (
             ["--agents", "tests.support.agents", "--scripted-model", "/tmp/x/m.py:reply"],
             "--scripted-model m:reply with PYTHONPATH=/tmp/x (not /tmp/x/m.py:reply)",

@@ -33,3 +33,14 @@ def test_the_help_says_the_whole_first_paragraph(capsys: pytest.CaptureFixture[s
         worker.parse_args(["--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "(installed: `durable-agents-worker`), a thin command over `AgentsPlugin`." in shown
+
+
+def test_a_module_not_found_says_where_modules_are_looked_for() -> None:
+    said = module_names.with_hint("cannot import agent module 'nope': No module named 'nope'")
+    assert said.endswith(
+        "(--agents takes importable module names: `python worker.py` "
+        "imports those next to itself; for others, put their folder on "
+        "PYTHONPATH)"
+    )
+    other = "module 'm' defines no Agent"
+    assert module_names.with_hint(other) == other
