@@ -155,10 +155,11 @@ async def test_the_readme_first_agent_is_approved_by_agentctl_and_by_the_tempora
     folder, env = served
     text = README.read_text(encoding="utf-8")
     agentctl, other = [b for b in blocks(text, lang="sh") if ".venv/bin/agentctl start" in b.text]
-    start, pending, approve, result = sh_lines(agentctl)
-    assert "--id my-run" in start
+    start, watch, approve, result = sh_lines(agentctl)
+    assert "--id my-run" in start and "watch my-run" in watch
     await sh(start, env, folder)
-    assert "r1" in await until(pending, env, folder, "issue_refund")
+    said = await sh(watch, env, folder)  # it waits for the model, then shows the call
+    assert "run my-run needs a decision:" in said and "r1" in said and "issue_refund" in said
     assert "approved r1 by" in await sh(approve, env, folder)
     done = await sh(result, env, folder)
     assert "completed · turn 2" in done and "Done: Refunded 40.00 EUR for order A12." in done
