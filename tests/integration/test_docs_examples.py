@@ -243,12 +243,17 @@ async def test_the_tutorials_approvals_and_sessions_run_as_written(served):
     await until(".venv/bin/agentctl pending run-c", env, folder, "issue_refund")
     assert "via:update" in await sh(decide, env, folder)
 
-    session, message = blocks(page("tutorial/sessions.md"), lang="sh")
-    start, approve, status, send, state, end, result = sh_lines(session)
+    text = page("tutorial/sessions.md")
+    session, message = blocks(text, lang="sh")
+    start, watch, approve, watch_again, send, state, end, result = sh_lines(session)
+    assert watch == watch_again
     await sh(start, env, folder)
-    await until(".venv/bin/agentctl pending chat-1", env, folder, "issue_refund")
+    assert "r1" in await sh(watch, env, folder)  # waits for the decision: no poll
     await sh(approve, env, folder)
-    assert "chat-1 · awaiting_input · turn 2" in await until(status, env, folder, "input")
+    said = await sh(watch, env, folder)
+    assert "run chat-1 waits for the user's next message" in said, said
+    status = await ask(f"{CTL} status chat-1", env)
+    assert "chat-1 · awaiting_input · turn 2" in status and "awaiting_input · turn 2" in text
     await sh(send, env, folder)
     assert "user: Thanks. Is it done?" in await until(state, env, folder, "turn 3)")
     [other_message] = sh_lines(message)
