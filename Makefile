@@ -16,7 +16,10 @@ UV_VERSION := 0.13.9
 # The runtime alone (what `make demo` needs: 42 packages, about 320 MB, 14 s measured on
 # the reference machine, 2026-12-07), then the test tools on top for `make test` (137
 # packages, about 870 MB: Playwright, mypy, moto, ruff...).
+# An older Python is refused before .venv exists: a venv made with it stayed behind, and a
+# second `make demo PYTHON=python3.12` kept it (uv's resolver error said nothing of PYTHON).
 $(VENV)/.runtime-installed: pyproject.toml deploy/constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "make: durable-agents needs Python 3.11 or newer, and $(PYTHON) is " + sys.version.split()[0] + ": run make again with PYTHON=python3.12 (or another 3.11+)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -c deploy/constraints.txt -e .

@@ -499,8 +499,8 @@ class AgentClient:
         for the audit (`RunState.imported`), never applied. Raises `InvalidImport`
         listing what cannot be carried over (an item only the SDK runs, a tool the agent
         lacks, ...); `lossy` drops what only the SDK can run instead, and the state
-        records it. `AgentNotServed` if no worker serves `agent`. See the README's
-        "Coming from the OpenAI Agents SDK".
+        records it. `AgentNotServed` if no worker serves `agent`. See the docs' "OpenAI
+        Agents SDK" page (docs/how-to/openai-agents.md).
         """
         raw = text.encode("utf-8") if isinstance(text, str) else text
         try:

@@ -31,6 +31,7 @@ from durable_agents.client import (
     snapshots,
     start_checks,
     ui_links,
+    waiting_hints,
 )
 from durable_agents.client.agent_client import CONFIRM_SECONDS, AgentClient
 from durable_agents.client.cli_snapshots import StartedRun, read_file
@@ -283,6 +284,8 @@ async def _pending(args: argparse.Namespace, agents: AgentClient) -> str:
     if args.json:
         shown = pending if args.show_sensitive else [render.masked_item(p) for p in pending]
         return TypeAdapter(list[PendingApproval]).dump_json(shown, indent=2).decode()
+    if not pending:
+        return waiting_hints.no_pending(args.run_id, await agents.status(args.run_id))
     return render.pending(pending, reveal=args.show_sensitive)
 
 
@@ -371,12 +374,10 @@ async def _decide(args: argparse.Namespace, agents: AgentClient, decision: str) 
 async def _not_pending(agents: AgentClient, run_id: str, call_id: str) -> str:
     """Why an approval of `call_id` is not sent: it is decided, or not pending."""
     made = decisions.decided(await agents.state(run_id)).get(call_id)
-    why = (
-        f"already decided ({made.decision} by {render.safe(made.approver)})"
-        if made is not None
-        else f"it is not pending in run {render.safe(run_id)} (an approval is for a call "
-        "`agentctl pending` shows)"
-    )
+    if made is not None:
+        why = f"already decided ({made.decision} by {render.safe(made.approver)})"
+    else:
+        why = await waiting_hints.not_pending(agents, run_id)
     return f"approval of call {render.safe(call_id)} refused here: {why}"
 
 
@@ -796,8 +797,17 @@ def _connection_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     def default(value: str | None) -> str | None:
         return argparse.SUPPRESS if suppress else value
 
-    parser.add_argument("--address", default=default(None), help="host:port of Temporal")
-    parser.add_argument("--namespace", default=default(None), help="Temporal namespace")
+    parser.add_argument(
+        "--address",
+        default=default(None),
+        help="host:port of Temporal (default: $TEMPORAL_ADDRESS, else the profile's, else "
+        "localhost:7233, where `worker.py --dev` starts its dev server)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=default(None),
+        help="Temporal namespace (default: $TEMPORAL_NAMESPACE, else the profile's, else default)",
+    )
     parser.add_argument("--profile", default=default(None), help="Temporal config profile")
     parser.add_argument(
         "--task-queue",

@@ -3,7 +3,7 @@ callers that would rather speak HTTP than Temporal (a web backend, a chat bot, a
 language). A Starlette app served by uvicorn; every route goes through `AgentClient`,
 so what it sends a run is exactly what `agentctl` sends.
 
-Routes (and the scope a caller needs), as README "Approving over HTTP" and
+Routes (and the scope a caller needs), as docs/how-to/gateway.md and
 `schemas/gateway.openapi.json` describe them:
 
 - `POST /runs` (start): start a run; by `request_id`, once (`gw-<digest>` ids).

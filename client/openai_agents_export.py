@@ -8,7 +8,7 @@ It is a conversion, not a snapshot: no integrity block, no audit log (decisions 
 carried as the SDK records them, on calls that have run), no policies (the SDK
 agent's tools decide what needs approval there), no `always` rules, guardrail
 checks, compactions or attachments. A call that was approved here but has not run
-waits for approval again there. See the README's "Coming from the OpenAI Agents SDK".
+waits for approval again there. See docs/how-to/openai-agents.md.
 """
 
 from __future__ import annotations

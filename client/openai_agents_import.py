@@ -9,8 +9,8 @@ rejected call ids, `always` per tool) are kept in `RunState.imported` for the au
 and never applied. What only the SDK can run (hosted
 tools, computer use, handoffs, calls of tools our agent does not have) is refused,
 each with its JSON path, unless the importer accepts dropping it (`lossy`); what was
-dropped is recorded. The mapping is the README's table ("Coming from the OpenAI
-Agents SDK"), per item:
+dropped is recorded. The mapping is the table of docs/how-to/openai-agents.md, per
+item:
 
 - `original_input` (text, or input items), then `generated_items` (their `raw_item`)
   and `pending_input`, in that order, make the conversation: user messages,

@@ -35,7 +35,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig
 
-from durable_agents import gate, model_check, served_agents, webhooks
+from durable_agents import gate, model_check, module_names, served_agents, webhooks
 from durable_agents.activities import telemetry
 from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
@@ -313,7 +313,8 @@ async def start_dev_server(
         if _listening(taken):
             raise WorkerSetupError(
                 f"--dev: something already listens on localhost:{taken} (another dev server?); "
-                f"choose a free port with {flag}, or drop --dev to use that server"
+                f"choose a free port with {flag}, or drop --dev to use that server (with "
+                f"AGENT_GATE_KEYS=dev if it is a dev server only this machine reaches)"
             )
     db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     db.parent.chmod(0o700)
@@ -414,6 +415,8 @@ def is_loopback(url: str) -> bool:
 
 def _load_callable(spec: str) -> Callable[[dict], object]:
     module_name, _, attr = spec.partition(":")
+    if problem := module_names.file_path_problem("--scripted-model", module_name, attr=f":{attr}"):
+        raise WorkerSetupError(problem)
     try:
         found = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as err:
@@ -450,10 +453,13 @@ async def serve(args: argparse.Namespace) -> None:
     modules = [m for m in (args.agents or "").split(",") if m.strip()]
     if not modules:
         raise WorkerSetupError("no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES")
+    for module in modules:
+        if problem := module_names.file_path_problem("--agents", module):
+            raise WorkerSetupError(problem)
     try:
         registry = AgentRegistry.from_modules(m.strip() for m in modules)
     except ValueError as err:
-        raise WorkerSetupError(str(err)) from err
+        raise WorkerSetupError(module_names.with_hint(str(err))) from err
     openai_client, _scripted_server = model_client(args.scripted_model)
     keys = codec_keys()
     try:  # pydantic + codec + payload store: the same converter as agentctl and AgentClient
@@ -653,7 +659,9 @@ async def heartbeat(path: str | None) -> AsyncIterator[None]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="worker.py", description=__doc__.splitlines()[0])
+    # the docstring's first paragraph, whole (its first line alone ended mid-parenthesis)
+    about = " ".join(__doc__.split("\n\n")[0].split())
+    parser = argparse.ArgumentParser(prog="worker.py", description=about)
     parser.add_argument("--dev", action="store_true", help="start the embedded dev server")
     parser.add_argument(
         "--agents",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,6 +22,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTCTL = Path(sys.executable).parent / "agentctl"
+
+
+def as_typed(path: Path | str) -> str:
+    """`path` as a person types it in the repository's folder (where `make demo` runs):
+    `.venv/bin/agentctl`, not a bare `agentctl` that is on no PATH."""
+    path = Path(path).absolute()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+SHOWN_AGENTCTL = as_typed(AGENTCTL)
 QUESTION = "My order A12 arrived damaged. Can I get my money back?"
 
 
@@ -71,7 +82,8 @@ def serve_and_run(
             "OpenAI-compatible endpoint (set OPENAI_API_KEY to use a real model)."
         )
     shown_env = "".join(f"{k}={v} " for k, v in (env or {}).items())
-    print("$ " + shown_env + " ".join(worker_cmd[1:]))
+    shown = [as_typed(sys.executable), as_typed(worker_cmd[1]), *worker_cmd[2:]]
+    print("$ " + shown_env + " ".join(_quote(a) for a in shown))
     worker = subprocess.Popen(
         worker_cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
     )
@@ -127,13 +139,13 @@ def run_demo(*, address: str, ui_port: int) -> None:
     result = json.loads(agentctl(*ctl, "result", run_id, "--json", show=False))
     if result["status"] != "completed":
         raise DemoError(f"the run ended as {result['status']}")
-    print(f"\nDone. Full state: agentctl export {run_id}")
+    print(f"\nDone. Its whole conversation: {SHOWN_AGENTCTL} {' '.join(ctl)} state {run_id}")
 
 
 def agentctl(*args: str, show: bool = True) -> str:
     """Run agentctl, echoing the command and its output; fail on a non-zero exit."""
     if show:
-        print("\n$ agentctl " + " ".join(_quote(a) for a in args if a))
+        print(f"\n$ {SHOWN_AGENTCTL} " + " ".join(_quote(a) for a in args if a))
     done = subprocess.run([str(AGENTCTL), *args], capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         raise DemoError(
@@ -176,7 +188,8 @@ def _echo(stream) -> None:
 
 
 def _quote(arg: str) -> str:
-    return f'"{arg}"' if " " in arg else arg
+    """`arg` as a shell takes it back (the demo's lines are meant to be pasted)."""
+    return shlex.quote(arg)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,14 @@ import json
 import sys
 import uuid
 
-from examples.demo import ROOT, DemoError, _wait_for_status, agentctl, serve_and_run
+from examples.demo import (
+    ROOT,
+    SHOWN_AGENTCTL,
+    DemoError,
+    _wait_for_status,
+    agentctl,
+    serve_and_run,
+)
 
 REQUEST = "Ticket T-100: the printer works again, please close it."
 
@@ -64,7 +71,7 @@ def run_demo(*, address: str, ui_port: int) -> None:
     result = json.loads(agentctl(*ctl, "result", run_id, "--json", show=False))
     if result["status"] != "completed":
         raise DemoError(f"the run ended as {result['status']}")
-    print(f"\nDone. Full state: agentctl state {run_id}")
+    print(f"\nDone. Full state: {SHOWN_AGENTCTL} {' '.join(ctl)} state {run_id}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ organisation means. The code rule (`in_oakland`) says it, and runs on the worker
 verdict is recorded on the call (`ToolCall.rule_verdict`), so replay, resume and the
 audit see the same verdict.
 
-Serve it with `python worker.py --agents examples.rules_agent`.
+It has no scripted model: serve it with a model of your own,
+`OPENAI_API_KEY=... .venv/bin/python worker.py --dev --agents examples.rules_agent`
+(tests/integration/test_approval_rules.py runs it against a scripted one).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // Sign an approve/reject decision for a durable agent run, from any Node.js service
 // (Node 18+, no dependencies). The workflow verifies it against the approver keys its
-// workers hold (AGENT_APPROVER_KEYS); see README, "Security model".
+// workers hold (AGENT_APPROVER_KEYS); see docs/how-to/signed-decisions.md.
 //
 //   node examples/sign_decision.mjs KEY_FILE PAYLOAD_JSON
 //   node examples/sign_decision.mjs --start KEY_FILE INPUT_JSON WORKFLOW_ID EXPIRES_AT

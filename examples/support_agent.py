@@ -1,7 +1,8 @@
 """Example agent: customer support that looks orders up freely and refunds
 only with a person's approval.
 
-Serve it with `python worker.py --agents examples.support_agent`.
+Serve it offline with `.venv/bin/python worker.py --dev --agents examples.support_agent
+--scripted-model examples.support_agent:scripted_model` (`make demo` does, and drives a run).
 `scripted_model` plays the model offline (the demo uses it when
 OPENAI_API_KEY is unset): it reads the conversation and answers as a model
 would for this agent, so it survives retries and worker restarts.

@@ -1,9 +1,10 @@
 """Example of several agents: a triage agent that asks a researcher (an agent called as a
 tool: a run of its own) and hands the customer over to billing (a handoff: the same run
 goes on with billing), whose refunds need a person's approval.
-Serve them with `python worker.py --agents examples.team_agent`; `make demo-team`
-drives a run. `scripted_model` plays the model offline (when OPENAI_API_KEY is unset),
-telling the agents apart by their instructions.
+Serve them offline with `.venv/bin/python worker.py --dev --agents examples.team_agent
+--scripted-model examples.team_agent:scripted_model`; `make demo-team` drives a run.
+`scripted_model` plays the model offline (when OPENAI_API_KEY is unset), telling the
+agents apart by their instructions.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from examples.demo import DemoError, _wait_for_status, agentctl, serve_and_run
+from examples.demo import SHOWN_AGENTCTL, DemoError, _wait_for_status, agentctl, serve_and_run
 
 QUESTION = "My order A12 arrived damaged. Can I get my money back?"
 
@@ -47,7 +47,7 @@ def run_demo(*, address: str, ui_port: int) -> None:
     result = json.loads(agentctl(*ctl, "result", run_id, "--json", show=False))
     if result["status"] != "completed":
         raise DemoError(f"the run ended as {result['status']}")
-    print(f"\nDone. Every step, handoff included: agentctl state {run_id}")
+    print(f"\nDone. Every step, handoff included: {SHOWN_AGENTCTL} {' '.join(ctl)} state {run_id}")
 
 
 if __name__ == "__main__":

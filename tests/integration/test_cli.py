@@ -240,7 +240,7 @@ async def test_signal_the_run_refuses_exits_1_with_the_runs_reason(ctl, model_se
     assert blind.code == 1
     assert error_lines(blind.stderr) == [
         "agentctl: error: approval of call call_nope refused here: it is not pending in "
-        f"run {run_id} (an approval is for a call `agentctl pending` shows)"
+        f"run {run_id}; waiting there: call_email (`agentctl pending {run_id}` shows them)"
     ]
     stale = await ctl("approve", run_id, "call_email", "--sha256", "0" * 16)
     assert stale.code == 1 and "its arguments are not the ones you saw" in stale.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shlex
 import signal
 import socket
 import sys
@@ -46,6 +47,16 @@ def without_openai_key() -> dict[str, str]:
     [
         ([], "no agents: pass --agents MODULE[,MODULE] or set AGENT_MODULES"),
         (["--agents", "nope.mod"], "cannot import agent module 'nope.mod'"),
+        # a file path, as tab completion gives it: the module name to type instead (more
+        # shapes: tests/unit/test_module_names.py)
+        (
+            ["--agents", "tests/support/agents.py"],
+            "--agents tests.support.agents (not tests/support/agents.py)",
+        ),
+        (
+            ["--agents", "tests.support.agents", "--scripted-model", "/tmp/x/m.py:reply"],
+            "--scripted-model m:reply with PYTHONPATH=/tmp/x (not /tmp/x/m.py:reply)",
+        ),
         (["--agents", "tests.support.agents"], "OPENAI_API_KEY is not set"),
         (
             ["--agents", "tests.support.agents", "--scripted-model", "json:nope"],
@@ -132,7 +143,8 @@ async def test_worker_dev_refuses_a_port_something_listens_on(tmp_path, flag):
     assert code == 1, out + err
     assert err.strip() == (
         f"worker: error: --dev: something already listens on localhost:{taken} (another dev "
-        f"server?); choose a free port with {flag}, or drop --dev to use that server"
+        f"server?); choose a free port with {flag}, or drop --dev to use that server (with "
+        "AGENT_GATE_KEYS=dev if it is a dev server only this machine reaches)"
     )
     assert "serving" not in out
 
@@ -183,6 +195,16 @@ async def test_demo_runs_offline_end_to_end(tmp_path):
     assert "issue_refund" in out
     assert "completed · turn 3" in out
     assert "Refunded 40.00 EUR for order A12." in out
+    # every command it shows runs as shown, pasted in the repository's folder where
+    # `make demo` runs: the programs by the path a shell finds them at (not on PATH)
+    shown = [shlex.split(line[2:]) for line in out.splitlines() if line.startswith("$ ")]
+    assert [argv[0] for argv in shown] == [".venv/bin/python", *[".venv/bin/agentctl"] * 5]
+    assert shown[0][1] == "worker.py"
+    for argv in shown:
+        assert os.access(ROOT / argv[0], os.X_OK), argv
+    [last] = [line for line in out.splitlines() if line.startswith("Done. Its whole")]
+    assert last.startswith("Done. Its whole conversation: .venv/bin/agentctl --address ")
+    assert shlex.split(last.split(": ", 1)[1])[-2] == "state"
 
 
 async def test_mcp_demo_runs_offline_end_to_end(tmp_path):

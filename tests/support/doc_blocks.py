@@ -75,7 +75,19 @@ def section(text: str, heading: str) -> str:
     return text[match.end() :]
 
 
+# A `temporal` CLI line of a page: the pages a newcomer follows from a checkout say
+# `.venv/bin/temporal` (`make demo` installs it there, not on PATH), others `temporal`.
+TEMPORAL_LINE = re.compile(r"^(?:\.venv/bin/)?temporal ")
+
+
+def temporal_argv(line: str) -> list[str] | None:
+    """The argv after `temporal` of a page's `temporal ...` line (comment left out), or None."""
+    if not TEMPORAL_LINE.match(line):
+        return None
+    return shlex.split(line.split("  #", 1)[0])[1:]
+
+
 def temporal_commands(text: str) -> list[list[str]]:
     """The `temporal ...` commands of the first sh block of `text`, as argv after `temporal`."""
     [first, *_] = blocks(text, lang="sh")
-    return [shlex.split(c)[1:] for c in first.commands() if c.startswith("temporal ")]
+    return [argv for c in first.commands() if (argv := temporal_argv(c)) is not None]

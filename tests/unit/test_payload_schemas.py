@@ -4,7 +4,6 @@ saying what the workflow itself accepts."""
 from __future__ import annotations
 
 import json
-import shlex
 
 import jsonschema
 import pytest
@@ -13,7 +12,7 @@ from durable_agents.workflows.payload_schemas import PAYLOADS, payload_schema
 
 from schemas import generate
 from tests.integration.test_readme_commands import readme_commands
-from tests.support.doc_blocks import DOCS, README, blocks
+from tests.support.doc_blocks import DOCS, README, blocks, temporal_argv
 
 
 def test_committed_payload_schemas_are_current():
@@ -47,10 +46,10 @@ def test_every_payload_the_readme_and_docs_send_fits_its_schema():
     for path in (README, *sorted(DOCS.rglob("*.md"))):
         for block in blocks(path.read_text(encoding="utf-8"), lang="sh"):
             for line in block.commands():
-                if not line.startswith("temporal workflow ") or "--name" not in line:
+                argv = temporal_argv(line)
+                if argv is None or argv[0] != "workflow" or "--name" not in argv:
                     continue
-                argv = shlex.split(line.split("  #", 1)[0])
-                if "--input" not in argv or argv[2] not in ("signal", "update"):
+                if "--input" not in argv or argv[1] not in ("signal", "update"):
                     continue
                 name = argv[argv.index("--name") + 1]
                 validator(name).validate(json.loads(argv[argv.index("--input") + 1]))
