@@ -26,7 +26,6 @@ from durable_agents.workflows.agent_spec import (
     BACKGROUND_CHECK_EVERY,
     AgentSpec,
     ApprovalPolicy,
-    ApproverKey,
     ContextPolicy,
     MCPServer,
     ModelAPIName,
@@ -41,22 +40,13 @@ from durable_agents.workflows.settings import api_problem, tool_choice_problem
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
+from durable_agents.signing import Trust
+
 DEFAULT_MODEL_RETRY = RetryPolicy(maximum_attempts=1000, maximum_interval=timedelta(seconds=60))
 """Transient model failures are retried every minute at most; the budget below, not
 the attempts, ends the retries (6 h at one a minute is 360 attempts)."""
 DEFAULT_MODEL_RETRY_BUDGET = timedelta(hours=6)
 """How long a model call is retried through a provider outage before the run fails."""
-
-
-@dataclass(frozen=True)
-class Trust:
-    """What a worker trusts, from its configuration (`durable_agents.signing.trust_from_env`):
-    approver keys for signed decisions, snapshot keys for signed snapshots, and whether
-    a snapshot that does not verify is refused."""
-
-    approver_keys: Sequence[ApproverKey] = ()
-    snapshot_keys: Sequence[ApproverKey] = ()
-    refuse_unverified_snapshots: bool = False
 
 
 @dataclass(frozen=True)

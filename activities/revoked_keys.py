@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from durable_agents.activities.agent import Trust
 from durable_agents.workflows.contract import ERROR_APPROVAL_KEY_REVOKED, MCP_APPROVAL_KEYS
 from temporalio.exceptions import ApplicationError
+
+from durable_agents.signing import Trust
 
 
 def revoked(trust: Trust, approval_keys: Sequence[str]) -> str | None:

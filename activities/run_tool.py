@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 
 import pydantic_core
 from durable_agents.activities import revoked_keys, telemetry
-from durable_agents.activities.agent import Trust
 from durable_agents.activities.context_change import changed_context
 from durable_agents.activities.guardrail import GuardrailContext
 from durable_agents.activities.guardrail_models import GuardrailModels
@@ -42,6 +41,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agents import stream_gate
+from durable_agents.signing import Trust
 
 RAISED = "raised"
 """`agent_tool_failures` reason: the tool raised (its retry policy applies)."""

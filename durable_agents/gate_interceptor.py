@@ -53,8 +53,8 @@ from temporalio.worker import (
 
 from durable_agents import gate, gate_continue, gate_failures, stream_gate
 from durable_agents.activities import revoked_keys
-from durable_agents.activities.agent import Trust
 from durable_agents.gate import GateKeys
+from durable_agents.signing import Trust
 from durable_agents.workflows import contract
 from durable_agents.workflows.tree_payloads import SubRunFinished, SubRunReport
 

@@ -28,7 +28,7 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from durable_agents import gate, mcp_connections, served_agents, webhooks
-from durable_agents.activities.agent import Agent, Trust
+from durable_agents.activities.agent import Agent
 from durable_agents.activities.evaluate import EvaluatorActivities
 from durable_agents.activities.fresh_ids import fresh_id
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT, ModelActivities
@@ -40,7 +40,7 @@ from durable_agents.gate import GateKeys
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.mcp_connections import MCPConnection
 from durable_agents.prices import prices_from_env, unpriced_budgets
-from durable_agents.signing import trust_from_env
+from durable_agents.signing import Trust, trust_from_env
 from durable_agents.webhooks import Endpoint, WebhookActivities
 from durable_agents.workflows.agent_spec import ModelAPIName, ModelPrice, WebhookSubscription
 from durable_agents.workflows.agent_workflow import AgentWorkflow

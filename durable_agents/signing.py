@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import TypeAdapter, ValidationError
 
-from durable_agents.activities.agent import Trust
 from durable_agents.workflows.agent_spec import ApproverKey
 from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.errors import AgentError
@@ -34,6 +33,17 @@ SNAPSHOT_KEYS_ENV = "AGENT_SNAPSHOT_KEYS"
 """Worker environment: path of the JSON list of public keys that sign snapshots."""
 REFUSE_UNVERIFIED_ENV = "AGENT_REFUSE_UNVERIFIED_SNAPSHOTS"
 """Worker environment: `1` refuses to resume a snapshot that does not verify."""
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What a worker trusts, from its configuration (`durable_agents.signing.trust_from_env`):
+    approver keys for signed decisions, snapshot keys for signed snapshots, and whether
+    a snapshot that does not verify is refused."""
+
+    approver_keys: Sequence[ApproverKey] = ()
+    snapshot_keys: Sequence[ApproverKey] = ()
+    refuse_unverified_snapshots: bool = False
 
 
 class SigningError(AgentError):

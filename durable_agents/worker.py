@@ -37,7 +37,6 @@ from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig
 
 from durable_agents import gate, model_check, module_names, served_agents, webhooks
 from durable_agents.activities import telemetry
-from durable_agents.activities.agent import Trust
 from durable_agents.activities.heartbeat import periodically
 from durable_agents.activities.model_api import DEFAULT_MAX_CONCURRENT
 from durable_agents.activities.registry import AgentRegistry
@@ -62,7 +61,7 @@ from durable_agents.plugin import (
     AgentsPluginError,
 )
 from durable_agents.prices import describe_prices, prices_from_env, unpriced_budgets
-from durable_agents.signing import describe_trust, trust_from_env
+from durable_agents.signing import Trust, describe_trust, trust_from_env
 from durable_agents.webhooks import Endpoint
 from durable_agents.workflows import search_attributes
 from durable_agents.workflows.agent_spec import ModelAPIName, ModelPrice

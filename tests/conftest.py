@@ -13,7 +13,7 @@ from datetime import timedelta
 from types import MappingProxyType
 
 import pytest
-from durable_agents.activities.agent import Agent, Trust
+from durable_agents.activities.agent import Agent
 from durable_agents.activities.registry import AgentRegistry
 from durable_agents.workflows import search_attributes
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
@@ -25,6 +25,7 @@ from temporalio.worker import Plugin
 from durable_agents import gate
 from durable_agents.dev_server_config import dev_server_args
 from durable_agents.mcp_connections import MCPConnection
+from durable_agents.signing import Trust
 from durable_agents.testing import ScriptedModelServer
 from durable_agents.webhooks import Endpoint
 from durable_agents.worker import build_worker

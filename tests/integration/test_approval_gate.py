@@ -10,12 +10,12 @@ import json
 import uuid
 
 import pytest
-from durable_agents.activities.agent import Trust
 from durable_agents.workflows import contract
 from durable_agents.workflows.run_items import Decision
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
 
+from durable_agents.signing import Trust
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import agents

@@ -23,7 +23,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from durable_agents.activities.agent import Trust
 from durable_agents.client.ask_worker import WorkerUnavailable, ask_worker
 from durable_agents.workflows import contract
 from durable_agents.workflows.payloads import DescribedAgent
@@ -46,6 +45,7 @@ from temporalio.worker import Worker
 from durable_agents import Agent, ApprovalPolicy, MCPServer, ToolContext, gate, handoff, tool
 from durable_agents.gate_interceptor import GateInterceptor
 from durable_agents.plugin import AgentsPluginError
+from durable_agents.signing import Trust
 from durable_agents.testing import Call, Reply
 from tests.conftest import NO_DRAIN, serving
 from tests.integration.test_activity_gate import DELETE

@@ -10,13 +10,13 @@ import asyncio
 import json
 import uuid
 
-from durable_agents.activities.agent import Trust
 from durable_agents.workflows import contract
 from durable_agents.workflows.run_items import Decision
 from durable_agents.workflows.signed_decisions import arguments_sha256
 from durable_agents.workflows.state import RunStatus
 
 from durable_agents import Agent, ApprovalPolicy, ToolContext, tool
+from durable_agents.signing import Trust
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support.approver_keys import ALICE, BOB, WORKER_TRUST

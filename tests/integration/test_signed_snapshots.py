@@ -9,7 +9,6 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from durable_agents.activities.agent import Trust
 from durable_agents.client.agent_client import AgentClient
 from durable_agents.client.errors import RunFailed
 from durable_agents.workflows import decisions, snapshot
@@ -17,7 +16,7 @@ from durable_agents.workflows.canonical import canonical_json
 from durable_agents.workflows.payloads import DecideInput
 from durable_agents.workflows.state import RunStatus
 
-from durable_agents.signing import write_key
+from durable_agents.signing import Trust, write_key
 from durable_agents.testing import Call, Reply
 from tests.conftest import serving
 from tests.support import agents

@@ -5,9 +5,8 @@ they do not."""
 from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from durable_agents.activities.agent import Trust
 
-from durable_agents.signing import SigningKey
+from durable_agents.signing import SigningKey, Trust
 
 ALICE = SigningKey("alice-test", "alice", Ed25519PrivateKey.from_private_bytes(b"\x01" * 32))
 MALLORY = SigningKey("mallory-test", "mallory", Ed25519PrivateKey.from_private_bytes(b"\x02" * 32))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from durable_agents.activities.agent import Trust
 from durable_agents.workflows import definitions, details, loop
 from durable_agents.workflows.agent_spec import ModelPrice, ModelSettings
 from durable_agents.workflows.audit import REDEFINITIONS_KEPT
@@ -21,6 +20,7 @@ from durable_agents.workflows.run_items import (
 from durable_agents.workflows.state import DefinitionCheck, RunState
 from pydantic import ValidationError
 
+from durable_agents.signing import Trust
 from tests.support import agents
 from tests.support.approver_keys import WORKER_TRUST
 from tests.support.snapshot_golden import at

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 from durable_agents.activities import revoked_keys
-from durable_agents.activities.agent import Trust
 from durable_agents.workflows import contract
 from temporalio.exceptions import ApplicationError
 
+from durable_agents.signing import Trust
 from tests.support.approver_keys import ALICE, BOB
 
 TRUSTED = f"{ALICE.key_id} {ALICE.public().public_key}"
