@@ -4,6 +4,7 @@ reference machine). It talks to Temporal; agents and model calls are the worker'
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +49,9 @@ def test_the_agent_api_is_still_where_it_was() -> None:
 
 
 def test_tool_is_the_decorator_even_once_its_module_is_imported() -> None:
-    import durable_agents.activities.tool as tool_module
     from durable_agents.activities import tool
 
     from durable_agents import activities
 
+    tool_module = importlib.import_module("durable_agents.activities.tool")
     assert callable(tool) and tool is tool_module.tool and activities.tool is tool
