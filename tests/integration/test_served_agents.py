@@ -55,6 +55,15 @@ async def workers(client, model_server, task_queue: str, *served: tuple[list, bo
                 polling.append((queue, f"worker{number}@test"))
         for queue, identity in polling:  # the pollers reached the server: seen, not slept on
             await polled_by(client, queue, identity)
+        # and each worker's announcement of its agents: a client that sees a poller not
+        # announced yet cannot tell what it serves, and starts as asked (no warning)
+        workers_seen = {identity for _, identity in polling}
+        async with asyncio.timeout(30):
+            while not workers_seen <= {
+                p.identity.rpartition(served_agents.MARK)[0]
+                for p in await served_agents.announced(client, task_queue)
+            }:
+                await asyncio.sleep(0.05)
         yield
     await model.close()
 
